@@ -1,0 +1,414 @@
+//! The agent runner: one provider list, one model, tools and hooks around a bounded tool loop.
+
+mod hooks;
+mod request;
+mod thread;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tracing::Instrument;
+
+use crate::context::Section;
+use crate::model::{ChatModel, DryRunModel, ModelRequest};
+use crate::provider::{ContextProvider, ProviderReport, RunInfo, ThreadInfo};
+use crate::tokens::{default_counter, TokenCounter};
+use crate::{Context, Error, Message, Result, Tool, ToolRegistry};
+
+pub use hooks::{Hook, HookContext, SessionSummary};
+pub use request::{Assembly, TokenReport};
+pub use thread::Thread;
+
+/// Bounds of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Model calls that may ask for tools in a row before the run fails (default 8).
+    pub max_tool_rounds: usize,
+    /// Time all providers together get to contribute (default: each provider's own timeout).
+    pub context_deadline: Option<Duration>,
+    /// Token budget for injected context, passed to providers (default: none).
+    pub context_tokens: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_tool_rounds: 8,
+            context_deadline: None,
+            context_tokens: None,
+        }
+    }
+}
+
+/// The reply of one run and how it was produced.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    pub reply: Message,
+    pub report: RunReport,
+}
+
+/// What a run did: provider timings and outcomes, what was injected, tokens of the request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunReport {
+    pub providers: Vec<ProviderReport>,
+    /// Items injected by section kind, e.g. `skills` → selected skill names.
+    pub injected: BTreeMap<String, Vec<String>>,
+    /// Tokens of the first request of the run.
+    pub tokens: TokenReport,
+    pub model_calls: usize,
+    pub tool_calls: usize,
+}
+
+/// An agent: base instructions, a model, context providers, tools and hooks.
+///
+/// ```
+/// use ctxkit::{Agent, Context, ContextProvider, Message, Result, RunInfo, Thread};
+///
+/// struct Style;
+/// #[async_trait::async_trait]
+/// impl ContextProvider for Style {
+///     fn name(&self) -> &str { "style" }
+///     async fn invoking(&self, _: &[Message], _: &RunInfo) -> Result<Context> {
+///         Ok(Context::new().with_instructions("Answer in one sentence."))
+///     }
+/// }
+///
+/// # #[tokio::main] async fn main() -> Result<()> {
+/// let agent = Agent::builder().instructions("You are helpful.").provider(Style).build()?;
+/// let mut thread = Thread::new();
+/// let out = agent.run(&mut thread, "What is 2+2?").await?;
+/// assert!(out.reply.content.starts_with("[dry-run]")); // the offline default model
+/// assert_eq!(out.report.providers[0].name, "style");
+/// # Ok(()) }
+/// ```
+pub struct Agent {
+    base: Section,
+    model: Arc<dyn ChatModel>,
+    providers: Vec<Arc<dyn ContextProvider>>,
+    tools: ToolRegistry,
+    hooks: hooks::Hooks,
+    limits: Limits,
+    assembly: Assembly,
+    counter: Arc<dyn TokenCounter>,
+    project: Option<String>,
+}
+
+/// Builds an [`Agent`]; every part has a default (no instructions, the dry-run model, no
+/// providers, tools or hooks, [`Limits::default`], per-request assembly, BPE token counts).
+#[derive(Default)]
+pub struct AgentBuilder {
+    instructions: String,
+    model: Option<Arc<dyn ChatModel>>,
+    providers: Vec<Arc<dyn ContextProvider>>,
+    tools: Vec<Arc<dyn Tool>>,
+    hooks: Vec<Arc<dyn Hook>>,
+    limits: Limits,
+    assembly: Assembly,
+    counter: Option<Arc<dyn TokenCounter>>,
+    project: Option<String>,
+}
+
+impl AgentBuilder {
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = text.into();
+        self
+    }
+    pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+    /// Add a provider; providers merge in the order they are added.
+    pub fn provider(mut self, provider: impl ContextProvider + 'static) -> Self {
+        self.providers.push(Arc::new(provider));
+        self
+    }
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+    /// Add a hook; hooks fire in the order they are added.
+    pub fn hook(mut self, hook: impl Hook + 'static) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+    pub fn max_tool_rounds(mut self, rounds: usize) -> Self {
+        self.limits.max_tool_rounds = rounds;
+        self
+    }
+    pub fn assembly(mut self, assembly: Assembly) -> Self {
+        self.assembly = assembly;
+        self
+    }
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = Some(counter);
+        self
+    }
+    /// The project the agent works in; providers scope memories by it.
+    pub fn project(mut self, project: impl Into<String>) -> Self {
+        self.project = Some(project.into());
+        self
+    }
+
+    /// Fails only when two tools share a name.
+    pub fn build(self) -> Result<Agent> {
+        let mut tools = ToolRegistry::new();
+        for tool in self.tools {
+            tools.register(tool)?;
+        }
+        Ok(Agent {
+            base: Section {
+                source: "agent".into(),
+                ..Section::stable("instructions", self.instructions)
+            },
+            model: self.model.unwrap_or_else(|| Arc::new(DryRunModel)),
+            providers: self.providers,
+            tools,
+            hooks: hooks::Hooks(self.hooks),
+            limits: self.limits,
+            assembly: self.assembly,
+            counter: self.counter.unwrap_or_else(default_counter),
+            project: self.project,
+        })
+    }
+}
+
+impl Agent {
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder::default()
+    }
+
+    pub fn model_name(&self) -> &str {
+        self.model.name()
+    }
+
+    fn run_info(&self, thread: &Thread) -> RunInfo {
+        RunInfo {
+            thread_id: thread.id().to_string(),
+            project: self.project.clone(),
+            deadline: self
+                .limits
+                .context_deadline
+                .map(|d| tokio::time::Instant::now() + d),
+            state: thread.state.clone(),
+            token_budget: self.limits.context_tokens,
+        }
+    }
+
+    fn hook_context<'a>(&'a self, thread_id: &'a str, state: &'a mut crate::State) -> HookContext<'a> {
+        HookContext {
+            thread_id,
+            project: self.project.as_deref(),
+            model: self.model.name(),
+            state,
+        }
+    }
+
+    /// Agent tools plus the tools providers offered for this run.
+    fn tools_for(&self, ctx: &Context) -> Result<ToolRegistry> {
+        if ctx.tools.is_empty() {
+            return Ok(self.tools.clone());
+        }
+        let mut tools = self.tools.clone();
+        for tool in &ctx.tools {
+            tools.register_from(tool.clone(), "a context provider", |_| "agent".into())?;
+        }
+        Ok(tools)
+    }
+
+    /// Run the providers for the conversation as it stands.
+    async fn gather(&self, thread: &Thread) -> Result<(Context, RunInfo)> {
+        let run = self.run_info(thread);
+        let ctx = self.providers.invoking(thread.history(), &run).await?;
+        Ok((ctx, run))
+    }
+
+    fn report(ctx: &Context, tokens: TokenReport) -> RunReport {
+        let mut injected: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for s in ctx.sections.iter().filter(|s| !s.items.is_empty()) {
+            injected
+                .entry(s.kind.clone())
+                .or_default()
+                .extend(s.items.iter().cloned());
+        }
+        RunReport {
+            providers: ctx.reports.clone(),
+            injected,
+            tokens,
+            model_calls: 0,
+            tool_calls: 0,
+        }
+    }
+
+    /// The request the agent would send for `input` on `thread`, without calling the model,
+    /// firing hooks or changing the thread.
+    pub async fn preview(&self, thread: &Thread, input: &str) -> Result<(ModelRequest, RunReport)> {
+        let mut thread = thread.clone();
+        thread.history_mut().push(Message::user(input));
+        let (ctx, _) = self.gather(&thread).await?;
+        let tools = self.tools_for(&ctx)?;
+        let (request, tokens) = request::assemble(
+            &self.base,
+            &ctx,
+            &tools,
+            &mut thread,
+            self.assembly,
+            &*self.counter,
+        );
+        Ok((request, Self::report(&ctx, tokens)))
+    }
+
+    /// Send `input` on `thread`: gather context, call the model, run the tools it asks for, and
+    /// return its final reply with a report.
+    pub async fn run(&self, thread: &mut Thread, input: impl Into<String>) -> Result<RunOutput> {
+        let span = tracing::info_span!("run", thread = thread.id(), model = self.model.name());
+        self.run_inner(thread, input.into()).instrument(span).await
+    }
+
+    async fn run_inner(&self, thread: &mut Thread, input: String) -> Result<RunOutput> {
+        let thread_id = thread.id().to_string();
+        if !thread.started {
+            let info = ThreadInfo {
+                thread_id: thread_id.clone(),
+                project: self.project.clone(),
+            };
+            self.providers.thread_created(&info).await?;
+            self.hooks
+                .session_start(&mut self.hook_context(&thread_id, &mut thread.state))
+                .await?;
+            thread.started = true;
+        }
+        let input = self
+            .hooks
+            .user_message(&mut self.hook_context(&thread_id, &mut thread.state), input)
+            .await?;
+        thread.history_mut().push(Message::user(input));
+        thread.turns += 1;
+
+        let (ctx, run) = self.gather(thread).await?;
+        let tools = self.tools_for(&ctx)?;
+        let mut report: Option<RunReport> = None;
+        for round in 0.. {
+            let (mut request, tokens) =
+                request::assemble(&self.base, &ctx, &tools, thread, self.assembly, &*self.counter);
+            let report = report.get_or_insert_with(|| Self::report(&ctx, tokens));
+            self.hooks
+                .before_model(
+                    &mut self.hook_context(&thread_id, &mut thread.state),
+                    &mut request,
+                )
+                .await?;
+            let reply = self.call_model(&request, &run).await?;
+            report.model_calls += 1;
+            self.hooks
+                .after_model(&mut self.hook_context(&thread_id, &mut thread.state), &reply)
+                .await?;
+            thread.history_mut().push(reply.clone());
+            if reply.tool_calls.is_empty() {
+                return Ok(RunOutput {
+                    reply,
+                    report: report.clone(),
+                });
+            }
+            if round + 1 >= self.limits.max_tool_rounds {
+                return Err(Error::ToolRounds(self.limits.max_tool_rounds));
+            }
+            for call in &reply.tool_calls {
+                let output = self.call_tool(&tools, thread, call).await?;
+                thread.history_mut().push(Message::tool_result(&call.id, output));
+                report.tool_calls += 1;
+            }
+            thread.state.clear_temp();
+        }
+        unreachable!("the tool loop returns from inside")
+    }
+
+    /// One model call; providers hear about it whether it worked or not.
+    async fn call_model(&self, request: &ModelRequest, run: &RunInfo) -> Result<Message> {
+        let span = tracing::info_span!(
+            "model",
+            model = self.model.name(),
+            tokens = request.meta.tokens,
+            elapsed_us = tracing::field::Empty,
+            tool_calls = tracing::field::Empty,
+        );
+        let start = std::time::Instant::now();
+        let result = self.model.complete(request).instrument(span.clone()).await;
+        span.record("elapsed_us", start.elapsed().as_micros() as u64);
+        match &result {
+            Ok(reply) => {
+                span.record("tool_calls", reply.tool_calls.len());
+                self.providers
+                    .invoked(&request.messages, Ok(std::slice::from_ref(reply)), run)
+                    .await?;
+            }
+            Err(e) => {
+                tracing::warn!(parent: &span, error = %e, "model call failed");
+                self.providers.invoked(&request.messages, Err(e), run).await?;
+            }
+        }
+        result
+    }
+
+    /// A before-tool hook may answer instead of the tool; a failing tool's error goes back to
+    /// the model as its output, so the model can correct itself.
+    async fn call_tool(
+        &self,
+        tools: &ToolRegistry,
+        thread: &mut Thread,
+        call: &crate::ToolCall,
+    ) -> Result<String> {
+        let name = call.function.name.as_str();
+        let thread_id = thread.id().to_string();
+        *thread.tool_usage.entry(name.to_string()).or_default() += 1;
+        let mut hctx = self.hook_context(&thread_id, &mut thread.state);
+        let output = match self.hooks.before_tool(&mut hctx, call).await? {
+            Some(answer) => answer,
+            None => {
+                let span = tracing::info_span!("tool", tool = name, elapsed_us = tracing::field::Empty);
+                let start = std::time::Instant::now();
+                let result = tools
+                    .execute(name, &call.function.arguments)
+                    .instrument(span.clone())
+                    .await;
+                span.record("elapsed_us", start.elapsed().as_micros() as u64);
+                result.unwrap_or_else(|e| {
+                    tracing::warn!(parent: &span, error = %e, "tool call failed");
+                    format!("error: {e}")
+                })
+            }
+        };
+        self.hooks.after_tool(&mut hctx, call, &output).await?;
+        Ok(output)
+    }
+
+    /// Compact the thread to its last `keep_last` messages and fire the compaction hooks with
+    /// what was removed. Returns how many messages were removed.
+    pub async fn compact(&self, thread: &mut Thread, keep_last: usize) -> Result<usize> {
+        let removed = thread.compact(keep_last);
+        let thread_id = thread.id().to_string();
+        self.hooks
+            .compaction(&mut self.hook_context(&thread_id, &mut thread.state), &removed)
+            .await?;
+        Ok(removed.len())
+    }
+
+    /// End the conversation: fire the session-end hooks with a summary of the thread.
+    pub async fn end_session(&self, thread: &mut Thread) -> Result<()> {
+        let summary = SessionSummary {
+            thread_id: thread.id().to_string(),
+            turns: thread.turns,
+            tool_usage: thread.tool_usage.clone(),
+            messages: thread.history().to_vec(),
+        };
+        let thread_id = summary.thread_id.clone();
+        self.hooks
+            .session_end(&mut self.hook_context(&thread_id, &mut thread.state), &summary)
+            .await
+    }
+}

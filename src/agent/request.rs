@@ -1,0 +1,150 @@
+//! Request assembly: base instructions and stable provider output first (so prompt caches keep
+//! hitting), per-message context after them, then the conversation.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::thread::Thread;
+use crate::context::{join_blocks, Placement, Section};
+use crate::model::{ModelRequest, RequestMeta};
+use crate::tokens::TokenCounter;
+use crate::{CatalogEntry, Context, Message, Role, ToolRegistry};
+
+/// How context reaches the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Assembly {
+    /// A fresh system message on every request (the default).
+    #[default]
+    PerRequest,
+    /// The full context once into the history, then only deltas (seeds 000/001).
+    Lazy,
+}
+
+/// Token counts of one request, in total and by section kind (`instructions`, `skills`,
+/// `catalog`, `memories`, `tools`, `history`, …).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TokenReport {
+    pub total: usize,
+    pub by_section: BTreeMap<String, usize>,
+}
+
+/// The catalog as a section of the system text.
+fn catalog_section(catalog: &[CatalogEntry]) -> Option<Section> {
+    if catalog.is_empty() {
+        return None;
+    }
+    let mut text = String::from("## Available skills");
+    for e in catalog {
+        text.push_str(&format!("\n- {}: {}", e.name, e.description));
+    }
+    let names = catalog.iter().map(|e| e.name.clone());
+    Some(Section {
+        source: "catalog".into(),
+        ..Section::stable("catalog", text).with_items(names)
+    })
+}
+
+fn join_sections<'a>(sections: impl IntoIterator<Item = &'a Section>) -> Option<String> {
+    join_blocks(sections.into_iter().map(|s| s.text.as_str()))
+}
+
+/// Build the request for the next model call. In lazy mode this may add a context message to
+/// the thread's history, which is why the thread is mutable.
+pub(crate) fn assemble(
+    base: &Section,
+    ctx: &Context,
+    tools: &ToolRegistry,
+    thread: &mut Thread,
+    assembly: Assembly,
+    counter: &dyn TokenCounter,
+) -> (ModelRequest, TokenReport) {
+    let stable: Vec<&Section> = std::iter::once(base)
+        .chain(ctx.sections.iter().filter(|s| s.placement == Placement::Stable))
+        .collect();
+    let volatile: Vec<&Section> = ctx
+        .sections
+        .iter()
+        .filter(|s| s.placement == Placement::PerMessage)
+        .collect();
+    let definitions = tools.definitions();
+
+    let mut messages = Vec::with_capacity(thread.history().len() + ctx.messages.len() + 2);
+    let catalog = catalog_section(&ctx.catalog);
+    let mut sent: Vec<&Section> = Vec::new();
+    match assembly {
+        Assembly::PerRequest => {
+            sent.extend(
+                stable
+                    .iter()
+                    .copied()
+                    .chain(catalog.as_ref())
+                    .chain(volatile.iter().copied()),
+            );
+            if let Some(system) = join_sections(sent.iter().copied()) {
+                messages.push(Message::system(system));
+            }
+            messages.extend(ctx.messages.iter().cloned());
+            messages.extend(thread.history().iter().cloned());
+        }
+        Assembly::Lazy => {
+            let preamble = join_sections(stable.iter().copied()).unwrap_or_default();
+            let tool_entries: Vec<CatalogEntry> = definitions
+                .iter()
+                .map(|d| CatalogEntry {
+                    name: d.name.clone(),
+                    description: d.description.clone(),
+                })
+                .collect();
+            let last_user = last_user_index(thread.history());
+            if let Some(text) = thread.context.prepare(&preamble, &tool_entries, &ctx.catalog) {
+                thread.history_mut().insert(last_user, Message::system(text));
+            }
+            // The preamble and catalog live in the history now; count them there.
+            messages.extend(ctx.messages.iter().cloned());
+            messages.extend(thread.history().iter().cloned());
+            if let Some(text) = join_sections(volatile.iter().copied()) {
+                let at = last_user_index(&messages);
+                messages.insert(at, Message::system(text));
+            }
+            sent.extend(volatile.iter().copied());
+        }
+    }
+
+    let mut request = ModelRequest {
+        messages,
+        tools: definitions,
+        meta: RequestMeta::default(),
+    };
+    let mut report = TokenReport::default();
+    for s in &sent {
+        *report.by_section.entry(s.kind.clone()).or_default() += counter.count(&s.text);
+    }
+    let attributed = stable
+        .iter()
+        .copied()
+        .chain(catalog.as_ref())
+        .chain(volatile.iter().copied());
+    for s in attributed {
+        request
+            .meta
+            .sections
+            .push((s.source.clone(), s.kind.clone(), s.items.clone()));
+    }
+    report
+        .by_section
+        .insert("tools".into(), counter.count_tools(&request.tools));
+    let history: usize = thread.history().iter().map(|m| counter.count_message(m)).sum();
+    report.by_section.insert("history".into(), history);
+    report.total = counter.count_request(&request);
+    request.meta.tokens = report.total;
+    (request, report)
+}
+
+/// Where a context message goes: just before the latest user message (or at the end).
+fn last_user_index(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(messages.len())
+}

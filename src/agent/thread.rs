@@ -1,0 +1,129 @@
+//! A conversation: its id, history, scoped state and injection bookkeeping.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::lazy::ContextManager;
+use crate::state::State;
+use crate::{Message, Role};
+
+/// One conversation with an agent.
+#[derive(Clone, Debug)]
+pub struct Thread {
+    id: String,
+    history: Vec<Message>,
+    pub(crate) state: State,
+    pub(crate) context: ContextManager,
+    pub(crate) started: bool,
+    pub(crate) turns: usize,
+    pub(crate) tool_usage: BTreeMap<String, usize>,
+}
+
+impl Default for Thread {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Thread {
+    /// A new thread with a fresh id.
+    pub fn new() -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        Self::with_id(format!("t-{nanos:x}-{n}"))
+    }
+
+    pub fn with_id(id: impl Into<String>) -> Self {
+        Thread {
+            id: id.into(),
+            history: Vec::new(),
+            state: State::default(),
+            context: ContextManager::new(),
+            started: false,
+            turns: 0,
+            tool_usage: BTreeMap::new(),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    pub(crate) fn history_mut(&mut self) -> &mut Vec<Message> {
+        &mut self.history
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    pub fn state_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
+
+    /// Drop all but the last `keep_last` messages and return the dropped ones.
+    ///
+    /// The kept part starts at a user message (it keeps a few more messages rather than
+    /// orphan a tool result). Lazy injection is reset, so the next request carries the full
+    /// context again.
+    pub fn compact(&mut self, keep_last: usize) -> Vec<Message> {
+        let mut cut = self.history.len().saturating_sub(keep_last);
+        while cut > 0 && cut < self.history.len() && self.history[cut].role != Role::User {
+            cut -= 1;
+        }
+        self.context.reset();
+        self.history.drain(..cut).collect()
+    }
+
+    /// Forget the conversation (history and `temp:`/`session:` state), keeping the id and
+    /// `project:` state. The next request carries the full context again.
+    pub fn reset(&mut self) {
+        self.history.clear();
+        self.state.clear_session();
+        self.context.reset();
+        self.turns = 0;
+        self.tool_usage.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+
+    #[test]
+    fn compact_keeps_tool_pairs_together() {
+        let mut t = Thread::new();
+        let h = t.history_mut();
+        h.push(Message::user("one"));
+        h.push(Message::assistant("a1"));
+        h.push(Message::user("two"));
+        h.push(Message::tool_calls(vec![ToolCall::new(
+            "c",
+            "x",
+            &serde_json::json!({}),
+        )]));
+        h.push(Message::tool_result("c", "out"));
+        h.push(Message::assistant("a2"));
+        let removed = t.compact(2);
+        // The last two would orphan a tool result, so the turn is kept from its user message.
+        assert_eq!(removed.len(), 2);
+        assert_eq!(t.history()[0].content, "two");
+        assert_eq!(t.history().len(), 4);
+        assert_eq!(t.compact(0).len(), 4);
+        assert!(t.history().is_empty());
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        assert_ne!(Thread::new().id(), Thread::new().id());
+    }
+}

@@ -1,0 +1,48 @@
+use async_trait::async_trait;
+
+use super::{ChatModel, ModelRequest};
+use crate::{Message, Result};
+
+/// The offline default: answers with a one-paragraph summary of the request it received —
+/// which instructions, skills, memories and tools, and how many tokens.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DryRunModel;
+
+#[async_trait]
+impl ChatModel for DryRunModel {
+    fn name(&self) -> &str {
+        "dry-run"
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<Message> {
+        Ok(Message::assistant(summarize(request)))
+    }
+}
+
+fn list(items: &[&str]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn summarize(request: &ModelRequest) -> String {
+    let meta = &request.meta;
+    let mut sources: Vec<&str> = Vec::new();
+    for (source, _, _) in &meta.sections {
+        if !sources.contains(&source.as_str()) {
+            sources.push(source);
+        }
+    }
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    format!(
+        "[dry-run] {} messages, {} tokens. Instructions from: {}. Skills: {}. Memories: {}. Tools: {}.",
+        request.messages.len(),
+        meta.tokens,
+        list(&sources),
+        list(&meta.items_of("skills")),
+        meta.items_of("memories").len(),
+        list(&tools),
+    )
+}

@@ -1,0 +1,230 @@
+//! A `Vec` of providers is a provider: concurrent calls, per-provider timeouts, merge in
+//! registration order, fail-open unless a provider asks to fail closed.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::join_all;
+use futures::FutureExt;
+use serde::Serialize;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::{ContextProvider, Policy, RunInfo, ThreadInfo};
+use crate::{Context, Error, Message, Result};
+
+/// How one provider fared in one call.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProviderReport {
+    pub name: String,
+    #[serde(rename = "elapsed_us", serialize_with = "as_micros")]
+    pub elapsed: Duration,
+    pub outcome: Outcome,
+}
+
+fn as_micros<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_micros() as u64)
+}
+
+/// Whether a provider contributed, failed, or ran out of time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status", content = "error")]
+pub enum Outcome {
+    Ok,
+    Failed(String),
+    TimedOut,
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Ok => f.write_str("ok"),
+            Outcome::Failed(e) => write!(f, "failed: {e}"),
+            Outcome::TimedOut => f.write_str("timed out"),
+        }
+    }
+}
+
+/// Run one provider call under its policy and the run's deadline, containing panics.
+async fn guarded<T>(
+    name: &str,
+    policy: Policy,
+    deadline: Option<Instant>,
+    call: impl Future<Output = Result<T>>,
+) -> (Result<T>, Duration) {
+    let start = Instant::now();
+    let limit = match (policy.timeout, deadline) {
+        (Some(t), Some(d)) => Some(t.min(d.saturating_duration_since(start))),
+        (t, d) => t.or(d.map(|d| d.saturating_duration_since(start))),
+    };
+    let call = AssertUnwindSafe(call).catch_unwind();
+    let result = match limit {
+        Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+            Ok(Err(Error::Timeout {
+                provider: name.to_string(),
+                after: limit,
+            }))
+        }),
+        None => call.await,
+    };
+    let result = result.unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(Error::Panic {
+            provider: name.to_string(),
+            message,
+        })
+    });
+    (result, start.elapsed())
+}
+
+fn outcome_of<T>(result: &Result<T>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Ok,
+        Err(Error::Timeout { .. }) => Outcome::TimedOut,
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+/// Fail-closed: the error. Fail-open: log it and go on.
+fn settle<T>(name: &str, policy: Policy, stage: &str, result: Result<T>) -> Result<Option<T>> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if policy.fail_closed => Err(e),
+        Err(e) => {
+            tracing::warn!(provider = name, stage, error = %e, "context provider skipped (fail-open)");
+            Ok(None)
+        }
+    }
+}
+
+/// Run a side-effect hook (`thread_created`, `invoked`) on every provider concurrently.
+async fn run_all<'a, P, F, Fut>(
+    providers: &'a [P],
+    stage: &'static str,
+    deadline: Option<Instant>,
+    call: F,
+) -> Result<()>
+where
+    P: ContextProvider,
+    F: Fn(&'a P) -> Fut,
+    Fut: Future<Output = Result<()>> + 'a,
+{
+    let calls = providers.iter().map(|p| {
+        let span = tracing::debug_span!("provider", provider = p.name(), stage);
+        guarded(p.name(), p.policy(), deadline, call(p)).instrument(span)
+    });
+    for (p, (result, _)) in providers.iter().zip(join_all(calls).await) {
+        settle(p.name(), p.policy(), stage, result)?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl<P: ContextProvider> ContextProvider for Vec<P> {
+    fn name(&self) -> &str {
+        "providers"
+    }
+
+    /// Children handle their own timeouts and failures; an error from the list means a
+    /// fail-closed child failed, so it propagates.
+    fn policy(&self) -> Policy {
+        Policy {
+            timeout: None,
+            fail_closed: true,
+        }
+    }
+
+    async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
+        run_all(self, "thread_created", None, |p| p.thread_created(thread)).await
+    }
+
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
+        let calls = self.iter().map(|p| {
+            let span = tracing::info_span!(
+                "provider",
+                provider = p.name(),
+                stage = "invoking",
+                elapsed_us = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                items = tracing::field::Empty,
+            );
+            let call = guarded(p.name(), p.policy(), run.deadline, p.invoking(messages, run));
+            async move {
+                let (result, elapsed) = call.await;
+                let span = tracing::Span::current();
+                span.record("elapsed_us", elapsed.as_micros() as u64);
+                span.record("outcome", tracing::field::display(outcome_of(&result)));
+                if let Ok(ctx) = &result {
+                    let items: Vec<&str> = ctx
+                        .sections
+                        .iter()
+                        .flat_map(|s| s.items.iter().map(String::as_str))
+                        .collect();
+                    span.record("items", tracing::field::debug(&items));
+                }
+                (result, elapsed)
+            }
+            .instrument(span)
+        });
+        let results = join_all(calls).await;
+
+        let mut merged = Context::new();
+        let mut tool_owner: HashMap<String, String> = HashMap::new();
+        for (p, (result, elapsed)) in self.iter().zip(results) {
+            let outcome = outcome_of(&result);
+            let Some(mut ctx) = settle(p.name(), p.policy(), "invoking", result)? else {
+                merged.reports.push(ProviderReport {
+                    name: p.name().to_string(),
+                    elapsed,
+                    outcome,
+                });
+                continue;
+            };
+            for tool in &ctx.tools {
+                if let Some(first) = tool_owner.insert(tool.name().to_string(), p.name().to_string()) {
+                    return Err(Error::DuplicateTool {
+                        tool: tool.name().to_string(),
+                        first,
+                        second: p.name().to_string(),
+                    });
+                }
+            }
+            for section in ctx.sections.iter_mut().filter(|s| s.source.is_empty()) {
+                section.source = p.name().to_string();
+            }
+            // A nested list reports on its own children; report leaves only.
+            if ctx.reports.is_empty() {
+                ctx.reports.push(ProviderReport {
+                    name: p.name().to_string(),
+                    elapsed,
+                    outcome,
+                });
+            }
+            merged.sections.append(&mut ctx.sections);
+            merged.catalog.append(&mut ctx.catalog);
+            merged.messages.append(&mut ctx.messages);
+            merged.tools.append(&mut ctx.tools);
+            merged.reports.append(&mut ctx.reports);
+        }
+        Ok(merged)
+    }
+
+    async fn invoked(
+        &self,
+        request: &[Message],
+        response: std::result::Result<&[Message], &Error>,
+        run: &RunInfo,
+    ) -> Result<()> {
+        run_all(self, "invoked", run.deadline, |p| {
+            p.invoked(request, response, run)
+        })
+        .await
+    }
+}

@@ -1,0 +1,241 @@
+//! The `ContextProvider` contract and the wrappers that make providers compose.
+//!
+//! A provider contributes context before a model call (`invoking`), hears the outcome after it
+//! (`invoked`), and is told when a conversation starts (`thread_created`). A `Vec`, an
+//! `Option`, an `Arc` and a `Box` of providers are providers too, so an agent holds exactly one.
+
+mod compose;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::state::State;
+use crate::{Context, Error, Message, Result};
+
+pub use compose::{Outcome, ProviderReport};
+
+/// What a provider may know about the run it serves.
+#[derive(Clone, Debug, Default)]
+pub struct RunInfo {
+    pub thread_id: String,
+    /// The project the run works in (scopes memories); `None` when unknown.
+    pub project: Option<String>,
+    /// When the whole context assembly must be done; providers are cut off at it.
+    pub deadline: Option<tokio::time::Instant>,
+    /// A snapshot of the thread's scoped state at the start of the run.
+    pub state: State,
+    /// Token budget for everything providers inject; `None` for no budget.
+    pub token_budget: Option<usize>,
+}
+
+/// What a provider learns when a conversation starts.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadInfo {
+    pub thread_id: String,
+    pub project: Option<String>,
+}
+
+/// How composition treats a provider: how long it may take and whether its failure fails the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    /// `None` means no timeout of its own (the run's deadline still applies).
+    pub timeout: Option<Duration>,
+    /// When true a failure or timeout fails the run; otherwise it is logged, reported and skipped.
+    pub fail_closed: bool,
+}
+
+impl Policy {
+    /// Five seconds, fail-open.
+    pub const DEFAULT: Policy = Policy {
+        timeout: Some(Duration::from_secs(5)),
+        fail_closed: false,
+    };
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Contributes context to model calls. Implement `name` and `invoking`; the rest is optional.
+///
+/// ```
+/// use ctxkit::{Context, ContextProvider, Message, Result, RunInfo};
+///
+/// struct Today;
+///
+/// #[async_trait::async_trait]
+/// impl ContextProvider for Today {
+///     fn name(&self) -> &str { "today" }
+///     async fn invoking(&self, _: &[Message], _: &RunInfo) -> Result<Context> {
+///         Ok(Context::new().with_instructions("Today is Sunday."))
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait ContextProvider: Send + Sync {
+    /// A short name for logs, reports and errors.
+    fn name(&self) -> &str;
+
+    /// Timeout and failure policy; see [`ProviderExt`] to change it.
+    fn policy(&self) -> Policy {
+        Policy::DEFAULT
+    }
+
+    /// Called once when a conversation starts.
+    async fn thread_created(&self, _thread: &ThreadInfo) -> Result<()> {
+        Ok(())
+    }
+
+    /// Contribute context for the next model call; `messages` is the conversation so far.
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context>;
+
+    /// Called after every model call with what was sent and what came back (or the error).
+    async fn invoked(
+        &self,
+        _request: &[Message],
+        _response: std::result::Result<&[Message], &Error>,
+        _run: &RunInfo,
+    ) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Change a provider's [`Policy`].
+pub trait ProviderExt: ContextProvider + Sized {
+    /// Cut the provider off after `timeout`.
+    fn with_timeout(self, timeout: Duration) -> WithPolicy<Self> {
+        let policy = Policy {
+            timeout: Some(timeout),
+            ..self.policy()
+        };
+        WithPolicy { inner: self, policy }
+    }
+
+    /// Make a failure or timeout of this provider fail the whole run.
+    fn fail_closed(self) -> WithPolicy<Self> {
+        let policy = Policy {
+            fail_closed: true,
+            ..self.policy()
+        };
+        WithPolicy { inner: self, policy }
+    }
+}
+
+impl<P: ContextProvider> ProviderExt for P {}
+
+/// A provider with a policy set by [`ProviderExt`].
+pub struct WithPolicy<P> {
+    inner: P,
+    policy: Policy,
+}
+
+#[async_trait]
+impl<P: ContextProvider> ContextProvider for WithPolicy<P> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn policy(&self) -> Policy {
+        self.policy
+    }
+    async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
+        self.inner.thread_created(thread).await
+    }
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
+        self.inner.invoking(messages, run).await
+    }
+    async fn invoked(
+        &self,
+        request: &[Message],
+        response: std::result::Result<&[Message], &Error>,
+        run: &RunInfo,
+    ) -> Result<()> {
+        self.inner.invoked(request, response, run).await
+    }
+}
+
+#[async_trait]
+impl<P: ContextProvider + ?Sized> ContextProvider for Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn policy(&self) -> Policy {
+        (**self).policy()
+    }
+    async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
+        (**self).thread_created(thread).await
+    }
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
+        (**self).invoking(messages, run).await
+    }
+    async fn invoked(
+        &self,
+        request: &[Message],
+        response: std::result::Result<&[Message], &Error>,
+        run: &RunInfo,
+    ) -> Result<()> {
+        (**self).invoked(request, response, run).await
+    }
+}
+
+#[async_trait]
+impl<P: ContextProvider + ?Sized> ContextProvider for Box<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn policy(&self) -> Policy {
+        (**self).policy()
+    }
+    async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
+        (**self).thread_created(thread).await
+    }
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
+        (**self).invoking(messages, run).await
+    }
+    async fn invoked(
+        &self,
+        request: &[Message],
+        response: std::result::Result<&[Message], &Error>,
+        run: &RunInfo,
+    ) -> Result<()> {
+        (**self).invoked(request, response, run).await
+    }
+}
+
+/// An absent provider contributes nothing.
+#[async_trait]
+impl<P: ContextProvider> ContextProvider for Option<P> {
+    fn name(&self) -> &str {
+        self.as_ref().map_or("none", |p| p.name())
+    }
+    fn policy(&self) -> Policy {
+        self.as_ref().map_or(Policy::DEFAULT, |p| p.policy())
+    }
+    async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
+        match self {
+            Some(p) => p.thread_created(thread).await,
+            None => Ok(()),
+        }
+    }
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
+        match self {
+            Some(p) => p.invoking(messages, run).await,
+            None => Ok(Context::new()),
+        }
+    }
+    async fn invoked(
+        &self,
+        request: &[Message],
+        response: std::result::Result<&[Message], &Error>,
+        run: &RunInfo,
+    ) -> Result<()> {
+        match self {
+            Some(p) => p.invoked(request, response, run).await,
+            None => Ok(()),
+        }
+    }
+}

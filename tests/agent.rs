@@ -1,0 +1,407 @@
+//! The agent runner: hooks, the tool loop, lazy injection across compact/reset, reports.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ctxkit::{
+    Agent, Assembly, BoxError, CatalogEntry, Context, ContextProvider, Error, Hook, HookContext, Message,
+    ModelRequest, Result, Role, RunInfo, ScriptedModel, Section, Thread, Tool, ToolCall,
+};
+use serde_json::{json, Value};
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A hook that logs every point it sees, under its own name.
+struct Recorder {
+    name: &'static str,
+    log: Log,
+    rewrite: Option<&'static str>,
+    answer_tools: bool,
+}
+
+impl Recorder {
+    fn new(name: &'static str, log: &Log) -> Self {
+        Recorder {
+            name,
+            log: log.clone(),
+            rewrite: None,
+            answer_tools: false,
+        }
+    }
+    fn note(&self, what: impl AsRef<str>) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{}:{}", self.name, what.as_ref()));
+    }
+}
+
+#[async_trait]
+impl Hook for Recorder {
+    fn name(&self) -> &str {
+        self.name
+    }
+    async fn session_start(&self, _: &mut HookContext<'_>) -> std::result::Result<(), BoxError> {
+        self.note("session_start");
+        Ok(())
+    }
+    async fn user_message(
+        &self,
+        _: &mut HookContext<'_>,
+        m: &str,
+    ) -> std::result::Result<Option<String>, BoxError> {
+        self.note(format!("user_message({m})"));
+        Ok(self.rewrite.map(|r| format!("{m} {r}")))
+    }
+    async fn before_model(
+        &self,
+        _: &mut HookContext<'_>,
+        _: &mut ModelRequest,
+    ) -> std::result::Result<(), BoxError> {
+        self.note("before_model");
+        Ok(())
+    }
+    async fn after_model(&self, _: &mut HookContext<'_>, _: &Message) -> std::result::Result<(), BoxError> {
+        self.note("after_model");
+        Ok(())
+    }
+    async fn before_tool(
+        &self,
+        ctx: &mut HookContext<'_>,
+        call: &ToolCall,
+    ) -> std::result::Result<Option<String>, BoxError> {
+        self.note(format!("before_tool({})", call.function.name));
+        ctx.state
+            .set("temp:last_tool", Value::from(call.function.name.clone()));
+        Ok(self.answer_tools.then(|| "answered by hook".to_string()))
+    }
+    async fn after_tool(
+        &self,
+        ctx: &mut HookContext<'_>,
+        _: &ToolCall,
+        out: &str,
+    ) -> std::result::Result<(), BoxError> {
+        assert!(
+            ctx.state.get("temp:last_tool").is_some(),
+            "temp state lives through the round"
+        );
+        self.note(format!("after_tool({out})"));
+        Ok(())
+    }
+    async fn session_end(
+        &self,
+        _: &mut HookContext<'_>,
+        s: &ctxkit::SessionSummary,
+    ) -> std::result::Result<(), BoxError> {
+        self.note(format!("session_end(turns={})", s.turns));
+        Ok(())
+    }
+    async fn compaction(
+        &self,
+        _: &mut HookContext<'_>,
+        removed: &[Message],
+    ) -> std::result::Result<(), BoxError> {
+        self.note(format!("compaction({})", removed.len()));
+        Ok(())
+    }
+}
+
+struct Clock;
+#[async_trait]
+impl Tool for Clock {
+    fn name(&self) -> &str {
+        "clock"
+    }
+    fn description(&self) -> &str {
+        "Tell the time"
+    }
+    async fn call(&self, _: Value) -> Result<String> {
+        Ok("12:00".into())
+    }
+}
+
+fn call(id: &str, name: &str) -> Message {
+    Message::tool_calls(vec![ToolCall::new(id, name, &json!({}))])
+}
+
+#[tokio::test]
+async fn hooks_fire_in_order_and_can_rewrite_and_intercept() {
+    let log: Log = Arc::default();
+    let mut first = Recorder::new("h1", &log);
+    first.rewrite = Some("please");
+    let mut second = Recorder::new("h2", &log);
+    second.answer_tools = true;
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", "clock"),
+        Message::assistant("done"),
+    ]));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tool(Clock)
+        .hook(first)
+        .hook(second)
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    let out = agent.run(&mut thread, "time?").await.unwrap();
+    assert_eq!(out.reply.content, "done");
+    assert_eq!(out.report.model_calls, 2);
+    assert_eq!(out.report.tool_calls, 1);
+    // h2 answered instead of the tool; the model saw its answer.
+    let tool_msg = thread.history().iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(tool_msg.content, "answered by hook");
+    // The second hook saw the message as rewritten by the first.
+    assert_eq!(thread.history()[0].content, "time? please");
+    assert!(
+        thread.state().get("temp:last_tool").is_none(),
+        "temp: cleared after the round"
+    );
+
+    agent.compact(&mut thread, 100).await.unwrap();
+    agent.end_session(&mut thread).await.unwrap();
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "h1:session_start",
+            "h2:session_start",
+            "h1:user_message(time?)",
+            "h2:user_message(time? please)",
+            "h1:before_model",
+            "h2:before_model",
+            "h1:after_model",
+            "h2:after_model",
+            // h1 did not answer, so h2 was asked; h2 answered, the tool did not run.
+            "h1:before_tool(clock)",
+            "h2:before_tool(clock)",
+            "h1:after_tool(answered by hook)",
+            "h2:after_tool(answered by hook)",
+            "h1:before_model",
+            "h2:before_model",
+            "h1:after_model",
+            "h2:after_model",
+            "h1:compaction(0)",
+            "h2:compaction(0)",
+            "h1:session_end(turns=1)",
+            "h2:session_end(turns=1)",
+        ]
+    );
+}
+
+struct Failing;
+#[async_trait]
+impl Hook for Failing {
+    fn name(&self) -> &str {
+        "guard"
+    }
+    async fn user_message(
+        &self,
+        _: &mut HookContext<'_>,
+        _: &str,
+    ) -> std::result::Result<Option<String>, BoxError> {
+        Err("message rejected".into())
+    }
+}
+
+#[tokio::test]
+async fn hook_errors_stop_the_run_as_typed_errors() {
+    let agent = Agent::builder().hook(Failing).build().unwrap();
+    let err = agent.run(&mut Thread::new(), "hi").await.unwrap_err();
+    assert!(matches!(err, Error::Hook { ref hook, point: "user_message", .. } if hook == "guard"));
+    assert_eq!(
+        err.to_string(),
+        "hook `guard` failed in user_message: message rejected"
+    );
+}
+
+#[tokio::test]
+async fn the_tool_loop_is_bounded() {
+    let model = Arc::new(ScriptedModel::new(
+        (0..10).map(|i| call(&format!("c{i}"), "clock")),
+    ));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tool(Clock)
+        .max_tool_rounds(3)
+        .build()
+        .unwrap();
+    let err = agent.run(&mut Thread::new(), "loop").await.unwrap_err();
+    assert!(matches!(err, Error::ToolRounds(3)));
+    assert_eq!(model.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn unknown_tools_are_reported_back_to_the_model() {
+    let model = Arc::new(ScriptedModel::new([
+        call("c1", "nope"),
+        Message::assistant("sorry"),
+    ]));
+    let agent = Agent::builder().model(model.clone()).tool(Clock).build().unwrap();
+    let mut thread = Thread::new();
+    agent.run(&mut thread, "x").await.unwrap();
+    let tool_msg = thread.history().iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(
+        tool_msg.content,
+        "error: unknown tool `nope`; available tools: clock"
+    );
+}
+
+/// A provider with a stable catalog and per-message text, recording what `invoked` saw.
+struct Skills {
+    seen: Log,
+}
+#[async_trait]
+impl ContextProvider for Skills {
+    fn name(&self) -> &str {
+        "skills"
+    }
+    async fn invoking(&self, messages: &[Message], _: &RunInfo) -> Result<Context> {
+        let last = ctxkit::latest_user_message(messages)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        Ok(Context::new()
+            .with_catalog([CatalogEntry {
+                name: "greet".into(),
+                description: "Greetings".into(),
+            }])
+            .with_section(
+                Section::per_message("skills", format!("Matched for: {last}")).with_items(["greet"]),
+            ))
+    }
+    async fn invoked(
+        &self,
+        _: &[Message],
+        r: std::result::Result<&[Message], &Error>,
+        _: &RunInfo,
+    ) -> Result<()> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(if r.is_ok() { "ok".into() } else { "err".into() });
+        Ok(())
+    }
+}
+
+fn system_count(messages: &[Message], prefix: &str) -> usize {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::System && m.content.starts_with(prefix))
+        .count()
+}
+
+#[tokio::test]
+async fn lazy_injection_reinjects_after_compact_and_reset() {
+    let model = Arc::new(ScriptedModel::new(
+        (0..5).map(|i| Message::assistant(format!("r{i}"))),
+    ));
+    let agent = Agent::builder()
+        .instructions("You are helpful.")
+        .model(model.clone())
+        .tool(Clock)
+        .provider(Skills { seen: Log::default() })
+        .assembly(Assembly::Lazy)
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    agent.run(&mut thread, "one").await.unwrap();
+    agent.run(&mut thread, "two").await.unwrap();
+    let reqs = model.requests();
+    let full = "[System Prompt]\nYou are helpful.\n\n[Available Tools]\n- clock: Tell the time\n\n[Available Skills]\n- greet: Greetings";
+    assert_eq!(reqs[0].messages[0].content, full);
+    assert_eq!(
+        system_count(&reqs[1].messages, "[System Prompt]"),
+        1,
+        "not injected twice"
+    );
+    // The per-message context is sent with each request but not stored in the history.
+    assert_eq!(
+        reqs[1]
+            .messages
+            .iter()
+            .filter(|m| m.content.starts_with("Matched for: two"))
+            .count(),
+        1
+    );
+    assert_eq!(system_count(thread.history(), "Matched for"), 0);
+
+    agent.compact(&mut thread, 1).await.unwrap();
+    agent.run(&mut thread, "three").await.unwrap();
+    let req = &model.requests()[2];
+    assert_eq!(
+        system_count(&req.messages, "[System Prompt]"),
+        1,
+        "reinjected after compact"
+    );
+
+    thread.reset();
+    agent.run(&mut thread, "four").await.unwrap();
+    let req = &model.requests()[3];
+    assert_eq!(req.messages[0].content, full, "reinjected after reset");
+    assert_eq!(req.messages.len(), 3);
+}
+
+#[tokio::test]
+async fn per_request_assembly_keeps_a_stable_prefix_and_reports() {
+    let seen = Log::default();
+    let model = Arc::new(ScriptedModel::new([
+        Message::assistant("a"),
+        Message::assistant("b"),
+    ]));
+    let agent = Agent::builder()
+        .instructions("Base.")
+        .model(model.clone())
+        .provider(Skills { seen: seen.clone() })
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    let out = agent.run(&mut thread, "hello").await.unwrap();
+    agent.run(&mut thread, "again").await.unwrap();
+    let reqs = model.requests();
+    let prefix = "Base.\n\n## Available skills\n- greet: Greetings\n\n";
+    assert_eq!(reqs[0].messages[0].content, format!("{prefix}Matched for: hello"));
+    assert_eq!(reqs[1].messages[0].content, format!("{prefix}Matched for: again"));
+    assert_eq!(reqs[1].messages.len(), 4, "system + history of three");
+    assert_eq!(out.report.injected["skills"], ["greet"]);
+    assert_eq!(out.report.providers[0].name, "skills");
+    let t = &out.report.tokens;
+    assert_eq!(t.total, reqs[0].meta.tokens);
+    assert!(t.by_section["instructions"] > 0 && t.by_section["catalog"] > 0 && t.by_section["skills"] > 0);
+    assert_eq!(*seen.lock().unwrap(), ["ok", "ok"]);
+}
+
+#[tokio::test]
+async fn providers_hear_about_failed_model_calls() {
+    let seen = Log::default();
+    let model = Arc::new(ScriptedModel::default());
+    model.push_error("HTTP 503");
+    let agent = Agent::builder()
+        .model(model)
+        .provider(Skills { seen: seen.clone() })
+        .build()
+        .unwrap();
+    let err = agent.run(&mut Thread::new(), "hi").await.unwrap_err();
+    assert_eq!(err.to_string(), "model `scripted` failed: HTTP 503");
+    assert_eq!(*seen.lock().unwrap(), ["err"]);
+}
+
+#[tokio::test]
+async fn dry_run_model_summarizes_the_request() {
+    let agent = Agent::builder()
+        .instructions("Base.")
+        .provider(Skills { seen: Log::default() })
+        .tool(Clock)
+        .build()
+        .unwrap();
+    let out = agent.run(&mut Thread::new(), "hi").await.unwrap();
+    let text = out.reply.content;
+    assert!(text.starts_with("[dry-run] 2 messages, "), "{text}");
+    assert!(
+        text.contains("Instructions from: agent, catalog, skills."),
+        "{text}"
+    );
+    assert!(text.contains("Skills: greet."), "{text}");
+    assert!(text.contains("Tools: clock."), "{text}");
+    assert!(
+        text.contains(&format!("{} tokens", out.report.tokens.total)),
+        "{text}"
+    );
+}

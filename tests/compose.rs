@@ -1,0 +1,249 @@
+//! Composition of providers: order, separators, concurrency, timeouts, isolation, `invoked`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ctxkit::{
+    Context, ContextProvider, Error, Message, Outcome, ProviderExt, Result, RunInfo, Section, Tool,
+};
+use serde_json::Value;
+
+/// A provider that waits, then answers with fixed instructions (or fails, or panics).
+struct Fixed {
+    name: &'static str,
+    delay: Duration,
+    behaviour: Behaviour,
+    invoked: Arc<Mutex<Vec<String>>>,
+}
+
+#[derive(Clone)]
+enum Behaviour {
+    Says(Context),
+    Fails,
+    Panics,
+}
+
+impl Fixed {
+    fn says(name: &'static str, text: &str) -> Self {
+        Self::new(name, Behaviour::Says(Context::new().with_instructions(text)))
+    }
+    fn new(name: &'static str, behaviour: Behaviour) -> Self {
+        Fixed {
+            name,
+            delay: Duration::ZERO,
+            behaviour,
+            invoked: Arc::default(),
+        }
+    }
+    fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+#[async_trait]
+impl ContextProvider for Fixed {
+    fn name(&self) -> &str {
+        self.name
+    }
+    async fn invoking(&self, _: &[Message], _: &RunInfo) -> Result<Context> {
+        tokio::time::sleep(self.delay).await;
+        match &self.behaviour {
+            Behaviour::Says(ctx) => Ok(ctx.clone()),
+            Behaviour::Fails => Err(Error::provider(self.name, "backend unreachable")),
+            Behaviour::Panics => panic!("provider bug"),
+        }
+    }
+    async fn invoked(
+        &self,
+        _: &[Message],
+        response: std::result::Result<&[Message], &Error>,
+        _: &RunInfo,
+    ) -> Result<()> {
+        let what = match response {
+            Ok(m) => format!("ok:{}", m[0].content),
+            Err(e) => format!("err:{e}"),
+        };
+        self.invoked.lock().unwrap().push(what);
+        Ok(())
+    }
+}
+
+fn run() -> RunInfo {
+    RunInfo::default()
+}
+
+#[tokio::test]
+async fn merges_in_registration_order_with_blank_lines() {
+    // The slow provider is registered first: order follows registration, not completion.
+    let providers = vec![
+        Fixed::says("first", "Alpha.").after(Duration::from_millis(20)),
+        Fixed::says("second", "Beta."),
+        Fixed::says("third", "  Gamma.\n"),
+    ];
+    let ctx = providers.invoking(&[Message::user("hi")], &run()).await.unwrap();
+    assert_eq!(ctx.instructions().unwrap(), "Alpha.\n\nBeta.\n\nGamma.");
+    let sources: Vec<&str> = ctx.sections.iter().map(|s| s.source.as_str()).collect();
+    assert_eq!(sources, ["first", "second", "third"]);
+    let names: Vec<&str> = ctx.reports.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["first", "second", "third"]);
+}
+
+#[tokio::test]
+async fn stable_sections_come_before_per_message_ones() {
+    let volatile = Context::new().with_section(Section::per_message("skills", "Matched skill."));
+    let providers: Vec<Box<dyn ContextProvider>> = vec![
+        Box::new(Fixed::new("skills", Behaviour::Says(volatile))),
+        Box::new(Fixed::says("style", "Be brief.")),
+    ];
+    let ctx = providers.invoking(&[], &run()).await.unwrap();
+    assert_eq!(ctx.instructions().unwrap(), "Be brief.\n\nMatched skill.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn providers_run_concurrently() {
+    let providers = vec![
+        Fixed::says("a", "A").after(Duration::from_secs(2)),
+        Fixed::says("b", "B").after(Duration::from_secs(2)),
+    ];
+    let start = tokio::time::Instant::now();
+    providers.invoking(&[], &run()).await.unwrap();
+    // Sequential calls would take 4 s of (virtual) time.
+    assert_eq!(start.elapsed(), Duration::from_secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_provider_times_out_and_is_skipped_when_fail_open() {
+    let providers: Vec<Box<dyn ContextProvider>> = vec![
+        Box::new(
+            Fixed::says("slow", "never")
+                .after(Duration::from_secs(60))
+                .with_timeout(Duration::from_secs(1)),
+        ),
+        Box::new(Fixed::says("fast", "Fast.")),
+    ];
+    let start = tokio::time::Instant::now();
+    let ctx = providers.invoking(&[], &run()).await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    assert_eq!(ctx.instructions().unwrap(), "Fast.");
+    assert_eq!(ctx.reports[0].outcome, Outcome::TimedOut);
+    assert_eq!(ctx.reports[1].outcome, Outcome::Ok);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timeout_fails_the_run_when_fail_closed() {
+    let providers: Vec<Box<dyn ContextProvider>> = vec![
+        Box::new(
+            Fixed::says("slow", "never")
+                .after(Duration::from_secs(60))
+                .with_timeout(Duration::from_secs(1))
+                .fail_closed(),
+        ),
+        Box::new(Fixed::says("fast", "Fast.")),
+    ];
+    let err = providers.invoking(&[], &run()).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Timeout { provider, .. } if provider == "slow"),
+        "{err}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_run_deadline_cuts_providers_off() {
+    let providers = vec![Fixed::says("slow", "never").after(Duration::from_secs(3))];
+    let run = RunInfo {
+        deadline: Some(tokio::time::Instant::now() + Duration::from_millis(500)),
+        ..run()
+    };
+    let ctx = providers.invoking(&[], &run).await.unwrap();
+    assert!(ctx.is_empty());
+    assert_eq!(ctx.reports[0].outcome, Outcome::TimedOut);
+}
+
+#[tokio::test]
+async fn errors_and_panics_are_isolated_when_fail_open() {
+    let providers: Vec<Box<dyn ContextProvider>> = vec![
+        Box::new(Fixed::new("broken", Behaviour::Fails)),
+        Box::new(Fixed::new("buggy", Behaviour::Panics)),
+        Box::new(Fixed::says("fine", "Still here.")),
+    ];
+    let ctx = providers.invoking(&[], &run()).await.unwrap();
+    assert_eq!(ctx.instructions().unwrap(), "Still here.");
+    assert!(matches!(&ctx.reports[0].outcome, Outcome::Failed(e) if e.contains("backend unreachable")));
+    assert!(matches!(&ctx.reports[1].outcome, Outcome::Failed(e) if e.contains("panicked: provider bug")));
+}
+
+#[tokio::test]
+async fn errors_and_panics_fail_the_run_when_fail_closed() {
+    let failing = vec![Fixed::new("broken", Behaviour::Fails).fail_closed()];
+    let err = failing.invoking(&[], &run()).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "context provider `broken` failed: backend unreachable"
+    );
+
+    let panicking = vec![Fixed::new("buggy", Behaviour::Panics).fail_closed()];
+    let err = panicking.invoking(&[], &run()).await.unwrap_err();
+    assert_eq!(err.to_string(), "context provider `buggy` panicked: provider bug");
+}
+
+struct Named(&'static str);
+#[async_trait]
+impl Tool for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn description(&self) -> &str {
+        "test tool"
+    }
+    async fn call(&self, _: Value) -> Result<String> {
+        Ok(String::new())
+    }
+}
+
+#[tokio::test]
+async fn duplicate_tool_names_are_an_error_naming_both_providers() {
+    let with_tool = |n| Behaviour::Says(Context::new().with_tool(Arc::new(Named(n))));
+    let providers = vec![
+        Fixed::new("skills", with_tool("read_skill")),
+        Fixed::new("other", with_tool("read_skill")),
+    ];
+    let err = providers.invoking(&[], &run()).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tool `read_skill` is offered by both `skills` and `other`; tool names must be unique"
+    );
+}
+
+#[tokio::test]
+async fn option_arc_and_nested_vec_are_providers() {
+    let nested = vec![Fixed::says("inner-a", "A."), Fixed::says("inner-b", "B.")];
+    let providers: Vec<Box<dyn ContextProvider>> = vec![
+        Box::new(None::<Fixed>),
+        Box::new(Some(Fixed::says("some", "S."))),
+        Box::new(Arc::new(Fixed::says("shared", "X."))),
+        Box::new(nested),
+    ];
+    let ctx = providers.invoking(&[], &run()).await.unwrap();
+    assert_eq!(ctx.instructions().unwrap(), "S.\n\nX.\n\nA.\n\nB.");
+    let names: Vec<&str> = ctx.reports.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["none", "some", "shared", "inner-a", "inner-b"]);
+}
+
+#[tokio::test]
+async fn invoked_reaches_every_provider_on_success_and_failure() {
+    let a = Fixed::says("a", "A");
+    let seen = a.invoked.clone();
+    let providers = vec![a];
+    providers
+        .invoked(&[], Ok(&[Message::assistant("4")]), &run())
+        .await
+        .unwrap();
+    let err = Error::Model {
+        model: "m".into(),
+        message: "down".into(),
+    };
+    providers.invoked(&[], Err(&err), &run()).await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["ok:4", "err:model `m` failed: down"]);
+}
