@@ -2,6 +2,8 @@
 //! HTTP backends live behind the `http` feature.
 
 mod dry_run;
+#[cfg(feature = "http")]
+pub mod http;
 mod scripted;
 
 use async_trait::async_trait;
@@ -10,6 +12,8 @@ use serde::Serialize;
 use crate::{Message, Result, ToolDefinition};
 
 pub use dry_run::DryRunModel;
+#[cfg(feature = "http")]
+pub use http::{model_from_spec, OllamaModel, OpenAiModel};
 pub use scripted::ScriptedModel;
 
 /// One request to a model.

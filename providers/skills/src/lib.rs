@@ -1,1 +1,42 @@
-//! stub
+//! Skills for ctxkit: SKILL.md discovery and parsing, trigger matching with one Aho-Corasick
+//! automaton, and a [`SkillContextProvider`] that injects the few skills that fit a message.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ctxkit_skills::{SkillIndex, SkillLibrary, SkillContextProvider, SkillConfig, Skill, Source, parse_skill};
+//!
+//! let text = "---\nname: greet\ndescription: Greetings in many languages\ntriggers: [hello, bonjour]\n---\nSay hello.";
+//! let (parsed, diagnostics) = parse_skill("skills/greet/SKILL.md".as_ref(), text, Some("greet"));
+//! assert!(diagnostics.is_empty());
+//! let skill = Skill::from_parsed(parsed.unwrap(), text, "skills/greet/SKILL.md".as_ref(), Source::Project, 250);
+//! let index = SkillIndex::build(vec![skill], Vec::new());
+//!
+//! let picked = index.select(&["Say bonjour to Alice"], &[], &Default::default());
+//! assert_eq!(picked[0].name, "greet");
+//! assert_eq!(picked[0].triggers, ["bonjour"]);
+//! assert!(index.select(&["Othello"], &[], &Default::default()).is_empty());
+//!
+//! let provider = SkillContextProvider::new(Arc::new(SkillLibrary::from_index(index)), SkillConfig::default());
+//! ```
+
+mod detect;
+mod diagnostic;
+mod discover;
+mod index;
+mod lexical;
+mod matcher;
+mod parse;
+mod provider;
+mod select;
+mod skill;
+mod tools;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use discover::{discover, read_skill_file, Found, RootKind, SkillRoot, IGNORED_DIRS, MAX_FILE_BYTES};
+pub use index::{skill_id, SkillIndex, SkillLibrary};
+pub use matcher::{is_no_space_script, is_whole_word, is_word_char, trigger_boundaries};
+pub use parse::{parse_skill, split_frontmatter, strip_frontmatter, ParsedSkill, CONVENTION_FILES};
+pub use provider::{Mode, SkillConfig, SkillContextProvider};
+pub use select::{Reason, SelectOptions, Selection};
+pub use skill::{Detect, Skill, Source, Triggers};
+pub use tools::{ReadSkillTool, ReadSkillsTool};

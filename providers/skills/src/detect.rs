@@ -1,0 +1,46 @@
+//! Auto-detection by project files (seed 004 §5.5): a skill with `detect.files` applies to a
+//! project that has one of those files at its root — and, when `detect.patterns` is set, one of
+//! the patterns (plain substrings) appears in such a file.
+
+use std::path::{Component, Path};
+
+use crate::discover::MAX_FILE_BYTES;
+use crate::index::SkillIndex;
+
+/// A detect file must be a plain relative path inside the project.
+fn is_inside(file: &str) -> bool {
+    let p = Path::new(file);
+    !file.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
+impl SkillIndex {
+    /// Names of the skills whose detection rules match `project`, in rank order.
+    pub fn detect(&self, project: &Path) -> Vec<String> {
+        self.ranked()
+            .filter(|s| !s.disable_model_invocation)
+            .filter(|s| {
+                let Some(detect) = &s.detect else { return false };
+                let present: Vec<_> = detect
+                    .files
+                    .iter()
+                    .filter(|f| is_inside(f))
+                    .map(|f| project.join(f))
+                    .filter(|p| p.is_file())
+                    .collect();
+                if detect.patterns.is_empty() {
+                    return !present.is_empty();
+                }
+                present.iter().any(|p| {
+                    let small = std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE_BYTES);
+                    let text = if small {
+                        std::fs::read_to_string(p).unwrap_or_default()
+                    } else {
+                        String::new()
+                    };
+                    detect.patterns.iter().any(|pat| text.contains(pat.as_str()))
+                })
+            })
+            .map(|s| s.name.clone())
+            .collect()
+    }
+}

@@ -1,0 +1,277 @@
+//! The immutable skill index: parsed skills, deduplicated by priority, with their compiled
+//! triggers. Requests read an `Arc` snapshot; [`SkillLibrary::reload`] builds a new one and
+//! swaps it in while requests run.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+
+use sha2::{Digest, Sha256};
+
+use crate::diagnostic::Diagnostic;
+use crate::discover::{discover, read_skill_file, SkillRoot};
+use crate::lexical::LexicalDoc;
+use crate::matcher::Matcher;
+use crate::parse::{parse_skill, ParsedSkill};
+use crate::skill::{Skill, Source};
+
+/// Every loaded skill and its compiled triggers.
+#[derive(Debug)]
+pub struct SkillIndex {
+    pub(crate) skills: Vec<Skill>,
+    pub(crate) matcher: Matcher,
+    /// Lowercased name → skill.
+    pub(crate) by_name: HashMap<String, usize>,
+    /// Skills with `always: true`.
+    pub(crate) always: Vec<usize>,
+    /// Position of each skill when ordered by priority (high first), then name.
+    pub(crate) rank: Vec<u32>,
+    /// Skills in rank order (the catalog order).
+    pub(crate) ranked: Vec<usize>,
+    /// Lexical documents of skills without triggers (for the opt-in fallback).
+    pub(crate) lexical: Vec<(usize, LexicalDoc)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// A skill's id: normalized name + `-` + the first 12 hex digits of the content's SHA-256.
+pub fn skill_id(name: &str, hash_hex: &str) -> String {
+    let mut normalized: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '-' })
+        .collect();
+    while normalized.contains("--") {
+        normalized = normalized.replace("--", "-");
+    }
+    format!("{}-{}", normalized.trim_matches('-'), &hash_hex[..12])
+}
+
+fn sha256_hex(content: &str) -> String {
+    Sha256::digest(content.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Skill {
+    /// A skill from parsed fields, its file content (for the hash) and its root.
+    pub fn from_parsed(
+        parsed: ParsedSkill,
+        content: &str,
+        path: &Path,
+        source: Source,
+        root_priority: i64,
+    ) -> Skill {
+        let hash = sha256_hex(content);
+        Skill {
+            id: skill_id(&parsed.name, &hash),
+            priority: parsed.priority.unwrap_or(root_priority),
+            name: parsed.name,
+            description: parsed.description,
+            body: parsed.body,
+            path: path.to_path_buf(),
+            source,
+            triggers: parsed.triggers,
+            tags: parsed.tags,
+            version: parsed.version,
+            license: parsed.license,
+            compatibility: parsed.compatibility,
+            allowed_tools: parsed.allowed_tools,
+            user_invocable: parsed.user_invocable,
+            disable_model_invocation: parsed.disable_model_invocation,
+            always: parsed.always,
+            detect: parsed.detect,
+            hooks: parsed.hooks,
+            metadata: parsed.metadata,
+            extra: parsed.extra,
+            hash,
+        }
+    }
+}
+
+impl SkillIndex {
+    /// Discover, parse and index every skill under `roots`. Never fails: every problem is a
+    /// diagnostic (see [`SkillIndex::diagnostics`]) and the rest loads.
+    pub fn load(roots: &[SkillRoot]) -> SkillIndex {
+        let (found, mut diagnostics) = discover(roots);
+        let mut skills = Vec::with_capacity(found.len());
+        for f in found {
+            let root = &roots[f.root];
+            let content = match read_skill_file(&f.path) {
+                Ok(c) => c,
+                Err(d) => {
+                    diagnostics.push(d);
+                    continue;
+                }
+            };
+            let folder = f
+                .path
+                .parent()
+                .and_then(|p| p.file_name())
+                .and_then(|n| n.to_str());
+            let (parsed, diags) = parse_skill(&f.path, &content, folder);
+            diagnostics.extend(diags);
+            if let Some(parsed) = parsed {
+                skills.push(Skill::from_parsed(
+                    parsed,
+                    &content,
+                    &f.path,
+                    root.source,
+                    root.priority,
+                ));
+            }
+        }
+        Self::build(skills, diagnostics)
+    }
+
+    /// Index skills already in memory. Two skills with one name: the higher source tier wins,
+    /// then the higher priority, then the one listed first; the loser is a diagnostic.
+    pub fn build(skills: Vec<Skill>, mut diagnostics: Vec<Diagnostic>) -> SkillIndex {
+        let mut kept: Vec<Skill> = Vec::with_capacity(skills.len());
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        for skill in skills {
+            let key = skill.name.to_lowercase();
+            match by_name.get(&key) {
+                None => {
+                    by_name.insert(key, kept.len());
+                    kept.push(skill);
+                }
+                Some(&i) => {
+                    let wins = (skill.source, skill.priority) > (kept[i].source, kept[i].priority);
+                    let (winner, loser) = if wins {
+                        (&skill, &kept[i])
+                    } else {
+                        (&kept[i], &skill)
+                    };
+                    diagnostics.push(Diagnostic::warning(
+                        &loser.path,
+                        None,
+                        format!(
+                            "skill `{}` is shadowed by {} ({:?} tier, priority {} vs {:?} tier, priority {})",
+                            loser.name,
+                            winner.path.display(),
+                            winner.source,
+                            winner.priority,
+                            loser.source,
+                            loser.priority
+                        ),
+                    ));
+                    if wins {
+                        kept[i] = skill;
+                    }
+                }
+            }
+        }
+        let matcher = Matcher::build(&kept, &mut diagnostics);
+        let mut ranked: Vec<usize> = (0..kept.len()).collect();
+        ranked.sort_by(|&a, &b| {
+            kept[b]
+                .priority
+                .cmp(&kept[a].priority)
+                .then_with(|| kept[a].name.cmp(&kept[b].name))
+        });
+        let mut rank = vec![0u32; kept.len()];
+        for (pos, &i) in ranked.iter().enumerate() {
+            rank[i] = pos as u32;
+        }
+        let always = ranked.iter().copied().filter(|&i| kept[i].always).collect();
+        let lexical = (0..kept.len())
+            .filter(|&i| kept[i].triggers.is_empty() && !kept[i].disable_model_invocation)
+            .map(|i| (i, LexicalDoc::new(&kept[i])))
+            .collect();
+        SkillIndex {
+            skills: kept,
+            matcher,
+            by_name,
+            always,
+            rank,
+            ranked,
+            lexical,
+            diagnostics,
+        }
+    }
+
+    /// Every skill, in load order.
+    pub fn skills(&self) -> &[Skill] {
+        &self.skills
+    }
+
+    /// Skills ordered by priority (high first), then name — the catalog order.
+    pub fn ranked(&self) -> impl Iterator<Item = &Skill> {
+        self.ranked.iter().map(|&i| &self.skills[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.skills.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.skills.is_empty()
+    }
+
+    /// A skill by name (case-insensitive). Names only: this never touches the file system.
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.position(name).map(|i| &self.skills[i])
+    }
+
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
+        self.by_name.get(&name.to_lowercase()).copied()
+    }
+
+    /// Every problem found while loading, warnings and errors.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Whether any file was skipped.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// A reloadable handle on the current index, shared by the provider and its tools.
+#[derive(Debug)]
+pub struct SkillLibrary {
+    roots: Vec<SkillRoot>,
+    current: RwLock<Arc<SkillIndex>>,
+}
+
+impl SkillLibrary {
+    /// Load `roots` now.
+    pub fn load(roots: Vec<SkillRoot>) -> Self {
+        let index = SkillIndex::load(&roots);
+        SkillLibrary {
+            roots,
+            current: RwLock::new(Arc::new(index)),
+        }
+    }
+
+    /// Wrap an index built elsewhere (reload then rebuilds from no roots, so prefer `load`).
+    pub fn from_index(index: SkillIndex) -> Self {
+        SkillLibrary {
+            roots: Vec::new(),
+            current: RwLock::new(Arc::new(index)),
+        }
+    }
+
+    /// The current snapshot; it stays valid (and unchanged) while a reload swaps in a new one.
+    pub fn snapshot(&self) -> Arc<SkillIndex> {
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Rebuild from the roots and swap the new index in; returns it.
+    pub fn reload(&self) -> Arc<SkillIndex> {
+        let index = Arc::new(SkillIndex::load(&self.roots));
+        self.swap(index.clone());
+        index
+    }
+
+    /// Replace the current index.
+    pub fn swap(&self, index: Arc<SkillIndex>) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = index;
+    }
+
+    pub fn roots(&self) -> &[SkillRoot] {
+        &self.roots
+    }
+}

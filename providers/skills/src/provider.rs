@@ -1,0 +1,350 @@
+//! `SkillContextProvider`: selects skills for each message and injects them in one of four
+//! modes, within a token budget.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ctxkit::{
+    BpeCounter, CatalogEntry, Context, ContextProvider, Message, Result, Role, RunInfo, Section, ThreadInfo,
+    TokenCounter, Tool,
+};
+
+use crate::index::{SkillIndex, SkillLibrary};
+use crate::select::{SelectOptions, Selection};
+use crate::skill::Skill;
+use crate::tools::{ReadSkillTool, ReadSkillsTool};
+
+/// How skills reach the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Every body on every request: the static baseline.
+    Full,
+    /// Only the bodies of selected skills (the ADR).
+    Triggered,
+    /// A catalog of names and descriptions plus `read_skill` (seed 002's readOnDemand).
+    OnDemand,
+    /// Catalog + `read_skill` + the bodies of selected skills.
+    #[default]
+    Hybrid,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Full, Mode::Triggered, Mode::OnDemand, Mode::Hybrid];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Full => "full",
+            Mode::Triggered => "triggered",
+            Mode::OnDemand => "on-demand",
+            Mode::Hybrid => "hybrid",
+        }
+    }
+
+    fn has_catalog(self) -> bool {
+        matches!(self, Mode::OnDemand | Mode::Hybrid)
+    }
+
+    fn has_selection(self) -> bool {
+        matches!(self, Mode::Triggered | Mode::Hybrid)
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown skill mode `{s}`; use full, triggered, on-demand or hybrid"))
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Settings of a [`SkillContextProvider`].
+#[derive(Clone)]
+pub struct SkillConfig {
+    pub mode: Mode,
+    pub select: SelectOptions,
+    /// Body lines kept per skill before the truncation marker (default 200).
+    pub max_content_lines: usize,
+    /// Tokens for everything the provider injects (default: unlimited); the agent's budget,
+    /// when smaller, wins.
+    pub token_budget: Option<usize>,
+    /// Tokens for the catalog (default 2,000); the catalog is cut to it in rank order.
+    pub catalog_tokens: usize,
+    pub counter: Arc<dyn TokenCounter>,
+}
+
+impl Default for SkillConfig {
+    fn default() -> Self {
+        SkillConfig {
+            mode: Mode::Hybrid,
+            select: SelectOptions::default(),
+            max_content_lines: 200,
+            token_budget: None,
+            catalog_tokens: 2_000,
+            counter: Arc::new(BpeCounter),
+        }
+    }
+}
+
+const FULL_INTRO: &str = "You have access to the following skills. Use them when relevant.";
+const TRIGGERED_INTRO: &str = "The following skills apply to this request. Follow them when relevant.";
+const CATALOG_INTRO: &str = "Skills are available on demand. When one clearly applies, call the `read_skill` tool with its name to load its full instructions before following it.";
+
+/// A skill rendered for injection, with its token count.
+#[derive(Debug)]
+struct Block {
+    text: String,
+    tokens: usize,
+}
+
+/// What is computed once per index snapshot: the catalog within its budget.
+#[derive(Debug)]
+struct Catalog {
+    entries: Vec<CatalogEntry>,
+    /// `tokens[i]`: tokens of the intro plus the first `i + 1` entries.
+    cumulative: Vec<usize>,
+}
+
+/// Per-snapshot and per-skill caches, so a request only matches and copies.
+#[derive(Default)]
+struct Caches {
+    /// Keyed by the snapshot's address; holding the `Arc` keeps the address from being reused.
+    catalog: Option<(Arc<SkillIndex>, Arc<Catalog>)>,
+    /// Keyed by skill id (which includes the content hash).
+    blocks: HashMap<String, Arc<Block>>,
+}
+
+/// Injects skills into requests; see [`Mode`].
+pub struct SkillContextProvider {
+    library: Arc<SkillLibrary>,
+    config: SkillConfig,
+    tools: Vec<Arc<dyn Tool>>,
+    caches: Mutex<Caches>,
+    /// Skills auto-detected for each thread at its start.
+    detected: Mutex<HashMap<String, Vec<String>>>,
+}
+
+impl SkillContextProvider {
+    pub fn new(library: Arc<SkillLibrary>, config: SkillConfig) -> Self {
+        let tools: Vec<Arc<dyn Tool>> = if config.mode.has_catalog() {
+            vec![
+                Arc::new(ReadSkillTool::new(library.clone())),
+                Arc::new(ReadSkillsTool::new(library.clone())),
+            ]
+        } else {
+            Vec::new()
+        };
+        SkillContextProvider {
+            library,
+            config,
+            tools,
+            caches: Mutex::default(),
+            detected: Mutex::default(),
+        }
+    }
+
+    pub fn library(&self) -> &Arc<SkillLibrary> {
+        &self.library
+    }
+
+    pub fn config(&self) -> &SkillConfig {
+        &self.config
+    }
+
+    /// The skills this provider would select for `messages` on `thread_id`.
+    pub fn select(&self, index: &SkillIndex, messages: &[Message], thread_id: &str) -> Vec<Selection> {
+        let window: Vec<&str> = {
+            let mut users: Vec<&str> = messages
+                .iter()
+                .rev()
+                .filter(|m| m.role == Role::User)
+                .take(self.config.select.window.max(1))
+                .map(|m| m.content.as_str())
+                .collect();
+            users.reverse();
+            users
+        };
+        let detected: Vec<usize> = self
+            .detected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(thread_id)
+            .map(|names| names.iter().filter_map(|n| index.position(n)).collect())
+            .unwrap_or_default();
+        index.select(&window, &detected, &self.config.select)
+    }
+
+    fn block(&self, skill: &Skill, caches: &mut Caches) -> Arc<Block> {
+        if let Some(b) = caches.blocks.get(&skill.id) {
+            return b.clone();
+        }
+        let mut text = format!("## {}\n", skill.name);
+        if !skill.description.is_empty() {
+            text.push_str(&skill.description);
+            text.push_str("\n\n");
+        }
+        text.push_str(&skill.truncated_body(self.config.max_content_lines));
+        let tokens = self.config.counter.count(&text);
+        let block = Arc::new(Block { text, tokens });
+        caches.blocks.insert(skill.id.clone(), block.clone());
+        block
+    }
+
+    fn catalog(&self, index: &Arc<SkillIndex>, caches: &mut Caches) -> Arc<Catalog> {
+        if let Some((snapshot, catalog)) = &caches.catalog {
+            if Arc::ptr_eq(snapshot, index) {
+                return catalog.clone();
+            }
+        }
+        let counter = &self.config.counter;
+        let mut used = counter.count(CATALOG_INTRO) + counter.count("## Available skills");
+        let mut catalog = Catalog {
+            entries: Vec::new(),
+            cumulative: Vec::new(),
+        };
+        for skill in index.ranked().filter(|s| !s.disable_model_invocation) {
+            let line = counter.count(&format!("- {}: {}", skill.name, skill.description)) + 1;
+            if used + line > self.config.catalog_tokens {
+                break;
+            }
+            used += line;
+            catalog.entries.push(CatalogEntry {
+                name: skill.name.clone(),
+                description: skill.description.clone(),
+            });
+            catalog.cumulative.push(used);
+        }
+        let catalog = Arc::new(catalog);
+        caches.catalog = Some((index.clone(), catalog.clone()));
+        catalog
+    }
+
+    /// Build the context for `selected` skills under `budget` tokens.
+    fn render(&self, index: &Arc<SkillIndex>, selected: &[Selection], budget: usize) -> Context {
+        let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ctx = Context::new();
+        let mut left = budget;
+        let counter = &self.config.counter;
+
+        if self.config.mode == Mode::Full {
+            let mut text = String::from(FULL_INTRO);
+            let mut names = Vec::new();
+            left = left.saturating_sub(counter.count(FULL_INTRO));
+            for skill in index.ranked() {
+                let block = self.block(skill, &mut caches);
+                if block.tokens <= left {
+                    left -= block.tokens;
+                    text.push_str("\n\n");
+                    text.push_str(&block.text);
+                    names.push(skill.name.clone());
+                }
+            }
+            if !names.is_empty() {
+                ctx.sections
+                    .push(Section::stable("skills", text).with_items(names));
+            }
+            return ctx;
+        }
+
+        if self.config.mode.has_catalog() {
+            let catalog = self.catalog(index, &mut caches);
+            let fits = catalog.cumulative.iter().take_while(|&&t| t <= left).count();
+            if fits > 0 {
+                left -= catalog.cumulative[fits - 1];
+                ctx.sections.push(Section::stable("catalog", CATALOG_INTRO));
+                ctx.catalog.extend(catalog.entries[..fits].iter().cloned());
+            }
+            ctx.tools.extend(self.tools.iter().cloned());
+        }
+
+        if self.config.mode.has_selection() {
+            let intro = counter.count(TRIGGERED_INTRO);
+            let mut text = String::new();
+            let mut names = Vec::new();
+            for s in selected {
+                let block = self.block(&index.skills()[s.skill], &mut caches);
+                let cost = block.tokens + if names.is_empty() { intro } else { 0 };
+                if cost > left {
+                    tracing::debug!(skill = %s.name, tokens = block.tokens, left, "skill cut by the token budget");
+                    continue;
+                }
+                left -= cost;
+                if names.is_empty() {
+                    text.push_str(TRIGGERED_INTRO);
+                }
+                text.push_str("\n\n");
+                text.push_str(&block.text);
+                names.push(s.name.clone());
+            }
+            if !names.is_empty() {
+                ctx.sections
+                    .push(Section::per_message("skills", text).with_items(names));
+            }
+        }
+        ctx
+    }
+
+    /// The context for `messages` against the current index.
+    pub fn context_for(&self, messages: &[Message], run: &RunInfo) -> (Context, Vec<Selection>) {
+        let index = self.library.snapshot();
+        let selected = if self.config.mode.has_selection() {
+            self.select(&index, messages, &run.thread_id)
+        } else {
+            Vec::new()
+        };
+        let budget = match (self.config.token_budget, run.token_budget) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(usize::MAX),
+        };
+        (self.render(&index, &selected, budget), selected)
+    }
+}
+
+#[async_trait]
+impl ContextProvider for SkillContextProvider {
+    fn name(&self) -> &str {
+        "skills"
+    }
+
+    async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
+        if let Some(project) = &thread.project {
+            let found = self.library.snapshot().detect(std::path::Path::new(project));
+            if !found.is_empty() {
+                tracing::info!(thread = %thread.thread_id, skills = ?found, "skills auto-detected for the project");
+            }
+            self.detected
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(thread.thread_id.clone(), found);
+        }
+        Ok(())
+    }
+
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
+        let span = tracing::info_span!(
+            "skills",
+            mode = %self.config.mode,
+            selected = tracing::field::Empty,
+            why = tracing::field::Empty,
+        );
+        let _enter = span.enter();
+        let (ctx, selected) = self.context_for(messages, run);
+        let names: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();
+        let why: Vec<String> = selected
+            .iter()
+            .map(|s| format!("{}: {:?} {:?}", s.name, s.reason, s.triggers))
+            .collect();
+        span.record("selected", tracing::field::debug(&names));
+        span.record("why", tracing::field::debug(&why));
+        Ok(ctx)
+    }
+}

@@ -1,0 +1,161 @@
+//! Selection (DESIGN.md "Matching", steps 4-6): score, rank, cap, and the ways a skill is
+//! selected without its triggers — explicit `$name` / `/name`, `always`, auto-detection and the
+//! opt-in lexical fallback.
+
+use serde::Serialize;
+
+use crate::index::SkillIndex;
+use crate::matcher::is_word_char;
+
+/// Why a skill was selected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// `$name` or `/name` in the message.
+    Explicit,
+    /// `always: true`.
+    Always,
+    /// Its `detect` files were found in the project at session start.
+    Detected,
+    /// Its triggers fired.
+    Triggered,
+    /// The lexical fallback scored it (opt-in).
+    Lexical,
+}
+
+/// One selected skill and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Selection {
+    /// Index into [`SkillIndex::skills`].
+    #[serde(skip)]
+    pub skill: usize,
+    pub name: String,
+    pub reason: Reason,
+    /// Distinct triggers that fired (for lexical selections, the rounded lexical score).
+    pub score: usize,
+    /// The triggers that fired, as the skill declares them.
+    pub triggers: Vec<String>,
+}
+
+/// Knobs of selection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelectOptions {
+    /// Cap on trigger-matched (and lexical) skills; explicit, always and detected skills are
+    /// outside it. Default 3.
+    pub max_skills: usize,
+    /// How many of the latest user messages are matched. Default 1 (the ADR).
+    pub window: usize,
+    /// Score skills without triggers lexically when slots remain. Default off.
+    pub lexical_fallback: bool,
+}
+
+impl Default for SelectOptions {
+    fn default() -> Self {
+        SelectOptions {
+            max_skills: 3,
+            window: 1,
+            lexical_fallback: false,
+        }
+    }
+}
+
+impl SkillIndex {
+    /// Select skills for `messages` (the user messages to match, oldest first; usually just the
+    /// latest). `detected` lists skills auto-detected for the session.
+    pub fn select(&self, messages: &[&str], detected: &[usize], options: &SelectOptions) -> Vec<Selection> {
+        let mut out: Vec<Selection> = Vec::new();
+        let taken = |out: &[Selection], i: usize| out.iter().any(|s| s.skill == i);
+        let lowered: Vec<String> = messages.iter().map(|m| m.to_lowercase()).collect();
+
+        for i in lowered.iter().flat_map(|m| self.explicit_in(m)) {
+            if !taken(&out, i) {
+                out.push(self.selection(i, Reason::Explicit, 0, Vec::new()));
+            }
+        }
+        for &i in self.always.iter().chain(detected) {
+            let reason = if self.skills[i].always {
+                Reason::Always
+            } else {
+                Reason::Detected
+            };
+            if !taken(&out, i) && !self.skills[i].disable_model_invocation {
+                out.push(self.selection(i, reason, 0, Vec::new()));
+            }
+        }
+
+        let mut hits = Vec::new();
+        for m in &lowered {
+            self.matcher.collect_hits(m, &mut hits);
+        }
+        hits.sort_unstable();
+        hits.dedup();
+        let mut scored: Vec<(usize, Vec<u16>)> = Vec::new();
+        for (skill, trigger) in hits {
+            match scored.last_mut() {
+                Some((s, t)) if *s == skill as usize => t.push(trigger),
+                _ => scored.push((skill as usize, vec![trigger])),
+            }
+        }
+        scored.retain(|(i, _)| !taken(&out, *i) && !self.skills[*i].disable_model_invocation);
+        scored.sort_by_key(|(i, t)| (std::cmp::Reverse(t.len()), self.rank[*i]));
+        for (i, triggers) in scored.into_iter().take(options.max_skills) {
+            let names = triggers
+                .iter()
+                .map(|&t| self.trigger_text(i, t as usize).to_string())
+                .collect();
+            out.push(self.selection(i, Reason::Triggered, triggers.len(), names));
+        }
+
+        let triggered = out.iter().filter(|s| s.reason == Reason::Triggered).count();
+        if options.lexical_fallback && triggered < options.max_skills {
+            let query = lowered.last().map(String::as_str).unwrap_or("");
+            for (i, score) in self
+                .lexical_scores(query)
+                .into_iter()
+                .take(options.max_skills - triggered)
+            {
+                if !taken(&out, i) {
+                    out.push(self.selection(i, Reason::Lexical, score.round() as usize, Vec::new()));
+                }
+            }
+        }
+        out
+    }
+
+    fn selection(&self, skill: usize, reason: Reason, score: usize, triggers: Vec<String>) -> Selection {
+        Selection {
+            skill,
+            name: self.skills[skill].name.clone(),
+            reason,
+            score,
+            triggers,
+        }
+    }
+
+    /// The text of trigger `t` of skill `i` (literals first, then patterns).
+    fn trigger_text(&self, i: usize, t: usize) -> &str {
+        let tr = &self.skills[i].triggers;
+        tr.literals()
+            .chain(tr.patterns.iter().map(String::as_str))
+            .nth(t)
+            .unwrap_or("")
+    }
+
+    /// Skills invoked as `$name` or `/name` tokens in a lowercased message, in order.
+    fn explicit_in<'a>(&'a self, lowered: &'a str) -> impl Iterator<Item = usize> + 'a {
+        lowered.match_indices(['$', '/']).filter_map(move |(at, _)| {
+            if lowered[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| is_word_char(c) || c == '/' || c == '$')
+            {
+                return None;
+            }
+            let rest = &lowered[at + 1..];
+            let len = rest
+                .find(|c: char| !(is_word_char(c) || c == '-'))
+                .unwrap_or(rest.len());
+            self.by_name.get(rest[..len].trim_end_matches('-')).copied()
+        })
+    }
+}

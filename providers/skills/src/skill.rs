@@ -1,0 +1,107 @@
+//! A loaded skill: its metadata, triggers and body.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// Where a skill came from; decides who wins when two skills share a name.
+///
+/// Tiers are ordered: a project skill beats a user skill beats an external one beats a
+/// builtin one (seed 004 §5.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Builtin,
+    External,
+    User,
+    Project,
+}
+
+impl Source {
+    /// The default priority of a root of this tier (builtin 1-50, external 51-100, user
+    /// 101-200, project 201+).
+    pub fn default_priority(self) -> i64 {
+        match self {
+            Source::Builtin => 25,
+            Source::External => 75,
+            Source::User => 150,
+            Source::Project => 250,
+        }
+    }
+}
+
+/// What makes a skill fire: literal keywords and verbs, and regular expressions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Triggers {
+    pub keywords: Vec<String>,
+    pub verbs: Vec<String>,
+    pub patterns: Vec<String>,
+}
+
+impl Triggers {
+    pub fn is_empty(&self) -> bool {
+        self.keywords.is_empty() && self.verbs.is_empty() && self.patterns.is_empty()
+    }
+
+    /// Keywords and verbs, the literal triggers.
+    pub fn literals(&self) -> impl Iterator<Item = &str> {
+        self.keywords.iter().chain(&self.verbs).map(String::as_str)
+    }
+}
+
+/// Files whose presence (and content) marks a project a skill applies to (seed 004 §5.5).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Detect {
+    pub files: Vec<String>,
+    pub patterns: Vec<String>,
+}
+
+/// One skill, parsed and indexed.
+#[derive(Debug, Serialize)]
+pub struct Skill {
+    /// Normalized name + `-` + the first 12 hex digits of the file's SHA-256.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// Markdown body, frontmatter stripped.
+    pub body: String,
+    pub path: PathBuf,
+    pub source: Source,
+    /// Frontmatter `priority` when it is an integer, else the root's.
+    pub priority: i64,
+    pub triggers: Triggers,
+    pub tags: Vec<String>,
+    pub version: Option<String>,
+    pub license: Option<String>,
+    pub compatibility: Option<String>,
+    pub allowed_tools: Vec<String>,
+    pub user_invocable: bool,
+    pub disable_model_invocation: bool,
+    pub always: bool,
+    pub detect: Option<Detect>,
+    pub hooks: Option<serde_json::Value>,
+    pub metadata: BTreeMap<String, serde_json::Value>,
+    /// Frontmatter keys ctxkit does not know, kept as they were.
+    pub extra: BTreeMap<String, serde_json::Value>,
+    /// Full SHA-256 of the file, hex.
+    pub hash: String,
+}
+
+impl Skill {
+    /// Body lines beyond `max_lines` replaced by a visible marker.
+    pub fn truncated_body(&self, max_lines: usize) -> std::borrow::Cow<'_, str> {
+        let total = self.body.lines().count();
+        if total <= max_lines {
+            return self.body.as_str().into();
+        }
+        let kept: Vec<&str> = self.body.lines().take(max_lines).collect();
+        format!(
+            "{}\n\n[… {} more lines not shown; read_skill(\"{}\") returns the full text]",
+            kept.join("\n"),
+            total - max_lines,
+            self.name
+        )
+        .into()
+    }
+}

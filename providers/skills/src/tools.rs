@@ -1,0 +1,89 @@
+//! `read_skill` and `read_skills`: the model loads skill text by name, never by path.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ctxkit::{Error, Result, Tool};
+use serde_json::{json, Value};
+
+use crate::index::SkillLibrary;
+
+/// Returns one skill's full instructions. Only names of loaded skills are accepted; the text
+/// comes from the index in memory, so no argument ever opens a file.
+pub struct ReadSkillTool {
+    library: Arc<SkillLibrary>,
+}
+
+impl ReadSkillTool {
+    pub fn new(library: Arc<SkillLibrary>) -> Self {
+        ReadSkillTool { library }
+    }
+}
+
+#[async_trait]
+impl Tool for ReadSkillTool {
+    fn name(&self) -> &str {
+        "read_skill"
+    }
+    fn description(&self) -> &str {
+        "Load the full instructions of one skill by name, before following it."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill's name, as listed."}},
+            "required": ["name"]
+        })
+    }
+    async fn call(&self, args: Value) -> Result<String> {
+        let name = args["name"].as_str().unwrap_or_default();
+        let index = self.library.snapshot();
+        let skill = index.get(name).ok_or_else(|| {
+            let known: Vec<&str> = index.ranked().take(20).map(|s| s.name.as_str()).collect();
+            Error::Tool {
+                tool: "read_skill".into(),
+                message: format!(
+                    "no skill is named `{name}`; call read_skill with one of the listed names (e.g. {})",
+                    if known.is_empty() {
+                        "none are loaded".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            }
+        })?;
+        Ok(format!(
+            "# {}\n{}\n\n{}",
+            skill.name, skill.description, skill.body
+        ))
+    }
+}
+
+/// Lists every skill's name and description (seed 000's `ReadSkillsTool`).
+pub struct ReadSkillsTool {
+    library: Arc<SkillLibrary>,
+}
+
+impl ReadSkillsTool {
+    pub fn new(library: Arc<SkillLibrary>) -> Self {
+        ReadSkillsTool { library }
+    }
+}
+
+#[async_trait]
+impl Tool for ReadSkillsTool {
+    fn name(&self) -> &str {
+        "read_skills"
+    }
+    fn description(&self) -> &str {
+        "List available skills with their descriptions."
+    }
+    async fn call(&self, _args: Value) -> Result<String> {
+        let index = self.library.snapshot();
+        let list: Vec<Value> = index
+            .ranked()
+            .map(|s| json!({"name": s.name, "description": s.description}))
+            .collect();
+        Ok(Value::Array(list).to_string())
+    }
+}

@@ -1,0 +1,255 @@
+//! Matching semantics of DESIGN.md steps 1-6, table-driven.
+
+mod common;
+
+use common::{index, pick, pick_with, skill};
+use ctxkit_skills::{Reason, SelectOptions};
+
+/// (trigger list, message, should fire)
+const CASES: &[(&str, &str, bool)] = &[
+    // Case variants and punctuation around the trigger.
+    ("[hello]", "HELLO there", true),
+    ("[hello]", "Hello, world!", true),
+    ("[hello]", "(hello)", true),
+    ("[hello]", "say 'hello'.", true),
+    ("[Docker Compose]", "how do I run docker compose up?", true),
+    // Whole-word traps.
+    ("[hello]", "I saw Othello yesterday", false),
+    ("[sed]", "I used the tool", false),
+    ("[sed]", "use sed to replace", true),
+    ("[pod]", "a new podcast episode", false),
+    ("[pod]", "restart the pod", true),
+    ("[test]", "run the tests", false),
+    ("[test]", "snake_test_case", false),
+    // Unicode lowercasing.
+    ("[привет]", "ПРИВЕТ, Мир", true),
+    ("[привет]", "приветствие", false),
+    ("[größe]", "Welche GRÖSSE? nein: Größe", true),
+    ("[über]", "ÜBER alles", true),
+    ("[straße]", "STRASSE", false),
+    // Scripts without spaces match inside text.
+    ("[日本語]", "日本語の文法を教えて", true),
+    ("[こんにちは]", "みなさんこんにちは！", true),
+    ("[สวัสดี]", "พูดสวัสดีครับ", true),
+    ("[翻译]", "请帮我翻译这段话", true),
+    // Mixed: a Latin word next to Han characters is not a whole word.
+    ("[api]", "调用api接口", false),
+    // Triggers with punctuation.
+    ("[c++]", "Is this valid in C++?", true),
+    ("[c++]", "I like c+++", true),
+    ("[c#]", "write it in C#.", true),
+    ("[c#]", "abc# tag", false),
+    ("[.net]", "port it to .NET 8", true),
+    ("[.net]", "visit example.net", true),
+    ("[std::vector]", "use std::vector<int> here", true),
+    ("[known_hosts]", "edit ~/.ssh/known_hosts now", true),
+    ("[known_hosts]", "edit known_hosts_backup", false),
+    ("['/automation:create']", "run /automation:create please", true),
+];
+
+#[test]
+fn trigger_cases() {
+    let mut failures = Vec::new();
+    for (i, (triggers, message, expected)) in CASES.iter().enumerate() {
+        let idx = index(vec![skill("s", triggers, "")]);
+        let fired = !pick(&idx, message).is_empty();
+        if fired != *expected {
+            failures.push(format!(
+                "case {i}: triggers {triggers} on {message:?}: expected {expected}, got {fired}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn overlapping_triggers_both_count() {
+    let idx = index(vec![
+        skill("compose", "[docker, docker compose]", ""),
+        skill("plain", "[docker, kubernetes]", ""),
+    ]);
+    let sel = idx.select(&["docker compose up"], &[], &SelectOptions::default());
+    assert_eq!(sel[0].name, "compose");
+    assert_eq!(sel[0].score, 2);
+    assert_eq!(sel[0].triggers, ["docker", "docker compose"]);
+    assert_eq!(sel[1].score, 1);
+}
+
+#[test]
+fn each_trigger_counts_once() {
+    let idx = index(vec![skill("a", "[git]", ""), skill("b", "[git, commit]", "")]);
+    let sel = idx.select(&["git git git git commit"], &[], &SelectOptions::default());
+    assert_eq!((sel[0].name.as_str(), sel[0].score), ("b", 2));
+    assert_eq!((sel[1].name.as_str(), sel[1].score), ("a", 1));
+}
+
+#[test]
+fn ties_break_by_priority_then_name() {
+    let idx = index(vec![
+        skill("zeta", "[deploy]", "priority: 300\n"),
+        skill("beta", "[deploy]", ""),
+        skill("alpha", "[deploy]", ""),
+        skill("low", "[deploy]", "priority: 10\n"),
+    ]);
+    let options = SelectOptions {
+        max_skills: 10,
+        ..Default::default()
+    };
+    assert_eq!(
+        pick_with(&idx, &["deploy it"], &options),
+        ["zeta", "alpha", "beta", "low"]
+    );
+}
+
+#[test]
+fn the_cap_keeps_the_best() {
+    let idx = index(vec![
+        skill("one", "[a1]", ""),
+        skill("two", "[a1, a2]", ""),
+        skill("three", "[a1, a2, a3]", ""),
+        skill("four", "[a1, a2, a3, a4]", ""),
+    ]);
+    assert_eq!(pick(&idx, "a1 a2 a3 a4"), ["four", "three", "two"]);
+    let one = SelectOptions {
+        max_skills: 1,
+        ..Default::default()
+    };
+    assert_eq!(pick_with(&idx, &["a1 a2 a3 a4"], &one), ["four"]);
+}
+
+#[test]
+fn explicit_invocation_selects_outside_the_cap() {
+    let idx = index(vec![
+        skill("hello-extended", "[hello]", ""),
+        skill("manual", "", "disable-model-invocation: true\n"),
+        skill("x1", "[go]", ""),
+        skill("x2", "[go]", ""),
+    ]);
+    let one = SelectOptions {
+        max_skills: 1,
+        ..Default::default()
+    };
+    let sel = idx.select(&["go: use /manual and $hello-extended, go"], &[], &one);
+    let got: Vec<(&str, Reason)> = sel.iter().map(|s| (s.name.as_str(), s.reason)).collect();
+    assert_eq!(
+        got,
+        [
+            ("manual", Reason::Explicit),
+            ("hello-extended", Reason::Explicit),
+            ("x1", Reason::Triggered)
+        ]
+    );
+    // Not a token: part of a path or a word.
+    assert!(pick(&idx, "see docs/manual and a$manual").is_empty());
+    // Unknown names select nothing.
+    assert!(pick(&idx, "/nonexistent").is_empty());
+}
+
+#[test]
+fn disable_model_invocation_is_explicit_only() {
+    let idx = index(vec![skill(
+        "danger",
+        "[deploy]",
+        "disable-model-invocation: true\nalways: true\n",
+    )]);
+    assert!(pick(&idx, "deploy now").is_empty());
+    assert_eq!(pick(&idx, "deploy now with $danger"), ["danger"]);
+}
+
+#[test]
+fn always_skills_are_selected_on_every_message() {
+    let idx = index(vec![
+        skill("house-style", "", "always: true\n"),
+        skill("greet", "[hello]", ""),
+    ]);
+    assert_eq!(pick(&idx, "what is 2+2?"), ["house-style"]);
+    let sel = idx.select(
+        &["hello"],
+        &[],
+        &SelectOptions {
+            max_skills: 1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        sel.iter().map(|s| s.reason).collect::<Vec<_>>(),
+        [Reason::Always, Reason::Triggered]
+    );
+}
+
+#[test]
+fn invalid_regex_is_ignored_and_the_rest_works() {
+    let idx = index(vec![skill(
+        "k8s",
+        "{keywords: [kubectl], patterns: ['pods?\\s+(crash', 'deploy(ment)?s?\\b']}",
+        "",
+    )]);
+    assert_eq!(idx.skills()[0].triggers.patterns, ["deploy(ment)?s?\\b"]);
+    assert_eq!(pick(&idx, "kubectl get"), ["k8s"]);
+    let sel = idx.select(
+        &["two Deployments failed, see kubectl"],
+        &[],
+        &SelectOptions::default(),
+    );
+    assert_eq!(sel[0].score, 2);
+    assert_eq!(sel[0].triggers, ["kubectl", "deploy(ment)?s?\\b"]);
+}
+
+#[test]
+fn verbs_and_keywords_and_patterns_all_score() {
+    let idx = index(vec![skill(
+        "ops",
+        "{keywords: [server], verbs: [restart], patterns: ['error \\d+']}",
+        "",
+    )]);
+    let sel = idx.select(
+        &["Restart the server after error 503"],
+        &[],
+        &SelectOptions::default(),
+    );
+    assert_eq!(sel[0].score, 3);
+}
+
+#[test]
+fn window_of_recent_user_messages() {
+    let idx = index(vec![skill("greet", "[bonjour]", "")]);
+    let follow_up = ["Say bonjour to Alice", "now do the same for Bob"];
+    assert!(pick_with(&idx, &follow_up[1..], &SelectOptions::default()).is_empty());
+    let window = SelectOptions {
+        window: 2,
+        ..Default::default()
+    };
+    assert_eq!(pick_with(&idx, &follow_up, &window), ["greet"]);
+}
+
+#[test]
+fn empty_and_punctuation_triggers_never_fire() {
+    let idx = index(vec![skill("s", "['', ' ', '...', '+', real]", "")]);
+    assert_eq!(idx.skills()[0].triggers.keywords, ["real"]);
+    assert!(pick(&idx, "... + anything at all").is_empty());
+}
+
+#[test]
+fn lexical_fallback_is_opt_in() {
+    let idx = index(vec![
+        common::skill_with_body("pdf-tools", "", "", "Merge, split and rotate PDF documents."),
+        skill("greet", "[hello]", ""),
+    ]);
+    assert!(pick(&idx, "rotate this pdf").is_empty(), "off by default");
+    let on = SelectOptions {
+        lexical_fallback: true,
+        ..Default::default()
+    };
+    let sel = idx.select(&["rotate this pdf"], &[], &on);
+    assert_eq!(sel.len(), 1);
+    assert_eq!(
+        (sel[0].name.as_str(), sel[0].reason),
+        ("pdf-tools", Reason::Lexical)
+    );
+    // Triggered skills come first; the fallback fills remaining slots.
+    let sel = idx.select(&["hello, rotate this pdf"], &[], &on);
+    assert_eq!(
+        sel.iter().map(|s| s.reason).collect::<Vec<_>>(),
+        [Reason::Triggered, Reason::Lexical]
+    );
+}

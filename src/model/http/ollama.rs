@@ -1,0 +1,183 @@
+//! Ollama's native chat API, which differs from OpenAI's in its tool calls: arguments are a
+//! JSON object rather than text, calls carry no id, and a tool result names its tool instead
+//! of a call id.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::client::{sealed, HttpModel, Protocol};
+use super::wire::{tool_specs, WireMessage};
+use crate::model::ModelRequest;
+use crate::{Message, Role};
+
+/// `POST {base_url}/api/chat` with `{"model", "messages", "tools"?, "stream": false}`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ollama;
+
+/// A model served by Ollama; no API key by default.
+///
+/// ```no_run
+/// use ctxkit::model::http::OllamaModel;
+/// let model = OllamaModel::new("llama3.2");
+/// ```
+pub type OllamaModel = HttpModel<Ollama>;
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<OllamaMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
+    /// One JSON reply rather than a stream of chunks.
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct OllamaMessage<'a> {
+    role: Role,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<OllamaToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct OllamaToolCall<'a> {
+    function: OllamaFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct OllamaFunction<'a> {
+    name: &'a str,
+    arguments: Value,
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    #[serde(default)]
+    message: Option<WireMessage>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+impl sealed::Sealed for Ollama {}
+
+impl Protocol for Ollama {
+    const PREFIX: &'static str = "ollama";
+    const DEFAULT_BASE_URL: &'static str = "http://localhost:11434";
+    const DEFAULT_API_KEY_ENV: Option<&'static str> = None;
+    const PATH: &'static str = "/api/chat";
+    const EXPECTED: &'static str = "an Ollama chat response (JSON with `message`)";
+
+    fn encode<'a>(model: &'a str, request: &'a ModelRequest) -> impl Serialize + 'a {
+        Body {
+            model,
+            messages: messages(&request.messages),
+            tools: tool_specs(&request.tools),
+            stream: false,
+        }
+    }
+
+    fn decode(body: &str) -> Result<Message, String> {
+        let reply: Reply = serde_json::from_str(body).map_err(|e| e.to_string())?;
+        match (reply.message, reply.error) {
+            (Some(message), _) => Ok(message.into_message()),
+            (None, Some(error)) => Err(format!("the server reported `{error}`")),
+            (None, None) => Err("missing field `message`".into()),
+        }
+    }
+}
+
+/// ctxkit's history in Ollama's shape. A tool result's `tool_name` is its `name` when set,
+/// else the name of the earlier call it answers (the runner records only the call id).
+fn messages(history: &[Message]) -> Vec<OllamaMessage<'_>> {
+    let mut call_names: HashMap<&str, &str> = HashMap::new();
+    history
+        .iter()
+        .map(|m| {
+            for call in &m.tool_calls {
+                call_names.insert(&call.id, &call.function.name);
+            }
+            let tool_name = match m.role {
+                Role::Tool => m.name.as_deref().or_else(|| {
+                    m.tool_call_id
+                        .as_deref()
+                        .and_then(|id| call_names.get(id).copied())
+                }),
+                _ => None,
+            };
+            OllamaMessage {
+                role: m.role,
+                content: &m.content,
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .map(|c| OllamaToolCall {
+                        function: OllamaFunction {
+                            name: &c.function.name,
+                            arguments: arguments_object(&c.function.arguments),
+                        },
+                    })
+                    .collect(),
+                tool_name,
+            }
+        })
+        .collect()
+}
+
+/// Ollama accepts only an object here. Arguments that are not one (the model wrote bad JSON)
+/// are sent as `{}`: the tool result that follows already tells the model what went wrong,
+/// and rejecting the history would make every later request of the thread fail.
+fn arguments_object(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => {
+            if !text.trim().is_empty() {
+                tracing::debug!(
+                    arguments = text,
+                    "tool-call arguments are not a JSON object; sending {{}}"
+                );
+            }
+            Value::Object(Default::default())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_are_objects_even_when_malformed() {
+        assert_eq!(arguments_object(r#"{"a":1}"#), json!({"a": 1}));
+        assert_eq!(arguments_object(""), json!({}));
+        assert_eq!(arguments_object("[1]"), json!({}));
+        assert_eq!(arguments_object("{oops"), json!({}));
+    }
+
+    #[test]
+    fn tool_name_comes_from_name_or_the_answered_call() {
+        let history = vec![
+            Message::tool_calls(vec![ToolCall::new("c1", "read_skill", &json!({}))]),
+            Message::tool_result("c1", "body"),
+            Message {
+                name: Some("explicit".into()),
+                ..Message::tool_result("zz", "x")
+            },
+            Message::tool_result("unknown", "y"),
+        ];
+        let names: Vec<Option<&str>> = messages(&history).iter().map(|m| m.tool_name).collect();
+        assert_eq!(names, [None, Some("read_skill"), Some("explicit"), None]);
+    }
+
+    #[test]
+    fn error_replies_are_explained() {
+        let err = Ollama::decode(r#"{"error":"model 'x' not found"}"#).unwrap_err();
+        assert!(err.contains("model 'x' not found"), "{err}");
+    }
+}

@@ -1,0 +1,69 @@
+//! The OpenAI chat-completions wire format, spoken by OpenAI and most compatible servers
+//! (vLLM, llama.cpp's server, LM Studio, OpenRouter…).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::client::{sealed, HttpModel, Protocol};
+use super::wire::{tool_specs, WireMessage};
+use crate::model::ModelRequest;
+use crate::Message;
+
+/// `POST {base_url}/chat/completions` with `{"model", "messages", "tools"?}`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenAi;
+
+/// An OpenAI-compatible chat model; the key comes from `OPENAI_API_KEY` unless configured.
+///
+/// ```no_run
+/// use ctxkit::model::http::OpenAiModel;
+/// let local = OpenAiModel::new("qwen2.5-7b").base_url("http://localhost:8000/v1").without_api_key();
+/// ```
+pub type OpenAiModel = HttpModel<OpenAi>;
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    /// ctxkit's messages already serialise in exactly this API's shape.
+    messages: &'a [Message],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    message: WireMessage,
+}
+
+impl sealed::Sealed for OpenAi {}
+
+impl Protocol for OpenAi {
+    const PREFIX: &'static str = "openai";
+    const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+    const DEFAULT_API_KEY_ENV: Option<&'static str> = Some("OPENAI_API_KEY");
+    const PATH: &'static str = "/chat/completions";
+    const EXPECTED: &'static str = "an OpenAI chat completion (JSON with `choices[0].message`)";
+
+    fn encode<'a>(model: &'a str, request: &'a ModelRequest) -> impl Serialize + 'a {
+        Body {
+            model,
+            messages: &request.messages,
+            tools: tool_specs(&request.tools),
+        }
+    }
+
+    fn decode(body: &str) -> Result<Message, String> {
+        let completion: Completion = serde_json::from_str(body).map_err(|e| e.to_string())?;
+        let choice = completion
+            .choices
+            .into_iter()
+            .next()
+            .ok_or("`choices` is empty")?;
+        Ok(choice.message.into_message())
+    }
+}
