@@ -1,0 +1,256 @@
+//! The provider's injected text per mode, the token budget, and the skill tools.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{skill, skill_with_body};
+use ctxkit::{ApproxCounter, ContextProvider, Message, Placement, RunInfo, ThreadInfo};
+use ctxkit_skills::{Mode, SkillConfig, SkillContextProvider, SkillLibrary};
+use serde_json::json;
+
+fn library() -> Arc<SkillLibrary> {
+    Arc::new(SkillLibrary::from_index(common::index(vec![
+        skill("greet", "[hello, bonjour]", ""),
+        skill("git", "[git, rebase]", "priority: 300\n"),
+        skill_with_body(
+            "long",
+            "[long]",
+            "",
+            &(1..=10)
+                .map(|i| format!("line {i}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    ])))
+}
+
+fn provider(mode: Mode) -> SkillContextProvider {
+    SkillContextProvider::new(
+        library(),
+        SkillConfig {
+            mode,
+            ..Default::default()
+        },
+    )
+}
+
+async fn invoke(p: &SkillContextProvider, text: &str) -> ctxkit::Context {
+    p.invoking(&[Message::user(text)], &RunInfo::default())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn full_mode_injects_every_body_in_the_seed_002_shape() {
+    let ctx = invoke(&provider(Mode::Full), "what is 2+2?").await;
+    assert_eq!(ctx.sections.len(), 1);
+    let s = &ctx.sections[0];
+    assert_eq!(s.placement, Placement::Stable);
+    assert_eq!(s.items, ["git", "greet", "long"], "priority first, then name");
+    assert!(s.text.starts_with(
+        "You have access to the following skills. Use them when relevant.\n\n## git\nThe git skill\n\nInstructions of git.\n\n## greet\n"
+    ), "{}", s.text);
+    assert!(ctx.tools.is_empty() && ctx.catalog.is_empty());
+}
+
+#[tokio::test]
+async fn triggered_mode_injects_only_matches() {
+    let p = provider(Mode::Triggered);
+    assert!(invoke(&p, "What is 2+2?").await.is_empty());
+    let ctx = invoke(&p, "Say bonjour to Alice").await;
+    assert_eq!(
+        ctx.instructions().unwrap(),
+        "The following skills apply to this request. Follow them when relevant.\n\n## greet\nThe greet skill\n\nInstructions of greet."
+    );
+    assert_eq!(ctx.sections[0].placement, Placement::PerMessage);
+    assert_eq!(ctx.sections[0].items, ["greet"]);
+    assert!(ctx.tools.is_empty());
+}
+
+#[tokio::test]
+async fn on_demand_mode_offers_a_catalog_and_tools() {
+    let ctx = invoke(&provider(Mode::OnDemand), "Say bonjour").await;
+    let names: Vec<&str> = ctx.catalog.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["git", "greet", "long"]);
+    assert_eq!(ctx.sections.len(), 1);
+    assert_eq!(ctx.sections[0].kind, "catalog");
+    assert!(ctx.sections[0].text.contains("`read_skill`"));
+    let tools: Vec<&str> = ctx.tools.iter().map(|t| t.name()).collect();
+    assert_eq!(tools, ["read_skill", "read_skills"]);
+}
+
+#[tokio::test]
+async fn hybrid_mode_has_catalog_tools_and_matched_bodies() {
+    let ctx = invoke(&provider(Mode::Hybrid), "git rebase, then say hello").await;
+    assert_eq!(ctx.catalog.len(), 3);
+    assert_eq!(ctx.tools.len(), 2);
+    let skills = ctx.sections.iter().find(|s| s.kind == "skills").unwrap();
+    assert_eq!(skills.items, ["git", "greet"], "score 2 before score 1");
+}
+
+#[tokio::test]
+async fn bodies_are_cut_at_max_content_lines_with_a_marker() {
+    let p = SkillContextProvider::new(
+        library(),
+        SkillConfig {
+            mode: Mode::Triggered,
+            max_content_lines: 3,
+            ..Default::default()
+        },
+    );
+    let text = invoke(&p, "long").await.instructions().unwrap();
+    assert!(text.ends_with("line 1\nline 2\nline 3\n\n[… 7 more lines not shown; read_skill(\"long\") returns the full text]"), "{text}");
+}
+
+#[tokio::test]
+async fn the_token_budget_cuts_lower_ranked_skills_first() {
+    let lib = Arc::new(SkillLibrary::from_index(common::index(vec![
+        skill_with_body("big", "[deploy, prod]", "", &"word ".repeat(400)),
+        skill_with_body("small", "[deploy]", "", "Short."),
+        skill_with_body("tiny", "[deploy]", "", "Tiny."),
+    ])));
+    let counter = Arc::new(ApproxCounter);
+    let config = |budget| SkillConfig {
+        mode: Mode::Triggered,
+        token_budget: Some(budget),
+        counter: counter.clone(),
+        ..Default::default()
+    };
+    let items = |ctx: &ctxkit::Context| ctx.sections.first().map(|s| s.items.clone()).unwrap_or_default();
+    // Everything fits.
+    let p = SkillContextProvider::new(lib.clone(), config(10_000));
+    assert_eq!(
+        items(&invoke(&p, "deploy to prod").await),
+        ["big", "small", "tiny"]
+    );
+    // The top-ranked body does not fit: it is skipped, the smaller ones still come.
+    let p = SkillContextProvider::new(lib.clone(), config(60));
+    let ctx = invoke(&p, "deploy to prod").await;
+    assert_eq!(items(&ctx), ["small", "tiny"]);
+    assert!(counter_tokens(&ctx) <= 60);
+    // Room for one: the best-ranked one that fits.
+    let p = SkillContextProvider::new(lib.clone(), config(30));
+    assert_eq!(items(&invoke(&p, "deploy to prod").await), ["small"]);
+    // The agent's budget applies when smaller.
+    let p = SkillContextProvider::new(lib, config(10_000));
+    let run = RunInfo {
+        token_budget: Some(30),
+        ..Default::default()
+    };
+    let ctx = p
+        .invoking(&[Message::user("deploy to prod")], &run)
+        .await
+        .unwrap();
+    assert_eq!(items(&ctx), ["small"]);
+}
+
+fn counter_tokens(ctx: &ctxkit::Context) -> usize {
+    use ctxkit::TokenCounter;
+    ctx.sections.iter().map(|s| ApproxCounter.count(&s.text)).sum()
+}
+
+#[tokio::test]
+async fn the_catalog_respects_its_budget_in_rank_order() {
+    let skills = (0..50).map(|i| skill(&format!("skill-{i:02}"), "", "")).collect();
+    let lib = Arc::new(SkillLibrary::from_index(common::index(skills)));
+    let p = SkillContextProvider::new(
+        lib,
+        SkillConfig {
+            mode: Mode::OnDemand,
+            catalog_tokens: 150,
+            counter: Arc::new(ApproxCounter),
+            ..Default::default()
+        },
+    );
+    let ctx = invoke(&p, "hi").await;
+    assert!(
+        !ctx.catalog.is_empty() && ctx.catalog.len() < 50,
+        "{}",
+        ctx.catalog.len()
+    );
+    assert_eq!(ctx.catalog[0].name, "skill-00");
+    // Stable across messages, so prompt caches keep hitting.
+    assert_eq!(invoke(&p, "something else").await.catalog, ctx.catalog);
+}
+
+#[tokio::test]
+async fn read_skill_refuses_anything_but_a_loaded_name() {
+    let ctx = invoke(&provider(Mode::Hybrid), "hi").await;
+    let read = ctx.tools.iter().find(|t| t.name() == "read_skill").unwrap();
+    let body = read.call(json!({"name": "greet"})).await.unwrap();
+    assert_eq!(body, "# greet\nThe greet skill\n\nInstructions of greet.");
+    assert!(
+        read.call(json!({"name": "GREET"})).await.is_ok(),
+        "names are case-insensitive"
+    );
+    for bad in [
+        "../greet",
+        "/etc/passwd",
+        "skills/greet/SKILL.md",
+        "greet/../../x",
+        "",
+        "nope",
+    ] {
+        let err = read.call(json!({"name": bad})).await.unwrap_err().to_string();
+        assert!(err.contains(&format!("no skill is named `{bad}`")), "{err}");
+        assert!(err.contains("git, greet, long"), "{err}");
+    }
+    let list = ctx.tools.iter().find(|t| t.name() == "read_skills").unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&list.call(json!({})).await.unwrap()).unwrap();
+    assert_eq!(
+        listed[1],
+        json!({"name": "greet", "description": "The greet skill"})
+    );
+}
+
+#[tokio::test]
+async fn detected_skills_are_injected_for_the_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Cargo.toml"), "[package]").unwrap();
+    let lib = Arc::new(SkillLibrary::from_index(common::index(vec![skill(
+        "rust",
+        "",
+        "detect:\n  files: [Cargo.toml]\n",
+    )])));
+    let p = SkillContextProvider::new(
+        lib,
+        SkillConfig {
+            mode: Mode::Triggered,
+            ..Default::default()
+        },
+    );
+    let project = dir.path().to_str().unwrap().to_string();
+    p.thread_created(&ThreadInfo {
+        thread_id: "t1".into(),
+        project: Some(project),
+    })
+    .await
+    .unwrap();
+    let run = RunInfo {
+        thread_id: "t1".into(),
+        ..Default::default()
+    };
+    let ctx = p.invoking(&[Message::user("hi")], &run).await.unwrap();
+    assert_eq!(ctx.sections[0].items, ["rust"]);
+    let other = RunInfo {
+        thread_id: "t2".into(),
+        ..Default::default()
+    };
+    assert!(p
+        .invoking(&[Message::user("hi")], &other)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn modes_parse_from_their_names() {
+    for m in Mode::ALL {
+        assert_eq!(m.as_str().parse::<Mode>().unwrap(), m);
+    }
+    assert_eq!(
+        "x".parse::<Mode>().unwrap_err(),
+        "unknown skill mode `x`; use full, triggered, on-demand or hybrid"
+    );
+}
