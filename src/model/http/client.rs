@@ -190,7 +190,7 @@ impl<P: Protocol> HttpModel<P> {
                 retry,
                 max_retries = self.retry.max_retries,
                 ?delay,
-                reason = %failure.describe(&url, 1),
+                reason = %redact(failure.describe(&url, 1), key),
                 "retrying model request"
             );
             tokio::time::sleep(delay).await;

@@ -84,7 +84,7 @@ impl Failure {
     /// The sentence for the user, after `attempts` attempts at `url`.
     pub(super) fn describe(&self, url: &str, attempts: u32) -> String {
         let tries = if attempts > 1 {
-            format!(" (after {attempts} attempts)")
+            format!(" after {attempts} attempts")
         } else {
             String::new()
         };
@@ -97,19 +97,17 @@ impl Failure {
                 format!("{url} answered HTTP {}{reason}{tries}: {detail}", status.as_u16())
             }
             Kind::Connect { cause } => {
-                format!("could not connect to {url} ({cause}){tries}; is the server running there?")
+                format!("could not connect to {url}{tries}: {cause}; is the server running there?")
             }
             Kind::Broken { cause } => {
-                format!("the connection to {url} broke before a response arrived ({cause}){tries}")
+                format!("the connection to {url} broke before a response arrived{tries}: {cause}")
             }
             Kind::Timeout { after } => format!(
                 "no response from {url} within the {after:?} request timeout; the server may be \
                  overloaded, or the timeout too short for this model"
             ),
-            Kind::InvalidUrl { cause } => {
-                format!("`{url}` is not a usable URL ({cause}); check the base URL")
-            }
-            Kind::Other { cause } => format!("the request to {url} failed ({cause}){tries}"),
+            Kind::InvalidUrl { cause } => format!("`{url}` is not a usable URL: {cause}; check the base URL"),
+            Kind::Other { cause } => format!("the request to {url} failed{tries}: {cause}"),
         }
     }
 }

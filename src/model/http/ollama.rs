@@ -70,7 +70,7 @@ impl Protocol for Ollama {
     const DEFAULT_BASE_URL: &'static str = "http://localhost:11434";
     const DEFAULT_API_KEY_ENV: Option<&'static str> = None;
     const PATH: &'static str = "/api/chat";
-    const EXPECTED: &'static str = "an Ollama chat response (JSON with `message`)";
+    const EXPECTED: &'static str = "an Ollama chat response with `message`";
 
     fn encode<'a>(model: &'a str, request: &'a ModelRequest) -> impl Serialize + 'a {
         Body {

@@ -47,7 +47,7 @@ impl Protocol for OpenAi {
     const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
     const DEFAULT_API_KEY_ENV: Option<&'static str> = Some("OPENAI_API_KEY");
     const PATH: &'static str = "/chat/completions";
-    const EXPECTED: &'static str = "an OpenAI chat completion (JSON with `choices[0].message`)";
+    const EXPECTED: &'static str = "an OpenAI chat completion with `choices[0].message`";
 
     fn encode<'a>(model: &'a str, request: &'a ModelRequest) -> impl Serialize + 'a {
         Body {

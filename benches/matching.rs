@@ -1,0 +1,177 @@
+//! Skill matching + selection + injection (`SkillContextProvider::invoking`, hybrid mode) at
+//! 10 to 10,000 skills, on 200-byte and 2 KB messages, with and without hits — beside two
+//! baselines of the same selection rules: the ADR's loop (for each skill, for each trigger,
+//! search the message) and a `RegexSet` of `\b`-wrapped triggers.
+//!
+//! DESIGN.md targets: p50 ≤ 20 µs at 1,000 skills and ≤ 100 µs at 10,000 on a 2 KB message.
+
+mod support;
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ctxkit::{ContextProvider, Message, RunInfo};
+use ctxkit_skills::{
+    is_whole_word, parse_skill, trigger_boundaries, SelectOptions, Skill, SkillConfig, SkillContextProvider,
+    SkillIndex, SkillLibrary, Source,
+};
+use regex::RegexSetBuilder;
+
+fn build_index(n: usize) -> (SkillIndex, Vec<String>) {
+    let files = support::skill_files(n);
+    let hits: Vec<String> = {
+        let mut h = support::triggers_of(&files[n / 2].1)[..2].to_vec();
+        h.push(support::triggers_of(&files[n / 3].1)[8].clone());
+        h
+    };
+    let skills = files
+        .iter()
+        .map(|(name, text)| {
+            let path = format!("skills/{name}/SKILL.md");
+            let parsed = parse_skill(path.as_ref(), text, Some(name))
+                .0
+                .expect("generated skills parse");
+            Skill::from_parsed(parsed, text, path.as_ref(), Source::Project, 250)
+        })
+        .collect();
+    (SkillIndex::build(skills, Vec::new()), hits)
+}
+
+/// The ADR's algorithm with the same rules: every trigger of every skill searched in turn.
+fn adr_loop(index: &SkillIndex, message: &str, max: usize) -> Vec<usize> {
+    let lower = message.to_lowercase();
+    let mut scored: Vec<(usize, usize)> = Vec::new();
+    for (i, skill) in index.skills().iter().enumerate() {
+        let mut score = 0;
+        for trigger in skill.triggers.literals() {
+            let t = trigger.to_lowercase();
+            let bounds = trigger_boundaries(&t);
+            score += usize::from(
+                lower
+                    .match_indices(&t)
+                    .any(|(at, _)| is_whole_word(&lower, at, at + t.len(), bounds)),
+            );
+        }
+        if score > 0 {
+            scored.push((i, score));
+        }
+    }
+    rank(index, scored, max)
+}
+
+fn rank(index: &SkillIndex, mut scored: Vec<(usize, usize)>, max: usize) -> Vec<usize> {
+    let s = index.skills();
+    scored.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(s[b.0].priority.cmp(&s[a.0].priority))
+            .then(s[a.0].name.cmp(&s[b.0].name))
+    });
+    scored.into_iter().take(max).map(|(i, _)| i).collect()
+}
+
+/// A `RegexSet` of `\b`-wrapped triggers, built once; matches are mapped back to skills.
+struct RegexBaseline {
+    set: regex::RegexSet,
+    owner: Vec<usize>,
+}
+
+impl RegexBaseline {
+    fn new(index: &SkillIndex) -> Option<Self> {
+        let mut patterns = Vec::new();
+        let mut owner = Vec::new();
+        for (i, skill) in index.skills().iter().enumerate() {
+            for t in skill.triggers.literals() {
+                patterns.push(format!(r"\b{}\b", regex::escape(&t.to_lowercase())));
+                owner.push(i);
+            }
+        }
+        let set = RegexSetBuilder::new(&patterns)
+            .case_insensitive(true)
+            .size_limit(1 << 30)
+            .dfa_size_limit(1 << 30)
+            .build()
+            .ok()?;
+        Some(RegexBaseline { set, owner })
+    }
+
+    fn select(&self, index: &SkillIndex, message: &str, max: usize) -> Vec<usize> {
+        let mut scored: Vec<(usize, usize)> = Vec::new();
+        for p in self.set.matches(message).iter() {
+            match scored.last_mut() {
+                Some((i, n)) if *i == self.owner[p] => *n += 1,
+                _ => scored.push((self.owner[p], 1)),
+            }
+        }
+        rank(index, scored, max)
+    }
+}
+
+fn matching(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("matching");
+    group.sample_size(30);
+    for n in [10usize, 100, 1_000, 10_000] {
+        let (index, hits) = build_index(n);
+        let regex = if n <= 1_000 {
+            RegexBaseline::new(&index)
+        } else {
+            None
+        };
+        let library = Arc::new(SkillLibrary::from_index(index));
+        let provider = SkillContextProvider::new(library.clone(), SkillConfig::default());
+        let index = library.snapshot();
+        for (size, label) in [(200usize, "200B"), (2_048, "2KB")] {
+            for hit in [false, true] {
+                let text = support::message(size, if hit { &hits } else { &[] });
+                let case = format!("{label}-{}/{n}", if hit { "hit" } else { "miss" });
+                let messages = [Message::user(text.clone())];
+                let run = RunInfo::default();
+                // The provider and the baselines must agree before they are timed.
+                let selected: Vec<usize> = index
+                    .select(&[text.as_str()], &[], &SelectOptions::default())
+                    .iter()
+                    .map(|s| s.skill)
+                    .collect();
+                assert_eq!(
+                    adr_loop(&index, &text, 3),
+                    selected,
+                    "ADR baseline disagrees on {case}"
+                );
+                assert_eq!(selected.is_empty(), !hit, "{case}");
+                group.throughput(Throughput::Bytes(text.len() as u64));
+                group.bench_function(BenchmarkId::new("ctxkit-invoking", &case), |b| {
+                    b.to_async(&rt).iter(|| provider.invoking(&messages, &run))
+                });
+                if n <= 1_000 {
+                    group.bench_function(BenchmarkId::new("adr-loop", &case), |b| {
+                        b.iter(|| adr_loop(&index, &text, 3))
+                    });
+                } else {
+                    // One pass over 100,000 triggers takes milliseconds; sample it lightly.
+                    group.sample_size(10);
+                    group.bench_function(BenchmarkId::new("adr-loop", &case), |b| {
+                        b.iter(|| adr_loop(&index, &text, 3))
+                    });
+                    group.sample_size(30);
+                }
+                if let Some(regex) = &regex {
+                    assert_eq!(
+                        regex.select(&index, &text.to_lowercase(), 3),
+                        selected,
+                        "regex baseline disagrees on {case}"
+                    );
+                    group.bench_function(BenchmarkId::new("regexset", &case), |b| {
+                        b.iter(|| regex.select(&index, &text.to_lowercase(), 3))
+                    });
+                }
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, matching);
+criterion_main!(benches);
