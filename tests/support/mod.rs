@@ -1,0 +1,158 @@
+//! A scripted HTTP/1.1 server on 127.0.0.1 for tests that speak to model backends: it answers
+//! each connection with the next scripted reply and records every request.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+// ---------------------------------------------------------------------------------------------
+// The scripted server: one connection per request (every reply says `Connection: close`).
+
+/// What the server does with the next request.
+pub enum Reply {
+    /// Answer with this status, extra headers and body.
+    Http {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: String,
+    },
+    /// Read the request, then close the connection without answering.
+    Close,
+    /// Read the request and never answer.
+    Hang,
+}
+
+pub fn ok(body: Value) -> Reply {
+    status(200, body.to_string())
+}
+
+pub fn status(code: u16, body: impl Into<String>) -> Reply {
+    Reply::Http {
+        status: code,
+        headers: Vec::new(),
+        body: body.into(),
+    }
+}
+
+/// One request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    /// Lower-cased names.
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub struct Server {
+    pub url: String,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl Server {
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// Serve `script` in order, one reply per connection; once it is used up the port is closed,
+/// so an unexpected extra request fails loudly instead of being answered.
+pub async fn serve(script: Vec<Reply>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&requests);
+    tokio::spawn(async move {
+        let mut hung = Vec::new();
+        for reply in script {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let Some(request) = read_request(&mut stream).await else {
+                continue;
+            };
+            log.lock().unwrap().push(request);
+            match reply {
+                Reply::Http {
+                    status,
+                    headers,
+                    body,
+                } => {
+                    let mut head = format!(
+                        "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n",
+                        body.len()
+                    );
+                    for (name, value) in headers {
+                        head.push_str(&format!("{name}: {value}\r\n"));
+                    }
+                    head.push_str("\r\n");
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let _ = stream.write_all(body.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                }
+                Reply::Close => drop(stream),
+                Reply::Hang => hung.push(stream),
+            }
+        }
+        drop(listener);
+        // Keep hung connections open until the test's runtime shuts down.
+        std::future::pending::<()>().await;
+        drop(hung);
+    });
+    Server { url, requests }
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8(buf[..head_end].to_vec()).ok()?;
+    let mut lines = head.split("\r\n");
+    let mut start = lines.next()?.split(' ');
+    let (method, path) = (start.next()?.to_string(), start.next()?.to_string());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
