@@ -200,27 +200,46 @@ impl Walk<'_> {
     }
 }
 
+/// Why a text file could not be read; callers word it for their file kind.
+#[derive(Debug)]
+pub(crate) enum ReadProblem {
+    Io(std::io::Error),
+    /// The file's size in bytes, over [`MAX_FILE_BYTES`].
+    TooLarge(u64),
+    /// Byte offset and 1-based line of the first invalid byte.
+    NotUtf8 {
+        offset: usize,
+        line: usize,
+    },
+}
+
+/// Read a file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`] before reading them.
+pub(crate) fn read_capped_text(path: &Path) -> Result<String, ReadProblem> {
+    let size = fs::metadata(path).map_err(ReadProblem::Io)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(ReadProblem::TooLarge(size));
+    }
+    let bytes = fs::read(path).map_err(ReadProblem::Io)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count();
+        ReadProblem::NotUtf8 { offset, line }
+    })
+}
+
 /// Read a skill file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`].
 pub fn read_skill_file(path: &Path) -> Result<String, Diagnostic> {
-    let size = fs::metadata(path)
-        .map_err(|e| Diagnostic::error(path, None, format!("cannot read the file ({e})")))?
-        .len();
-    if size > MAX_FILE_BYTES {
-        return Err(Diagnostic::error(
+    read_capped_text(path).map_err(|problem| match problem {
+        ReadProblem::Io(e) => Diagnostic::error(path, None, format!("cannot read the file ({e})")),
+        ReadProblem::TooLarge(size) => Diagnostic::error(
             path,
             None,
             format!("the file is {size} bytes, over the 1 MiB limit for a skill; skipped"),
-        ));
-    }
-    let bytes =
-        fs::read(path).map_err(|e| Diagnostic::error(path, None, format!("cannot read the file ({e})")))?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
-        Diagnostic::error(
+        ),
+        ReadProblem::NotUtf8 { offset, line } => Diagnostic::error(
             path,
             Some(line),
-            format!("the file is not valid UTF-8 (bad byte at offset {at}); skipped"),
-        )
+            format!("the file is not valid UTF-8 (bad byte at offset {offset}); skipped"),
+        ),
     })
 }

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::diagnostic::Diagnostic;
 use crate::discover::{discover, read_skill_file, SkillRoot};
+use crate::exec::load_descriptor;
 use crate::lexical::LexicalDoc;
 use crate::matcher::Matcher;
 use crate::parse::{parse_skill, ParsedSkill};
@@ -85,6 +86,7 @@ impl Skill {
             metadata: parsed.metadata,
             extra: parsed.extra,
             hash,
+            tools: Vec::new(),
         }
     }
 }
@@ -112,20 +114,22 @@ impl SkillIndex {
             let (parsed, diags) = parse_skill(&f.path, &content, folder);
             diagnostics.extend(diags);
             if let Some(parsed) = parsed {
-                skills.push(Skill::from_parsed(
-                    parsed,
-                    &content,
-                    &f.path,
-                    root.source,
-                    root.priority,
-                ));
+                let mut skill = Skill::from_parsed(parsed, &content, &f.path, root.source, root.priority);
+                // Only skill folders carry tools; a convention file's folder is a project.
+                if f.path.file_name().is_some_and(|n| n == "SKILL.md") {
+                    let (tools, diags) = load_descriptor(&f.path);
+                    skill.tools = tools;
+                    diagnostics.extend(diags);
+                }
+                skills.push(skill);
             }
         }
         Self::build(skills, diagnostics)
     }
 
     /// Index skills already in memory. Two skills with one name: the higher source tier wins,
-    /// then the higher priority, then the one listed first; the loser is a diagnostic.
+    /// then the higher priority, then the one listed first; the loser is a diagnostic. Two
+    /// skills offering one tool name: the higher-ranked keeps it, the other loses that tool.
     pub fn build(skills: Vec<Skill>, mut diagnostics: Vec<Diagnostic>) -> SkillIndex {
         let mut kept: Vec<Skill> = Vec::with_capacity(skills.len());
         let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -170,6 +174,7 @@ impl SkillIndex {
                 .cmp(&kept[a].priority)
                 .then_with(|| kept[a].name.cmp(&kept[b].name))
         });
+        drop_shadowed_tools(&mut kept, &ranked, &mut diagnostics);
         let mut rank = vec![0u32; kept.len()];
         for (pos, &i) in ranked.iter().enumerate() {
             rank[i] = pos as u32;
@@ -226,6 +231,39 @@ impl SkillIndex {
     /// Whether any file was skipped.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Tool names must be unique in a request: walking skills in rank order, a tool whose name a
+/// higher-ranked skill already offers is dropped, with a warning on the loser's `tools.json`.
+fn drop_shadowed_tools(skills: &mut [Skill], ranked: &[usize], diagnostics: &mut Vec<Diagnostic>) {
+    let mut owners: HashMap<String, usize> = HashMap::new();
+    for &i in ranked {
+        let mut tools = std::mem::take(&mut skills[i].tools);
+        tools.retain(|tool| match owners.get(tool.name()) {
+            None => {
+                owners.insert(tool.name().to_string(), i);
+                true
+            }
+            Some(&owner) => {
+                let loser = &skills[i];
+                let winner = &skills[owner];
+                diagnostics.push(Diagnostic::warning(
+                    loser.path.with_file_name(crate::exec::TOOLS_FILE),
+                    None,
+                    format!(
+                        "tool `{}` of skill `{}` is dropped: skill `{}` (priority {} vs {}) declares a tool with that name",
+                        tool.name(),
+                        loser.name,
+                        winner.name,
+                        winner.priority,
+                        loser.priority
+                    ),
+                ));
+                false
+            }
+        });
+        skills[i].tools = tools;
     }
 }
 

@@ -18,10 +18,15 @@
 //!
 //! let provider = SkillContextProvider::new(Arc::new(SkillLibrary::from_index(index)), SkillConfig::default());
 //! ```
+//!
+//! A skill folder may also hold a `tools.json` declaring commands the skill brings as tools
+//! ([`ToolSpec`], [`SkillTool`]): allowlisted programs run without a shell, under a timeout and
+//! an output cap, offered with the skill (see `docs/skill-tools.md` in this crate).
 
 mod detect;
 mod diagnostic;
 mod discover;
+mod exec;
 mod index;
 mod lexical;
 mod matcher;
@@ -33,6 +38,10 @@ mod tools;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::{discover, read_skill_file, Found, RootKind, SkillRoot, IGNORED_DIRS, MAX_FILE_BYTES};
+pub use exec::{
+    load_descriptor, parse_descriptor, ExecOptions, ParamKind, ParamSpec, ParamType, Program, SkillTool,
+    ToolSpec, SCRIPTS_DIR, SHELL_METACHARACTERS, TOOLS_FILE,
+};
 pub use index::{skill_id, SkillIndex, SkillLibrary};
 pub use matcher::{is_no_space_script, is_whole_word, is_word_char, trigger_boundaries};
 pub use parse::{parse_skill, split_frontmatter, strip_frontmatter, ParsedSkill, CONVENTION_FILES};

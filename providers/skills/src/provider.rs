@@ -2,8 +2,10 @@
 //! modes, within a token budget.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ctxkit::{
@@ -11,12 +13,15 @@ use ctxkit::{
     TokenCounter, Tool,
 };
 
+use crate::exec::{ExecOptions, Program, SkillTool};
 use crate::index::{SkillIndex, SkillLibrary};
 use crate::select::{SelectOptions, Selection};
 use crate::skill::Skill;
 use crate::tools::{ReadSkillTool, ReadSkillsTool};
 
-/// How skills reach the model.
+/// How skills reach the model. A skill's own tools (its `tools.json`) come with its body:
+/// every skill's in `Full`, the selected skills' in `Triggered` and `Hybrid`, none in
+/// `OnDemand` (a catalog entry is a promise of instructions, not of tools).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Every body on every request: the static baseline.
@@ -80,6 +85,27 @@ pub struct SkillConfig {
     /// Tokens for the catalog (default 2,000); the catalog is cut to it in rank order.
     pub catalog_tokens: usize,
     pub counter: Arc<dyn TokenCounter>,
+    /// Offer and run skill tools whose command is `scripts/FILE` (default false).
+    pub allow_scripts: bool,
+    /// Deadline of one skill tool call (default 30 s).
+    pub tool_timeout: Duration,
+    /// Bytes of a skill tool's combined output returned to the model (default 64 KiB).
+    pub tool_output_cap: usize,
+    /// Where skill tools run and the second folder their path arguments may name (default
+    /// none: each tool runs in its skill's folder).
+    pub workspace_root: Option<PathBuf>,
+}
+
+impl SkillConfig {
+    /// The settings skill tools run with.
+    pub fn exec_options(&self) -> ExecOptions {
+        ExecOptions {
+            allow_scripts: self.allow_scripts,
+            timeout: self.tool_timeout,
+            output_cap: self.tool_output_cap,
+            workspace_root: self.workspace_root.clone(),
+        }
+    }
 }
 
 impl Default for SkillConfig {
@@ -91,6 +117,10 @@ impl Default for SkillConfig {
             token_budget: None,
             catalog_tokens: 2_000,
             counter: Arc::new(BpeCounter),
+            allow_scripts: ExecOptions::default().allow_scripts,
+            tool_timeout: ExecOptions::default().timeout,
+            tool_output_cap: ExecOptions::default().output_cap,
+            workspace_root: None,
         }
     }
 }
@@ -121,7 +151,13 @@ struct Caches {
     catalog: Option<(Arc<SkillIndex>, Arc<Catalog>)>,
     /// Keyed by skill id (which includes the content hash).
     blocks: HashMap<String, Arc<Block>>,
+    /// Each skill's tools, by position in the snapshot. Keyed by snapshot rather than skill id
+    /// because the id hashes SKILL.md only: an edited `tools.json`, or a tool dropped for a
+    /// name clash, changes the tools of a skill whose id stays the same.
+    tools: Option<(Arc<SkillIndex>, SkillTools)>,
 }
+
+type SkillTools = Arc<Vec<Vec<Arc<dyn Tool>>>>;
 
 /// Injects skills into requests; see [`Mode`].
 pub struct SkillContextProvider {
@@ -199,6 +235,39 @@ impl SkillContextProvider {
         block
     }
 
+    /// Every skill's tools for this snapshot, built once. Script tools are left out when
+    /// scripts are disabled, so the model is never offered a tool that can only refuse.
+    fn skill_tools(&self, index: &Arc<SkillIndex>, caches: &mut Caches) -> SkillTools {
+        if let Some((snapshot, tools)) = &caches.tools {
+            if Arc::ptr_eq(snapshot, index) {
+                return tools.clone();
+            }
+        }
+        let options = self.config.exec_options();
+        let tools: Vec<Vec<Arc<dyn Tool>>> = index
+            .skills()
+            .iter()
+            .map(|skill| {
+                let dir = skill.path.parent().unwrap_or(Path::new("."));
+                skill
+                    .tools
+                    .iter()
+                    .filter(|spec| {
+                        let runnable = options.allow_scripts || !matches!(spec.program(), Program::Script(_));
+                        if !runnable {
+                            tracing::debug!(skill = %skill.name, tool = spec.name(), "script tool not offered: scripts are disabled");
+                        }
+                        runnable
+                    })
+                    .map(|spec| Arc::new(SkillTool::new(spec.clone(), dir, options.clone())) as Arc<dyn Tool>)
+                    .collect()
+            })
+            .collect();
+        let tools = Arc::new(tools);
+        caches.tools = Some((index.clone(), tools.clone()));
+        tools
+    }
+
     fn catalog(&self, index: &Arc<SkillIndex>, caches: &mut Caches) -> Arc<Catalog> {
         if let Some((snapshot, catalog)) = &caches.catalog {
             if Arc::ptr_eq(snapshot, index) {
@@ -252,6 +321,9 @@ impl SkillContextProvider {
                 ctx.sections
                     .push(Section::stable("skills", text).with_items(names));
             }
+            let tools = self.skill_tools(index, &mut caches);
+            ctx.tools
+                .extend(index.ranked.iter().flat_map(|&i| tools[i].iter().cloned()));
             return ctx;
         }
 
@@ -289,6 +361,11 @@ impl SkillContextProvider {
                 ctx.sections
                     .push(Section::per_message("skills", text).with_items(names));
             }
+            // A selected skill's tools come with it even when the budget cut its body: their
+            // descriptions stand on their own.
+            let tools = self.skill_tools(index, &mut caches);
+            ctx.tools
+                .extend(selected.iter().flat_map(|s| tools[s.skill].iter().cloned()));
         }
         ctx
     }

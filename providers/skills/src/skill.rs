@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::exec::ToolSpec;
+
 /// Where a skill came from; decides who wins when two skills share a name.
 ///
 /// Tiers are ordered: a project skill beats a user skill beats an external one beats a
@@ -86,6 +88,10 @@ pub struct Skill {
     pub extra: BTreeMap<String, serde_json::Value>,
     /// Full SHA-256 of the file, hex.
     pub hash: String,
+    /// Tools from the `tools.json` next to the file (seed 002 §3), validated at load; a tool
+    /// whose name a higher-priority skill already uses is dropped when the index is built.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
 }
 
 impl Skill {

@@ -1,0 +1,209 @@
+//! [`SkillTool`]: one `tools.json` entry as a `ctxkit::Tool` — the generic executor of seed
+//! 002 §3, with no per-skill code.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ctxkit::{Error, Result, Tool};
+use serde_json::Value;
+
+use super::argv::build_argv;
+use super::descriptor::{Program, ToolSpec, SCRIPTS_DIR};
+use super::guard::{absolute, PathPolicy};
+use super::process::{run, Outcome, RunError};
+
+/// How skill tools run; [`crate::SkillConfig`] carries the same settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// Run `scripts/FILE` commands (default false: a skill folder is content, and running its
+    /// files is a decision the operator makes, not the skill author).
+    pub allow_scripts: bool,
+    /// Deadline of one call (default 30 s).
+    pub timeout: Duration,
+    /// Bytes of standard output and error returned, combined (default 64 KiB).
+    pub output_cap: usize,
+    /// Working folder of every call, and the second folder path arguments may name (default
+    /// none: tools run in their skill's folder).
+    pub workspace_root: Option<PathBuf>,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            allow_scripts: false,
+            timeout: Duration::from_secs(30),
+            output_cap: 64 * 1024,
+            workspace_root: None,
+        }
+    }
+}
+
+/// A skill's declared command, callable by the model.
+///
+/// A call either refuses (`Error::ToolArguments` naming the argument, nothing run), fails to
+/// run (`Error::Tool`: scripts disabled, program missing, timeout) or returns the output. A
+/// non-zero exit is output, not an error — the model should read what the command said — and
+/// ends with an `[exit status N]` line.
+///
+/// Refused before anything runs: unknown, missing or mistyped arguments; a NUL byte; a
+/// positional value starting with `-` (option injection); a shell metacharacter
+/// ([`crate::SHELL_METACHARACTERS`]) in a positional or path value; and, for `path`
+/// parameters, an absolute path or one whose `..` components leave the skill folder and the
+/// workspace root (judged lexically). Free text such as a regular expression belongs in a
+/// `flag` parameter, whose value is passed as one argument and never interpreted.
+///
+/// The process runs in the workspace root (or the skill folder) with standard input closed;
+/// only the started process is killed at the timeout or the cap, not processes it left in
+/// the background.
+pub struct SkillTool {
+    spec: ToolSpec,
+    skill_dir: PathBuf,
+    options: ExecOptions,
+    paths: PathPolicy,
+    schema: Value,
+}
+
+impl SkillTool {
+    /// The tool of `spec`, declared by the skill in `skill_dir`.
+    pub fn new(spec: ToolSpec, skill_dir: impl Into<PathBuf>, options: ExecOptions) -> Self {
+        let skill_dir = absolute(&skill_dir.into());
+        let paths = match &options.workspace_root {
+            Some(root) => PathPolicy::new(root, &[&skill_dir, root]),
+            None => PathPolicy::new(&skill_dir, &[&skill_dir]),
+        };
+        let schema = spec.schema();
+        SkillTool {
+            spec,
+            skill_dir,
+            options,
+            paths,
+            schema,
+        }
+    }
+
+    pub fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The folder the command runs in.
+    pub fn working_dir(&self) -> &Path {
+        &self.paths.cwd
+    }
+
+    /// The arguments a call with `args` would pass after the program, or the refusal.
+    pub fn argv(&self, args: &Value) -> Result<Vec<String>> {
+        build_argv(&self.spec, args, &self.paths).map_err(|message| Error::ToolArguments {
+            tool: self.spec.name().to_string(),
+            message,
+        })
+    }
+
+    /// The program to start: an allowlisted name (found through `PATH`) or a script's
+    /// absolute path, so `current_dir` cannot change which file runs.
+    fn program(&self) -> Result<PathBuf> {
+        match self.spec.program() {
+            Program::Binary(name) => Ok(PathBuf::from(name)),
+            Program::Script(file) if self.options.allow_scripts => {
+                Ok(self.skill_dir.join(SCRIPTS_DIR).join(file))
+            }
+            Program::Script(file) => Err(self.failure(format!(
+                "it runs `{SCRIPTS_DIR}/{file}`, and skill scripts are disabled (SkillConfig::allow_scripts is false)"
+            ))),
+        }
+    }
+
+    fn command_label(&self) -> String {
+        match self.spec.program() {
+            Program::Binary(name) => name.clone(),
+            Program::Script(file) => format!("{SCRIPTS_DIR}/{file}"),
+        }
+    }
+
+    fn failure(&self, message: String) -> Error {
+        Error::Tool {
+            tool: self.spec.name().to_string(),
+            message,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for SkillTool {
+    fn name(&self) -> &str {
+        self.spec.name()
+    }
+
+    fn description(&self) -> &str {
+        self.spec.description()
+    }
+
+    fn parameters(&self) -> Value {
+        self.schema.clone()
+    }
+
+    async fn call(&self, args: Value) -> Result<String> {
+        let program = self.program()?;
+        let argv = self.argv(&args)?;
+        let outcome = run(
+            &program,
+            &argv,
+            &self.paths.cwd,
+            self.options.timeout,
+            self.options.output_cap,
+        )
+        .await
+        .map_err(|e| match e {
+            RunError::Spawn(e) => self.failure(format!("cannot start `{}` ({e})", self.command_label())),
+            RunError::Io(e) => self.failure(format!(
+                "reading the output of `{}` failed ({e})",
+                self.command_label()
+            )),
+            RunError::TimedOut => self.failure(format!(
+                "`{}` timed out after {:?} and was stopped",
+                self.command_label(),
+                self.options.timeout
+            )),
+        })?;
+        Ok(render(outcome, self.options.output_cap))
+    }
+}
+
+/// The text the model reads: the output, then a marker line when it was cut or the command
+/// failed, so neither is mistaken for the command's own words.
+fn render(outcome: Outcome, cap: usize) -> String {
+    let mut bytes = outcome.output;
+    if outcome.truncated {
+        // Do not end on half a character.
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            if e.error_len().is_none() {
+                bytes.truncate(e.valid_up_to());
+            }
+        }
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    let marker = if outcome.truncated {
+        Some(format!(
+            "[… output truncated at {cap} bytes; the command was stopped]"
+        ))
+    } else {
+        match outcome.status {
+            Some(status) if !status.success() => Some(match status.code() {
+                Some(code) => format!("[exit status {code}]"),
+                None => format!("[{status}]"),
+            }),
+            _ => None,
+        }
+    };
+    match marker {
+        Some(marker) => {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&marker);
+        }
+        None if text.is_empty() => text.push_str("(no output)"),
+        None => {}
+    }
+    text
+}
