@@ -1,1 +1,114 @@
-fn main() {}
+//! `ctxkit`: inspect the context an agent would send, author and check skills, manage project
+//! memory, chat, and measure token savings.
+
+mod bench_cmd;
+mod chat;
+mod context_cmd;
+mod memory;
+mod setup;
+mod skills_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 an error (one sentence on stderr) or, for `skills validate`, a skipped skill; 2 bad command-line usage.\nSet CTXKIT_LOG=info (or debug) to see provider and model spans on stderr.";
+
+#[derive(Parser, Debug)]
+#[command(name = "ctxkit", version, about = "Decide what context an LLM agent sends with every request.", after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the request ctxkit would send for a message: system text, messages, tools, stats.
+    #[command(after_help = EXIT_CODES)]
+    Context(context_cmd::ContextArgs),
+    /// Work with skills: list, show, validate, match.
+    #[command(after_help = EXIT_CODES)]
+    Skills(skills_cmd::SkillsArgs),
+    /// Manage project memory.
+    #[command(after_help = EXIT_CODES)]
+    Memory(memory::MemoryArgs),
+    /// Chat with an agent (dry-run model by default); reads one message per line when piped.
+    #[command(after_help = EXIT_CODES)]
+    Chat(chat::ChatArgs),
+    /// Measure: request tokens per injection mode.
+    #[command(after_help = EXIT_CODES)]
+    Bench(bench_cmd::BenchArgs),
+}
+
+/// An error for the user: one sentence, printed to stderr (unless already reported).
+#[derive(Debug)]
+pub struct CliError {
+    message: String,
+    /// Already reported on stdout (e.g. `skills validate`); print nothing more.
+    quiet: bool,
+}
+
+impl CliError {
+    pub fn new(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            quiet: false,
+        }
+    }
+    pub fn quiet(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            quiet: true,
+        }
+    }
+}
+
+impl From<ctxkit::Error> for CliError {
+    fn from(e: ctxkit::Error) -> Self {
+        CliError::new(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::new(format!("I/O error: {e}"))
+    }
+}
+
+impl From<serde_json::Error> for CliError {
+    fn from(e: serde_json::Error) -> Self {
+        CliError::new(format!("JSON error: {e}"))
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CTXKIT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Context(args) => context_cmd::run(args).await,
+        Command::Skills(args) => skills_cmd::run(args),
+        Command::Memory(args) => memory::run(args).await,
+        Command::Chat(args) => chat::run(args).await,
+        Command::Bench(args) => bench_cmd::run(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if !e.quiet {
+                eprintln!("error: {}", e.message);
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -179,6 +179,9 @@ impl SkillContextProvider {
         } else {
             Vec::new()
         };
+        // Build the tokenizer now (BPE tables take a moment the first time), not inside the
+        // first request's timeout.
+        config.counter.count("");
         SkillContextProvider {
             library,
             config,
@@ -327,7 +330,9 @@ impl SkillContextProvider {
             return ctx;
         }
 
-        if self.config.mode.has_catalog() {
+        // With no skills loaded there is nothing to list or read (seed 002 offers `read_skill`
+        // only when skills are loaded).
+        if self.config.mode.has_catalog() && !index.is_empty() {
             let catalog = self.catalog(index, &mut caches);
             let fits = catalog.cumulative.iter().take_while(|&&t| t <= left).count();
             if fits > 0 {

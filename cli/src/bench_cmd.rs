@@ -1,0 +1,97 @@
+//! `ctxkit bench tokens`: request tokens of each injection mode, per query, against `full`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use ctxkit::{DryRunModel, Thread};
+use ctxkit_skills::Mode;
+use serde_json::json;
+
+use crate::setup::{read_text, RequestOptions};
+use crate::CliError;
+
+/// The ADR's three example requests.
+pub const ADR_QUERIES: [&str; 3] = ["What is 2+2?", "Say bonjour to Alice", "Calculate pi"];
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Request tokens of full, triggered, on-demand and hybrid modes for each query.
+    Tokens {
+        #[command(flatten)]
+        request: RequestOptions,
+        /// A file with one query per line; default: the ADR's three requests.
+        #[arg(long, value_name = "FILE")]
+        queries: Option<PathBuf>,
+        /// One JSON object per query per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(args: BenchArgs) -> Result<(), CliError> {
+    let BenchCommand::Tokens {
+        request,
+        queries,
+        json,
+    } = args.command;
+    let queries: Vec<String> = match &queries {
+        Some(file) => read_text(file)?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect(),
+        None => ADR_QUERIES.iter().map(|q| q.to_string()).collect(),
+    };
+    let library = request.skill_dirs().library()?;
+    let agents = Mode::ALL
+        .iter()
+        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = std::io::stdout().lock();
+    if !json {
+        writeln!(
+            out,
+            "{:<32} {:>7} {:>16} {:>16} {:>16}  hybrid skills",
+            "query", "full", "triggered", "on-demand", "hybrid"
+        )?;
+    }
+    for query in &queries {
+        let mut tokens = Vec::with_capacity(4);
+        let mut skills = Vec::new();
+        for (mode, agent) in Mode::ALL.iter().zip(&agents) {
+            let (_, report) = agent.preview(&Thread::new(), query).await?;
+            tokens.push(report.tokens.total);
+            if *mode == Mode::Hybrid {
+                skills = report.injected.get("skills").cloned().unwrap_or_default();
+            }
+        }
+        let [full, triggered, on_demand, hybrid] = tokens[..] else {
+            unreachable!("four modes")
+        };
+        if json {
+            let v = json!({"query": query, "full": full, "triggered": triggered, "on_demand": on_demand, "hybrid": hybrid, "skills": skills});
+            writeln!(out, "{v}")?;
+        } else {
+            let cell = |t: usize| format!("{t} ({:+.0}%)", 100.0 * (t as f64 / full.max(1) as f64 - 1.0));
+            let shown: String = query.chars().take(32).collect();
+            writeln!(
+                out,
+                "{shown:<32} {full:>7} {:>16} {:>16} {:>16}  {}",
+                cell(triggered),
+                cell(on_demand),
+                cell(hybrid),
+                skills.join(", ")
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! `ctxkit context`: the request ctxkit would send for a message.
+
+use std::sync::Arc;
+
+use clap::Args;
+use ctxkit::{DryRunModel, Role, Thread};
+use ctxkit_skills::Mode;
+use serde_json::{json, Value};
+
+use crate::setup::RequestOptions;
+use crate::CliError;
+
+#[derive(Args, Debug)]
+pub struct ContextArgs {
+    #[command(flatten)]
+    pub request: RequestOptions,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The user message.
+    pub message: String,
+}
+
+pub async fn run(args: ContextArgs) -> Result<(), CliError> {
+    let library = args.request.skill_dirs().library()?;
+    let agent = args
+        .request
+        .agent(&library, args.request.mode, Arc::new(DryRunModel))?;
+    let full = args.request.agent(&library, Mode::Full, Arc::new(DryRunModel))?;
+    let thread = Thread::new();
+    let (request, report) = agent.preview(&thread, &args.message).await?;
+    let (_, full_report) = full.preview(&thread, &args.message).await?;
+
+    let system = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::System)
+        .map(|m| m.content.as_str());
+    let messages: Vec<&ctxkit::Message> = request
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .collect();
+    let providers: Vec<Value> = report
+        .providers
+        .iter()
+        .map(|p| json!({"name": p.name, "elapsed_us": p.elapsed.as_micros() as u64, "outcome": p.outcome.to_string()}))
+        .collect();
+    let skills = report.injected.get("skills").cloned().unwrap_or_default();
+    let memories = report.injected.get("memories").map_or(0, Vec::len);
+    let stats = json!({
+        "tokens": report.tokens.total,
+        "tokens_full": full_report.tokens.total,
+        "by_section": report.tokens.by_section,
+        "skills": skills,
+        "memories": memories,
+        "providers": providers,
+    });
+
+    if args.json {
+        let out = json!({
+            "system": system.unwrap_or(""),
+            "messages": messages,
+            "tools": request.tools,
+            "stats": stats,
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    println!("=== system ===\n{}\n", system.unwrap_or("(none)"));
+    println!("=== messages ===");
+    for m in messages {
+        println!(
+            "{}: {}",
+            serde_json::to_value(m.role)?.as_str().unwrap_or("?"),
+            m.content
+        );
+    }
+    println!("\n=== tools ===");
+    for t in &request.tools {
+        println!("- {}: {}", t.name, t.description);
+    }
+    let reduction = 100.0 * (1.0 - report.tokens.total as f64 / full_report.tokens.total.max(1) as f64);
+    println!(
+        "\n=== stats ===\ntokens: {} (full mode: {}, {reduction:.0}% fewer)\nskills: {}\nmemories: {memories}",
+        report.tokens.total,
+        full_report.tokens.total,
+        if skills.is_empty() { "none".to_string() } else { skills.join(", ") },
+    );
+    for (section, tokens) in &report.tokens.by_section {
+        println!("  {section}: {tokens} tokens");
+    }
+    for p in &report.providers {
+        println!(
+            "provider {}: {} in {} µs",
+            p.name,
+            p.outcome,
+            p.elapsed.as_micros()
+        );
+    }
+    Ok(())
+}

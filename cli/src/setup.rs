@@ -1,0 +1,167 @@
+//! What several commands share: where skills come from, the instructions, and the agent.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use ctxkit::{Agent, Assembly, ChatModel};
+use ctxkit_skills::{
+    Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
+};
+
+use crate::CliError;
+
+/// Instructions used when `--instructions` is not given.
+pub const DEFAULT_INSTRUCTIONS: &str =
+    "You are a helpful assistant. Answer concisely and follow the skills below when they apply.";
+
+/// Where skills are loaded from.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SkillDirs {
+    /// A folder of skills (repeatable). Default: the project roots under the current directory
+    /// (skills/, .skills/, .agents/skills/, .claude/skills/ and convention files like AGENTS.md).
+    #[arg(long = "dir", value_name = "DIR", global = true)]
+    pub dirs: Vec<PathBuf>,
+}
+
+impl SkillDirs {
+    /// The roots to load; an explicit folder that does not exist is an error naming it.
+    pub fn roots(&self) -> Result<Vec<SkillRoot>, CliError> {
+        if self.dirs.is_empty() {
+            let cwd = std::env::current_dir()
+                .map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?;
+            return Ok(SkillRoot::project_defaults(&cwd));
+        }
+        self.dirs
+            .iter()
+            .map(|d| {
+                if d.is_dir() {
+                    Ok(SkillRoot::new(d, Source::Project))
+                } else {
+                    Err(CliError::new(format!(
+                        "skills folder `{}` does not exist or is not a folder",
+                        d.display()
+                    )))
+                }
+            })
+            .collect()
+    }
+
+    /// Load the library; diagnostics are logged as warnings (use `skills validate` to see them).
+    pub fn library(&self) -> Result<Arc<SkillLibrary>, CliError> {
+        let library = SkillLibrary::load(self.roots()?);
+        for d in library.snapshot().diagnostics() {
+            tracing::warn!("{d}");
+        }
+        Ok(Arc::new(library))
+    }
+}
+
+/// Options of every command that assembles a request.
+#[derive(Args, Debug, Clone)]
+pub struct RequestOptions {
+    /// A folder of skills (repeatable); default: the project roots under the current directory.
+    #[arg(long = "skills", value_name = "DIR")]
+    pub skills: Vec<PathBuf>,
+    /// A file with the agent's base instructions (e.g. AGENTS.md); default: a short built-in prompt.
+    #[arg(long, value_name = "FILE")]
+    pub instructions: Option<PathBuf>,
+    /// How skills are injected: full, triggered, on-demand or hybrid.
+    #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// The most skills selected by their triggers per message.
+    #[arg(long, default_value_t = 3)]
+    pub max_skills: usize,
+    /// A memory database (SQLite) whose project memories are injected.
+    #[arg(long, value_name = "DB")]
+    pub memory: Option<PathBuf>,
+    /// The project memories are scoped to; default: the current directory.
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
+    /// Lazy injection: the full context once into the conversation, then only what changed.
+    #[arg(long)]
+    pub lazy: bool,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+impl RequestOptions {
+    pub fn skill_dirs(&self) -> SkillDirs {
+        SkillDirs {
+            dirs: self.skills.clone(),
+        }
+    }
+
+    pub fn instructions(&self) -> Result<String, CliError> {
+        match &self.instructions {
+            None => Ok(DEFAULT_INSTRUCTIONS.to_string()),
+            Some(path) => read_text(path),
+        }
+    }
+
+    pub fn project(&self) -> Result<String, CliError> {
+        match &self.project {
+            Some(p) => Ok(p.clone()),
+            None => default_project(),
+        }
+    }
+
+    /// An agent over `library` in `mode`, with memory when `--memory` is given.
+    pub fn agent(
+        &self,
+        library: &Arc<SkillLibrary>,
+        mode: Mode,
+        model: Arc<dyn ChatModel>,
+    ) -> Result<Agent, CliError> {
+        let config = SkillConfig {
+            mode,
+            select: SelectOptions {
+                max_skills: self.max_skills,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (model_name, extraction_model) = (model.name().to_string(), model.clone());
+        let mut builder = Agent::builder()
+            .instructions(self.instructions()?)
+            .model(model)
+            .project(self.project()?)
+            .assembly(if self.lazy {
+                Assembly::Lazy
+            } else {
+                Assembly::PerRequest
+            })
+            .provider(SkillContextProvider::new(library.clone(), config));
+        if let Some(db) = &self.memory {
+            let project = self.project()?;
+            builder = builder.provider(crate::memory::open_provider(db, &project)?);
+            // The dry-run model's replies are summaries, not extraction JSON: extract only
+            // with a real model.
+            let extractor = (model_name != "dry-run").then_some(extraction_model);
+            builder = builder.hook(crate::memory::open_hook(db, &project, extractor)?);
+        }
+        Ok(builder.build()?)
+    }
+}
+
+/// The canonical current directory: the default project memories are scoped to.
+pub fn default_project() -> Result<String, CliError> {
+    let cwd = std::env::current_dir().and_then(std::fs::canonicalize);
+    let cwd = cwd.map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?;
+    Ok(cwd.to_string_lossy().into_owned())
+}
+
+/// Read a UTF-8 text file, with an error naming it.
+pub fn read_text(path: &Path) -> Result<String, CliError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| CliError::new(format!("cannot read `{}`: {e}", path.display())))?;
+    String::from_utf8(bytes).map_err(|e| {
+        CliError::new(format!(
+            "`{}` is not valid UTF-8 (bad byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}

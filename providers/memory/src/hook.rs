@@ -1,0 +1,187 @@
+//! [`MemoryHook`]: the lifecycle side of memory, off the request path.
+//!
+//! - `session_start` loads the project's persisted `project:` state into the thread's state
+//!   (keys the thread already has are left alone);
+//! - `session_end` persists the thread's `project:` state and extracts memories from the
+//!   conversation;
+//! - `compaction` extracts memories from the messages that were compacted away.
+//!
+//! By default extraction runs inside the hook, so a failure comes back from
+//! `Agent::end_session` / `Agent::compact` as a hook error (and is logged). With
+//! [`MemoryHook::in_background`] it runs on a spawned task instead; failures are logged and
+//! handed back by [`MemoryHook::finish`].
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ctxkit::{BoxError, Hook, HookContext, Message, SessionSummary};
+use tokio::task::JoinHandle;
+
+use crate::error::Result;
+use crate::extraction::{ExtractionInput, ExtractionReport, MemoryExtractor};
+use crate::store::MemoryStore;
+
+/// Loads and persists `project:` state and runs extraction at session end and compaction.
+pub struct MemoryHook {
+    store: Arc<dyn MemoryStore>,
+    extractor: Option<Arc<MemoryExtractor>>,
+    project: Option<String>,
+    background: bool,
+    pending: Mutex<Vec<JoinHandle<Result<ExtractionReport>>>>,
+}
+
+impl std::fmt::Debug for MemoryHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryHook")
+            .field("project", &self.project)
+            .field("extracts", &self.extractor.is_some())
+            .field("background", &self.background)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryHook {
+    /// A hook that only loads and persists `project:` state.
+    pub fn new(store: Arc<dyn MemoryStore>) -> Self {
+        MemoryHook {
+            store,
+            extractor: None,
+            project: None,
+            background: false,
+            pending: Mutex::default(),
+        }
+    }
+
+    /// Also extract memories with this extractor at session end and compaction.
+    pub fn with_extractor(mut self, extractor: MemoryExtractor) -> Self {
+        self.extractor = Some(Arc::new(extractor));
+        self
+    }
+
+    /// The project used when the agent does not name one.
+    pub fn with_project(mut self, project: impl Into<String>) -> Self {
+        self.project = Some(project.into());
+        self
+    }
+
+    /// Run extraction on spawned tasks; collect their outcomes with [`finish`](Self::finish).
+    pub fn in_background(mut self) -> Self {
+        self.background = true;
+        self
+    }
+
+    /// Wait for background extractions and return their outcomes, oldest first.
+    pub async fn finish(&self) -> Vec<Result<ExtractionReport>> {
+        let handles: Vec<_> = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut out = Vec::with_capacity(handles.len());
+        for h in handles {
+            out.push(match h.await {
+                Ok(r) => r,
+                Err(e) => Err(crate::MemoryError::Task(e.to_string())),
+            });
+        }
+        out
+    }
+
+    fn project_of(&self, ctx: &HookContext<'_>) -> Option<String> {
+        ctx.project.map(str::to_string).or_else(|| self.project.clone())
+    }
+
+    async fn extract(
+        &self,
+        project: String,
+        input: ExtractionInput,
+        point: &'static str,
+    ) -> std::result::Result<(), BoxError> {
+        let Some(extractor) = self.extractor.clone() else {
+            return Ok(());
+        };
+        if self.background {
+            let handle = tokio::spawn(async move {
+                let outcome = extractor.extract_and_store(&project, &input).await;
+                if let Err(e) = &outcome {
+                    tracing::error!(project, point, error = %e, "memory extraction failed");
+                }
+                outcome
+            });
+            self.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(handle);
+            return Ok(());
+        }
+        match extractor.extract_and_store(&project, &input).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::error!(project, point, error = %e, "memory extraction failed");
+                Err(Box::new(e))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Hook for MemoryHook {
+    fn name(&self) -> &str {
+        "memory"
+    }
+
+    async fn session_start(&self, ctx: &mut HookContext<'_>) -> std::result::Result<(), BoxError> {
+        let Some(project) = self.project_of(ctx) else {
+            return Ok(());
+        };
+        for (key, value) in self.store.state_entries(&project).await? {
+            let key = format!("{}{key}", ctxkit::state::PROJECT);
+            if ctx.state.get(&key).is_none() {
+                ctx.state.set(key, value);
+            }
+        }
+        Ok(())
+    }
+
+    async fn session_end(
+        &self,
+        ctx: &mut HookContext<'_>,
+        summary: &SessionSummary,
+    ) -> std::result::Result<(), BoxError> {
+        let Some(project) = self.project_of(ctx) else {
+            return Ok(());
+        };
+        let entries: Vec<(String, serde_json::Value)> = ctx
+            .state
+            .project_entries()
+            .map(|(k, v)| {
+                (
+                    k.trim_start_matches(ctxkit::state::PROJECT).to_string(),
+                    v.clone(),
+                )
+            })
+            .collect();
+        for (key, value) in entries {
+            if let Err(e) = self.store.set_state(&project, &key, value).await {
+                tracing::warn!(project, key, error = %e, "project state not persisted");
+            }
+        }
+        if summary.messages.iter().all(|m| m.role == ctxkit::Role::System) {
+            return Ok(());
+        }
+        let input = ExtractionInput::from_session(summary, ctx.state);
+        self.extract(project, input, "session_end").await
+    }
+
+    async fn compaction(
+        &self,
+        ctx: &mut HookContext<'_>,
+        removed: &[Message],
+    ) -> std::result::Result<(), BoxError> {
+        let Some(project) = self.project_of(ctx) else {
+            return Ok(());
+        };
+        if removed.is_empty() {
+            return Ok(());
+        }
+        let mut input = ExtractionInput::from_messages(removed);
+        input.session_id = Some(ctx.thread_id.to_string()).filter(|s| !s.is_empty());
+        self.extract(project, input, "compaction").await
+    }
+}

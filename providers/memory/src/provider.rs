@@ -1,0 +1,490 @@
+//! [`MemoryContextProvider`]: project memory as a ctxkit context provider.
+//!
+//! - `invoking` injects `## Project Memory` with the memories most relevant to the latest user
+//!   message (category badges, best first) within 2,000 characters and the run's token budget;
+//!   for "what do you remember about …" it injects what matches that query instead, and for a
+//!   "remember …" holding a secret it tells the model the request was refused and why.
+//! - `invoked` carries out explicit commands ("remember …", "forget …"), persists the thread's
+//!   `project:` state, and records one episodic record per run (on its final model call).
+//!
+//! Memories are scoped by `RunInfo::project` (or the provider's own project); without a
+//! project the provider contributes nothing and writes nothing.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ctxkit::{
+    latest_user_message, BpeCounter, Context, ContextProvider, Error, Message, Role, RunInfo, Section,
+    TokenCounter,
+};
+
+use crate::commands::{detect_memory_command, MemoryCommand, EXPLICIT_IMPORTANCE};
+use crate::error::MemoryError;
+use crate::store::MemoryStore;
+use crate::text::{derive_keywords, truncate_chars};
+use crate::types::*;
+use crate::{secrets, ListOptions, ListOrder};
+
+/// The section heading.
+pub const HEADING: &str = "## Project Memory";
+/// The line under the heading (seed 004 §4.3.5).
+pub const INTRO: &str = "The following facts were learned from previous sessions:";
+/// The default injection budget in characters (seed 004 §4.3.5).
+pub const DEFAULT_MAX_CHARS: usize = 2000;
+/// The section kind, for reports and token accounting.
+pub const SECTION_KIND: &str = "memories";
+
+const SUMMARY_CHARS: usize = 300;
+const MAX_TRACKED_THREADS: usize = 10_000;
+
+/// Render memories as the `## Project Memory` section, best first, keeping only what fits in
+/// `max_chars` characters and (when given) `max_tokens` tokens. Returns the text and the ids of
+/// the memories in it; no memory fits → empty text.
+///
+/// ```
+/// use ctxkit_memory::{render_memories, MemoryCategory, MemoryEntry};
+/// let entry = MemoryEntry {
+///     id: "a1".into(), project_path: "/repo".into(), category: MemoryCategory::Preference,
+///     content: "Always use pnpm".into(), keywords: vec![], importance: 0.9, access_count: 0,
+///     source_session_id: None, source_context: None, created_at: 0, updated_at: 0,
+///     last_accessed_at: 0, decayed_at: None,
+/// };
+/// let (text, ids) = render_memories(&[&entry], 2000, None);
+/// assert!(text.ends_with("- [PREF] Always use pnpm"));
+/// assert_eq!(ids, ["a1"]);
+/// ```
+pub fn render_memories(
+    entries: &[&MemoryEntry],
+    max_chars: usize,
+    max_tokens: Option<(usize, &dyn TokenCounter)>,
+) -> (String, Vec<String>) {
+    let head = format!("{HEADING}\n{INTRO}\n");
+    let mut text = head.clone();
+    let mut chars = text.chars().count();
+    let mut ids = Vec::new();
+    for e in entries {
+        let line = format!("\n- {} {}", e.category.badge(), e.content.trim());
+        let line_chars = line.chars().count();
+        if chars + line_chars > max_chars {
+            continue;
+        }
+        if let Some((budget, counter)) = max_tokens {
+            let candidate = format!("{text}{line}");
+            if counter.count(&candidate) > budget {
+                continue;
+            }
+        }
+        text.push_str(&line);
+        chars += line_chars;
+        ids.push(e.id.clone());
+    }
+    if ids.is_empty() {
+        return (String::new(), ids);
+    }
+    (text, ids)
+}
+
+/// Injects project memories and learns from explicit commands; see the [module docs](self).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use ctxkit_memory::{MemoryContextProvider, SqliteMemoryStore};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = Arc::new(SqliteMemoryStore::open("memory.db")?);
+/// let provider = MemoryContextProvider::new(store).with_project("/work/repo");
+/// // Agent::builder().provider(provider)…
+/// # Ok(()) }
+/// ```
+pub struct MemoryContextProvider {
+    store: Arc<dyn MemoryStore>,
+    name: String,
+    project: Option<String>,
+    max_chars: usize,
+    max_memories: usize,
+    min_importance: f32,
+    counter: Arc<dyn TokenCounter>,
+    commands: bool,
+    episodes: bool,
+    persist_state: bool,
+    /// Per thread, the user message whose commands were carried out last (a run makes several
+    /// model calls; a command runs once).
+    handled: Mutex<HashMap<String, u64>>,
+    /// `project:` state values already persisted, per project and key.
+    persisted: Mutex<HashMap<(String, String), serde_json::Value>>,
+}
+
+impl std::fmt::Debug for MemoryContextProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryContextProvider")
+            .field("name", &self.name)
+            .field("project", &self.project)
+            .field("max_chars", &self.max_chars)
+            .field("max_memories", &self.max_memories)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryContextProvider {
+    /// A provider over `store`: at most 10 memories, 2,000 characters, importance ≥ 0.1,
+    /// explicit commands, episodic records and `project:` state on.
+    pub fn new(store: Arc<dyn MemoryStore>) -> Self {
+        MemoryContextProvider {
+            store,
+            name: "memory".into(),
+            project: None,
+            max_chars: DEFAULT_MAX_CHARS,
+            max_memories: 10,
+            min_importance: 0.1,
+            counter: Arc::new(BpeCounter),
+            commands: true,
+            episodes: true,
+            persist_state: true,
+            handled: Mutex::default(),
+            persisted: Mutex::default(),
+        }
+    }
+
+    /// The project used when the run does not name one.
+    pub fn with_project(mut self, project: impl Into<String>) -> Self {
+        self.project = Some(project.into());
+        self
+    }
+
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Character budget of the injected section (default 2,000).
+    pub fn with_max_chars(mut self, max_chars: usize) -> Self {
+        self.max_chars = max_chars;
+        self
+    }
+
+    /// At most this many memories per request (default 10).
+    pub fn with_max_memories(mut self, max_memories: usize) -> Self {
+        self.max_memories = max_memories;
+        self
+    }
+
+    /// Ignore memories below this importance (default 0.1).
+    pub fn with_min_importance(mut self, min_importance: f32) -> Self {
+        self.min_importance = min_importance;
+        self
+    }
+
+    /// How the run's token budget is counted (default: real BPE counts).
+    pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Do not act on explicit commands.
+    pub fn without_commands(mut self) -> Self {
+        self.commands = false;
+        self
+    }
+
+    /// Do not record episodic records.
+    pub fn without_episodes(mut self) -> Self {
+        self.episodes = false;
+        self
+    }
+
+    /// Do not persist `project:` state.
+    pub fn without_state(mut self) -> Self {
+        self.persist_state = false;
+        self
+    }
+
+    /// The store behind the provider.
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    fn project_of(&self, run: &RunInfo) -> Option<String> {
+        run.project.clone().or_else(|| self.project.clone())
+    }
+
+    fn err(&self, e: MemoryError) -> Error {
+        Error::provider(self.name.clone(), e)
+    }
+
+    /// The memories to consider for this message, best first.
+    async fn select(
+        &self,
+        project: &str,
+        message: &str,
+        command: Option<&MemoryCommand>,
+    ) -> Result<Vec<MemoryEntry>, MemoryError> {
+        let (query, category) = match command {
+            Some(MemoryCommand::Query { query, category }) => (query.as_str(), *category),
+            _ => (message, None),
+        };
+        if query.trim().is_empty() {
+            // "What do you remember?": the most important memories.
+            let options = ListOptions {
+                category,
+                limit: self.max_memories,
+                order: ListOrder::Importance,
+                ..ListOptions::default()
+            };
+            let mut entries = self.store.list(project, options).await?;
+            entries.retain(|e| e.importance >= self.min_importance);
+            return Ok(entries);
+        }
+        let mut request = MemorySearchRequest::new(project, query)
+            .top_k(self.max_memories)
+            .min_importance(self.min_importance)
+            .without_touch();
+        if let Some(c) = category {
+            request = request.categories([c]);
+        }
+        Ok(self
+            .store
+            .search(request)
+            .await?
+            .into_iter()
+            .map(|r| r.entry)
+            .collect())
+    }
+
+    /// The message key under which a thread's commands were handled.
+    fn message_key(request: &[Message], user: &Message) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        request
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .count()
+            .hash(&mut h);
+        user.content.hash(&mut h);
+        h.finish()
+    }
+
+    /// True the first time this thread's latest user message is seen.
+    fn first_time(&self, thread: &str, key: u64) -> bool {
+        let mut handled = self.handled.lock().unwrap_or_else(|p| p.into_inner());
+        if handled.get(thread) == Some(&key) {
+            return false;
+        }
+        if handled.len() >= MAX_TRACKED_THREADS {
+            handled.clear();
+        }
+        handled.insert(thread.to_string(), key);
+        true
+    }
+
+    async fn run_command(&self, project: &str, command: MemoryCommand, run: &RunInfo) -> Result<(), Error> {
+        match command {
+            MemoryCommand::Remember { content, category } => {
+                let entry = NewMemoryEntry::new(project, category, content)
+                    .importance(EXPLICIT_IMPORTANCE)
+                    .context("explicit user command");
+                let entry = if run.thread_id.is_empty() {
+                    entry
+                } else {
+                    entry.session(run.thread_id.clone())
+                };
+                match self.store.upsert(entry).await {
+                    Ok(result) => {
+                        tracing::info!(provider = %self.name, project, id = ?result.id(), "remembered on request");
+                        Ok(())
+                    }
+                    Err(e @ MemoryError::Secret { .. }) => {
+                        // The model was told in `invoking`; nothing is stored.
+                        tracing::warn!(provider = %self.name, project, error = %e, "refused to remember");
+                        Ok(())
+                    }
+                    Err(e) => Err(self.err(e)),
+                }
+            }
+            MemoryCommand::Forget { query } => {
+                let gone = self
+                    .store
+                    .forget(project, &query)
+                    .await
+                    .map_err(|e| self.err(e))?;
+                let ids: Vec<&str> = gone.iter().map(|e| e.id.as_str()).collect();
+                tracing::info!(provider = %self.name, project, forgotten = ?ids, "forgot on request");
+                Ok(())
+            }
+            MemoryCommand::Query { .. } => Ok(()),
+        }
+    }
+
+    async fn persist_state(&self, project: &str, run: &RunInfo) {
+        for (key, value) in run.state.project_entries() {
+            let key = key.trim_start_matches(ctxkit::state::PROJECT);
+            let cache_key = (project.to_string(), key.to_string());
+            let known = self
+                .persisted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&cache_key)
+                == Some(value);
+            if known {
+                continue;
+            }
+            match self.store.set_state(project, key, value.clone()).await {
+                Ok(()) => {
+                    self.persisted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(cache_key, value.clone());
+                }
+                Err(e) => {
+                    tracing::warn!(provider = %self.name, project, key, error = %e, "project state not persisted")
+                }
+            }
+        }
+    }
+
+    async fn record_episode(
+        &self,
+        project: &str,
+        request: &[Message],
+        user: &Message,
+        response: Result<&[Message], &Error>,
+        run: &RunInfo,
+    ) -> Result<(), Error> {
+        // Tools called during this run: tool calls after the latest user message.
+        let start = request.iter().rposition(|m| m.role == Role::User).unwrap_or(0);
+        let mut tools: Vec<String> = Vec::new();
+        for m in &request[start..] {
+            for call in &m.tool_calls {
+                if !tools.contains(&call.function.name) {
+                    tools.push(call.function.name.clone());
+                }
+            }
+        }
+        let (record_type, outcome) = match response {
+            Ok(messages) => (
+                RecordType::Success,
+                messages.last().map(|m| m.content.clone()).unwrap_or_default(),
+            ),
+            Err(e) => (RecordType::Failure, format!("the model call failed: {e}")),
+        };
+        let clean = |s: &str| secrets::redact(&truncate_chars(s.trim(), SUMMARY_CHARS));
+        let task = clean(&user.content);
+        let approach = if tools.is_empty() {
+            "answered directly".to_string()
+        } else {
+            format!("used tools: {}", tools.join(", "))
+        };
+        let record = NewEpisodicRecord {
+            project_path: project.to_string(),
+            session_id: if run.thread_id.is_empty() {
+                "unknown".into()
+            } else {
+                run.thread_id.clone()
+            },
+            record_type,
+            keywords: derive_keywords(&task),
+            task_summary: task,
+            approach_summary: approach,
+            outcome_summary: clean(&outcome),
+            tools_used: tools,
+        };
+        self.store.add_episode(record).await.map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ContextProvider for MemoryContextProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn invoking(&self, messages: &[Message], run: &RunInfo) -> ctxkit::Result<Context> {
+        let Some(project) = self.project_of(run) else {
+            return Ok(Context::new());
+        };
+        let Some(user) = latest_user_message(messages) else {
+            return Ok(Context::new());
+        };
+        let command = if self.commands {
+            detect_memory_command(&user.content)
+        } else {
+            None
+        };
+        let entries = self
+            .select(&project, &user.content, command.as_ref())
+            .await
+            .map_err(|e| self.err(e))?;
+        let refs: Vec<&MemoryEntry> = entries.iter().collect();
+        let tokens = run.token_budget.map(|b| (b, &*self.counter));
+        let (mut text, ids) = render_memories(&refs, self.max_chars, tokens);
+
+        let mut notes = Vec::new();
+        match &command {
+            Some(MemoryCommand::Remember { content, .. }) => {
+                if let Some(found) = secrets::find_secret(content) {
+                    notes.push(format!(
+                        "Note: the user asked to remember something that contains what looks like {} (rule `{}`). \
+                         It was not stored, because secrets are never stored; tell the user so.",
+                        found.description, found.rule
+                    ));
+                }
+            }
+            Some(MemoryCommand::Query { query, .. }) if ids.is_empty() => {
+                notes.push(if query.is_empty() {
+                    "Nothing has been remembered for this project yet.".to_string()
+                } else {
+                    format!("Nothing is remembered about \"{}\" yet.", secrets::redact(query))
+                });
+            }
+            _ => {}
+        }
+        if !notes.is_empty() {
+            if text.is_empty() {
+                text = HEADING.to_string();
+            }
+            for note in notes {
+                text.push_str("\n\n");
+                text.push_str(&note);
+            }
+        }
+        if !ids.is_empty() {
+            self.store.touch(&ids).await.map_err(|e| self.err(e))?;
+        }
+        if text.is_empty() {
+            return Ok(Context::new());
+        }
+        Ok(Context::new().with_section(Section::per_message(SECTION_KIND, text).with_items(ids)))
+    }
+
+    async fn invoked(
+        &self,
+        request: &[Message],
+        response: Result<&[Message], &Error>,
+        run: &RunInfo,
+    ) -> ctxkit::Result<()> {
+        let Some(project) = self.project_of(run) else {
+            return Ok(());
+        };
+        if self.persist_state {
+            self.persist_state(&project, run).await;
+        }
+        let Some(user) = latest_user_message(request) else {
+            return Ok(());
+        };
+        if self.commands && self.first_time(&run.thread_id, Self::message_key(request, user)) {
+            if let Some(command) = detect_memory_command(&user.content) {
+                self.run_command(&project, command, run).await?;
+            }
+        }
+        // A reply that asks for tools is not the end of the run.
+        let last_call = match response {
+            Ok(messages) => messages.last().is_none_or(|m| m.tool_calls.is_empty()),
+            Err(_) => true,
+        };
+        if self.episodes && last_call {
+            self.record_episode(&project, request, user, response, run)
+                .await?;
+        }
+        Ok(())
+    }
+}

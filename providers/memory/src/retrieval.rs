@@ -1,0 +1,248 @@
+//! Search and ranking (seed 004 §4.3.2): TF-IDF cosine similarity, keyword Jaccard, importance
+//! and recency, blended with the seed's weights.
+//!
+//! ```text
+//! score = 0.40 · similarity + 0.25 · keyword_overlap + 0.20 · importance + 0.15 · recency
+//! recency = 1 / (1 + days_since_last_access · 0.1)
+//! keyword_overlap = |query terms ∩ memory keyword terms| / |query terms ∪ memory keyword terms|
+//! ```
+//!
+//! Only memories that share something with the query (a cosine above zero or a keyword in
+//! common) are scored at all, so an important but unrelated memory never surfaces.
+//!
+//! The TF-IDF weights use the project's own vocabulary: `tf` is the raw count of a term in the
+//! text and `idf = ln((1 + N) / (1 + df)) + 1`, where `N` is the number of memories of the
+//! project and `df` the number of them whose content has the term.
+
+use std::collections::{BTreeSet, HashMap};
+
+/// Weight of TF-IDF cosine similarity.
+pub const W_SIMILARITY: f32 = 0.40;
+/// Weight of keyword overlap (Jaccard).
+pub const W_KEYWORDS: f32 = 0.25;
+/// Weight of importance.
+pub const W_IMPORTANCE: f32 = 0.20;
+/// Weight of recency.
+pub const W_RECENCY: f32 = 0.15;
+
+/// The seed's relevance formula.
+///
+/// ```
+/// use ctxkit_memory::retrieval::compute_relevance_score;
+/// // Identical text, same keywords, importance 1, accessed just now: the maximum.
+/// assert!((compute_relevance_score(1.0, 1.0, 1.0, 0.0) - 1.0).abs() < 1e-6);
+/// ```
+pub fn compute_relevance_score(
+    embedding_similarity: f32,
+    keyword_overlap: f32,
+    importance: f32,
+    days_since_last_access: f64,
+) -> f32 {
+    let recency = recency_score(days_since_last_access);
+    W_SIMILARITY * embedding_similarity
+        + W_KEYWORDS * keyword_overlap
+        + W_IMPORTANCE * importance
+        + W_RECENCY * recency
+}
+
+/// `1 / (1 + days · 0.1)`; negative ages (clock skew) count as zero.
+pub fn recency_score(days_since_last_access: f64) -> f32 {
+    1.0 / (1.0 + days_since_last_access.max(0.0) as f32 * 0.1)
+}
+
+/// Jaccard coefficient of two term sets; zero when both are empty.
+pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
+    if a.is_empty() && b.is_empty() {
+        return 0.0;
+    }
+    let common = a.intersection(b).count();
+    let union = a.len() + b.len() - common;
+    common as f32 / union as f32
+}
+
+/// Document frequencies of one project's memories: what IDF is computed from.
+#[derive(Clone, Debug, Default)]
+pub struct Vocabulary {
+    docs: u64,
+    df: HashMap<String, u32>,
+}
+
+impl Vocabulary {
+    /// A vocabulary of `docs` documents with these document frequencies.
+    pub fn new(docs: u64, df: HashMap<String, u32>) -> Self {
+        Vocabulary { docs, df }
+    }
+
+    /// Build from texts (for tests and in-memory use).
+    pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut v = Vocabulary::default();
+        for t in texts {
+            v.docs += 1;
+            for term in crate::text::term_set(t) {
+                *v.df.entry(term).or_default() += 1;
+            }
+        }
+        v
+    }
+
+    /// Number of documents.
+    pub fn docs(&self) -> u64 {
+        self.docs
+    }
+
+    /// Document frequency of `term` (zero when unknown).
+    pub fn df(&self, term: &str) -> u32 {
+        self.df.get(term).copied().unwrap_or(0)
+    }
+
+    /// Smoothed inverse document frequency: `ln((1 + N) / (1 + df)) + 1`.
+    pub fn idf(&self, term: &str) -> f32 {
+        (((1 + self.docs) as f64 / (1 + self.df(term) as u64) as f64).ln() + 1.0) as f32
+    }
+
+    /// The TF-IDF vector of a list of terms.
+    pub fn vector(&self, terms: &[String]) -> TfIdf {
+        let mut sorted: Vec<&str> = terms.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        let mut weights: Vec<(String, f32)> = Vec::new();
+        for term in sorted {
+            match weights.last_mut() {
+                Some((t, w)) if t == term => *w += self.idf(term),
+                _ => weights.push((term.to_string(), self.idf(term))),
+            }
+        }
+        let norm = weights.iter().map(|(_, w)| w * w).sum::<f32>().sqrt();
+        TfIdf { weights, norm }
+    }
+}
+
+/// A sparse TF-IDF vector, terms sorted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TfIdf {
+    weights: Vec<(String, f32)>,
+    norm: f32,
+}
+
+impl TfIdf {
+    /// The terms with their weights, sorted by term.
+    pub fn weights(&self) -> &[(String, f32)] {
+        &self.weights
+    }
+
+    /// Euclidean norm.
+    pub fn norm(&self) -> f32 {
+        self.norm
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_empty()
+    }
+
+    /// Cosine similarity in `[0, 1]`; zero when either vector is empty.
+    pub fn cosine(&self, other: &TfIdf) -> f32 {
+        if self.norm == 0.0 || other.norm == 0.0 {
+            return 0.0;
+        }
+        let (mut i, mut j, mut dot) = (0, 0, 0.0f32);
+        while i < self.weights.len() && j < other.weights.len() {
+            match self.weights[i].0.cmp(&other.weights[j].0) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    dot += self.weights[i].1 * other.weights[j].1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        (dot / (self.norm * other.norm)).clamp(0.0, 1.0)
+    }
+
+    /// The heaviest terms whose weight must be shared by any vector with cosine of at least
+    /// `threshold` to this one: a vector sharing none of them has a cosine below `threshold`.
+    pub fn prefix_terms(&self, threshold: f32) -> Vec<&str> {
+        if self.norm == 0.0 {
+            return Vec::new();
+        }
+        let mut by_weight: Vec<&(String, f32)> = self.weights.iter().collect();
+        by_weight.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        // Without the prefix, the rest of the vector has squared norm 1 - covered; a vector
+        // sharing none of the prefix reaches at most sqrt(1 - covered) < threshold.
+        let needed = 1.0 - threshold * threshold;
+        let mut covered = 0.0;
+        let mut out = Vec::new();
+        for (term, w) in by_weight {
+            out.push(term.as_str());
+            covered += (w / self.norm).powi(2);
+            if covered > needed + 1e-6 {
+                break;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(words: &[&str]) -> BTreeSet<String> {
+        words.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn formula_matches_hand_computed_cases() {
+        // 0.40·0.5 + 0.25·0.25 + 0.20·0.8 + 0.15·(1 / (1 + 10·0.1)) = 0.2 + 0.0625 + 0.16 + 0.075
+        let s = compute_relevance_score(0.5, 0.25, 0.8, 10.0);
+        assert!((s - 0.4975).abs() < 1e-6, "{s}");
+        // Only recency: 0.15 · 1/(1 + 0) = 0.15
+        assert!((compute_relevance_score(0.0, 0.0, 0.0, 0.0) - 0.15).abs() < 1e-6);
+        // 0.40 + 0 + 0.20·0.5 + 0.15 / (1 + 3) = 0.4 + 0.1 + 0.0375
+        assert!((compute_relevance_score(1.0, 0.0, 0.5, 30.0) - 0.5375).abs() < 1e-6);
+        assert_eq!(recency_score(-5.0), 1.0);
+    }
+
+    #[test]
+    fn jaccard_of_sets() {
+        assert_eq!(jaccard(&set(&["a", "b"]), &set(&["b", "c"])), 1.0 / 3.0);
+        assert_eq!(jaccard(&set(&[]), &set(&[])), 0.0);
+        assert_eq!(jaccard(&set(&["a"]), &set(&["a"])), 1.0);
+    }
+
+    #[test]
+    fn idf_and_cosine_by_hand() {
+        let v = Vocabulary::from_texts(["pnpm workspaces", "pnpm lockfile", "cargo build"]);
+        assert_eq!(v.docs(), 3);
+        assert_eq!(v.df("pnpm"), 2);
+        // idf(pnpm) = ln(4/3) + 1, idf(workspaces) = ln(4/2) + 1
+        let (i_p, i_w) = ((4.0f32 / 3.0).ln() + 1.0, 2.0f32.ln() + 1.0);
+        assert!((v.idf("pnpm") - i_p).abs() < 1e-6);
+        assert!((v.idf("unknown") - (4.0f32.ln() + 1.0)).abs() < 1e-6);
+        let q = v.vector(&["pnpm".to_string()]);
+        let d = v.vector(&["pnpm".to_string(), "workspaces".to_string()]);
+        let expected = i_p / (i_p * i_p + i_w * i_w).sqrt();
+        assert!((q.cosine(&d) - expected).abs() < 1e-6);
+        assert_eq!(q.cosine(&v.vector(&["cargo".to_string()])), 0.0);
+        assert_eq!(q.cosine(&TfIdf::default()), 0.0);
+        // Repeated terms add up.
+        let twice = v.vector(&["pnpm".to_string(), "pnpm".to_string()]);
+        assert!((twice.weights()[0].1 - 2.0 * i_p).abs() < 1e-6);
+        assert!((twice.cosine(&q) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn prefix_terms_bound_the_cosine() {
+        let v = Vocabulary::from_texts(["a1 b1 c1 d1", "a1 b1", "a1"]);
+        let terms: Vec<String> = ["a1", "b1", "c1", "d1"].iter().map(|s| s.to_string()).collect();
+        let x = v.vector(&terms);
+        let prefix = x.prefix_terms(0.9);
+        assert!(!prefix.is_empty() && prefix.len() < 4);
+        // Every vector without a prefix term stays below the threshold.
+        let rest: Vec<String> = terms
+            .iter()
+            .filter(|t| !prefix.contains(&t.as_str()))
+            .cloned()
+            .collect();
+        assert!(x.cosine(&v.vector(&rest)) < 0.9);
+    }
+}

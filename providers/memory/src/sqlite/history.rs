@@ -1,0 +1,174 @@
+//! The history table: every change to a memory with the memory before and after it, and undo.
+
+use rusqlite::{params, OptionalExtension, Row, Transaction};
+
+use super::{delete_row, find_by_content, insert_entry, load, store_row, MemoryDb};
+use crate::error::{MemoryError, Result};
+use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
+
+/// Append one history entry.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn record(
+    tx: &Transaction,
+    action: HistoryAction,
+    memory_id: &str,
+    project: &str,
+    before: Option<&MemoryEntry>,
+    after: Option<&MemoryEntry>,
+    related_id: Option<&str>,
+    reason: Option<&str>,
+    at: i64,
+) -> Result<()> {
+    let json = |e: Option<&MemoryEntry>| e.and_then(|e| serde_json::to_string(e).ok());
+    tx.prepare_cached(
+        "INSERT INTO memory_history (memory_id, project_path, action, before, after, related_id, reason, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        memory_id,
+        project,
+        action.as_str(),
+        json(before),
+        json(after),
+        related_id,
+        reason,
+        at
+    ])?;
+    Ok(())
+}
+
+const HISTORY_COLS: &str = "id, memory_id, project_path, action, before, after, related_id, reason, at";
+
+fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
+    let bad = |col: usize, message: String| {
+        rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
+    };
+    let action: String = r.get(3)?;
+    let entry = |col: usize| -> rusqlite::Result<Option<MemoryEntry>> {
+        let text: Option<String> = r.get(col)?;
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| bad(col, format!("history snapshot is not a memory: {e}")))
+        })
+        .transpose()
+    };
+    Ok(HistoryEntry {
+        id: r.get(0)?,
+        memory_id: r.get(1)?,
+        project_path: r.get(2)?,
+        action: HistoryAction::parse(&action)
+            .ok_or_else(|| bad(3, format!("unknown history action `{action}`")))?,
+        before: entry(4)?,
+        after: entry(5)?,
+        related_id: r.get(6)?,
+        reason: r.get(7)?,
+        at: r.get(8)?,
+    })
+}
+
+impl MemoryDb {
+    /// Every change to one memory, oldest first.
+    pub fn history(&self, memory_id: &str) -> Result<Vec<HistoryEntry>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT {HISTORY_COLS} FROM memory_history WHERE memory_id = ?1 ORDER BY id"
+            ))?;
+            let rows = stmt.query_map(params![memory_id], row_to_history)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// One history entry by its id.
+    pub fn history_entry(&self, history_id: i64) -> Result<Option<HistoryEntry>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached(&format!(
+                    "SELECT {HISTORY_COLS} FROM memory_history WHERE id = ?1"
+                ))?
+                .query_row(params![history_id], row_to_history)
+                .optional()?)
+        })
+    }
+
+    /// The latest changes in a project, newest first.
+    pub fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT {HISTORY_COLS} FROM memory_history WHERE project_path = ?1 ORDER BY id DESC LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![project, limit], row_to_history)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// Put a memory back as it was before history entry `history_id`: an undone insert
+    /// deletes the memory, anything else restores the earlier version (re-creating a deleted
+    /// or merged-away memory under its old id). Returns the memory as it now is (`None` when
+    /// the undo deleted it). The undo is itself recorded.
+    pub fn undo(&self, history_id: i64) -> Result<Option<MemoryEntry>> {
+        self.write(|tx, now| {
+            let h = tx
+                .prepare_cached(&format!(
+                    "SELECT {HISTORY_COLS} FROM memory_history WHERE id = ?1"
+                ))?
+                .query_row(params![history_id], row_to_history)
+                .optional()?
+                .ok_or(MemoryError::HistoryNotFound(history_id))?;
+            let reason = format!("undo of history entry {history_id}");
+            let current = load(tx, &h.memory_id)?;
+            match (h.before, current) {
+                (None, Some((num, cur))) => {
+                    delete_row(tx, num, &cur, &reason, now)?;
+                    Ok(None)
+                }
+                (None, None) => Err(MemoryError::Invalid(format!(
+                    "memory `{}` no longer exists, so its insert cannot be undone",
+                    h.memory_id
+                ))),
+                (Some(before), current) => {
+                    if let Some(other) = find_by_content(tx, &before.project_path, &before.content)?
+                        .filter(|other| *other != before.id)
+                    {
+                        return Err(MemoryError::Duplicate {
+                            project: before.project_path,
+                            existing: other,
+                        });
+                    }
+                    let mut restored = before;
+                    restored.updated_at = now;
+                    match current {
+                        Some((num, cur)) => {
+                            store_row(tx, num, &cur, &restored)?;
+                            record(
+                                tx,
+                                HistoryAction::Restore,
+                                &restored.id,
+                                &restored.project_path,
+                                Some(&cur),
+                                Some(&restored),
+                                None,
+                                Some(&reason),
+                                now,
+                            )?;
+                        }
+                        None => {
+                            insert_entry(tx, &restored)?;
+                            record(
+                                tx,
+                                HistoryAction::Restore,
+                                &restored.id,
+                                &restored.project_path,
+                                None,
+                                Some(&restored),
+                                None,
+                                Some(&reason),
+                                now,
+                            )?;
+                        }
+                    }
+                    Ok(Some(restored))
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,140 @@
+//! The schema and its forward migrations, tracked in `PRAGMA user_version`.
+//!
+//! Migration `n` takes a database from version `n - 1` to `n`; each runs in its own
+//! `BEGIN IMMEDIATE` transaction, so two processes opening a fresh file do not both migrate.
+//! A database newer than [`LATEST`] is refused rather than guessed at.
+//!
+//! Differences from seed 004 §4.2, each for a reason:
+//! - timestamps are `INTEGER` Unix milliseconds (set from an injectable clock), not `TEXT`;
+//! - `project_memories` has an `INTEGER PRIMARY KEY` (`num`) so the full-text index can refer
+//!   to rows by a stable rowid; `id TEXT` is `NOT NULL UNIQUE`, the same key as the seed's;
+//! - there is no `embedding` column: TF-IDF vectors are computed at query time from the content
+//!   and the project's live document frequencies (`memory_terms`), so they are never stale;
+//! - `decayed_at` remembers the last decay so repeated decays compound correctly.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// The schema version this build writes.
+pub const LATEST: i64 = 2;
+
+const V1: &str = r#"
+CREATE TABLE project_memories (
+    num INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    project_path TEXT NOT NULL,
+    category TEXT NOT NULL CHECK(category IN ('preference', 'convention', 'pattern', 'correction', 'fact')),
+    content TEXT NOT NULL CHECK(length(content) > 0),
+    keywords TEXT NOT NULL DEFAULT '[]',
+    importance REAL NOT NULL DEFAULT 0.5 CHECK(importance >= 0.0 AND importance <= 1.0),
+    access_count INTEGER NOT NULL DEFAULT 0,
+    source_session_id TEXT,
+    source_context TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_accessed_at INTEGER NOT NULL,
+    decayed_at INTEGER,
+    UNIQUE(project_path, content)
+);
+-- The UNIQUE(project_path, content) index already serves lookups by project.
+CREATE INDEX idx_project_memories_category ON project_memories(project_path, category);
+CREATE INDEX idx_project_memories_importance ON project_memories(project_path, importance DESC);
+CREATE INDEX idx_project_memories_created ON project_memories(project_path, created_at DESC);
+
+CREATE TABLE episodic_records (
+    id TEXT PRIMARY KEY,
+    project_path TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    record_type TEXT NOT NULL CHECK(record_type IN ('success', 'failure', 'discovery')),
+    task_summary TEXT NOT NULL,
+    approach_summary TEXT NOT NULL,
+    outcome_summary TEXT NOT NULL,
+    tools_used TEXT NOT NULL DEFAULT '[]',
+    keywords TEXT NOT NULL DEFAULT '[]',
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX idx_episodic_records_project ON episodic_records(project_path, created_at DESC);
+
+-- Every insert, merge, update, delete, decay and restore, with the memory before and after
+-- (JSON), so changes can be inspected and undone.
+CREATE TABLE memory_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id TEXT NOT NULL,
+    project_path TEXT NOT NULL,
+    action TEXT NOT NULL CHECK(action IN ('insert', 'merge', 'update', 'delete', 'decay', 'restore')),
+    before TEXT,
+    after TEXT,
+    related_id TEXT,
+    reason TEXT,
+    at INTEGER NOT NULL
+);
+CREATE INDEX idx_memory_history_memory ON memory_history(memory_id, id);
+CREATE INDEX idx_memory_history_project ON memory_history(project_path, id);
+
+-- Per project: how many memories, and a generation bumped whenever the vocabulary changes
+-- (readers cache document frequencies and reload when it moves). Rows are never deleted.
+CREATE TABLE memory_projects (
+    project_path TEXT PRIMARY KEY,
+    docs INTEGER NOT NULL DEFAULT 0,
+    generation INTEGER NOT NULL DEFAULT 0
+);
+
+-- Document frequency of each content term, per project: the IDF of TF-IDF.
+CREATE TABLE memory_terms (
+    project_path TEXT NOT NULL,
+    term TEXT NOT NULL,
+    df INTEGER NOT NULL,
+    PRIMARY KEY(project_path, term)
+) WITHOUT ROWID;
+
+-- Candidate retrieval: rowid = project_memories.num; `project` is a hash token of the project
+-- path, `terms` the memory's content and keyword terms as the crate's tokenizer sees them.
+CREATE VIRTUAL TABLE memory_fts USING fts5(
+    project, terms,
+    content = '', contentless_delete = 1,
+    tokenize = "unicode61 remove_diacritics 0 tokenchars '_+#'"
+);
+"#;
+
+const V2: &str = r#"
+-- Seed 004 §8: `project:` state of threads, persisted per project.
+CREATE TABLE project_state (
+    project_path TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY(project_path, key)
+) WITHOUT ROWID;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2];
+
+/// Outcome of [`migrate`]: the version found, or that it is too new.
+pub(crate) enum Migrated {
+    Ok,
+    TooNew(i64),
+}
+
+pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// Bring the database up to `target` (at most [`LATEST`]).
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result<Migrated> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version = user_version(&tx)?;
+        if version > LATEST {
+            return Ok(Migrated::TooNew(version));
+        }
+        if version >= target {
+            return Ok(Migrated::Ok);
+        }
+        tx.execute_batch(MIGRATIONS[version as usize])?;
+        tx.pragma_update(None, "user_version", version + 1)?;
+        tx.commit()?;
+    }
+}
+
+pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {
+    migrate_to(conn, LATEST)
+}

@@ -1,0 +1,429 @@
+//! Text to terms: a Unicode word tokenizer with English stop words, shared by the index, the
+//! TF-IDF vectors and keyword overlap so that all three see the same terms.
+//!
+//! - A word is a run of alphanumeric characters or `_`, lowercased with Unicode rules; words of
+//!   one character are dropped, and so are stop words.
+//! - `'s` after a word is dropped and other apostrophes are removed (`don't` → `dont`).
+//! - `+` and `#` right after a short word stay on it (`C++`, `C#`, `F#`).
+//! - Scripts written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) give
+//!   overlapping character bigrams (`日本語` → `日本`, `本語`); a single such character is a term.
+//! - There is no stemming: `test` and `tests` are different terms.
+
+use std::collections::BTreeSet;
+
+/// The longest a keyword may be, in characters.
+const MAX_KEYWORD_CHARS: usize = 64;
+/// The most keywords one memory keeps.
+pub const MAX_KEYWORDS: usize = 16;
+/// How many keywords are derived from the content when none are given.
+const DERIVED_KEYWORDS: usize = 8;
+
+/// Common English words that carry no topic.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "arent",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "cannot",
+    "cant",
+    "could",
+    "couldnt",
+    "did",
+    "didnt",
+    "do",
+    "does",
+    "doesnt",
+    "doing",
+    "dont",
+    "down",
+    "during",
+    "each",
+    "else",
+    "etc",
+    "ever",
+    "every",
+    "few",
+    "for",
+    "from",
+    "further",
+    "get",
+    "gets",
+    "got",
+    "had",
+    "hadnt",
+    "has",
+    "hasnt",
+    "have",
+    "havent",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "however",
+    "i",
+    "id",
+    "if",
+    "ill",
+    "im",
+    "in",
+    "into",
+    "is",
+    "isnt",
+    "it",
+    "its",
+    "itself",
+    "ive",
+    "just",
+    "let",
+    "lets",
+    "like",
+    "may",
+    "me",
+    "might",
+    "more",
+    "most",
+    "much",
+    "must",
+    "mustnt",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "one",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "please",
+    "same",
+    "shall",
+    "shant",
+    "she",
+    "should",
+    "shouldnt",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "thats",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "theres",
+    "these",
+    "they",
+    "theyre",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "upon",
+    "us",
+    "very",
+    "was",
+    "wasnt",
+    "we",
+    "were",
+    "werent",
+    "what",
+    "whats",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "within",
+    "without",
+    "wont",
+    "would",
+    "wouldnt",
+    "yes",
+    "yet",
+    "you",
+    "youd",
+    "youll",
+    "your",
+    "youre",
+    "yours",
+    "yourself",
+    "yourselves",
+    "youve",
+];
+
+/// True for a stop word (already lowercased).
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// Characters of scripts written without spaces between words.
+fn is_unspaced(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF       // Thai, Lao
+        | 0x1000..=0x109F     // Myanmar
+        | 0x1780..=0x17FF     // Khmer
+        | 0x3040..=0x30FF     // Hiragana, Katakana
+        | 0x31F0..=0x31FF     // Katakana phonetic extensions
+        | 0x3400..=0x4DBF     // Han extension A
+        | 0x4E00..=0x9FFF     // Han
+        | 0xF900..=0xFAFF     // Han compatibility
+        | 0xFF66..=0xFF9F     // half-width Katakana
+        | 0x20000..=0x2FA1F) // Han extensions B-F, compatibility supplement
+}
+
+fn is_word_char(c: char) -> bool {
+    (c.is_alphanumeric() || c == '_') && !is_unspaced(c)
+}
+
+fn is_apostrophe(c: char) -> bool {
+    c == '\'' || c == '\u{2019}'
+}
+
+/// The terms of `text`, in order, repeats kept, stop words removed.
+///
+/// ```
+/// use ctxkit_memory::text::terms;
+/// assert_eq!(terms("Don't use NPM; we use pnpm in C++ builds"), ["use", "npm", "use", "pnpm", "c++", "builds"]);
+/// assert_eq!(terms("日本語"), ["日本", "本語"]);
+/// ```
+pub fn terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if is_unspaced(c) {
+            let start = i;
+            while i < chars.len() && is_unspaced(chars[i]) {
+                i += 1;
+            }
+            push_unspaced(&chars[start..i], &mut out);
+        } else if is_word_char(c) {
+            let mut word = String::new();
+            while i < chars.len() {
+                let c = chars[i];
+                if is_word_char(c) {
+                    word.push(c);
+                    i += 1;
+                } else if is_apostrophe(c) && i + 1 < chars.len() && chars[i + 1].is_alphabetic() {
+                    // `'s` at the end of a word is a possessive: drop it; otherwise join.
+                    let s_end = i + 2 >= chars.len() || !is_word_char(chars[i + 2]);
+                    if s_end && (chars[i + 1] == 's' || chars[i + 1] == 'S') {
+                        i += 2;
+                        break;
+                    }
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            // `c++`, `c#`, `f#`: keep the symbols on a short word when nothing word-like follows.
+            if word.chars().count() <= 2 && i < chars.len() && (chars[i] == '+' || chars[i] == '#') {
+                let mut j = i;
+                while j < chars.len() && (chars[j] == '+' || chars[j] == '#') && j - i < 2 {
+                    j += 1;
+                }
+                if j >= chars.len() || !is_word_char(chars[j]) {
+                    word.extend(&chars[i..j]);
+                    i = j;
+                }
+            }
+            push_word(&word, &mut out);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+fn push_word(word: &str, out: &mut Vec<String>) {
+    let lower = word.trim_matches('_').to_lowercase();
+    if lower.chars().count() < 2 || is_stop_word(&lower) {
+        return;
+    }
+    out.push(lower);
+}
+
+fn push_unspaced(run: &[char], out: &mut Vec<String>) {
+    if run.len() == 1 {
+        out.push(run[0].to_lowercase().collect());
+        return;
+    }
+    for pair in run.windows(2) {
+        out.push(pair.iter().flat_map(|c| c.to_lowercase()).collect());
+    }
+}
+
+/// The distinct terms of `text`.
+pub fn term_set(text: &str) -> BTreeSet<String> {
+    terms(text).into_iter().collect()
+}
+
+/// Keywords as stored: trimmed, lowercased, inner whitespace collapsed, empty ones and repeats
+/// dropped, at most [`MAX_KEYWORDS`], each at most 64 characters.
+pub fn normalize_keywords<S: AsRef<str>>(keywords: &[S]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for k in keywords {
+        let k = k
+            .as_ref()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase();
+        let k: String = k.chars().take(MAX_KEYWORD_CHARS).collect();
+        if !k.is_empty() && !out.contains(&k) {
+            out.push(k);
+        }
+        if out.len() == MAX_KEYWORDS {
+            break;
+        }
+    }
+    out
+}
+
+/// Keywords for a memory given without any: its first distinct terms.
+pub fn derive_keywords(content: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in terms(content) {
+        if !out.contains(&t) {
+            out.push(t);
+            if out.len() == DERIVED_KEYWORDS {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The term set of a keyword list, for keyword overlap (`"package manager"` gives two terms).
+pub fn keyword_terms<S: AsRef<str>>(keywords: &[S]) -> BTreeSet<String> {
+    keywords.iter().flat_map(|k| terms(k.as_ref())).collect()
+}
+
+/// Cut `text` to at most `max` characters, marking the cut with `…`.
+pub fn truncate_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        assert!(
+            STOP_WORDS.windows(2).all(|w| w[0] < w[1]),
+            "STOP_WORDS must be sorted and unique"
+        );
+        assert!(is_stop_word("the") && !is_stop_word("pnpm"));
+    }
+
+    #[test]
+    fn words_are_lowercased_and_filtered() {
+        assert_eq!(
+            terms("The API routes live in src/routes/"),
+            ["api", "routes", "live", "src", "routes"]
+        );
+        assert_eq!(terms("a b c"), Vec::<String>::new());
+        assert_eq!(terms("snake_case and __init__"), ["snake_case", "init"]);
+        assert_eq!(terms("ÉCOLE Straße"), ["école", "straße"]);
+        assert_eq!(terms("Node 18, v2"), ["node", "18", "v2"]);
+    }
+
+    #[test]
+    fn apostrophes_and_symbols() {
+        assert_eq!(terms("the user's tests don't pass"), ["user", "tests", "pass"]);
+        assert_eq!(terms("it’s Rust’s borrow checker"), ["rust", "borrow", "checker"]);
+        assert_eq!(terms("C++ and C# but not a+b"), ["c++", "c#"]);
+        assert_eq!(terms("g++ x++y"), ["g++"]);
+    }
+
+    #[test]
+    fn unspaced_scripts_give_bigrams() {
+        assert_eq!(terms("日本語の文法"), ["日本", "本語", "語の", "の文", "文法"]);
+        assert_eq!(terms("中 文"), ["中", "文"]);
+        assert_eq!(terms("使用pnpm安装"), ["使用", "pnpm", "安装"]);
+    }
+
+    #[test]
+    fn keywords_normalise_and_derive() {
+        assert_eq!(
+            normalize_keywords(&["  Package   Manager ", "pnpm", "PNPM", ""]),
+            ["package manager", "pnpm"]
+        );
+        let many: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+        assert_eq!(normalize_keywords(&many).len(), MAX_KEYWORDS);
+        assert_eq!(
+            derive_keywords("Use pnpm, not npm, with pnpm workspaces"),
+            ["use", "pnpm", "npm", "workspaces"]
+        );
+        assert_eq!(keyword_terms(&["package manager", "pnpm"]).len(), 3);
+    }
+
+    #[test]
+    fn truncation_marks_the_cut() {
+        assert_eq!(truncate_chars("abcdef", 10), "abcdef");
+        assert_eq!(truncate_chars("abcdef", 4), "abc…");
+        assert_eq!(truncate_chars("日本語日本語", 3), "日本…");
+    }
+}

@@ -1,0 +1,449 @@
+//! The data the store keeps and hands out (seed 004 §4.3.1), with timestamps in Unix
+//! milliseconds.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::MemoryError;
+
+/// What kind of knowledge a memory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryCategory {
+    /// A user preference ("always use pnpm").
+    Preference,
+    /// A project convention ("API routes live in src/routes/").
+    Convention,
+    /// A recurring code or architecture pattern.
+    Pattern,
+    /// A mistake to avoid.
+    Correction,
+    /// A general project fact.
+    Fact,
+}
+
+impl MemoryCategory {
+    /// All five, in display order.
+    pub const ALL: [MemoryCategory; 5] = [
+        MemoryCategory::Preference,
+        MemoryCategory::Convention,
+        MemoryCategory::Pattern,
+        MemoryCategory::Correction,
+        MemoryCategory::Fact,
+    ];
+
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryCategory::Preference => "preference",
+            MemoryCategory::Convention => "convention",
+            MemoryCategory::Pattern => "pattern",
+            MemoryCategory::Correction => "correction",
+            MemoryCategory::Fact => "fact",
+        }
+    }
+
+    /// The badge shown in the injected `## Project Memory` section.
+    pub fn badge(self) -> &'static str {
+        match self {
+            MemoryCategory::Preference => "[PREF]",
+            MemoryCategory::Convention => "[CONV]",
+            MemoryCategory::Pattern => "[PATN]",
+            MemoryCategory::Correction => "[WARN]",
+            MemoryCategory::Fact => "[FACT]",
+        }
+    }
+}
+
+impl fmt::Display for MemoryCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for MemoryCategory {
+    type Err = MemoryError;
+
+    /// The category names, their plurals and the badges' words, in any case.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_lowercase();
+        Ok(match lower.trim_end_matches('s') {
+            "preference" | "pref" => MemoryCategory::Preference,
+            "convention" | "conv" => MemoryCategory::Convention,
+            "pattern" | "patn" => MemoryCategory::Pattern,
+            "correction" | "warn" | "warning" => MemoryCategory::Correction,
+            "fact" => MemoryCategory::Fact,
+            _ => return Err(MemoryError::UnknownCategory(s.to_string())),
+        })
+    }
+}
+
+/// One stored memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryEntry {
+    pub id: String,
+    pub project_path: String,
+    pub category: MemoryCategory,
+    pub content: String,
+    pub keywords: Vec<String>,
+    /// 0.0-1.0; decays over time.
+    pub importance: f32,
+    /// Times the memory was returned by a search or injected.
+    pub access_count: i64,
+    pub source_session_id: Option<String>,
+    pub source_context: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub last_accessed_at: i64,
+    /// When decay last lowered the importance; decay counts from the later of this and
+    /// `last_accessed_at`, so running it often compounds to the same result as running it once.
+    #[serde(default)]
+    pub decayed_at: Option<i64>,
+}
+
+/// A memory to create.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewMemoryEntry {
+    pub project_path: String,
+    pub category: MemoryCategory,
+    pub content: String,
+    /// Empty: derived from the content (its first distinct terms).
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default = "default_importance")]
+    pub importance: f32,
+    #[serde(default)]
+    pub source_session_id: Option<String>,
+    #[serde(default)]
+    pub source_context: Option<String>,
+}
+
+fn default_importance() -> f32 {
+    0.5
+}
+
+impl NewMemoryEntry {
+    /// A memory with importance 0.5 and derived keywords.
+    pub fn new(
+        project_path: impl Into<String>,
+        category: MemoryCategory,
+        content: impl Into<String>,
+    ) -> Self {
+        NewMemoryEntry {
+            project_path: project_path.into(),
+            category,
+            content: content.into(),
+            keywords: Vec::new(),
+            importance: default_importance(),
+            source_session_id: None,
+            source_context: None,
+        }
+    }
+
+    pub fn importance(mut self, importance: f32) -> Self {
+        self.importance = importance;
+        self
+    }
+
+    pub fn keywords<S: Into<String>>(mut self, keywords: impl IntoIterator<Item = S>) -> Self {
+        self.keywords = keywords.into_iter().map(Into::into).collect();
+        self
+    }
+
+    pub fn session(mut self, session_id: impl Into<String>) -> Self {
+        self.source_session_id = Some(session_id.into());
+        self
+    }
+
+    pub fn context(mut self, context: impl Into<String>) -> Self {
+        self.source_context = Some(context.into());
+        self
+    }
+}
+
+/// Fields to change; `None` leaves a field as it is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemoryUpdate {
+    pub content: Option<String>,
+    pub category: Option<MemoryCategory>,
+    pub importance: Option<f32>,
+    pub keywords: Option<Vec<String>>,
+}
+
+/// What an upsert did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UpsertResult {
+    /// Nothing similar existed; the memory was added.
+    Inserted(MemoryEntry),
+    /// A memory with cosine similarity above 0.85 existed and absorbed the new one.
+    Merged {
+        original_id: String,
+        merged: MemoryEntry,
+        similarity: f32,
+    },
+    /// Nothing was written.
+    Skipped {
+        reason: String,
+        existing_id: Option<String>,
+    },
+}
+
+impl UpsertResult {
+    /// The id of the memory that now holds the content, if any.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            UpsertResult::Inserted(e) => Some(&e.id),
+            UpsertResult::Merged { merged, .. } => Some(&merged.id),
+            UpsertResult::Skipped { existing_id, .. } => existing_id.as_deref(),
+        }
+    }
+}
+
+/// A search (seed 004 §4.3.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemorySearchRequest {
+    pub project_path: String,
+    pub query: String,
+    /// Only these categories; `None` for all.
+    pub categories: Option<Vec<MemoryCategory>>,
+    /// At most this many results (default 10).
+    pub top_k: usize,
+    /// Ignore memories below this importance (default 0.1).
+    pub min_importance: f32,
+    /// Bump `access_count` and `last_accessed_at` of what is returned (default true).
+    pub touch: bool,
+}
+
+impl MemorySearchRequest {
+    pub fn new(project_path: impl Into<String>, query: impl Into<String>) -> Self {
+        MemorySearchRequest {
+            project_path: project_path.into(),
+            query: query.into(),
+            categories: None,
+            top_k: 10,
+            min_importance: 0.1,
+            touch: true,
+        }
+    }
+
+    pub fn top_k(mut self, top_k: usize) -> Self {
+        self.top_k = top_k;
+        self
+    }
+
+    pub fn categories(mut self, categories: impl IntoIterator<Item = MemoryCategory>) -> Self {
+        self.categories = Some(categories.into_iter().collect());
+        self
+    }
+
+    pub fn min_importance(mut self, min_importance: f32) -> Self {
+        self.min_importance = min_importance;
+        self
+    }
+
+    /// Leave access counts alone (for previews and maintenance).
+    pub fn without_touch(mut self) -> Self {
+        self.touch = false;
+        self
+    }
+}
+
+/// One search hit with the parts of its score.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemorySearchResult {
+    pub entry: MemoryEntry,
+    /// The blended score of [`compute_relevance_score`](crate::retrieval::compute_relevance_score).
+    pub relevance_score: f32,
+    /// TF-IDF cosine similarity to the query.
+    pub similarity: f32,
+    /// Jaccard overlap of the query's terms and the memory's keyword terms.
+    pub keyword_overlap: f32,
+}
+
+/// Paging and filtering for [`list`](crate::MemoryStore::list); newest first by default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListOptions {
+    pub category: Option<MemoryCategory>,
+    pub offset: usize,
+    pub limit: usize,
+    pub order: ListOrder,
+}
+
+impl Default for ListOptions {
+    fn default() -> Self {
+        ListOptions {
+            category: None,
+            offset: 0,
+            limit: 100,
+            order: ListOrder::Newest,
+        }
+    }
+}
+
+/// Order of a listing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// Most recently created first.
+    #[default]
+    Newest,
+    /// Most important first.
+    Importance,
+}
+
+/// Counts for a project.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemoryStats {
+    pub project_path: String,
+    pub total: usize,
+    /// Count per category name (all five present).
+    pub by_category: BTreeMap<String, usize>,
+    pub average_importance: f32,
+    pub total_accesses: i64,
+    pub episodes: usize,
+    pub history_entries: usize,
+    pub oldest_created_at: Option<i64>,
+    pub newest_updated_at: Option<i64>,
+}
+
+/// The kind of an episodic record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordType {
+    Success,
+    Failure,
+    Discovery,
+}
+
+impl RecordType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordType::Success => "success",
+            RecordType::Failure => "failure",
+            RecordType::Discovery => "discovery",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        match s {
+            "success" => Some(RecordType::Success),
+            "failure" => Some(RecordType::Failure),
+            "discovery" => Some(RecordType::Discovery),
+            _ => None,
+        }
+    }
+}
+
+/// What happened in one run: the task, the approach and the outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodicRecord {
+    pub id: String,
+    pub project_path: String,
+    pub session_id: String,
+    pub record_type: RecordType,
+    pub task_summary: String,
+    pub approach_summary: String,
+    pub outcome_summary: String,
+    pub tools_used: Vec<String>,
+    pub keywords: Vec<String>,
+    pub created_at: i64,
+}
+
+/// An episodic record to create.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewEpisodicRecord {
+    pub project_path: String,
+    pub session_id: String,
+    pub record_type: RecordType,
+    pub task_summary: String,
+    pub approach_summary: String,
+    pub outcome_summary: String,
+    pub tools_used: Vec<String>,
+    pub keywords: Vec<String>,
+}
+
+/// What a history entry records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryAction {
+    Insert,
+    Merge,
+    Update,
+    Delete,
+    Decay,
+    /// An undo put a memory back as it was before an earlier entry.
+    Restore,
+}
+
+impl HistoryAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistoryAction::Insert => "insert",
+            HistoryAction::Merge => "merge",
+            HistoryAction::Update => "update",
+            HistoryAction::Delete => "delete",
+            HistoryAction::Decay => "decay",
+            HistoryAction::Restore => "restore",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "insert" => HistoryAction::Insert,
+            "merge" => HistoryAction::Merge,
+            "update" => HistoryAction::Update,
+            "delete" => HistoryAction::Delete,
+            "decay" => HistoryAction::Decay,
+            "restore" => HistoryAction::Restore,
+            _ => return None,
+        })
+    }
+}
+
+/// One change to one memory, with the memory before and after it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HistoryEntry {
+    pub id: i64,
+    pub memory_id: String,
+    pub project_path: String,
+    pub action: HistoryAction,
+    /// `None` for an insert.
+    pub before: Option<MemoryEntry>,
+    /// `None` when the memory was removed.
+    pub after: Option<MemoryEntry>,
+    /// For merges: the other memory.
+    pub related_id: Option<String>,
+    pub reason: Option<String>,
+    pub at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_parse_by_name_plural_and_badge() {
+        for c in MemoryCategory::ALL {
+            assert_eq!(c.as_str().parse::<MemoryCategory>().unwrap(), c);
+            assert_eq!(c.badge().parse::<MemoryCategory>().unwrap(), c);
+        }
+        assert_eq!(
+            "Preferences".parse::<MemoryCategory>().unwrap(),
+            MemoryCategory::Preference
+        );
+        let err = "opinion".parse::<MemoryCategory>().unwrap_err().to_string();
+        assert!(err.contains("`opinion`") && err.contains("preference"), "{err}");
+    }
+
+    #[test]
+    fn badges_are_the_seeds() {
+        let badges: Vec<&str> = MemoryCategory::ALL.iter().map(|c| c.badge()).collect();
+        assert_eq!(badges, ["[PREF]", "[CONV]", "[PATN]", "[WARN]", "[FACT]"]);
+    }
+}

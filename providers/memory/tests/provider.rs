@@ -1,0 +1,426 @@
+//! The context provider: injection, budgets, explicit commands, episodes, `project:` state,
+//! and the whole loop through an agent.
+
+use std::sync::Arc;
+
+use ctxkit::{
+    Agent, ApproxCounter, ContextProvider, Error, Message, RunInfo, ScriptedModel, State, Thread,
+    TokenCounter, ToolCall,
+};
+use ctxkit_memory::*;
+
+const P: &str = "/work/alpha";
+
+async fn store() -> (tempfile::TempDir, Arc<SqliteMemoryStore>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteMemoryStore::open(dir.path().join("memory.db")).unwrap());
+    (dir, store)
+}
+
+fn run(project: Option<&str>) -> RunInfo {
+    RunInfo {
+        thread_id: "thread-1".into(),
+        project: project.map(str::to_string),
+        ..RunInfo::default()
+    }
+}
+
+async fn add(
+    store: &SqliteMemoryStore,
+    category: MemoryCategory,
+    content: &str,
+    importance: f32,
+) -> MemoryEntry {
+    store
+        .add(NewMemoryEntry::new(P, category, content).importance(importance))
+        .await
+        .unwrap()
+}
+
+fn github_token() -> String {
+    format!("ghp_{}", "Zx9Yw8Vu7T".repeat(4))
+}
+
+#[tokio::test]
+async fn injects_project_memory_with_badges_ranked_by_relevance() {
+    let (_dir, store) = store().await;
+    let pref = add(
+        &store,
+        MemoryCategory::Preference,
+        "Always use pnpm, not npm",
+        0.9,
+    )
+    .await;
+    let warn = add(
+        &store,
+        MemoryCategory::Correction,
+        "Never run npm install in the workspace root",
+        0.6,
+    )
+    .await;
+    add(&store, MemoryCategory::Fact, "Deploys happen on Fridays", 1.0).await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let ctx = provider
+        .invoking(
+            &[Message::user("Should I install lodash with npm?")],
+            &run(Some(P)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ctx.sections.len(), 1);
+    let section = &ctx.sections[0];
+    assert_eq!(section.kind, "memories");
+    assert_eq!(section.placement, ctxkit::Placement::PerMessage);
+    let lines: Vec<&str> = section.text.lines().collect();
+    assert_eq!(lines[0], "## Project Memory");
+    assert_eq!(
+        lines[1],
+        "The following facts were learned from previous sessions:"
+    );
+    assert_eq!(lines[2], "");
+    let rest: Vec<&str> = lines[3..].to_vec();
+    assert_eq!(rest.len(), 2, "the unrelated memory stays out: {rest:?}");
+    assert!(rest.contains(&"- [PREF] Always use pnpm, not npm"));
+    assert!(rest.contains(&"- [WARN] Never run npm install in the workspace root"));
+    let mut items = section.items.clone();
+    items.sort();
+    let mut want = vec![pref.id.clone(), warn.id.clone()];
+    want.sort();
+    assert_eq!(items, want);
+    // Injection counts as an access.
+    assert_eq!(store.get(&pref.id).await.unwrap().unwrap().access_count, 1);
+}
+
+#[tokio::test]
+async fn the_character_and_token_budgets_hold() {
+    let (_dir, store) = store().await;
+    for i in 0..30 {
+        let content = format!(
+            "Rule {i}: the build {} must pass before merging",
+            "really ".repeat(20)
+        );
+        add(&store, MemoryCategory::Convention, &content, 0.5).await;
+    }
+    let provider = MemoryContextProvider::new(store.clone()).with_max_memories(30);
+    let msg = [Message::user("does the build need to pass before merging?")];
+    let ctx = provider.invoking(&msg, &run(Some(P))).await.unwrap();
+    let text = &ctx.sections[0].text;
+    assert!(
+        text.chars().count() <= DEFAULT_MAX_CHARS,
+        "{}",
+        text.chars().count()
+    );
+    assert!(ctx.sections[0].items.len() >= 5 && ctx.sections[0].items.len() < 30);
+
+    let counter = Arc::new(ApproxCounter);
+    let small = MemoryContextProvider::new(store.clone())
+        .with_max_memories(30)
+        .with_token_counter(counter.clone());
+    let budgeted = RunInfo {
+        token_budget: Some(120),
+        ..run(Some(P))
+    };
+    let ctx = small.invoking(&msg, &budgeted).await.unwrap();
+    assert!(counter.count(&ctx.sections[0].text) <= 120);
+    assert!(!ctx.sections[0].items.is_empty());
+    let none = RunInfo {
+        token_budget: Some(5),
+        ..run(Some(P))
+    };
+    assert!(
+        small.invoking(&msg, &none).await.unwrap().is_empty(),
+        "nothing fits in 5 tokens"
+    );
+
+    let tiny = MemoryContextProvider::new(store).with_max_chars(100);
+    assert!(tiny.invoking(&msg, &run(Some(P))).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn without_a_project_or_a_user_message_nothing_happens() {
+    let (_dir, store) = store().await;
+    add(&store, MemoryCategory::Fact, "The API lives in src/api", 0.9).await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let msg = [Message::user("where is the API?")];
+    assert!(provider.invoking(&msg, &run(None)).await.unwrap().is_empty());
+    assert!(provider.invoking(&[], &run(Some(P))).await.unwrap().is_empty());
+    provider
+        .invoked(
+            &[Message::user("remember that the API moved")],
+            Ok(&[Message::assistant("ok")]),
+            &run(None),
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.count(P).await.unwrap(), 1);
+    // The provider's own project applies when the run has none.
+    let scoped = MemoryContextProvider::new(store).with_project(P);
+    assert!(!scoped.invoking(&msg, &run(None)).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn another_projects_memories_never_appear() {
+    let (_dir, store) = store().await;
+    add(&store, MemoryCategory::Fact, "The API lives in src/api", 0.9).await;
+    let provider = MemoryContextProvider::new(store);
+    let ctx = provider
+        .invoking(
+            &[Message::user("where does the API live?")],
+            &run(Some("/work/beta")),
+        )
+        .await
+        .unwrap();
+    assert!(ctx.is_empty());
+}
+
+#[tokio::test]
+async fn remember_forget_and_query_commands() {
+    let (_dir, store) = store().await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let r = run(Some(P));
+    let reply = [Message::assistant("Noted.")];
+
+    let request = [Message::user(
+        "Remember that integration tests need Docker running",
+    )];
+    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    let all = store.list(P, ListOptions::default()).await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].content, "Integration tests need Docker running");
+    assert_eq!(all[0].importance, EXPLICIT_IMPORTANCE);
+    assert_eq!(all[0].source_session_id.as_deref(), Some("thread-1"));
+
+    // A command runs once per user message, however many model calls the run makes.
+    store.delete(&all[0].id).await.unwrap();
+    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    assert_eq!(store.count(P).await.unwrap(), 0);
+    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    assert_eq!(store.count(P).await.unwrap(), 0);
+
+    let request = [Message::user("always use pnpm")];
+    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    let pref = store.list(P, ListOptions::default()).await.unwrap();
+    assert_eq!(pref[0].category, MemoryCategory::Preference);
+    add(&store, MemoryCategory::Fact, "Staging runs on fly.io", 0.5).await;
+
+    // Query: what matches the query, not the whole message.
+    let ctx = provider
+        .invoking(&[Message::user("What do you remember about staging?")], &r)
+        .await
+        .unwrap();
+    let text = ctx.instructions().unwrap();
+    assert!(
+        text.contains("- [FACT] Staging runs on fly.io") && !text.contains("pnpm"),
+        "{text}"
+    );
+    let ctx = provider
+        .invoking(&[Message::user("what are my preferences?")], &r)
+        .await
+        .unwrap();
+    let text = ctx.instructions().unwrap();
+    assert!(
+        text.contains("- [PREF] Always use pnpm") && !text.contains("Staging"),
+        "{text}"
+    );
+    let ctx = provider
+        .invoking(&[Message::user("what do you remember about kubernetes?")], &r)
+        .await
+        .unwrap();
+    assert!(ctx
+        .instructions()
+        .unwrap()
+        .contains("Nothing is remembered about \"kubernetes\""));
+
+    // Forget.
+    let request = [Message::user("Please forget about the staging server on fly.io")];
+    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    let left: Vec<String> = store
+        .list(P, ListOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.content)
+        .collect();
+    assert_eq!(left, ["Always use pnpm"]);
+
+    // Commands can be turned off.
+    let quiet = MemoryContextProvider::new(store.clone()).without_commands();
+    quiet
+        .invoked(
+            &[Message::user("remember that nothing is stored")],
+            Ok(&reply),
+            &r,
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.count(P).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn a_secret_in_a_remember_command_is_refused_and_explained() {
+    let (_dir, store) = store().await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let token = github_token();
+    let msg = [Message::user(format!(
+        "remember that the deploy token is {token}"
+    ))];
+    let ctx = provider.invoking(&msg, &run(Some(P))).await.unwrap();
+    let text = ctx.instructions().unwrap();
+    assert!(
+        text.contains("github-token") && text.contains("never stored"),
+        "{text}"
+    );
+    assert!(!text.contains(&token));
+    provider
+        .invoked(
+            &msg,
+            Ok(&[Message::assistant("I won't store that.")]),
+            &run(Some(P)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.count(P).await.unwrap(), 0);
+    // The episode of the run is stored with the secret redacted.
+    let episodes = store.episodes(P, 10).await.unwrap();
+    assert_eq!(episodes.len(), 1);
+    assert!(!episodes[0].task_summary.contains(&token));
+    assert!(episodes[0].task_summary.contains("[REDACTED:github-token]"));
+}
+
+#[tokio::test]
+async fn one_episode_per_run_on_the_final_call() {
+    let (_dir, store) = store().await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let r = run(Some(P));
+    let call = ToolCall::new("c1", "read_file", &serde_json::json!({"path": "src/main.rs"}));
+    let asks_tool = [Message::tool_calls(vec![call.clone()])];
+    let user = Message::user("fix the failing build");
+    provider
+        .invoked(std::slice::from_ref(&user), Ok(&asks_tool), &r)
+        .await
+        .unwrap();
+    assert!(
+        store.episodes(P, 10).await.unwrap().is_empty(),
+        "a tool round is not the end of a run"
+    );
+    let second = [
+        user.clone(),
+        Message::tool_calls(vec![call]),
+        Message::tool_result("c1", "fn main() {}"),
+    ];
+    provider
+        .invoked(
+            &second,
+            Ok(&[Message::assistant("Fixed the missing semicolon.")]),
+            &r,
+        )
+        .await
+        .unwrap();
+    let episodes = store.episodes(P, 10).await.unwrap();
+    assert_eq!(episodes.len(), 1);
+    let e = &episodes[0];
+    assert_eq!(e.record_type, RecordType::Success);
+    assert_eq!(e.task_summary, "fix the failing build");
+    assert_eq!(e.tools_used, ["read_file"]);
+    assert_eq!(e.approach_summary, "used tools: read_file");
+    assert_eq!(e.outcome_summary, "Fixed the missing semicolon.");
+    assert_eq!(e.session_id, "thread-1");
+
+    let failed = Error::Model {
+        model: "m".into(),
+        message: "rate limited".into(),
+    };
+    provider
+        .invoked(&[Message::user("try again")], Err(&failed), &r)
+        .await
+        .unwrap();
+    let episodes = store.episodes(P, 10).await.unwrap();
+    assert_eq!(episodes.len(), 2);
+    assert!(episodes
+        .iter()
+        .any(|e| e.record_type == RecordType::Failure && e.outcome_summary.contains("rate limited")));
+
+    let silent = MemoryContextProvider::new(store.clone()).without_episodes();
+    silent
+        .invoked(&[Message::user("again")], Ok(&[Message::assistant("ok")]), &r)
+        .await
+        .unwrap();
+    assert_eq!(store.episodes(P, 10).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn project_state_is_persisted_and_loaded() {
+    let (_dir, store) = store().await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let mut state = State::default();
+    state.set("project:package_manager", serde_json::json!("pnpm"));
+    state.set("session:goal", serde_json::json!("fix"));
+    state.set(
+        "project:api_key",
+        serde_json::json!(format!("sk-proj-{}", "Ab1Cd2Ef3G".repeat(3))),
+    );
+    let r = RunInfo {
+        state,
+        ..run(Some(P))
+    };
+    provider
+        .invoked(&[Message::user("hi")], Ok(&[Message::assistant("hello")]), &r)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.state_entries(P).await.unwrap(),
+        [("package_manager".to_string(), serde_json::json!("pnpm"))],
+        "session keys stay out and the secret is refused"
+    );
+
+    // A new thread starts with it, through the hook.
+    let agent = Agent::builder()
+        .project(P)
+        .model(Arc::new(ScriptedModel::new([Message::assistant("ok")])))
+        .hook(MemoryHook::new(store.clone()))
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    agent.run(&mut thread, "hello").await.unwrap();
+    assert_eq!(
+        thread.state().get("project:package_manager"),
+        Some(&serde_json::json!("pnpm"))
+    );
+}
+
+#[tokio::test]
+async fn the_agent_loop_remembers_and_injects_across_threads() {
+    let (_dir, store) = store().await;
+    let model = Arc::new(ScriptedModel::new([
+        Message::assistant("I'll remember that."),
+        Message::assistant("Use pnpm add lodash."),
+    ]));
+    let agent = Agent::builder()
+        .project(P)
+        .model(model.clone())
+        .provider(MemoryContextProvider::new(store.clone()))
+        .build()
+        .unwrap();
+    let mut first = Thread::new();
+    agent
+        .run(&mut first, "Remember that we always use pnpm, not npm")
+        .await
+        .unwrap();
+    let mut second = Thread::new();
+    let out = agent
+        .run(&mut second, "How do I add lodash with npm?")
+        .await
+        .unwrap();
+    let memories = out.report.injected.get("memories").cloned().unwrap_or_default();
+    assert_eq!(memories.len(), 1);
+    let requests = model.requests();
+    let system = &requests[1].messages[0];
+    assert_eq!(system.role, ctxkit::Role::System);
+    assert!(system.content.contains("## Project Memory"), "{}", system.content);
+    assert!(
+        system.content.contains("- [PREF] We always use pnpm, not npm"),
+        "{}",
+        system.content
+    );
+    assert_eq!(store.episodes(P, 10).await.unwrap().len(), 2);
+}

@@ -1,0 +1,900 @@
+//! The store: every operation, scoring by hand, upsert, maintenance over simulated days,
+//! history and undo, secrets, project isolation, export/import, concurrency.
+
+use std::collections::BTreeSet;
+
+use ctxkit_memory::retrieval::{compute_relevance_score, Vocabulary};
+use ctxkit_memory::text::terms;
+use ctxkit_memory::*;
+
+const P: &str = "/work/alpha";
+const Q: &str = "/work/beta";
+const START: i64 = 1_700_000_000_000;
+
+fn open() -> (tempfile::TempDir, MemoryDb, ManualClock) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(START);
+    let db = OpenOptions::default()
+        .clock(clock.clone())
+        .open(dir.path().join("memory.db"))
+        .unwrap();
+    (dir, db, clock)
+}
+
+fn new(content: &str) -> NewMemoryEntry {
+    NewMemoryEntry::new(P, MemoryCategory::Fact, content)
+}
+
+fn github_token() -> String {
+    format!("ghp_{}", "a1B2c3D4e5".repeat(4))
+}
+
+#[test]
+fn crud_round_trip() {
+    let (_dir, db, clock) = open();
+    let e = db
+        .add(
+            NewMemoryEntry::new(P, MemoryCategory::Preference, "  Always use pnpm, not npm  ")
+                .importance(0.9)
+                .keywords(["PNPM", "package manager", "pnpm"])
+                .session("s1")
+                .context("user said so"),
+        )
+        .unwrap();
+    assert_eq!(e.content, "Always use pnpm, not npm");
+    assert_eq!(e.keywords, ["pnpm", "package manager"]);
+    assert_eq!((e.importance, e.access_count, e.created_at), (0.9, 0, START));
+    assert_eq!(e.source_session_id.as_deref(), Some("s1"));
+    assert_eq!(db.get(&e.id).unwrap().as_ref(), Some(&e));
+    assert_eq!(db.count(P).unwrap(), 1);
+
+    // Keywords are derived when none are given.
+    let f = db.add(new("Frontend state lives in Zustand stores")).unwrap();
+    assert_eq!(f.keywords, ["frontend", "state", "lives", "zustand", "stores"]);
+
+    clock.advance_days(1.0);
+    let u = db
+        .update(
+            &e.id,
+            MemoryUpdate {
+                content: Some("Always use pnpm 9, never npm".into()),
+                importance: Some(0.95),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(u.content, "Always use pnpm 9, never npm");
+    assert_eq!(u.keywords, e.keywords, "keywords stay unless given");
+    assert_eq!(u.updated_at, START + DAY_MS);
+    assert_eq!(u.created_at, START);
+    assert_eq!(db.get(&e.id).unwrap().unwrap(), u);
+
+    // Updating into an existing content is a duplicate naming the other id.
+    let err = db
+        .update(
+            &e.id,
+            MemoryUpdate {
+                content: Some(f.content.clone()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::Duplicate { existing, .. } if *existing == f.id),
+        "{err}"
+    );
+
+    // Adding the same content twice is a duplicate.
+    let err = db.add(new("Frontend state lives in Zustand stores")).unwrap_err();
+    assert!(err.to_string().contains(&f.id), "{err}");
+
+    let gone = db.delete(&e.id).unwrap();
+    assert_eq!(gone.id, e.id);
+    assert_eq!(db.get(&e.id).unwrap(), None);
+    assert!(matches!(db.delete(&e.id).unwrap_err(), MemoryError::NotFound(id) if id == e.id));
+    assert!(matches!(
+        db.update("nope", MemoryUpdate::default()).unwrap_err(),
+        MemoryError::NotFound(_)
+    ));
+    assert_eq!(db.count(P).unwrap(), 1);
+    assert_eq!(db.clear(P).unwrap(), 1);
+    assert_eq!(db.count(P).unwrap(), 0);
+    assert!(db
+        .search(&MemorySearchRequest::new(P, "zustand"))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn invalid_input_is_an_error_not_a_panic() {
+    let (_dir, db, _) = open();
+    for (entry, needle) in [
+        (new("   "), "empty"),
+        (new("x").importance(1.5), "outside"),
+        (new("x").importance(f32::NAN), "outside"),
+        (NewMemoryEntry::new(" ", MemoryCategory::Fact, "x"), "project"),
+        (new(&"long ".repeat(500)), "limit is 2000"),
+    ] {
+        let err = db.add(entry).unwrap_err().to_string();
+        assert!(err.contains(needle), "{err}");
+    }
+    assert_eq!(db.count(P).unwrap(), 0);
+}
+
+#[test]
+fn add_many_is_all_or_nothing() {
+    let (_dir, db, _) = open();
+    let ok = db.add_many(vec![new("one fact"), new("two facts")]).unwrap();
+    assert_eq!(ok.len(), 2);
+    let err = db
+        .add_many(vec![new("three facts"), new("one fact")])
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::Duplicate { .. }), "{err}");
+    assert_eq!(db.count(P).unwrap(), 2, "the batch was rolled back");
+    let err = db
+        .add_many(vec![new("four facts"), new("")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("memory 2 of 2"), "{err}");
+}
+
+#[test]
+fn list_filters_pages_and_orders() {
+    let (_dir, db, clock) = open();
+    for i in 0..7 {
+        let cat = if i % 2 == 0 {
+            MemoryCategory::Preference
+        } else {
+            MemoryCategory::Fact
+        };
+        db.add(NewMemoryEntry::new(P, cat, format!("memory number {i}")).importance(i as f32 / 10.0))
+            .unwrap();
+        clock.advance_ms(1000);
+    }
+    db.add(NewMemoryEntry::new(
+        Q,
+        MemoryCategory::Preference,
+        "other project",
+    ))
+    .unwrap();
+    let all = db.list(P, &ListOptions::default()).unwrap();
+    assert_eq!(all.len(), 7);
+    assert_eq!(all[0].content, "memory number 6", "newest first");
+    let prefs = db
+        .list(
+            P,
+            &ListOptions {
+                category: Some(MemoryCategory::Preference),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(prefs.len(), 4);
+    assert!(prefs.iter().all(|e| e.category == MemoryCategory::Preference));
+    let page = db
+        .list(
+            P,
+            &ListOptions {
+                offset: 2,
+                limit: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let names: Vec<&str> = page.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(names, ["memory number 4", "memory number 3", "memory number 2"]);
+    let by_importance = db
+        .list(
+            P,
+            &ListOptions {
+                order: ListOrder::Importance,
+                limit: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(by_importance[0].importance, 0.6);
+}
+
+#[test]
+fn scores_follow_the_seed_formula_by_hand() {
+    let (_dir, db, clock) = open();
+    let a = db
+        .add(new("pnpm workspaces").importance(0.8).keywords(["pnpm"]))
+        .unwrap();
+    db.add(new("pnpm lockfile").importance(0.3).keywords(["lockfile"]))
+        .unwrap();
+    db.add(new("cargo build").importance(0.5)).unwrap();
+
+    // N = 3, df(pnpm) = 2, df(workspaces) = 1.
+    let idf_p = (4.0f32 / 3.0).ln() + 1.0;
+    let idf_w = (4.0f32 / 2.0).ln() + 1.0;
+    let cosine = idf_p / (idf_p * idf_p + idf_w * idf_w).sqrt();
+    // Query terms {pnpm}; A's keyword terms {pnpm}: Jaccard 1. Accessed 0 days ago.
+    let expected_now = 0.40 * cosine + 0.25 * 1.0 + 0.20 * 0.8 + 0.15 * 1.0;
+    let hits = db
+        .search(&MemorySearchRequest::new(P, "pnpm").without_touch())
+        .unwrap();
+    assert_eq!(hits[0].entry.id, a.id);
+    assert!(
+        (hits[0].similarity - cosine).abs() < 1e-5,
+        "{} vs {cosine}",
+        hits[0].similarity
+    );
+    assert_eq!(hits[0].keyword_overlap, 1.0);
+    assert!(
+        (hits[0].relevance_score - expected_now).abs() < 1e-5,
+        "{}",
+        hits[0].relevance_score
+    );
+    assert!((hits[0].relevance_score - compute_relevance_score(cosine, 1.0, 0.8, 0.0)).abs() < 1e-6);
+
+    // Ten days later, recency is 1 / (1 + 10 · 0.1) = 0.5.
+    clock.advance_days(10.0);
+    let expected_later = 0.40 * cosine + 0.25 + 0.20 * 0.8 + 0.15 * 0.5;
+    let hits = db
+        .search(&MemorySearchRequest::new(P, "pnpm").without_touch())
+        .unwrap();
+    assert!((hits[0].relevance_score - expected_later).abs() < 1e-5);
+
+    // The second pnpm memory: cosine by the same vocabulary, keywords {lockfile}: Jaccard 0.
+    let v = Vocabulary::from_texts(["pnpm workspaces", "pnpm lockfile", "cargo build"]);
+    let cos_b = v
+        .vector(&terms("pnpm"))
+        .cosine(&v.vector(&terms("pnpm lockfile")));
+    let expected_b = 0.40 * cos_b + 0.20 * 0.3 + 0.15 * 0.5;
+    assert_eq!(hits.len(), 2, "cargo build shares nothing with the query");
+    assert!((hits[1].relevance_score - expected_b).abs() < 1e-5);
+    assert_eq!(hits[1].keyword_overlap, 0.0);
+}
+
+#[test]
+fn the_similarity_gate_keeps_unrelated_memories_out() {
+    let (_dir, db, _) = open();
+    db.add(new("Deploys happen on Friday afternoons").importance(1.0))
+        .unwrap();
+    db.add(new("The release checklist lives in docs").importance(1.0))
+        .unwrap();
+    let related = db
+        .add(new("Use pnpm to install dependencies").importance(0.1))
+        .unwrap();
+    let hits = db
+        .search(
+            &MemorySearchRequest::new(P, "how do I install dependencies?")
+                .top_k(10)
+                .min_importance(0.0),
+        )
+        .unwrap();
+    let ids: Vec<&str> = hits.iter().map(|h| h.entry.id.as_str()).collect();
+    assert_eq!(ids, [related.id.as_str()]);
+    assert!(db
+        .search(&MemorySearchRequest::new(P, "kubernetes helm"))
+        .unwrap()
+        .is_empty());
+    // A query of stop words only finds nothing.
+    assert!(db
+        .search(&MemorySearchRequest::new(P, "what is it about"))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn keyword_overlap_alone_passes_the_gate() {
+    let (_dir, db, _) = open();
+    let e = db
+        .add(new("Use the faster package manager").keywords(["pnpm"]))
+        .unwrap();
+    let hits = db.search(&MemorySearchRequest::new(P, "pnpm")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].entry.id, e.id);
+    assert_eq!(hits[0].similarity, 0.0);
+    assert_eq!(hits[0].keyword_overlap, 1.0);
+}
+
+#[test]
+fn search_filters_and_counts_access() {
+    let (_dir, db, clock) = open();
+    let pref = db
+        .add(NewMemoryEntry::new(
+            P,
+            MemoryCategory::Preference,
+            "Prefer tabs in Rust code",
+        ))
+        .unwrap();
+    let fact = db.add(new("Rust code is formatted by rustfmt")).unwrap();
+    db.add(new("Rust nightly is not used").importance(0.05)).unwrap();
+
+    let hits = db.search(&MemorySearchRequest::new(P, "rust code")).unwrap();
+    assert_eq!(hits.len(), 2, "the memory below min_importance 0.1 is left out");
+    let prefs = db
+        .search(
+            &MemorySearchRequest::new(P, "rust code")
+                .categories([MemoryCategory::Preference])
+                .without_touch(),
+        )
+        .unwrap();
+    assert_eq!(prefs.len(), 1);
+    assert_eq!(prefs[0].entry.id, pref.id);
+    assert_eq!(
+        db.search(&MemorySearchRequest::new(P, "rust code").top_k(1).without_touch())
+            .unwrap()
+            .len(),
+        1
+    );
+
+    clock.advance_days(2.0);
+    let hits = db.search(&MemorySearchRequest::new(P, "rustfmt")).unwrap();
+    assert_eq!(hits[0].entry.access_count, 2);
+    let stored = db.get(&fact.id).unwrap().unwrap();
+    assert_eq!(stored.access_count, 2, "two searches returned it");
+    assert_eq!(stored.last_accessed_at, START + 2 * DAY_MS);
+    db.search(&MemorySearchRequest::new(P, "rustfmt").without_touch())
+        .unwrap();
+    assert_eq!(db.get(&fact.id).unwrap().unwrap().access_count, 2);
+}
+
+#[test]
+fn unicode_text_is_searchable() {
+    let (_dir, db, _) = open();
+    let ja = db.add(new("日本語のドキュメントは docs/ja にある")).unwrap();
+    let de = db.add(new("Die Straßenkarte liegt im Ordner Karten")).unwrap();
+    assert_eq!(
+        db.search(&MemorySearchRequest::new(P, "日本語")).unwrap()[0]
+            .entry
+            .id,
+        ja.id
+    );
+    assert_eq!(
+        db.search(&MemorySearchRequest::new(P, "STRASSENKARTE straßenkarte"))
+            .unwrap()[0]
+            .entry
+            .id,
+        de.id
+    );
+}
+
+#[test]
+fn upsert_inserts_merges_and_skips() {
+    let (_dir, db, _) = open();
+    db.add(new("Deploys happen on Friday afternoons")).unwrap();
+    db.add(new("Frontend state lives in Zustand stores")).unwrap();
+    let base = "Always run cargo fmt before committing code changes in this repository";
+    let first = match db.upsert(new(base).importance(0.6)).unwrap() {
+        UpsertResult::Inserted(e) => e,
+        other => panic!("expected an insert, got {other:?}"),
+    };
+    // Identical content: skipped, naming the existing memory.
+    match db.upsert(new(base)).unwrap() {
+        UpsertResult::Skipped { reason, existing_id } => {
+            assert_eq!(existing_id.as_deref(), Some(first.id.as_str()));
+            assert!(reason.contains("identical"), "{reason}");
+        }
+        other => panic!("expected a skip, got {other:?}"),
+    }
+    // One more term: similar above 0.85, merged into the same memory.
+    let richer = format!("{base} workspace");
+    match db
+        .upsert(new(&richer).importance(0.9).keywords(["fmt", "git"]))
+        .unwrap()
+    {
+        UpsertResult::Merged {
+            original_id,
+            merged,
+            similarity,
+        } => {
+            assert_eq!(original_id, first.id);
+            assert_eq!(merged.id, first.id);
+            assert!(similarity > MERGE_SIMILARITY, "{similarity}");
+            assert_eq!(merged.content, richer, "the more informative content wins");
+            assert_eq!(merged.importance, 0.9);
+            assert!(
+                merged.keywords.contains(&"git".to_string())
+                    && merged.keywords.contains(&"cargo".to_string())
+            );
+        }
+        other => panic!("expected a merge, got {other:?}"),
+    }
+    assert_eq!(db.count(P).unwrap(), 3);
+    // The shorter version adds nothing to the merged memory: skipped with a reason.
+    match db.upsert(new(base).importance(0.2)).unwrap() {
+        UpsertResult::Skipped { reason, existing_id } => {
+            assert_eq!(existing_id.as_deref(), Some(first.id.as_str()));
+            assert!(reason.contains("already says as much"), "{reason}");
+        }
+        other => panic!("expected a skip, got {other:?}"),
+    }
+    // Something different: inserted.
+    assert!(matches!(
+        db.upsert(new("Releases are tagged vX.Y.Z")).unwrap(),
+        UpsertResult::Inserted(_)
+    ));
+    assert_eq!(db.count(P).unwrap(), 4);
+    // The merge is in the history with the memory as it was.
+    let history = db.history(&first.id).unwrap();
+    let actions: Vec<HistoryAction> = history.iter().map(|h| h.action).collect();
+    assert_eq!(actions, [HistoryAction::Insert, HistoryAction::Merge]);
+    assert_eq!(history[1].before.as_ref().unwrap().content, base);
+}
+
+#[test]
+fn decay_follows_the_formula_over_simulated_days() {
+    let (_dir, db, clock) = open();
+    let a = db.add(new("memory decayed weekly").importance(0.8)).unwrap();
+    let b = db.add(new("memory decayed once").importance(0.8)).unwrap();
+    assert_eq!(db.decay(P).unwrap(), 0, "nothing decays at day 0");
+
+    clock.advance_days(7.0);
+    // Touch b so that only a decays now.
+    db.touch(std::slice::from_ref(&b.id)).unwrap();
+    assert_eq!(db.decay(P).unwrap(), 1);
+    let a7 = db.get(&a.id).unwrap().unwrap().importance;
+    assert!((a7 - 0.8 * 0.95).abs() < 1e-6, "{a7}");
+
+    clock.advance_days(7.0);
+    assert_eq!(db.decay(P).unwrap(), 2);
+    let a14 = db.get(&a.id).unwrap().unwrap().importance;
+    assert!(
+        (a14 - 0.8 * 0.95f32.powi(2)).abs() < 1e-6,
+        "decaying weekly compounds to 0.95^2: {a14}"
+    );
+    let b14 = db.get(&b.id).unwrap().unwrap().importance;
+    assert!((b14 - 0.8 * 0.95).abs() < 1e-6, "7 days since the access: {b14}");
+
+    // Half a week: 0.95^(3.5/7).
+    clock.advance_days(3.5);
+    db.decay(P).unwrap();
+    let a_half = db.get(&a.id).unwrap().unwrap().importance;
+    assert!((a_half - 0.8 * 0.95f32.powf(2.5)).abs() < 1e-6, "{a_half}");
+    // Decaying twice at the same moment changes nothing.
+    assert_eq!(db.decay(P).unwrap(), 0);
+    assert_eq!(
+        db.history(&a.id)
+            .unwrap()
+            .iter()
+            .filter(|h| h.action == HistoryAction::Decay)
+            .count(),
+        3
+    );
+    assert!((decayed_importance(0.8, 14.0) - 0.8 * 0.9025).abs() < 1e-6);
+}
+
+#[test]
+fn prune_removes_what_fell_below_the_threshold() {
+    let (_dir, db, _) = open();
+    db.add(new("barely important").importance(0.05)).unwrap();
+    let keep = db.add(new("quite important").importance(0.2)).unwrap();
+    db.add(NewMemoryEntry::new(Q, MemoryCategory::Fact, "other project, low").importance(0.01))
+        .unwrap();
+    assert_eq!(db.prune(P, 0.1).unwrap(), 1);
+    let left = db.list(P, &ListOptions::default()).unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].id, keep.id);
+    assert_eq!(db.count(Q).unwrap(), 1, "prune stays in its project");
+    let deletes = db.project_history(P, 10).unwrap();
+    assert!(deletes
+        .iter()
+        .any(|h| h.action == HistoryAction::Delete && h.reason.as_deref().unwrap().starts_with("pruned")));
+}
+
+#[test]
+fn compact_merges_near_duplicates_only() {
+    let (_dir, db, _) = open();
+    let strong = db
+        .add(
+            new("Always use pnpm for installing packages")
+                .importance(0.9)
+                .keywords(["pnpm"]),
+        )
+        .unwrap();
+    let weak = db
+        .add(
+            new("always use PNPM for installing packages!")
+                .importance(0.4)
+                .keywords(["installing"]),
+        )
+        .unwrap();
+    db.touch(std::slice::from_ref(&weak.id)).unwrap();
+    let other = db.add(new("Use cargo nextest for running the tests")).unwrap();
+    let close = db
+        .add(new("Always use pnpm for installing packages and tools"))
+        .unwrap();
+    assert_eq!(db.compact(P).unwrap(), 1);
+    assert_eq!(db.get(&weak.id).unwrap(), None);
+    let survivor = db.get(&strong.id).unwrap().unwrap();
+    assert_eq!(survivor.content, strong.content);
+    assert_eq!(survivor.importance, 0.9);
+    assert_eq!(survivor.access_count, 1);
+    assert_eq!(survivor.keywords, ["pnpm", "installing"]);
+    assert!(db.get(&other.id).unwrap().is_some());
+    assert!(
+        db.get(&close.id).unwrap().is_some(),
+        "similar but not above 0.90 stays"
+    );
+    let merged = db.history(&weak.id).unwrap();
+    assert_eq!(merged.last().unwrap().action, HistoryAction::Merge);
+    assert_eq!(
+        merged.last().unwrap().related_id.as_deref(),
+        Some(strong.id.as_str())
+    );
+    assert_eq!(db.compact(P).unwrap(), 0, "nothing left to merge");
+    // The search index followed the merge.
+    let hits = db.search(&MemorySearchRequest::new(P, "pnpm packages")).unwrap();
+    assert!(hits.iter().all(|h| h.entry.id != weak.id));
+}
+
+#[test]
+fn history_records_changes_and_undo_restores_them() {
+    let (_dir, db, _) = open();
+    let e = db.add(new("The API lives in src/api")).unwrap();
+    db.update(
+        &e.id,
+        MemoryUpdate {
+            content: Some("The API lives in src/routes".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    db.delete(&e.id).unwrap();
+    let h = db.history(&e.id).unwrap();
+    let actions: Vec<HistoryAction> = h.iter().map(|h| h.action).collect();
+    assert_eq!(
+        actions,
+        [
+            HistoryAction::Insert,
+            HistoryAction::Update,
+            HistoryAction::Delete
+        ]
+    );
+    assert_eq!(h[1].before.as_ref().unwrap().content, "The API lives in src/api");
+    assert_eq!(
+        h[1].after.as_ref().unwrap().content,
+        "The API lives in src/routes"
+    );
+    assert!(h[2].after.is_none());
+
+    // Undo the delete: back under its id, and searchable again.
+    let restored = db.undo(h[2].id).unwrap().unwrap();
+    assert_eq!(restored.id, e.id);
+    assert_eq!(restored.content, "The API lives in src/routes");
+    assert_eq!(
+        db.search(&MemorySearchRequest::new(P, "routes")).unwrap()[0]
+            .entry
+            .id,
+        e.id
+    );
+    // Undo the update: the old content.
+    assert_eq!(
+        db.undo(h[1].id).unwrap().unwrap().content,
+        "The API lives in src/api"
+    );
+    assert!(db
+        .search(&MemorySearchRequest::new(P, "routes"))
+        .unwrap()
+        .is_empty());
+    // Undo the insert: gone.
+    assert_eq!(db.undo(h[0].id).unwrap(), None);
+    assert_eq!(db.get(&e.id).unwrap(), None);
+    assert!(matches!(
+        db.undo(999_999).unwrap_err(),
+        MemoryError::HistoryNotFound(999_999)
+    ));
+    assert_eq!(
+        db.history(&e.id).unwrap().last().unwrap().action,
+        HistoryAction::Delete
+    );
+}
+
+#[test]
+fn forget_removes_the_best_matches() {
+    let (_dir, db, _) = open();
+    let npm = db.add(new("The project uses npm scripts for builds")).unwrap();
+    let keep = db.add(new("Deploys happen on Fridays")).unwrap();
+    let gone = db.forget(P, "npm scripts").unwrap();
+    assert_eq!(gone.len(), 1);
+    assert_eq!(gone[0].id, npm.id);
+    assert!(db.get(&keep.id).unwrap().is_some());
+    assert!(db.forget(P, "kubernetes").unwrap().is_empty());
+    assert!(
+        db.forget(Q, "deploys fridays").unwrap().is_empty(),
+        "another project's memory is not forgotten"
+    );
+}
+
+#[test]
+fn secrets_are_refused_on_every_store_write() {
+    let (_dir, db, _) = open();
+    let token = github_token();
+    let existing = db.add(new("a harmless fact")).unwrap();
+    let errors = vec![
+        db.add(new(&format!("use token {token}"))).unwrap_err(),
+        db.add(new("harmless").keywords([token.as_str()])).unwrap_err(),
+        db.add(new("harmless 2").context(format!("from {token}")))
+            .unwrap_err(),
+        db.add_many(vec![new("fine"), new(&format!("password={}", "hunter22"))])
+            .unwrap_err(),
+        db.upsert(new(&format!("key {token}"))).unwrap_err(),
+        db.update(
+            &existing.id,
+            MemoryUpdate {
+                content: Some(format!("now {token}")),
+                ..Default::default()
+            },
+        )
+        .unwrap_err(),
+        db.add_episode(NewEpisodicRecord {
+            project_path: P.into(),
+            session_id: "s".into(),
+            record_type: RecordType::Success,
+            task_summary: format!("configured {token}"),
+            approach_summary: "a".into(),
+            outcome_summary: "b".into(),
+            tools_used: vec![],
+            keywords: vec![],
+        })
+        .unwrap_err(),
+        db.set_state(P, "token", &serde_json::json!(token)).unwrap_err(),
+        db.import(
+            &[ExportRecord::Memory(MemoryEntry {
+                content: format!("old {token}"),
+                id: "zz".into(),
+                ..existing.clone()
+            })],
+            None,
+        )
+        .unwrap_err(),
+    ];
+    for err in errors {
+        let msg = err.to_string();
+        assert!(msg.contains("secrets are never stored"), "{msg}");
+        assert!(msg.contains("rule `"), "{msg}");
+        assert!(
+            !msg.contains(&token) && !msg.contains("hunter22"),
+            "the refusal echoes the secret: {msg}"
+        );
+    }
+    assert_eq!(db.count(P).unwrap(), 1);
+    assert_eq!(db.get(&existing.id).unwrap().unwrap().content, "a harmless fact");
+    assert!(db.episodes(P, 10).unwrap().is_empty());
+    assert!(db.state_entries(P).unwrap().is_empty());
+}
+
+#[test]
+fn projects_are_isolated() {
+    let (_dir, db, _) = open();
+    let a = db
+        .add(NewMemoryEntry::new(
+            P,
+            MemoryCategory::Fact,
+            "The database is Postgres 16",
+        ))
+        .unwrap();
+    let b = db
+        .add(NewMemoryEntry::new(
+            Q,
+            MemoryCategory::Fact,
+            "The database is SQLite",
+        ))
+        .unwrap();
+    // The same content may exist once per project.
+    db.add(NewMemoryEntry::new(
+        Q,
+        MemoryCategory::Fact,
+        "The database is Postgres 16",
+    ))
+    .unwrap();
+    let hits = db
+        .search(&MemorySearchRequest::new(P, "database postgres sqlite"))
+        .unwrap();
+    assert!(hits.iter().all(|h| h.entry.project_path == P), "{hits:?}");
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].entry.id, a.id);
+    assert!(db
+        .list(P, &ListOptions::default())
+        .unwrap()
+        .iter()
+        .all(|e| e.project_path == P));
+    assert_eq!(db.count(P).unwrap(), 1);
+    assert_eq!(db.count(Q).unwrap(), 2);
+    assert_eq!(db.stats(P).unwrap().total, 1);
+    db.clear(P).unwrap();
+    assert_eq!(db.get(&b.id).unwrap().unwrap().project_path, Q);
+    assert_eq!(db.count(Q).unwrap(), 2);
+    assert_eq!(
+        db.search(&MemorySearchRequest::new(Q, "sqlite")).unwrap()[0]
+            .entry
+            .id,
+        b.id
+    );
+    assert!(db
+        .search(&MemorySearchRequest::new("/work/gamma", "database"))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn stats_count_by_category() {
+    let (_dir, db, _) = open();
+    db.add(NewMemoryEntry::new(P, MemoryCategory::Preference, "pref one").importance(0.4))
+        .unwrap();
+    db.add(NewMemoryEntry::new(P, MemoryCategory::Preference, "pref two").importance(0.8))
+        .unwrap();
+    db.add(NewMemoryEntry::new(P, MemoryCategory::Correction, "never this").importance(0.6))
+        .unwrap();
+    let s = db.stats(P).unwrap();
+    assert_eq!(s.total, 3);
+    assert_eq!(s.by_category["preference"], 2);
+    assert_eq!(s.by_category["correction"], 1);
+    assert_eq!(s.by_category["fact"], 0);
+    assert_eq!(s.by_category.len(), 5);
+    assert!((s.average_importance - 0.6).abs() < 1e-6);
+    assert_eq!(s.history_entries, 3);
+    assert_eq!(db.stats(Q).unwrap().total, 0);
+}
+
+#[test]
+fn state_values_persist_per_project() {
+    let (_dir, db, _) = open();
+    db.set_state(P, "package_manager", &serde_json::json!("pnpm"))
+        .unwrap();
+    db.set_state(P, "package_manager", &serde_json::json!("yarn"))
+        .unwrap();
+    db.set_state(P, "flags", &serde_json::json!({"strict": true}))
+        .unwrap();
+    assert_eq!(
+        db.state_entries(P).unwrap(),
+        [
+            ("flags".to_string(), serde_json::json!({"strict": true})),
+            ("package_manager".to_string(), serde_json::json!("yarn")),
+        ]
+    );
+    assert!(db.state_entries(Q).unwrap().is_empty());
+    assert!(db.remove_state(P, "flags").unwrap());
+    assert!(!db.remove_state(P, "flags").unwrap());
+}
+
+#[test]
+fn export_import_round_trips_losslessly() {
+    let (_dir, db, clock) = open();
+    db.add(
+        NewMemoryEntry::new(P, MemoryCategory::Preference, "Always use pnpm — «quoted» 日本語")
+            .importance(0.95)
+            .keywords(["pnpm"])
+            .session("s-1")
+            .context("said in chat"),
+    )
+    .unwrap();
+    let b = db.add(new("Tests live in tests/").importance(0.3)).unwrap();
+    clock.advance_days(9.0);
+    db.touch(std::slice::from_ref(&b.id)).unwrap();
+    clock.advance_days(30.0);
+    db.decay(P).unwrap();
+    db.add_episode(NewEpisodicRecord {
+        project_path: P.into(),
+        session_id: "s-1".into(),
+        record_type: RecordType::Discovery,
+        task_summary: "find the tests".into(),
+        approach_summary: "grep".into(),
+        outcome_summary: "found them".into(),
+        tools_used: vec!["grep".into()],
+        keywords: vec!["tests".into()],
+    })
+    .unwrap();
+    db.add(NewMemoryEntry::new(Q, MemoryCategory::Fact, "not exported"))
+        .unwrap();
+
+    let records = db.export(Some(P)).unwrap();
+    assert_eq!(records.len(), 3);
+    let mut jsonl = Vec::new();
+    ExportRecord::write_jsonl(&records, &mut jsonl).unwrap();
+    let text = String::from_utf8(jsonl.clone()).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    assert!(text
+        .lines()
+        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+
+    let (_dir2, other, _) = open();
+    let read = ExportRecord::read_jsonl(&jsonl[..]).unwrap();
+    assert_eq!(read, records);
+    let report = other.import(&read, None).unwrap();
+    assert_eq!(
+        (
+            report.memories_added,
+            report.episodes_added,
+            report.memories_renamed
+        ),
+        (2, 1, 0)
+    );
+    assert_eq!(other.export(Some(P)).unwrap(), records, "every field survives");
+    let mut again = Vec::new();
+    ExportRecord::write_jsonl(&other.export(Some(P)).unwrap(), &mut again).unwrap();
+    assert_eq!(again, jsonl, "byte for byte");
+    // The imported memories are searchable.
+    assert_eq!(
+        other.search(&MemorySearchRequest::new(P, "pnpm")).unwrap().len(),
+        1
+    );
+
+    // Importing the same file twice adds nothing.
+    let twice = other.import(&read, None).unwrap();
+    assert_eq!(
+        (twice.memories_added, twice.memories_skipped, twice.episodes_added),
+        (0, 2, 0)
+    );
+    assert_eq!(other.count(P).unwrap(), 2);
+
+    // Into another project of the same database: new ids, same content.
+    let moved = db.import(&read, Some("/work/copy")).unwrap();
+    assert_eq!((moved.memories_added, moved.memories_renamed), (2, 2));
+    assert_eq!(db.count("/work/copy").unwrap(), 2);
+    assert_eq!(db.count(P).unwrap(), 2);
+
+    // A bad line is named.
+    let err = ExportRecord::read_jsonl(&b"{\"kind\":\"memory\"}\n"[..])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 1"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_writers_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("concurrent.db");
+    SqliteMemoryStore::open(&path).unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let path = path.clone();
+        tasks.push(tokio::spawn(async move {
+            // Each task has its own store (its own connections), like separate processes.
+            let store = SqliteMemoryStore::open(&path).unwrap();
+            for i in 0..500 {
+                store
+                    .add(NewMemoryEntry::new(
+                        P,
+                        MemoryCategory::Fact,
+                        format!("writer {t} note {i} about topic{}", i % 37),
+                    ))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let store = SqliteMemoryStore::open(&path).unwrap();
+    assert_eq!(store.count(P).await.unwrap(), 4000);
+    let all = store
+        .list(
+            P,
+            ListOptions {
+                limit: 10_000,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let contents: BTreeSet<String> = all.into_iter().map(|e| e.content).collect();
+    for t in 0..8 {
+        for i in 0..500 {
+            assert!(
+                contents.contains(&format!("writer {t} note {i} about topic{}", i % 37)),
+                "lost {t}/{i}"
+            );
+        }
+    }
+    // The index saw every write too.
+    let hits = store
+        .search(MemorySearchRequest::new(P, "topic5").top_k(1000).without_touch())
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.len(),
+        8 * 14,
+        "topic5 appears for i = 5, 42, … < 500 in each writer"
+    );
+    let integrity: String = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+}
