@@ -130,8 +130,9 @@ fn matching(c: &mut Criterion) {
                 let messages = [Message::user(text.clone())];
                 let run = RunInfo::default();
                 // The provider and the baselines must agree before they are timed.
+                let options = SelectOptions::default();
                 let selected: Vec<usize> = index
-                    .select(&[text.as_str()], &[], &SelectOptions::default())
+                    .select(&[text.as_str()], &[], &options)
                     .iter()
                     .map(|s| s.skill)
                     .collect();
@@ -144,6 +145,9 @@ fn matching(c: &mut Criterion) {
                 group.throughput(Throughput::Bytes(text.len() as u64));
                 group.bench_function(BenchmarkId::new("ctxkit-invoking", &case), |b| {
                     b.to_async(&rt).iter(|| provider.invoking(&messages, &run))
+                });
+                group.bench_function(BenchmarkId::new("ctxkit-select", &case), |b| {
+                    b.iter(|| index.select(&[text.as_str()], &[], &options))
                 });
                 if n <= 1_000 {
                     group.bench_function(BenchmarkId::new("adr-loop", &case), |b| {

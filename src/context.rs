@@ -59,10 +59,22 @@ impl Section {
 }
 
 /// A thing the model can load by name on demand (a skill), listed by name and description.
+///
+/// The text is shared (`Arc<str>`): a catalog is the same on every request, so copying it into
+/// each request's context costs reference counts, not allocations.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct CatalogEntry {
-    pub name: String,
-    pub description: String,
+    pub name: Arc<str>,
+    pub description: Arc<str>,
+}
+
+impl CatalogEntry {
+    pub fn new(name: impl Into<Arc<str>>, description: impl Into<Arc<str>>) -> Self {
+        CatalogEntry {
+            name: name.into(),
+            description: description.into(),
+        }
+    }
 }
 
 /// What providers contribute to one request: instructions, extra messages, tools and a

@@ -92,7 +92,7 @@ fn full_message(preamble: &str, tools: &[CatalogEntry], skills: &[CatalogEntry])
 }
 
 fn push_delta(out: &mut String, old: &[CatalogEntry], new: &[CatalogEntry]) {
-    let find = |list: &[CatalogEntry], name: &str| list.iter().position(|e| e.name == name);
+    let find = |list: &[CatalogEntry], name: &str| list.iter().position(|e| &*e.name == name);
     for e in new {
         match find(old, &e.name) {
             None => out.push_str(&format!("\n- ADDED: {}: {}", e.name, e.description)),

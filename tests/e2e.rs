@@ -202,6 +202,49 @@ async fn a_failing_provider_is_isolated() {
 }
 
 #[tokio::test]
+async fn memory_written_in_one_thread_is_injected_in_the_next() {
+    let library = library();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(ctxkit_memory::SqliteMemoryStore::open(dir.path().join("memory.db")).unwrap());
+    let replies = (0..2)
+        .map(|i| openai_reply(json!({"role": "assistant", "content": format!("ok {i}")})))
+        .collect();
+    let server = serve(replies).await;
+    let agent = Agent::builder()
+        .instructions(BASE)
+        .model(openai(&server))
+        .project("/work/demo")
+        .provider(SkillContextProvider::new(library.clone(), SkillConfig::default()))
+        .provider(ctxkit_memory::MemoryContextProvider::new(store))
+        .build()
+        .unwrap();
+    agent
+        .run(
+            &mut Thread::new(),
+            "Remember that we deploy with docker compose on Fridays",
+        )
+        .await
+        .unwrap();
+    let out = agent
+        .run(&mut Thread::new(), "When do we deploy with docker compose?")
+        .await
+        .unwrap();
+    assert_eq!(out.report.injected["memories"].len(), 1);
+    let system = server.requests()[1].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let memory_at = system.find("## Project Memory").expect("memory section sent");
+    assert!(
+        system[memory_at..].contains("- [FACT] We deploy with docker compose on Fridays"),
+        "{system}"
+    );
+    // Per-message context follows the stable prefix: the catalog comes first.
+    assert!(system.find("## Available skills").unwrap() < memory_at);
+    assert!(system.contains("## docker-compose"), "the skill is matched too");
+}
+
+#[tokio::test]
 async fn ollama_shape_end_to_end() {
     let library = library();
     let server = serve(vec![

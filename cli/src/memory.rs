@@ -14,7 +14,7 @@ use ctxkit::ChatModel;
 use ctxkit_memory::{
     format_rfc3339, ExportRecord, ListOptions, MemoryCategory, MemoryContextProvider, MemoryEntry,
     MemoryError, MemoryExtractor, MemoryHook, MemorySearchRequest, MemoryStore, MemoryUpdate, NewMemoryEntry,
-    SqliteMemoryStore, UpsertResult,
+    OpenOptions, SearchIndex, SqliteMemoryStore, UpsertResult,
 };
 use serde_json::json;
 
@@ -191,8 +191,13 @@ pub fn normalize_project(project: &str) -> String {
     }
 }
 
-/// Open the store at `db`, or at the default path (creating its folder).
+/// Open the store at `db`, or at the default path (creating its folder), for one command:
+/// searches use the on-disk full-text index only.
 pub fn open_store(db: Option<&Path>) -> Result<SqliteMemoryStore, CliError> {
+    open_store_with(db, SearchIndex::Off)
+}
+
+fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<SqliteMemoryStore, CliError> {
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => {
@@ -204,12 +209,15 @@ pub fn open_store(db: Option<&Path>) -> Result<SqliteMemoryStore, CliError> {
             p
         }
     };
-    Ok(SqliteMemoryStore::open(&path)?)
+    Ok(SqliteMemoryStore::open_with(
+        &path,
+        OpenOptions::default().search_index(mode),
+    )?)
 }
 
 /// The memory provider for `ctxkit context` / `ctxkit chat --memory DB`, scoped to `project`.
 pub fn open_provider(db: &Path, project: &str) -> Result<MemoryContextProvider, CliError> {
-    let store = Arc::new(open_store(Some(db))?);
+    let store = Arc::new(open_store_with(Some(db), SearchIndex::Background)?);
     Ok(MemoryContextProvider::new(store).with_project(normalize_project(project)))
 }
 
@@ -221,7 +229,7 @@ pub fn open_hook(
     project: &str,
     extraction_model: Option<Arc<dyn ChatModel>>,
 ) -> Result<MemoryHook, CliError> {
-    let store: Arc<dyn MemoryStore> = Arc::new(open_store(Some(db))?);
+    let store: Arc<dyn MemoryStore> = Arc::new(open_store_with(Some(db), SearchIndex::Background)?);
     let hook = MemoryHook::new(store.clone()).with_project(normalize_project(project));
     Ok(match extraction_model {
         Some(model) => hook.with_extractor(MemoryExtractor::new(model, store)),

@@ -103,7 +103,7 @@ impl RequestOptions {
 
     pub fn project(&self) -> Result<String, CliError> {
         match &self.project {
-            Some(p) => Ok(p.clone()),
+            Some(p) => Ok(crate::memory::normalize_project(p)),
             None => default_project(),
         }
     }

@@ -38,7 +38,7 @@ fn catalog_section(catalog: &[CatalogEntry]) -> Option<Section> {
     for e in catalog {
         text.push_str(&format!("\n- {}: {}", e.name, e.description));
     }
-    let names = catalog.iter().map(|e| e.name.clone());
+    let names = catalog.iter().map(|e| e.name.to_string());
     Some(Section {
         source: "catalog".into(),
         ..Section::stable("catalog", text).with_items(names)
@@ -91,10 +91,7 @@ pub(crate) fn assemble(
             let preamble = join_sections(stable.iter().copied()).unwrap_or_default();
             let tool_entries: Vec<CatalogEntry> = definitions
                 .iter()
-                .map(|d| CatalogEntry {
-                    name: d.name.clone(),
-                    description: d.description.clone(),
-                })
+                .map(|d| CatalogEntry::new(d.name.as_str(), d.description.as_str()))
                 .collect();
             let last_user = last_user_index(thread.history());
             if let Some(text) = thread.context.prepare(&preamble, &tool_entries, &ctx.catalog) {

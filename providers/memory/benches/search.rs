@@ -5,7 +5,12 @@
 //! few words are in many memories, most in few), built by a seeded PRNG so every run searches
 //! the same data. Queries are 4-9 words from the same distribution, like a user message. The
 //! measured call is `MemoryDb::search` with default options (top 10, access counted), i.e. one
-//! read transaction plus one small write.
+//! read transaction plus one small write:
+//!
+//! - `memory_search/N`: a long-running process, the project's in-memory index built;
+//! - `memory_search/no_touch/N`: the same without counting the access (no write);
+//! - `memory_search/fts/N`: a process without the in-memory index (`SearchIndex::Off`, e.g. a
+//!   CLI command), ranking the best 200 full-text matches.
 //!
 //! Run: `cargo bench -p ctxkit-memory --bench search`
 
@@ -13,7 +18,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use ctxkit_memory::{MemoryCategory, MemoryDb, MemorySearchRequest, NewMemoryEntry};
+use ctxkit_memory::{
+    MemoryCategory, MemoryDb, MemorySearchRequest, NewMemoryEntry, OpenOptions, SearchIndex,
+};
 
 const PROJECT: &str = "/bench/project";
 const VOCABULARY: usize = 6000;
@@ -108,6 +115,9 @@ fn build(n: usize, dir: &std::path::Path) -> MemoryDb {
     let start = Instant::now();
     db.add_many(entries).expect("load the bench database");
     eprintln!("built {n} memories in {:.2?}", start.elapsed());
+    let start = Instant::now();
+    db.warm_up(PROJECT).expect("build the in-memory index");
+    eprintln!("indexed {n} memories in memory in {:.2?}", start.elapsed());
     db
 }
 
@@ -150,6 +160,22 @@ fn search(c: &mut Criterion) {
                 i = (i + 1) % queries.len();
                 let hits = db
                     .search(&MemorySearchRequest::new(PROJECT, &queries[i]).without_touch())
+                    .expect("search");
+                black_box(hits)
+            })
+        });
+        let fts = OpenOptions::default()
+            .search_index(SearchIndex::Off)
+            .open(db.path())
+            .expect("open the bench database again");
+        fts.search(&MemorySearchRequest::new(PROJECT, &queries[0]))
+            .unwrap();
+        let mut i = 0;
+        group.bench_with_input(BenchmarkId::new("fts", n), &n, |b, _| {
+            b.iter(|| {
+                i = (i + 1) % queries.len();
+                let hits = fts
+                    .search(&MemorySearchRequest::new(PROJECT, &queries[i]))
                     .expect("search");
                 black_box(hits)
             })

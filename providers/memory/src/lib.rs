@@ -61,7 +61,7 @@ pub use extraction::{ExtractedMemory, ExtractionInput, ExtractionReport, MemoryE
 pub use hook::MemoryHook;
 pub use provider::{render_memories, MemoryContextProvider, DEFAULT_MAX_CHARS, HEADING, INTRO};
 pub use sqlite::{
-    ExportRecord, ImportReport, MemoryDb, OpenOptions, COMPACT_SIMILARITY, MAX_CONTENT_CHARS,
+    ExportRecord, ImportReport, MemoryDb, OpenOptions, SearchIndex, COMPACT_SIMILARITY, MAX_CONTENT_CHARS,
     MERGE_SIMILARITY,
 };
 pub use store::{MemoryStore, SqliteMemoryStore};

@@ -243,60 +243,73 @@ fn is_apostrophe(c: char) -> bool {
 /// ```
 pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
         if is_unspaced(c) {
-            let start = i;
-            while i < chars.len() && is_unspaced(chars[i]) {
-                i += 1;
-            }
-            push_unspaced(&chars[start..i], &mut out);
+            let end = rest.find(|c: char| !is_unspaced(c)).unwrap_or(rest.len());
+            let run: Vec<char> = rest[..end].chars().collect();
+            push_unspaced(&run, &mut out);
+            rest = &rest[end..];
         } else if is_word_char(c) {
             let mut word = String::new();
-            while i < chars.len() {
-                let c = chars[i];
+            let mut chars = rest.char_indices().peekable();
+            let mut end = rest.len();
+            while let Some((i, c)) = chars.next() {
                 if is_word_char(c) {
-                    word.push(c);
-                    i += 1;
-                } else if is_apostrophe(c) && i + 1 < chars.len() && chars[i + 1].is_alphabetic() {
+                    push_lower(&mut word, c);
+                    continue;
+                }
+                let next = chars.peek().map(|&(_, n)| n);
+                if is_apostrophe(c) && next.is_some_and(char::is_alphabetic) {
                     // `'s` at the end of a word is a possessive: drop it; otherwise join.
-                    let s_end = i + 2 >= chars.len() || !is_word_char(chars[i + 2]);
-                    if s_end && (chars[i + 1] == 's' || chars[i + 1] == 'S') {
-                        i += 2;
+                    let (j, n) = chars.next().unwrap_or((i, c));
+                    let after = chars.peek().map(|&(_, a)| a);
+                    if (n == 's' || n == 'S') && !after.is_some_and(is_word_char) {
+                        end = j + n.len_utf8();
                         break;
                     }
-                    i += 1;
-                } else {
-                    break;
+                    push_lower(&mut word, n);
+                    continue;
                 }
+                end = i;
+                break;
             }
+            rest = &rest[end..];
             // `c++`, `c#`, `f#`: keep the symbols on a short word when nothing word-like follows.
-            if word.chars().count() <= 2 && i < chars.len() && (chars[i] == '+' || chars[i] == '#') {
-                let mut j = i;
-                while j < chars.len() && (chars[j] == '+' || chars[j] == '#') && j - i < 2 {
-                    j += 1;
-                }
-                if j >= chars.len() || !is_word_char(chars[j]) {
-                    word.extend(&chars[i..j]);
-                    i = j;
+            if word.chars().count() <= 2 {
+                let symbols = rest.len() - rest.trim_start_matches(['+', '#']).len();
+                let symbols = symbols.min(2);
+                if symbols > 0 && !rest[symbols..].chars().next().is_some_and(is_word_char) {
+                    word.push_str(&rest[..symbols]);
+                    rest = &rest[symbols..];
                 }
             }
-            push_word(&word, &mut out);
+            push_word(word, &mut out);
         } else {
-            i += 1;
+            rest = &rest[c.len_utf8()..];
         }
     }
     out
 }
 
-fn push_word(word: &str, out: &mut Vec<String>) {
-    let lower = word.trim_matches('_').to_lowercase();
-    if lower.chars().count() < 2 || is_stop_word(&lower) {
+fn push_lower(word: &mut String, c: char) {
+    if c.is_ascii() {
+        word.push(c.to_ascii_lowercase());
+    } else {
+        word.extend(c.to_lowercase());
+    }
+}
+
+fn push_word(word: String, out: &mut Vec<String>) {
+    let trimmed = word.trim_matches('_');
+    if trimmed.chars().nth(1).is_none() || is_stop_word(trimmed) {
         return;
     }
-    out.push(lower);
+    out.push(if trimmed.len() == word.len() {
+        word
+    } else {
+        trimmed.to_string()
+    });
 }
 
 fn push_unspaced(run: &[char], out: &mut Vec<String>) {

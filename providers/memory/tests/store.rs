@@ -12,14 +12,22 @@ const Q: &str = "/work/beta";
 const START: i64 = 1_700_000_000_000;
 
 fn open() -> (tempfile::TempDir, MemoryDb, ManualClock) {
+    open_mode(SearchIndex::Off)
+}
+
+fn open_mode(mode: SearchIndex) -> (tempfile::TempDir, MemoryDb, ManualClock) {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(START);
     let db = OpenOptions::default()
         .clock(clock.clone())
+        .search_index(mode)
         .open(dir.path().join("memory.db"))
         .unwrap();
     (dir, db, clock)
 }
+
+/// Search tests run against both the full-text index and the in-memory index.
+const MODES: [SearchIndex; 2] = [SearchIndex::Off, SearchIndex::Eager];
 
 fn new(content: &str) -> NewMemoryEntry {
     NewMemoryEntry::new(P, MemoryCategory::Fact, content)
@@ -198,7 +206,13 @@ fn list_filters_pages_and_orders() {
 
 #[test]
 fn scores_follow_the_seed_formula_by_hand() {
-    let (_dir, db, clock) = open();
+    for mode in MODES {
+        scores_follow_the_seed_formula_by_hand_in(mode);
+    }
+}
+
+fn scores_follow_the_seed_formula_by_hand_in(mode: SearchIndex) {
+    let (_dir, db, clock) = open_mode(mode);
     let a = db
         .add(new("pnpm workspaces").importance(0.8).keywords(["pnpm"]))
         .unwrap();
@@ -250,7 +264,13 @@ fn scores_follow_the_seed_formula_by_hand() {
 
 #[test]
 fn the_similarity_gate_keeps_unrelated_memories_out() {
-    let (_dir, db, _) = open();
+    for mode in MODES {
+        the_similarity_gate_keeps_unrelated_memories_out_in(mode);
+    }
+}
+
+fn the_similarity_gate_keeps_unrelated_memories_out_in(mode: SearchIndex) {
+    let (_dir, db, _) = open_mode(mode);
     db.add(new("Deploys happen on Friday afternoons").importance(1.0))
         .unwrap();
     db.add(new("The release checklist lives in docs").importance(1.0))
@@ -280,7 +300,13 @@ fn the_similarity_gate_keeps_unrelated_memories_out() {
 
 #[test]
 fn keyword_overlap_alone_passes_the_gate() {
-    let (_dir, db, _) = open();
+    for mode in MODES {
+        keyword_overlap_alone_passes_the_gate_in(mode);
+    }
+}
+
+fn keyword_overlap_alone_passes_the_gate_in(mode: SearchIndex) {
+    let (_dir, db, _) = open_mode(mode);
     let e = db
         .add(new("Use the faster package manager").keywords(["pnpm"]))
         .unwrap();
@@ -293,7 +319,13 @@ fn keyword_overlap_alone_passes_the_gate() {
 
 #[test]
 fn search_filters_and_counts_access() {
-    let (_dir, db, clock) = open();
+    for mode in MODES {
+        search_filters_and_counts_access_in(mode);
+    }
+}
+
+fn search_filters_and_counts_access_in(mode: SearchIndex) {
+    let (_dir, db, clock) = open_mode(mode);
     let pref = db
         .add(NewMemoryEntry::new(
             P,
@@ -335,7 +367,13 @@ fn search_filters_and_counts_access() {
 
 #[test]
 fn unicode_text_is_searchable() {
-    let (_dir, db, _) = open();
+    for mode in MODES {
+        unicode_text_is_searchable_in(mode);
+    }
+}
+
+fn unicode_text_is_searchable_in(mode: SearchIndex) {
+    let (_dir, db, _) = open_mode(mode);
     let ja = db.add(new("日本語のドキュメントは docs/ja にある")).unwrap();
     let de = db.add(new("Die Straßenkarte liegt im Ordner Karten")).unwrap();
     assert_eq!(
@@ -586,7 +624,13 @@ fn history_records_changes_and_undo_restores_them() {
 
 #[test]
 fn forget_removes_the_best_matches() {
-    let (_dir, db, _) = open();
+    for mode in MODES {
+        forget_removes_the_best_matches_in(mode);
+    }
+}
+
+fn forget_removes_the_best_matches_in(mode: SearchIndex) {
+    let (_dir, db, _) = open_mode(mode);
     let npm = db.add(new("The project uses npm scripts for builds")).unwrap();
     let keep = db.add(new("Deploys happen on Fridays")).unwrap();
     let gone = db.forget(P, "npm scripts").unwrap();
@@ -660,7 +704,13 @@ fn secrets_are_refused_on_every_store_write() {
 
 #[test]
 fn projects_are_isolated() {
-    let (_dir, db, _) = open();
+    for mode in MODES {
+        projects_are_isolated_in(mode);
+    }
+}
+
+fn projects_are_isolated_in(mode: SearchIndex) {
+    let (_dir, db, _) = open_mode(mode);
     let a = db
         .add(NewMemoryEntry::new(
             P,
@@ -833,6 +883,99 @@ fn export_import_round_trips_losslessly() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("line 1"), "{err}");
+}
+
+#[test]
+fn both_search_paths_rank_alike_on_a_larger_corpus() {
+    let words: Vec<String> = (0..60).map(|i| format!("w{i:02}")).collect();
+    let mut seed = 0x9E37_79B9_u64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut entries = Vec::new();
+    for i in 0..400 {
+        // Skewed: low word numbers are common.
+        let len = 3 + next(6);
+        let text: Vec<&str> = (0..len)
+            .map(|_| {
+                let spread = 1 + next(60);
+                words[next(spread)].as_str()
+            })
+            .collect();
+        let kw = vec![words[next(60)].clone()];
+        entries.push(
+            new(&format!("{} n{i}", text.join(" ")))
+                .keywords(kw)
+                .importance(next(100) as f32 / 100.0),
+        );
+    }
+    let queries: Vec<String> = (0..25)
+        .map(|_| {
+            (0..1 + next(5))
+                .map(|_| words[next(60)].as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(START);
+    let fts = OpenOptions::default()
+        .clock(clock.clone())
+        .search_index(SearchIndex::Off)
+        .candidate_limit(10_000)
+        .open(dir.path().join("m.db"))
+        .unwrap();
+    fts.add_many(entries).unwrap();
+    let mem = OpenOptions::default()
+        .clock(clock.clone())
+        .search_index(SearchIndex::Eager)
+        .open(dir.path().join("m.db"))
+        .unwrap();
+    clock.advance_days(3.0);
+    let mut compared = 0;
+    for q in &queries {
+        let a = fts
+            .search(&MemorySearchRequest::new(P, q).top_k(10).without_touch())
+            .unwrap();
+        let b = mem
+            .search(&MemorySearchRequest::new(P, q).top_k(10).without_touch())
+            .unwrap();
+        let ids = |r: &[MemorySearchResult]| r.iter().map(|h| h.entry.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&a), ids(&b), "query {q:?}");
+        for (x, y) in a.iter().zip(&b) {
+            assert!(
+                (x.relevance_score - y.relevance_score).abs() < 1e-5,
+                "query {q:?}"
+            );
+        }
+        compared += a.len();
+    }
+    assert!(compared > 100, "the queries found something: {compared}");
+}
+
+#[test]
+fn a_background_index_answers_like_the_full_text_index() {
+    let (_dir, db, _) = open_mode(SearchIndex::Background);
+    db.add(new("Use pnpm to install dependencies")).unwrap();
+    db.add(new("Deploys happen on Fridays")).unwrap();
+    let before = db
+        .search(&MemorySearchRequest::new(P, "install with pnpm").without_touch())
+        .unwrap();
+    db.warm_up(P).unwrap();
+    let after = db
+        .search(&MemorySearchRequest::new(P, "install with pnpm").without_touch())
+        .unwrap();
+    assert_eq!(before, after);
+    assert_eq!(after.len(), 1);
+    // A change makes the index stale; searches stay correct.
+    let more = db.add(new("pnpm workspaces hold the packages")).unwrap();
+    let hits = db
+        .search(&MemorySearchRequest::new(P, "pnpm").without_touch())
+        .unwrap();
+    assert!(hits.iter().any(|h| h.entry.id == more.id));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

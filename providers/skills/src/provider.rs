@@ -164,6 +164,8 @@ pub struct SkillContextProvider {
     library: Arc<SkillLibrary>,
     config: SkillConfig,
     tools: Vec<Arc<dyn Tool>>,
+    /// Tokens of the intro line above injected bodies, counted once.
+    intro_tokens: usize,
     caches: Mutex<Caches>,
     /// Skills auto-detected for each thread at its start.
     detected: Mutex<HashMap<String, Vec<String>>>,
@@ -179,13 +181,19 @@ impl SkillContextProvider {
         } else {
             Vec::new()
         };
-        // Build the tokenizer now (BPE tables take a moment the first time), not inside the
-        // first request's timeout.
-        config.counter.count("");
+        // Counting here also builds the tokenizer (BPE tables take a moment the first time)
+        // now rather than inside the first request's timeout.
+        let intro = if config.mode == Mode::Full {
+            FULL_INTRO
+        } else {
+            TRIGGERED_INTRO
+        };
+        let intro_tokens = config.counter.count(intro);
         SkillContextProvider {
             library,
             config,
             tools,
+            intro_tokens,
             caches: Mutex::default(),
             detected: Mutex::default(),
         }
@@ -289,10 +297,9 @@ impl SkillContextProvider {
                 break;
             }
             used += line;
-            catalog.entries.push(CatalogEntry {
-                name: skill.name.clone(),
-                description: skill.description.clone(),
-            });
+            catalog
+                .entries
+                .push(CatalogEntry::new(skill.name.as_str(), skill.description.as_str()));
             catalog.cumulative.push(used);
         }
         let catalog = Arc::new(catalog);
@@ -305,12 +312,11 @@ impl SkillContextProvider {
         let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
         let mut ctx = Context::new();
         let mut left = budget;
-        let counter = &self.config.counter;
 
         if self.config.mode == Mode::Full {
             let mut text = String::from(FULL_INTRO);
             let mut names = Vec::new();
-            left = left.saturating_sub(counter.count(FULL_INTRO));
+            left = left.saturating_sub(self.intro_tokens);
             for skill in index.ranked() {
                 let block = self.block(skill, &mut caches);
                 if block.tokens <= left {
@@ -344,7 +350,7 @@ impl SkillContextProvider {
         }
 
         if self.config.mode.has_selection() {
-            let intro = counter.count(TRIGGERED_INTRO);
+            let intro = self.intro_tokens;
             let mut text = String::new();
             let mut names = Vec::new();
             for s in selected {
@@ -420,13 +426,15 @@ impl ContextProvider for SkillContextProvider {
         );
         let _enter = span.enter();
         let (ctx, selected) = self.context_for(messages, run);
-        let names: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();
-        let why: Vec<String> = selected
-            .iter()
-            .map(|s| format!("{}: {:?} {:?}", s.name, s.reason, s.triggers))
-            .collect();
-        span.record("selected", tracing::field::debug(&names));
-        span.record("why", tracing::field::debug(&why));
+        if !span.is_disabled() {
+            let names: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();
+            let why: Vec<String> = selected
+                .iter()
+                .map(|s| format!("{}: {:?} {:?}", s.name, s.reason, s.triggers))
+                .collect();
+            span.record("selected", tracing::field::debug(&names));
+            span.record("why", tracing::field::debug(&why));
+        }
         Ok(ctx)
     }
 }

@@ -59,13 +59,22 @@ impl Default for SelectOptions {
     }
 }
 
+/// Unicode lowercasing, with a fast path for ASCII text (most messages).
+fn lowercase(text: &str) -> String {
+    if text.is_ascii() {
+        text.to_ascii_lowercase()
+    } else {
+        text.to_lowercase()
+    }
+}
+
 impl SkillIndex {
     /// Select skills for `messages` (the user messages to match, oldest first; usually just the
     /// latest). `detected` lists skills auto-detected for the session.
     pub fn select(&self, messages: &[&str], detected: &[usize], options: &SelectOptions) -> Vec<Selection> {
         let mut out: Vec<Selection> = Vec::new();
         let taken = |out: &[Selection], i: usize| out.iter().any(|s| s.skill == i);
-        let lowered: Vec<String> = messages.iter().map(|m| m.to_lowercase()).collect();
+        let lowered: Vec<String> = messages.iter().map(|m| lowercase(m)).collect();
 
         for i in lowered.iter().flat_map(|m| self.explicit_in(m)) {
             if !taken(&out, i) {

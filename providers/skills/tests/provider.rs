@@ -71,7 +71,7 @@ async fn triggered_mode_injects_only_matches() {
 #[tokio::test]
 async fn on_demand_mode_offers_a_catalog_and_tools() {
     let ctx = invoke(&provider(Mode::OnDemand), "Say bonjour").await;
-    let names: Vec<&str> = ctx.catalog.iter().map(|e| e.name.as_str()).collect();
+    let names: Vec<&str> = ctx.catalog.iter().map(|e| &*e.name).collect();
     assert_eq!(names, ["git", "greet", "long"]);
     assert_eq!(ctx.sections.len(), 1);
     assert_eq!(ctx.sections[0].kind, "catalog");
@@ -169,7 +169,7 @@ async fn the_catalog_respects_its_budget_in_rank_order() {
         "{}",
         ctx.catalog.len()
     );
-    assert_eq!(ctx.catalog[0].name, "skill-00");
+    assert_eq!(&*ctx.catalog[0].name, "skill-00");
     // Stable across messages, so prompt caches keep hitting.
     assert_eq!(invoke(&p, "something else").await.catalog, ctx.catalog);
 }

@@ -102,7 +102,7 @@ pub(crate) fn clear_project(tx: &Transaction, project: &str, nums: &[i64]) -> Re
 }
 
 /// `(generation, docs)` of a project; `(0, 0)` for one never written.
-fn project_version(tx: &Transaction, project: &str) -> Result<Version> {
+pub(crate) fn project_version(tx: &Transaction, project: &str) -> Result<Version> {
     Ok(tx
         .prepare_cached("SELECT generation, docs FROM memory_projects WHERE project_path = ?1")?
         .query_row(params![project], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -111,7 +111,7 @@ fn project_version(tx: &Transaction, project: &str) -> Result<Version> {
 }
 
 /// A project's `(generation, docs)`: a cached vocabulary is valid while this is unchanged.
-type Version = (i64, i64);
+pub(crate) type Version = (i64, i64);
 type Cached = HashMap<String, (Version, Arc<Vocabulary>)>;
 
 /// Cached vocabularies, one per project, tagged with the version they were read at.
@@ -142,6 +142,11 @@ impl VocabularyCache {
         let vocab = Arc::new(Vocabulary::new(version.1.max(0) as u64, df));
         self.lock().insert(project.to_string(), (version, vocab.clone()));
         Ok(vocab)
+    }
+
+    /// Remember a vocabulary read elsewhere (by the in-memory index) at `version`.
+    pub(crate) fn put(&self, project: &str, version: Version, vocab: Arc<Vocabulary>) {
+        self.lock().insert(project.to_string(), (version, vocab));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {

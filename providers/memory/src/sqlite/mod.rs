@@ -13,10 +13,11 @@
 mod history;
 pub(crate) mod index;
 mod maintenance;
+mod memindex;
 pub(crate) mod schema;
 mod transfer;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -73,6 +74,29 @@ pub struct OpenOptions {
     pub candidate_limit: usize,
     /// Connections kept open for reuse (default 4).
     pub pool_size: usize,
+    /// Whether searches use an in-memory index of the project (default: built in the
+    /// background after the first search).
+    pub search_index: SearchIndex,
+}
+
+/// How searches find their candidates.
+///
+/// The full-text index answers any search straight from disk, best BM25 matches first (at most
+/// [`OpenOptions::candidate_limit`]); its cost grows with the number of memories that share a
+/// term with the query. The in-memory index of a project (an inverted index with each memory's
+/// TF-IDF norm, a few dozen bytes per memory) ranks exactly over every memory sharing a term and
+/// reads only the rows it returns, but has to be built first (reading every memory of the
+/// project once) and again after any change to the project's memories.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchIndex {
+    /// Search the full-text index until an in-memory index, built on a background thread
+    /// after the first search (and after changes), is ready. For long-running processes.
+    #[default]
+    Background,
+    /// Build the in-memory index during the first search (and the first after a change).
+    Eager,
+    /// Always search the full-text index. For one-shot processes such as a CLI command.
+    Off,
 }
 
 impl Default for OpenOptions {
@@ -82,6 +106,7 @@ impl Default for OpenOptions {
             busy_timeout: Duration::from_secs(5),
             candidate_limit: 200,
             pool_size: 4,
+            search_index: SearchIndex::default(),
         }
     }
 }
@@ -102,6 +127,11 @@ impl OpenOptions {
         self
     }
 
+    pub fn search_index(mut self, mode: SearchIndex) -> Self {
+        self.search_index = mode;
+        self
+    }
+
     /// Open (creating and migrating when needed) the database at `path`.
     pub fn open(self, path: impl AsRef<Path>) -> Result<MemoryDb> {
         MemoryDb::open_with(path, self)
@@ -113,7 +143,14 @@ struct Inner {
     options: OpenOptions,
     pool: Mutex<Vec<Connection>>,
     vocab: index::VocabularyCache,
+    /// In-memory indexes by project.
+    indexes: Mutex<HashMap<String, Arc<memindex::ProjectIndex>>>,
+    /// Projects whose index is being built in the background.
+    building: Mutex<HashSet<String>>,
 }
+
+/// At most this many projects keep an in-memory index.
+const MAX_INDEXED_PROJECTS: usize = 8;
 
 /// The blocking SQLite memory store; cheap to clone (clones share connections and caches).
 ///
@@ -165,6 +202,8 @@ impl MemoryDb {
                 options,
                 pool: Mutex::new(Vec::new()),
                 vocab: index::VocabularyCache::default(),
+                indexes: Mutex::default(),
+                building: Mutex::default(),
             }),
         };
         let mut conn = db.connect()?;
@@ -600,6 +639,30 @@ impl MemoryDb {
         }
         let now = self.now();
         let mut results = self.read(|tx| {
+            let version = index::project_version(tx, &project)?;
+            let cached = lock(&self.inner.indexes)
+                .get(&project)
+                .filter(|ix| ix.version == version)
+                .cloned();
+            let ready = match (cached, self.inner.options.search_index) {
+                (Some(ix), _) => Some(ix),
+                (None, SearchIndex::Eager) => Some(self.install_index(tx, &project, version)?),
+                (None, SearchIndex::Background) => {
+                    self.build_index_in_background(&project);
+                    None
+                }
+                (None, SearchIndex::Off) => None,
+            };
+            if let Some(ix) = ready {
+                return ix.search(
+                    tx,
+                    &q_terms,
+                    req.min_importance,
+                    req.categories.as_deref(),
+                    now,
+                    req.top_k,
+                );
+            }
             let vocab = self.inner.vocab.get(tx, &project)?;
             let filter = Filter {
                 project: &project,
@@ -619,6 +682,62 @@ impl MemoryDb {
             }
         }
         Ok(results)
+    }
+
+    /// Build the in-memory index of `project` as of `tx` and keep it.
+    fn install_index(
+        &self,
+        tx: &Transaction,
+        project: &str,
+        version: index::Version,
+    ) -> Result<Arc<memindex::ProjectIndex>> {
+        let ix = Arc::new(memindex::ProjectIndex::build(tx, project, version)?);
+        self.inner.vocab.put(project, version, Arc::new(ix.vocab.clone()));
+        let mut indexes = lock(&self.inner.indexes);
+        if indexes.len() >= MAX_INDEXED_PROJECTS && !indexes.contains_key(project) {
+            indexes.clear();
+        }
+        indexes.insert(project.to_string(), ix.clone());
+        tracing::debug!(
+            project,
+            docs = ix.version.1,
+            bytes = ix.weight(),
+            "memory search index built"
+        );
+        Ok(ix)
+    }
+
+    fn build_index_in_background(&self, project: &str) {
+        if !lock(&self.inner.building).insert(project.to_string()) {
+            return;
+        }
+        let db = self.clone();
+        let owned = project.to_string();
+        let spawned = std::thread::Builder::new()
+            .name("ctxkit-memory-index".into())
+            .spawn(move || {
+                let built = db.read(|tx| {
+                    let version = index::project_version(tx, &owned)?;
+                    db.install_index(tx, &owned, version).map(|_| ())
+                });
+                if let Err(e) = built {
+                    tracing::warn!(project = owned, error = %e, "building the memory search index failed");
+                }
+                lock(&db.inner.building).remove(&owned);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the memory index thread");
+            lock(&self.inner.building).remove(project);
+        }
+    }
+
+    /// Build the in-memory search index of a project now (whatever [`SearchIndex`] says), so
+    /// the next search is fast.
+    pub fn warm_up(&self, project: &str) -> Result<()> {
+        self.read(|tx| {
+            let version = index::project_version(tx, project)?;
+            self.install_index(tx, project, version).map(|_| ())
+        })
     }
 
     /// Candidate rows for `q_terms`: the full-text index, confined to the project and filters.
@@ -667,7 +786,9 @@ impl MemoryDb {
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "SELECT {cols} FROM memory_fts JOIN project_memories m ON m.num = memory_fts.rowid
+            // CROSS JOIN keeps the full-text index as the outer loop: SQLite must not run the
+            // MATCH once per row of the project.
+            "SELECT {cols} FROM memory_fts CROSS JOIN project_memories m ON m.num = memory_fts.rowid
              WHERE memory_fts MATCH ?1 AND m.project_path = ?2 AND m.importance >= ?3{categories}
              ORDER BY bm25(memory_fts, 0.0, 1.0) LIMIT ?4"
         );
@@ -830,6 +951,10 @@ impl MemoryDb {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// What candidate retrieval is confined to.
 struct Filter<'a> {
     project: &'a str,
@@ -868,10 +993,13 @@ fn rank(
         })
         .collect();
     out.sort_by(|a, b| {
-        b.relevance_score
-            .total_cmp(&a.relevance_score)
-            .then_with(|| b.entry.importance.total_cmp(&a.entry.importance))
-            .then_with(|| a.entry.id.cmp(&b.entry.id))
+        if memindex::rank_before(a, b) {
+            std::cmp::Ordering::Less
+        } else if memindex::rank_before(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
     });
     out.truncate(top_k);
     out
