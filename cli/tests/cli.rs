@@ -267,3 +267,55 @@ fn bench_tokens_reproduces_the_adr_shape() {
     assert!(tokens(bonjour, "hybrid") < tokens(bonjour, "full"));
     assert_eq!(bonjour["skills"], serde_json::json!(["hello-extended"]));
 }
+
+#[test]
+fn memory_commands_round_trip_and_refuse_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let db = db.to_str().unwrap();
+    let with = |args: &[&str]| {
+        let mut all = vec!["memory", "--db", db, "--project", "/p"];
+        all.extend_from_slice(args);
+        ctxkit(&all)
+    };
+    let o = with(&["add", "--category", "preference", "Use pnpm, not npm"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    assert!(!id.is_empty());
+
+    let o = with(&["search", "--json", "npm install"]);
+    let hit: Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (hit["id"].as_str(), hit["category"].as_str()),
+        (Some(id.as_str()), Some("preference"))
+    );
+    assert!(hit["score"].as_f64().unwrap() > 0.0);
+
+    let secret = "token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let o = with(&["add", secret]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!stderr(&o).contains("ghp_0123"), "the secret is not echoed");
+    assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+
+    let export = dir.path().join("e.jsonl");
+    assert!(with(&["export", export.to_str().unwrap()]).status.success());
+    assert!(with(&["import", export.to_str().unwrap()]).status.success());
+    let stats: Value = serde_json::from_str(stdout(&with(&["stats", "--json"])).trim()).unwrap();
+    assert_eq!(
+        stats["total"], 1,
+        "the secret was not stored and importing twice adds nothing"
+    );
+
+    // Another project sees nothing.
+    let o = ctxkit(&[
+        "memory",
+        "--db",
+        db,
+        "--project",
+        "/other",
+        "search",
+        "--json",
+        "npm",
+    ]);
+    assert_eq!(stdout(&o).trim(), "");
+}
