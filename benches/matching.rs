@@ -12,7 +12,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ctxkit::{ContextProvider, Message, RunInfo};
 use ctxkit_skills::{
-    is_whole_word, parse_skill, trigger_boundaries, SelectOptions, Skill, SkillConfig, SkillContextProvider,
+    is_whole_word, parse_skill, trigger_boundaries, SelectOptions, SkillConfig, SkillContextProvider,
     SkillIndex, SkillLibrary, Source,
 };
 use regex::RegexSetBuilder;
@@ -31,7 +31,7 @@ fn build_index(n: usize) -> (SkillIndex, Vec<String>) {
             let parsed = parse_skill(path.as_ref(), text, Some(name))
                 .0
                 .expect("generated skills parse");
-            Skill::from_parsed(parsed, text, path.as_ref(), Source::Project, 250)
+            parsed.with_root(Source::Project, 250)
         })
         .collect();
     (SkillIndex::build(skills, Vec::new()), hits)

@@ -3,7 +3,6 @@
 //! swaps it in while requests run.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
@@ -13,8 +12,8 @@ use crate::discover::{discover, read_skill_file, SkillRoot};
 use crate::exec::load_descriptor;
 use crate::lexical::LexicalDoc;
 use crate::matcher::Matcher;
-use crate::parse::{parse_skill, ParsedSkill};
-use crate::skill::{Skill, Source};
+use crate::parse::parse_skill;
+use crate::skill::Skill;
 
 /// Every loaded skill and its compiled triggers.
 #[derive(Debug)]
@@ -47,48 +46,11 @@ pub fn skill_id(name: &str, hash_hex: &str) -> String {
     format!("{}-{}", normalized.trim_matches('-'), &hash_hex[..12])
 }
 
-fn sha256_hex(content: &str) -> String {
+pub(crate) fn sha256_hex(content: &str) -> String {
     Sha256::digest(content.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-impl Skill {
-    /// A skill from parsed fields, its file content (for the hash) and its root.
-    pub fn from_parsed(
-        parsed: ParsedSkill,
-        content: &str,
-        path: &Path,
-        source: Source,
-        root_priority: i64,
-    ) -> Skill {
-        let hash = sha256_hex(content);
-        Skill {
-            id: skill_id(&parsed.name, &hash),
-            priority: parsed.priority.unwrap_or(root_priority),
-            name: parsed.name,
-            description: parsed.description,
-            body: parsed.body,
-            path: path.to_path_buf(),
-            source,
-            triggers: parsed.triggers,
-            tags: parsed.tags,
-            version: parsed.version,
-            license: parsed.license,
-            compatibility: parsed.compatibility,
-            allowed_tools: parsed.allowed_tools,
-            user_invocable: parsed.user_invocable,
-            disable_model_invocation: parsed.disable_model_invocation,
-            always: parsed.always,
-            detect: parsed.detect,
-            hooks: parsed.hooks,
-            metadata: parsed.metadata,
-            extra: parsed.extra,
-            hash,
-            tools: Vec::new(),
-        }
-    }
 }
 
 impl SkillIndex {
@@ -114,7 +76,7 @@ impl SkillIndex {
             let (parsed, diags) = parse_skill(&f.path, &content, folder);
             diagnostics.extend(diags);
             if let Some(parsed) = parsed {
-                let mut skill = Skill::from_parsed(parsed, &content, &f.path, root.source, root.priority);
+                let mut skill = parsed.with_root(root.source, root.priority);
                 // Only skill folders carry tools; a convention file's folder is a project.
                 if f.path.file_name().is_some_and(|n| n == "SKILL.md") {
                     let (tools, diags) = load_descriptor(&f.path);

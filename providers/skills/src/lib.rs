@@ -8,7 +8,7 @@
 //! let text = "---\nname: greet\ndescription: Greetings in many languages\ntriggers: [hello, bonjour]\n---\nSay hello.";
 //! let (parsed, diagnostics) = parse_skill("skills/greet/SKILL.md".as_ref(), text, Some("greet"));
 //! assert!(diagnostics.is_empty());
-//! let skill = Skill::from_parsed(parsed.unwrap(), text, "skills/greet/SKILL.md".as_ref(), Source::Project, 250);
+//! let skill = parsed.unwrap().with_root(Source::Project, 250);
 //! let index = SkillIndex::build(vec![skill], Vec::new());
 //!
 //! let picked = index.select(&["Say bonjour to Alice"], &[], &Default::default());
@@ -44,7 +44,7 @@ pub use exec::{
 };
 pub use index::{skill_id, SkillIndex, SkillLibrary};
 pub use matcher::{is_no_space_script, is_whole_word, is_word_char, trigger_boundaries};
-pub use parse::{parse_skill, split_frontmatter, strip_frontmatter, ParsedSkill, CONVENTION_FILES};
+pub use parse::{parse_skill, split_frontmatter, strip_frontmatter, CONVENTION_FILES};
 pub use provider::{Mode, SkillConfig, SkillContextProvider};
 pub use select::{Reason, SelectOptions, Selection};
 pub use skill::{Detect, Skill, Source, Triggers};

@@ -2,14 +2,14 @@
 //! a skill is skipped only when its YAML cannot be read or it has no description; every
 //! other problem is a warning, and nothing is dropped silently.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
 
 use crate::diagnostic::Diagnostic;
-use crate::skill::{Detect, Triggers};
+use crate::index::{sha256_hex, skill_id};
+use crate::skill::{Detect, Skill, Source, Triggers};
 
 /// Files that are skills without frontmatter: name = file stem, description = first heading.
 pub const CONVENTION_FILES: &[&str] = &[
@@ -20,28 +20,6 @@ pub const CONVENTION_FILES: &[&str] = &[
     "COPILOT.md",
     "GEMINI.md",
 ];
-
-/// Everything a file says about its skill, before indexing.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ParsedSkill {
-    pub name: String,
-    pub description: String,
-    pub body: String,
-    pub priority: Option<i64>,
-    pub triggers: Triggers,
-    pub tags: Vec<String>,
-    pub version: Option<String>,
-    pub license: Option<String>,
-    pub compatibility: Option<String>,
-    pub allowed_tools: Vec<String>,
-    pub user_invocable: bool,
-    pub disable_model_invocation: bool,
-    pub always: bool,
-    pub detect: Option<Detect>,
-    pub hooks: Option<Json>,
-    pub metadata: BTreeMap<String, Json>,
-    pub extra: BTreeMap<String, Json>,
-}
 
 /// Split `content` into frontmatter and body exactly as seed 002's `strip_skill_frontmatter`:
 /// after the opening `---`, the frontmatter runs to the first `\n---`; the body is what follows
@@ -69,18 +47,20 @@ pub fn strip_frontmatter(content: &str) -> &str {
 
 /// Parse one skill file. `folder` is the name of the folder holding a `SKILL.md` (the name
 /// rules compare against it). Returns the skill (or `None` when it must be skipped) and every
-/// problem found.
-pub fn parse_skill(
-    path: &Path,
-    content: &str,
-    folder: Option<&str>,
-) -> (Option<ParsedSkill>, Vec<Diagnostic>) {
+/// problem found. The skill counts as a project skill until [`Skill::with_root`] says where it
+/// was found.
+pub fn parse_skill(path: &Path, content: &str, folder: Option<&str>) -> (Option<Skill>, Vec<Diagnostic>) {
     let mut p = Parser {
         path,
         diags: Vec::new(),
         frontmatter: "",
     };
-    let skill = p.parse(content, folder);
+    let skill = p.parse(content, folder).map(|mut skill| {
+        skill.hash = sha256_hex(content);
+        skill.id = skill_id(&skill.name, &skill.hash);
+        skill.path = path.to_path_buf();
+        skill.with_root(Source::Project, Source::Project.default_priority())
+    });
     (skill, p.diags)
 }
 
@@ -111,7 +91,7 @@ impl<'a> Parser<'a> {
             .map(|i| i + 2)
     }
 
-    fn parse(&mut self, content: &'a str, folder: Option<&str>) -> Option<ParsedSkill> {
+    fn parse(&mut self, content: &'a str, folder: Option<&str>) -> Option<Skill> {
         let stem = self.path.file_stem().and_then(|s| s.to_str()).unwrap_or("skill");
         let is_convention = CONVENTION_FILES
             .iter()
@@ -135,7 +115,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A file without frontmatter: name from the file, description from the first heading.
-    fn plain(&mut self, name: String, content: &str) -> Option<ParsedSkill> {
+    fn plain(&mut self, name: String, content: &str) -> Option<Skill> {
         let first = content.lines().map(str::trim).find(|l| !l.is_empty());
         let Some(first) = first else {
             return self.fail(
@@ -144,7 +124,7 @@ impl<'a> Parser<'a> {
             );
         };
         let description = first.trim_start_matches('#').trim().to_string();
-        Some(ParsedSkill {
+        Some(Skill {
             name,
             description,
             body: content.trim().to_string(),
@@ -189,8 +169,8 @@ impl<'a> Parser<'a> {
         default_name: String,
         folder: Option<&str>,
         body: &str,
-    ) -> Option<ParsedSkill> {
-        let mut skill = ParsedSkill {
+    ) -> Option<Skill> {
+        let mut skill = Skill {
             body: body.to_string(),
             ..Default::default()
         };
@@ -212,7 +192,7 @@ impl<'a> Parser<'a> {
                 }
                 "tags" => skill.tags = self.list(&key, value, line),
                 "priority" => match &value {
-                    Yaml::Number(n) if n.as_i64().is_some() => skill.priority = n.as_i64(),
+                    Yaml::Number(n) if n.as_i64().is_some() => skill.declared_priority = n.as_i64(),
                     _ => self.warn(
                         line,
                         "`priority` must be an integer; using the priority of the skill's root",

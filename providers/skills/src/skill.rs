@@ -11,12 +11,13 @@ use crate::exec::ToolSpec;
 ///
 /// Tiers are ordered: a project skill beats a user skill beats an external one beats a
 /// builtin one (seed 004 §5.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Builtin,
     External,
     User,
+    #[default]
     Project,
 }
 
@@ -59,8 +60,8 @@ pub struct Detect {
     pub patterns: Vec<String>,
 }
 
-/// One skill, parsed and indexed.
-#[derive(Debug, Serialize)]
+/// One skill: what its file says, and where it was found.
+#[derive(Debug, Default, Serialize)]
 pub struct Skill {
     /// Normalized name + `-` + the first 12 hex digits of the file's SHA-256.
     pub id: String,
@@ -72,6 +73,8 @@ pub struct Skill {
     pub source: Source,
     /// Frontmatter `priority` when it is an integer, else the root's.
     pub priority: i64,
+    /// Frontmatter `priority`, when it is an integer.
+    pub declared_priority: Option<i64>,
     pub triggers: Triggers,
     pub tags: Vec<String>,
     pub version: Option<String>,
@@ -95,6 +98,14 @@ pub struct Skill {
 }
 
 impl Skill {
+    /// The skill as found under a root of `source` with `root_priority`: its effective priority
+    /// is the declared one, else the root's.
+    pub fn with_root(mut self, source: Source, root_priority: i64) -> Skill {
+        self.source = source;
+        self.priority = self.declared_priority.unwrap_or(root_priority);
+        self
+    }
+
     /// Body lines beyond `max_lines` replaced by a visible marker.
     pub fn truncated_body(&self, max_lines: usize) -> std::borrow::Cow<'_, str> {
         let total = self.body.lines().count();

@@ -18,7 +18,7 @@ pub fn skill_with_body(name: &str, triggers: &str, extra: &str, body: &str) -> S
     let path = format!("skills/{name}/SKILL.md");
     let (parsed, diags) = parse_skill(path.as_ref(), &text, Some(name));
     let parsed = parsed.unwrap_or_else(|| panic!("{name} did not parse: {diags:?}"));
-    Skill::from_parsed(parsed, &text, path.as_ref(), Source::Project, 250)
+    parsed.with_root(Source::Project, 250)
 }
 
 pub fn index(skills: Vec<Skill>) -> SkillIndex {

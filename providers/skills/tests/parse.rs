@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use ctxkit_skills::{parse_skill, split_frontmatter, Diagnostic, ParsedSkill, Severity};
+use ctxkit_skills::{parse_skill, split_frontmatter, Diagnostic, Severity, Skill};
 
-fn parse(path: &str, text: &str) -> (Option<ParsedSkill>, Vec<Diagnostic>) {
+fn parse(path: &str, text: &str) -> (Option<Skill>, Vec<Diagnostic>) {
     let folder = Path::new(path)
         .parent()
         .and_then(|p| p.file_name())
@@ -12,7 +12,7 @@ fn parse(path: &str, text: &str) -> (Option<ParsedSkill>, Vec<Diagnostic>) {
     parse_skill(Path::new(path), text, folder)
 }
 
-fn ok(path: &str, text: &str) -> (ParsedSkill, Vec<Diagnostic>) {
+fn ok(path: &str, text: &str) -> (Skill, Vec<Diagnostic>) {
     let (skill, diags) = parse(path, text);
     (skill.unwrap_or_else(|| panic!("skipped: {diags:?}")), diags)
 }
@@ -223,7 +223,7 @@ fn invalid_regex_is_a_warning() {
 fn bad_field_types_are_warnings() {
     let text = "---\nname: t\ndescription: d\npriority: high\nalways: maybe\ntags: {a: 1}\n---\n";
     let (s, diags) = ok("skills/t/SKILL.md", text);
-    assert_eq!(s.priority, None);
+    assert_eq!(s.declared_priority, None);
     assert!(!s.always);
     let m = messages(&diags);
     assert!(
@@ -258,7 +258,8 @@ fn disable_model_invocation_with_triggers_warns() {
 fn priority_and_detect_are_read() {
     let text = "---\nname: r\ndescription: d\npriority: 120\ndetect:\n  files: [Cargo.toml]\n  patterns: [tokio]\n---\n";
     let (s, _) = ok("skills/r/SKILL.md", text);
-    assert_eq!(s.priority, Some(120));
+    assert_eq!(s.declared_priority, Some(120));
+    assert_eq!(s.priority, 120);
     let d = s.detect.unwrap();
     assert_eq!(
         (d.files, d.patterns),
