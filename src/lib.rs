@@ -40,3 +40,8 @@ pub use provider::{ContextProvider, Outcome, Policy, ProviderExt, ProviderReport
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, TokenCounter};
 pub use tool::{Tool, ToolDefinition, ToolRegistry};
+
+/// The README's code blocks, compiled as doc-tests so the README never shows code that does not build.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
