@@ -266,3 +266,54 @@ fn priority_and_detect_are_read() {
         (vec!["Cargo.toml".to_string()], vec!["tokio".to_string()])
     );
 }
+
+#[test]
+fn remaining_diagnostics_name_the_field() {
+    let text = "---\nname: t\ndescription: d\nversion: [1, 2]\nmetadata: plain\ntags: [ok, {a: 1}]\n\
+                triggers:\n  keywords: [go]\n  nouns: [x]\ndetect: [Cargo.toml]\n---\n";
+    let (s, diags) = ok("skills/t/SKILL.md", text);
+    assert_eq!(
+        (s.version, s.tags, s.triggers.keywords),
+        (None, vec!["ok".to_string()], vec!["go".to_string()])
+    );
+    let m = messages(&diags);
+    let expect = [
+        ":4: warning: `version` must be a single value",
+        ":5: warning: `metadata` must be a mapping",
+        ":6: warning: an item of `tags` is not a plain value",
+        ":7: warning: unknown trigger kind `nouns`",
+        ":10: warning: `detect` must be a mapping",
+    ];
+    assert_eq!(m.len(), expect.len(), "{m:?}");
+    for (got, want) in m.iter().zip(expect) {
+        assert!(got.contains(want), "{got} lacks {want}");
+    }
+}
+
+#[test]
+fn skill_md_without_frontmatter_and_empty_files() {
+    let (s, diags) = ok("skills/notes/SKILL.md", "# Release notes helper\n\nSteps.");
+    assert_eq!(
+        (s.name.as_str(), s.description.as_str()),
+        ("notes", "Release notes helper")
+    );
+    assert!(diags[0].message.contains("no YAML frontmatter"), "{diags:?}");
+    let (s, diags) = parse("skills/empty/SKILL.md", "  \n\n");
+    assert!(s.is_none());
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.is_error() && d.message.contains("the file is empty")),
+        "{diags:?}"
+    );
+}
+
+#[test]
+fn overlong_descriptions_warn() {
+    let text = format!("---\nname: t\ndescription: {}\n---\n", "word ".repeat(300));
+    let (_, diags) = ok("skills/t/SKILL.md", &text);
+    assert!(
+        diags[0].message.contains("longer than 1024 characters"),
+        "{diags:?}"
+    );
+}
