@@ -293,7 +293,8 @@ impl Agent {
         let (ctx, run) = self.gather(thread).await?;
         let tools = self.tools_for(&ctx)?;
         let mut report: Option<RunReport> = None;
-        for round in 0.. {
+        let mut round = 0;
+        loop {
             let (mut request, tokens) =
                 request::assemble(&self.base, &ctx, &tools, thread, self.assembly, &*self.counter);
             let report = report.get_or_insert_with(|| Self::report(&ctx, tokens));
@@ -324,8 +325,8 @@ impl Agent {
                 report.tool_calls += 1;
             }
             thread.state.clear_temp();
+            round += 1;
         }
-        unreachable!("the tool loop returns from inside")
     }
 
     /// One model call; providers hear about it whether it worked or not.
