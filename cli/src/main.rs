@@ -84,8 +84,11 @@ impl From<serde_json::Error> for CliError {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CTXKIT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    // Closing spans are printed with their fields, so provider, model and tool timings show.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
