@@ -2,7 +2,8 @@
 
 use rusqlite::{params, OptionalExtension, Row, Transaction};
 
-use super::{delete_row, find_by_content, insert_entry, load, store_row, MemoryDb};
+use super::rows::{delete_row, find_by_content, insert_entry, load, store_row};
+use super::MemoryDb;
 use crate::error::{MemoryError, Result};
 use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
 

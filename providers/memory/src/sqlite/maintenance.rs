@@ -4,9 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::params;
 
-use super::{
-    check_project, delete_row, history, select_entries, store_row, MemoryDb, COLS, COMPACT_SIMILARITY,
-};
+use super::rows::{delete_row, select_entries, store_row, COLS};
+use super::write::check_project;
+use super::{history, MemoryDb, COMPACT_SIMILARITY};
 use crate::clock::DAY_MS;
 use crate::error::Result;
 use crate::text::{self, terms};

@@ -21,7 +21,7 @@ use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryCategory, MemorySearchResult};
 
 use super::index::Version;
-use super::{row_to_entry, COLS};
+use super::rows::{row_to_entry, COLS};
 
 struct Doc {
     num: i64,

@@ -5,10 +5,11 @@ use std::io::{BufRead, Write};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    check_content, check_importance, check_project, find_by_content, history, insert_entry, insert_episode,
-    new_unique_id, row_to_episode, select_entries, MemoryDb, COLS,
+use super::rows::{
+    find_by_content, insert_entry, insert_episode, new_unique_id, row_to_episode, select_entries, COLS,
 };
+use super::write::{check_content, check_importance, check_project};
+use super::{history, MemoryDb};
 use crate::error::{MemoryError, Result};
 use crate::secrets;
 use crate::types::{EpisodicRecord, HistoryAction, MemoryEntry};
@@ -119,7 +120,7 @@ impl MemoryDb {
                         m.content = content;
                     }
                     check_importance(m.importance).map_err(|e| invalid(n, e))?;
-                    super::check_secrets(
+                    super::write::check_secrets(
                         &m.content,
                         &m.keywords,
                         m.source_context.as_deref(),

@@ -1,0 +1,208 @@
+//! Row-level helpers: insert, overwrite, delete and read `project_memories` and
+//! `episodic_records` rows, keeping the full-text index and the history in step.
+
+use rusqlite::{params, OptionalExtension, Row, Transaction};
+
+use super::{history, index};
+use crate::error::{MemoryError, Result};
+use crate::types::*;
+use crate::HistoryAction;
+
+pub(super) const COLS: &str =
+    "num, id, project_path, category, content, keywords, importance, access_count, \
+                    source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at";
+
+/// A fresh 12-hex-digit id not yet used in `table`.
+pub(super) fn new_unique_id(tx: &Transaction, table: &str) -> Result<String> {
+    let sql = format!("SELECT 1 FROM {table} WHERE id = ?1");
+    loop {
+        let id = crate::ids::new_id();
+        let taken = tx
+            .prepare_cached(&sql)?
+            .query_row(params![id], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if !taken {
+            return Ok(id);
+        }
+    }
+}
+
+/// Insert a complete entry (row and index) and return its row number.
+pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
+             source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?
+    .execute(params![
+        e.id,
+        e.project_path,
+        e.category.as_str(),
+        e.content,
+        keywords_json(&e.keywords),
+        f64::from(e.importance),
+        e.access_count,
+        e.source_session_id,
+        e.source_context,
+        e.created_at,
+        e.updated_at,
+        e.last_accessed_at,
+        e.decayed_at,
+    ])?;
+    let num = tx.last_insert_rowid();
+    index::add(tx, num, e)?;
+    Ok(num)
+}
+
+/// Write every field of `new` over row `num` (which holds `old`) and re-index when needed.
+pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE project_memories SET id = ?2, project_path = ?3, category = ?4, content = ?5, keywords = ?6,
+             importance = ?7, access_count = ?8, source_session_id = ?9, source_context = ?10, created_at = ?11,
+             updated_at = ?12, last_accessed_at = ?13, decayed_at = ?14
+         WHERE num = ?1",
+    )?
+    .execute(params![
+        num,
+        new.id,
+        new.project_path,
+        new.category.as_str(),
+        new.content,
+        keywords_json(&new.keywords),
+        f64::from(new.importance),
+        new.access_count,
+        new.source_session_id,
+        new.source_context,
+        new.created_at,
+        new.updated_at,
+        new.last_accessed_at,
+        new.decayed_at,
+    ])?;
+    index::replace(tx, num, old, new)
+}
+
+pub(super) fn delete_row(
+    tx: &Transaction,
+    num: i64,
+    old: &MemoryEntry,
+    reason: &str,
+    now: i64,
+) -> Result<()> {
+    index::remove(tx, num, old)?;
+    tx.prepare_cached("DELETE FROM project_memories WHERE num = ?1")?
+        .execute(params![num])?;
+    history::record(
+        tx,
+        HistoryAction::Delete,
+        &old.id,
+        &old.project_path,
+        Some(old),
+        None,
+        None,
+        Some(reason),
+        now,
+    )
+}
+
+fn keywords_json(keywords: &[String]) -> String {
+    serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into())
+}
+
+pub(super) fn find_by_content(tx: &Transaction, project: &str, content: &str) -> Result<Option<String>> {
+    Ok(tx
+        .prepare_cached("SELECT id FROM project_memories WHERE project_path = ?1 AND content = ?2")?
+        .query_row(params![project, content], |r| r.get(0))
+        .optional()?)
+}
+
+pub(super) fn load(tx: &Transaction, id: &str) -> Result<Option<(i64, MemoryEntry)>> {
+    Ok(tx
+        .prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE id = ?1"))?
+        .query_row(params![id], row_to_entry)
+        .optional()?)
+}
+
+pub(super) fn select_entries(
+    tx: &Transaction,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<(i64, MemoryEntry)>> {
+    let mut stmt = tx.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, row_to_entry)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+fn conversion_error(col: usize, message: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
+}
+
+pub(super) fn row_to_entry(r: &Row) -> rusqlite::Result<(i64, MemoryEntry)> {
+    let category: String = r.get(3)?;
+    let category = category
+        .parse()
+        .map_err(|e: MemoryError| conversion_error(3, e.to_string()))?;
+    let keywords: String = r.get(5)?;
+    let keywords: Vec<String> = serde_json::from_str(&keywords)
+        .map_err(|e| conversion_error(5, format!("keywords are not a JSON list: {e}")))?;
+    Ok((
+        r.get(0)?,
+        MemoryEntry {
+            id: r.get(1)?,
+            project_path: r.get(2)?,
+            category,
+            content: r.get(4)?,
+            keywords,
+            importance: r.get::<_, f64>(6)? as f32,
+            access_count: r.get(7)?,
+            source_session_id: r.get(8)?,
+            source_context: r.get(9)?,
+            created_at: r.get(10)?,
+            updated_at: r.get(11)?,
+            last_accessed_at: r.get(12)?,
+            decayed_at: r.get(13)?,
+        },
+    ))
+}
+
+pub(super) fn insert_episode(tx: &Transaction, e: &EpisodicRecord) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO episodic_records (id, project_path, session_id, record_type, task_summary, approach_summary,
+             outcome_summary, tools_used, keywords, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        e.id,
+        e.project_path,
+        e.session_id,
+        e.record_type.as_str(),
+        e.task_summary,
+        e.approach_summary,
+        e.outcome_summary,
+        keywords_json(&e.tools_used),
+        keywords_json(&e.keywords),
+        e.created_at,
+    ])?;
+    Ok(())
+}
+
+pub(super) fn row_to_episode(r: &Row) -> rusqlite::Result<EpisodicRecord> {
+    let record_type: String = r.get(3)?;
+    let list = |col: usize| -> rusqlite::Result<Vec<String>> {
+        let s: String = r.get(col)?;
+        serde_json::from_str(&s).map_err(|e| conversion_error(col, format!("not a JSON list: {e}")))
+    };
+    Ok(EpisodicRecord {
+        id: r.get(0)?,
+        project_path: r.get(1)?,
+        session_id: r.get(2)?,
+        record_type: RecordType::parse(&record_type)
+            .ok_or_else(|| conversion_error(3, format!("unknown record type `{record_type}`")))?,
+        task_summary: r.get(4)?,
+        approach_summary: r.get(5)?,
+        outcome_summary: r.get(6)?,
+        tools_used: list(7)?,
+        keywords: list(8)?,
+        created_at: r.get(9)?,
+    })
+}

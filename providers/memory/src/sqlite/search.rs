@@ -1,0 +1,344 @@
+//! Reads and search: get, list, count, search (full-text candidates or the in-memory index,
+//! then ranking), warm-up and stats.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{params, Transaction};
+
+use super::rows::{load, select_entries, COLS};
+use super::write::check_project;
+use super::{index, memindex, MemoryDb, SearchIndex};
+use crate::clock::days_between;
+use crate::error::Result;
+use crate::retrieval::{compute_relevance_score, jaccard, Vocabulary};
+use crate::text::{keyword_terms, terms};
+use crate::types::*;
+
+/// At most this many query terms go into the full-text query (the rarest ones).
+const MAX_QUERY_TERMS: usize = 24;
+
+/// At most this many projects keep an in-memory index.
+const MAX_INDEXED_PROJECTS: usize = 8;
+
+impl MemoryDb {
+    // ----- reads ------------------------------------------------------------------------
+
+    /// A memory by id.
+    pub fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+        self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))
+    }
+
+    /// Memories of a project, filtered by category and paged.
+    pub fn list(&self, project: &str, options: &ListOptions) -> Result<Vec<MemoryEntry>> {
+        let order = match options.order {
+            ListOrder::Newest => "created_at DESC, id",
+            ListOrder::Importance => "importance DESC, created_at DESC, id",
+        };
+        let category = options.category.map(|c| c.as_str());
+        let sql = format!(
+            "SELECT {COLS} FROM project_memories WHERE project_path = ?1 AND (?2 IS NULL OR category = ?2)
+             ORDER BY {order} LIMIT ?3 OFFSET ?4"
+        );
+        let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(options.offset).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            Ok(
+                select_entries(tx, &sql, params![project, category, limit, offset])?
+                    .into_iter()
+                    .map(|(_, e)| e)
+                    .collect(),
+            )
+        })
+    }
+
+    /// How many memories a project has.
+    pub fn count(&self, project: &str) -> Result<usize> {
+        self.read(|tx| {
+            let n: i64 = tx
+                .prepare_cached("SELECT COUNT(*) FROM project_memories WHERE project_path = ?1")?
+                .query_row(params![project], |r| r.get(0))?;
+            Ok(n as usize)
+        })
+    }
+
+    /// Find the memories of a project relevant to a query, best first (seed 004 §4.3.2).
+    ///
+    /// Candidates come from the full-text index (the query's rarest terms, OR'ed, best BM25
+    /// first, at most [`OpenOptions::candidate_limit`]); each is scored with
+    /// [`compute_relevance_score`] and only those with a cosine or keyword overlap above zero
+    /// are kept. Returned memories have their access counted unless the request says not to.
+    ///
+    /// [`OpenOptions::candidate_limit`]: super::OpenOptions::candidate_limit
+    pub fn search(&self, req: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+        let project = check_project(&req.project_path)?;
+        let q_terms = terms(&req.query);
+        if q_terms.is_empty() || req.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let now = self.now();
+        let mut results = self.read(|tx| {
+            let version = index::project_version(tx, &project)?;
+            let cached = lock(&self.inner.indexes)
+                .get(&project)
+                .filter(|ix| ix.version == version)
+                .cloned();
+            let ready = match (cached, self.inner.options.search_index) {
+                (Some(ix), _) => Some(ix),
+                (None, SearchIndex::Eager) => Some(self.install_index(tx, &project, version)?),
+                (None, SearchIndex::Background) => {
+                    self.build_index_in_background(&project);
+                    None
+                }
+                (None, SearchIndex::Off) => None,
+            };
+            if let Some(ix) = ready {
+                return ix.search(
+                    tx,
+                    &q_terms,
+                    req.min_importance,
+                    req.categories.as_deref(),
+                    now,
+                    req.top_k,
+                );
+            }
+            let vocab = self.inner.vocab.get(tx, &project)?;
+            let filter = Filter {
+                project: &project,
+                min_importance: req.min_importance,
+                categories: req.categories.as_deref(),
+            };
+            let candidates = self.candidates(tx, &filter, &q_terms, &vocab)?;
+            Ok(rank(&q_terms, &vocab, candidates, now, req.top_k))
+        })?;
+        if req.touch && !results.is_empty() {
+            let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
+            self.touch(&ids)?;
+            let now = self.now();
+            for r in &mut results {
+                r.entry.access_count += 1;
+                r.entry.last_accessed_at = now;
+            }
+        }
+        Ok(results)
+    }
+
+    /// Build the in-memory index of `project` as of `tx` and keep it.
+    fn install_index(
+        &self,
+        tx: &Transaction,
+        project: &str,
+        version: index::Version,
+    ) -> Result<Arc<memindex::ProjectIndex>> {
+        let ix = Arc::new(memindex::ProjectIndex::build(tx, project, version)?);
+        self.inner.vocab.put(project, version, Arc::new(ix.vocab.clone()));
+        let mut indexes = lock(&self.inner.indexes);
+        if indexes.len() >= MAX_INDEXED_PROJECTS && !indexes.contains_key(project) {
+            indexes.clear();
+        }
+        indexes.insert(project.to_string(), ix.clone());
+        tracing::debug!(
+            project,
+            docs = ix.version.1,
+            bytes = ix.weight(),
+            "memory search index built"
+        );
+        Ok(ix)
+    }
+
+    fn build_index_in_background(&self, project: &str) {
+        if !lock(&self.inner.building).insert(project.to_string()) {
+            return;
+        }
+        let db = self.clone();
+        let owned = project.to_string();
+        let spawned = std::thread::Builder::new()
+            .name("ctxkit-memory-index".into())
+            .spawn(move || {
+                let built = db.read(|tx| {
+                    let version = index::project_version(tx, &owned)?;
+                    db.install_index(tx, &owned, version).map(|_| ())
+                });
+                if let Err(e) = built {
+                    tracing::warn!(project = owned, error = %e, "building the memory search index failed");
+                }
+                lock(&db.inner.building).remove(&owned);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the memory index thread");
+            lock(&self.inner.building).remove(project);
+        }
+    }
+
+    /// Build the in-memory search index of a project now (whatever [`SearchIndex`] says), so
+    /// the next search is fast.
+    pub fn warm_up(&self, project: &str) -> Result<()> {
+        self.read(|tx| {
+            let version = index::project_version(tx, project)?;
+            self.install_index(tx, project, version).map(|_| ())
+        })
+    }
+
+    /// Candidate rows for `q_terms`: the full-text index, confined to the project and filters.
+    pub(super) fn candidates(
+        &self,
+        tx: &Transaction,
+        filter: &Filter,
+        q_terms: &[String],
+        vocab: &Vocabulary,
+    ) -> Result<Vec<(i64, MemoryEntry)>> {
+        let mut distinct: Vec<&str> = q_terms
+            .iter()
+            .map(String::as_str)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if distinct.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The rarest terms say the most; common ones mostly cost time.
+        distinct.sort_by_key(|t| (vocab.df(t), *t));
+        distinct.truncate(MAX_QUERY_TERMS);
+        let expr = format!(
+            "project : {} AND terms : ({})",
+            index::fts_quote(&index::project_token(filter.project)),
+            distinct
+                .iter()
+                .map(|t| index::fts_quote(t))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        );
+        let categories = match filter.categories {
+            Some([]) => return Ok(Vec::new()),
+            Some(cats) => format!(
+                " AND m.category IN ({})",
+                cats.iter()
+                    .map(|c| format!("'{}'", c.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => String::new(),
+        };
+        let cols = COLS
+            .split(", ")
+            .map(|c| format!("m.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            // CROSS JOIN keeps the full-text index as the outer loop: SQLite must not run the
+            // MATCH once per row of the project.
+            "SELECT {cols} FROM memory_fts CROSS JOIN project_memories m ON m.num = memory_fts.rowid
+             WHERE memory_fts MATCH ?1 AND m.project_path = ?2 AND m.importance >= ?3{categories}
+             ORDER BY bm25(memory_fts, 0.0, 1.0) LIMIT ?4"
+        );
+        let limit = i64::try_from(self.inner.options.candidate_limit).unwrap_or(i64::MAX);
+        select_entries(
+            tx,
+            &sql,
+            params![expr, filter.project, f64::from(filter.min_importance), limit],
+        )
+    }
+
+    /// Counts for a project.
+    pub fn stats(&self, project: &str) -> Result<MemoryStats> {
+        self.read(|tx| {
+            let mut stats = MemoryStats {
+                project_path: project.to_string(),
+                by_category: MemoryCategory::ALL
+                    .iter()
+                    .map(|c| (c.as_str().to_string(), 0))
+                    .collect(),
+                ..Default::default()
+            };
+            let mut importance = 0.0f64;
+            let mut stmt = tx.prepare_cached(
+                "SELECT category, COUNT(*), SUM(importance), SUM(access_count), MIN(created_at), MAX(updated_at)
+                 FROM project_memories WHERE project_path = ?1 GROUP BY category",
+            )?;
+            let rows = stmt.query_map(params![project], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, f64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, i64>(5)?,
+                ))
+            })?;
+            for row in rows {
+                let (category, n, imp, acc, oldest, newest) = row?;
+                stats.by_category.insert(category, n as usize);
+                stats.total += n as usize;
+                importance += imp;
+                stats.total_accesses += acc;
+                stats.oldest_created_at = Some(stats.oldest_created_at.map_or(oldest, |o| o.min(oldest)));
+                stats.newest_updated_at = Some(stats.newest_updated_at.map_or(newest, |o| o.max(newest)));
+            }
+            if stats.total > 0 {
+                // Rounded to 4 decimals: an average of f32 values has no more precision.
+                stats.average_importance = ((importance / stats.total as f64) * 1e4).round() as f32 / 1e4;
+            }
+            let count = |sql: &str| -> Result<usize> {
+                let n: i64 = tx.prepare_cached(sql)?.query_row(params![project], |r| r.get(0))?;
+                Ok(n as usize)
+            };
+            stats.episodes = count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?;
+            stats.history_entries = count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?;
+            Ok(stats)
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What candidate retrieval is confined to.
+pub(super) struct Filter<'a> {
+    pub(super) project: &'a str,
+    pub(super) min_importance: f32,
+    pub(super) categories: Option<&'a [MemoryCategory]>,
+}
+
+/// Score candidates against the query, keep those that share something with it, best first.
+fn rank(
+    q_terms: &[String],
+    vocab: &Vocabulary,
+    candidates: Vec<(i64, MemoryEntry)>,
+    now: i64,
+    top_k: usize,
+) -> Vec<MemorySearchResult> {
+    let qv = vocab.vector(q_terms);
+    let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
+    let mut out: Vec<MemorySearchResult> = candidates
+        .into_iter()
+        .filter_map(|(_, entry)| {
+            let similarity = qv.cosine(&vocab.vector(&terms(&entry.content)));
+            let keyword_overlap = jaccard(&q_set, &keyword_terms(&entry.keywords));
+            // The similarity gate: importance and recency alone never surface a memory.
+            if similarity <= 0.0 && keyword_overlap <= 0.0 {
+                return None;
+            }
+            let days = days_between(entry.last_accessed_at, now);
+            let relevance_score =
+                compute_relevance_score(similarity, keyword_overlap, entry.importance, days);
+            Some(MemorySearchResult {
+                entry,
+                relevance_score,
+                similarity,
+                keyword_overlap,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        if memindex::rank_before(a, b) {
+            std::cmp::Ordering::Less
+        } else if memindex::rank_before(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
+    out.truncate(top_k);
+    out
+}
