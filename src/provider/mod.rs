@@ -39,6 +39,9 @@ pub struct ThreadInfo {
 }
 
 /// How composition treats a provider: how long it may take and whether its failure fails the run.
+///
+/// Timeouts use Tokio's timer, so composition runs on a runtime with the time driver enabled
+/// (`#[tokio::main]` and `#[tokio::test]` have it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Policy {
     /// `None` means no timeout of its own (the run's deadline still applies).
