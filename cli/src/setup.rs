@@ -121,6 +121,8 @@ impl RequestOptions {
                 max_skills: self.max_skills,
                 ..Default::default()
             },
+            // Skill tools (e.g. file search) work on the project the CLI runs in.
+            workspace_root: std::env::current_dir().ok(),
             ..Default::default()
         };
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());
