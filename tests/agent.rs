@@ -405,3 +405,36 @@ async fn dry_run_model_summarizes_the_request() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_baseline_agent_reports_what_it_would_have_sent() {
+    let long = "Every skill body, on every request. ".repeat(50);
+    let baseline = Agent::builder().instructions(long.as_str()).build().unwrap();
+    let expected = baseline
+        .preview(&Thread::new(), "hi")
+        .await
+        .unwrap()
+        .1
+        .tokens
+        .total;
+    let agent = Agent::builder()
+        .instructions("Short.")
+        .baseline(baseline)
+        .build()
+        .unwrap();
+    let out = agent.run(&mut Thread::new(), "hi").await.unwrap();
+    assert_eq!(out.report.tokens_full, Some(expected));
+    assert!(out.report.tokens.total < expected);
+    let (_, preview) = agent.preview(&Thread::new(), "hi").await.unwrap();
+    assert_eq!(preview.tokens_full, Some(expected));
+    let plain = Agent::builder().build().unwrap();
+    assert_eq!(
+        plain
+            .run(&mut Thread::new(), "hi")
+            .await
+            .unwrap()
+            .report
+            .tokens_full,
+        None
+    );
+}

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use clap::Args;
 use ctxkit::{ChatModel, RunReport, Thread};
-use ctxkit_skills::Mode;
 
 use crate::setup::RequestOptions;
 use crate::CliError;
@@ -33,8 +32,9 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model: Arc<dyn ChatModel> =
         ctxkit::model::http::model_from_spec(&args.model, args.base_url.as_deref())?;
     let library = args.request.skill_dirs().library()?;
-    let agent = args.request.agent(&library, args.request.mode, model.clone())?;
-    let full = args.request.agent(&library, Mode::Full, model)?;
+    let agent = args
+        .request
+        .agent_against_full(&library, args.request.mode, model)?;
     let interactive = std::io::stdin().is_terminal();
     let mut out = std::io::stdout().lock();
     if interactive {
@@ -46,7 +46,7 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
         )?;
     }
     let mut thread = Thread::new();
-    let mut last: Option<(String, RunReport)> = None;
+    let mut last: Option<RunReport> = None;
     let mut lines = std::io::stdin().lock().lines();
     loop {
         if interactive {
@@ -81,7 +81,7 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
             "/skills" => {
                 let injected = last
                     .as_ref()
-                    .and_then(|(_, r)| r.injected.get("skills"))
+                    .and_then(|r| r.injected.get("skills"))
                     .cloned()
                     .unwrap_or_default();
                 writeln!(
@@ -97,7 +97,7 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
                 } else {
                     let injected = last
                         .as_ref()
-                        .and_then(|(_, r)| r.injected.get("memories"))
+                        .and_then(|r| r.injected.get("memories"))
                         .cloned()
                         .unwrap_or_default();
                     writeln!(
@@ -110,13 +110,9 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
             }
             "/stats" => match &last {
                 None => writeln!(out, "no request yet")?,
-                Some((input, report)) => {
-                    let (_, full_report) = full.preview(&Thread::new(), input).await?;
-                    writeln!(
-                        out,
-                        "tokens: {} (full mode: {})",
-                        report.tokens.total, full_report.tokens.total
-                    )?;
+                Some(report) => {
+                    let full = report.tokens_full.map_or("?".to_string(), |t| t.to_string());
+                    writeln!(out, "tokens: {} (full mode: {full})", report.tokens.total)?;
                     for (section, tokens) in &report.tokens.by_section {
                         writeln!(out, "  {section}: {tokens}")?;
                     }
@@ -140,7 +136,7 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
             _ => match agent.run(&mut thread, input).await {
                 Ok(output) => {
                     writeln!(out, "{}", output.reply.content)?;
-                    last = Some((input.to_string(), output.report));
+                    last = Some(output.report);
                 }
                 // One failed message does not end the session.
                 Err(e) => eprintln!("error: {e}"),

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use clap::Args;
 use ctxkit::{DryRunModel, Role, Thread};
-use ctxkit_skills::Mode;
 use serde_json::{json, Value};
 
 use crate::setup::RequestOptions;
@@ -25,11 +24,9 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     let library = args.request.skill_dirs().library()?;
     let agent = args
         .request
-        .agent(&library, args.request.mode, Arc::new(DryRunModel))?;
-    let full = args.request.agent(&library, Mode::Full, Arc::new(DryRunModel))?;
-    let thread = Thread::new();
-    let (request, report) = agent.preview(&thread, &args.message).await?;
-    let (_, full_report) = full.preview(&thread, &args.message).await?;
+        .agent_against_full(&library, args.request.mode, Arc::new(DryRunModel))?;
+    let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
+    let tokens_full = report.tokens_full.unwrap_or(report.tokens.total);
 
     let system = request
         .messages
@@ -50,7 +47,7 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     let memories = report.injected.get("memories").map_or(0, Vec::len);
     let stats = json!({
         "tokens": report.tokens.total,
-        "tokens_full": full_report.tokens.total,
+        "tokens_full": tokens_full,
         "by_section": report.tokens.by_section,
         "skills": skills,
         "memories": memories,
@@ -80,11 +77,11 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     for t in &request.tools {
         println!("- {}: {}", t.name, t.description);
     }
-    let reduction = 100.0 * (1.0 - report.tokens.total as f64 / full_report.tokens.total.max(1) as f64);
+    let reduction = 100.0 * (1.0 - report.tokens.total as f64 / tokens_full.max(1) as f64);
     println!(
         "\n=== stats ===\ntokens: {} (full mode: {}, {reduction:.0}% fewer)\nskills: {}\nmemories: {memories}",
         report.tokens.total,
-        full_report.tokens.total,
+        tokens_full,
         if skills.is_empty() { "none".to_string() } else { skills.join(", ") },
     );
     for (section, tokens) in &report.tokens.by_section {

@@ -115,6 +115,27 @@ impl RequestOptions {
         mode: Mode,
         model: Arc<dyn ChatModel>,
     ) -> Result<Agent, CliError> {
+        self.agent_with(library, mode, model, None)
+    }
+
+    /// An agent in `mode` whose run reports also give the tokens `full` mode would have sent.
+    pub fn agent_against_full(
+        &self,
+        library: &Arc<SkillLibrary>,
+        mode: Mode,
+        model: Arc<dyn ChatModel>,
+    ) -> Result<Agent, CliError> {
+        let full = self.agent(library, Mode::Full, model.clone())?;
+        self.agent_with(library, mode, model, Some(full))
+    }
+
+    fn agent_with(
+        &self,
+        library: &Arc<SkillLibrary>,
+        mode: Mode,
+        model: Arc<dyn ChatModel>,
+        baseline: Option<Agent>,
+    ) -> Result<Agent, CliError> {
         let config = SkillConfig {
             mode,
             select: SelectOptions {
@@ -143,6 +164,9 @@ impl RequestOptions {
             // with a real model.
             let extractor = (model_name != "dry-run").then_some(extraction_model);
             builder = builder.hook(crate::memory::open_hook(db, &project, extractor)?);
+        }
+        if let Some(baseline) = baseline {
+            builder = builder.baseline(baseline);
         }
         Ok(builder.build()?)
     }

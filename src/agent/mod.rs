@@ -57,6 +57,9 @@ pub struct RunReport {
     pub injected: BTreeMap<String, Vec<String>>,
     /// Tokens of the first request of the run.
     pub tokens: TokenReport,
+    /// Tokens the baseline agent (see [`AgentBuilder::baseline`]) would have sent for the same
+    /// message, e.g. skills in `full` mode; `None` without a baseline.
+    pub tokens_full: Option<usize>,
     pub model_calls: usize,
     pub tool_calls: usize,
 }
@@ -93,6 +96,7 @@ pub struct Agent {
     assembly: Assembly,
     counter: Arc<dyn TokenCounter>,
     project: Option<String>,
+    baseline: Option<Box<Agent>>,
 }
 
 /// Builds an [`Agent`]; every part has a default (no instructions, the dry-run model, no
@@ -108,6 +112,7 @@ pub struct AgentBuilder {
     assembly: Assembly,
     counter: Option<Arc<dyn TokenCounter>>,
     project: Option<String>,
+    baseline: Option<Agent>,
 }
 
 impl AgentBuilder {
@@ -155,6 +160,14 @@ impl AgentBuilder {
         self
     }
 
+    /// An agent to compare against: each run also previews the same message on it and reports
+    /// its request tokens as [`RunReport::tokens_full`] (e.g. the same agent with skills in
+    /// `full` mode). This assembles a second request per run, so it is off unless set.
+    pub fn baseline(mut self, baseline: Agent) -> Self {
+        self.baseline = Some(baseline);
+        self
+    }
+
     /// Fails only when two tools share a name.
     pub fn build(self) -> Result<Agent> {
         let mut tools = ToolRegistry::new();
@@ -174,6 +187,7 @@ impl AgentBuilder {
             assembly: self.assembly,
             counter: self.counter.unwrap_or_else(default_counter),
             project: self.project,
+            baseline: self.baseline.map(Box::new),
         })
     }
 }
@@ -240,6 +254,7 @@ impl Agent {
             providers: ctx.reports.clone(),
             injected,
             tokens,
+            tokens_full: None,
             model_calls: 0,
             tool_calls: 0,
         }
@@ -248,6 +263,7 @@ impl Agent {
     /// The request the agent would send for `input` on `thread`, without calling the model,
     /// firing hooks or changing the thread.
     pub async fn preview(&self, thread: &Thread, input: &str) -> Result<(ModelRequest, RunReport)> {
+        let thread_before = thread;
         let mut thread = thread.clone();
         thread.history_mut().push(Message::user(input));
         let (ctx, _) = self.gather(&thread).await?;
@@ -260,7 +276,19 @@ impl Agent {
             self.assembly,
             &*self.counter,
         );
-        Ok((request, Self::report(&ctx, tokens)))
+        let mut report = Self::report(&ctx, tokens);
+        report.tokens_full = self.baseline_tokens(thread_before, input).await?;
+        Ok((request, report))
+    }
+
+    /// Request tokens of the baseline agent for `input` on `thread` (as it was before `input`).
+    async fn baseline_tokens(&self, thread: &Thread, input: &str) -> Result<Option<usize>> {
+        match &self.baseline {
+            None => Ok(None),
+            Some(baseline) => Ok(Some(
+                Box::pin(baseline.preview(thread, input)).await?.1.tokens.total,
+            )),
+        }
     }
 
     /// Send `input` on `thread`: gather context, call the model, run the tools it asks for, and
@@ -287,6 +315,7 @@ impl Agent {
             .hooks
             .user_message(&mut self.hook_context(&thread_id, &mut thread.state), input)
             .await?;
+        let tokens_full = self.baseline_tokens(thread, &input).await?;
         thread.history_mut().push(Message::user(input));
         thread.turns += 1;
 
@@ -297,7 +326,10 @@ impl Agent {
         loop {
             let (mut request, tokens) =
                 request::assemble(&self.base, &ctx, &tools, thread, self.assembly, &*self.counter);
-            let report = report.get_or_insert_with(|| Self::report(&ctx, tokens));
+            let report = report.get_or_insert_with(|| RunReport {
+                tokens_full,
+                ..Self::report(&ctx, tokens)
+            });
             self.hooks
                 .before_model(
                     &mut self.hook_context(&thread_id, &mut thread.state),
