@@ -330,13 +330,11 @@ impl RecordType {
         }
     }
 
+    const ALL: [RecordType; 3] = [RecordType::Success, RecordType::Failure, RecordType::Discovery];
+
+    /// The inverse of [`RecordType::as_str`].
     pub(crate) fn parse(s: &str) -> Option<Self> {
-        match s {
-            "success" => Some(RecordType::Success),
-            "failure" => Some(RecordType::Failure),
-            "discovery" => Some(RecordType::Discovery),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
     }
 }
 
@@ -393,16 +391,18 @@ impl HistoryAction {
         }
     }
 
+    const ALL: [HistoryAction; 6] = [
+        HistoryAction::Insert,
+        HistoryAction::Merge,
+        HistoryAction::Update,
+        HistoryAction::Delete,
+        HistoryAction::Decay,
+        HistoryAction::Restore,
+    ];
+
+    /// The inverse of [`HistoryAction::as_str`].
     pub(crate) fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "insert" => HistoryAction::Insert,
-            "merge" => HistoryAction::Merge,
-            "update" => HistoryAction::Update,
-            "delete" => HistoryAction::Delete,
-            "decay" => HistoryAction::Decay,
-            "restore" => HistoryAction::Restore,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|a| a.as_str() == s)
     }
 }
 
