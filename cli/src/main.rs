@@ -5,6 +5,7 @@ mod bench_cmd;
 mod chat;
 mod context_cmd;
 mod memory;
+mod printable;
 mod setup;
 mod skills_cmd;
 
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 an error (one sentence on stderr) or, for `skills validate`, a skipped skill; 2 bad command-line usage.\nSet CTXKIT_LOG=info (or debug) to see provider and model spans on stderr.";
+const EXIT_CODES: &str = "Exit codes: 0 success (also when standard output is closed early, as by `| head`); 1 an error (one sentence on stderr) or, for `skills validate`, a skipped skill; 2 bad command-line usage.\nSet CTXKIT_LOG=info (or debug) to see provider and model spans on stderr.";
 
 #[derive(Parser, Debug)]
 #[command(name = "ctxkit", version, about = "Decide what context an LLM agent sends with every request.", after_help = EXIT_CODES)]
@@ -46,6 +47,8 @@ pub struct CliError {
     message: String,
     /// Already reported on stdout (e.g. `skills validate`); print nothing more.
     quiet: bool,
+    /// Standard output was closed by its reader: stop quietly and exit 0.
+    broken_pipe: bool,
 }
 
 impl CliError {
@@ -53,12 +56,20 @@ impl CliError {
         CliError {
             message: message.into(),
             quiet: false,
+            broken_pipe: false,
         }
     }
     pub fn quiet(message: impl Into<String>) -> Self {
         CliError {
-            message: message.into(),
             quiet: true,
+            ..CliError::new(message)
+        }
+    }
+    fn broken_pipe() -> Self {
+        CliError {
+            quiet: true,
+            broken_pipe: true,
+            ..CliError::new("standard output was closed")
         }
     }
 }
@@ -71,6 +82,10 @@ impl From<ctxkit::Error> for CliError {
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            // The reader went away (`ctxkit … | head`): nothing left to say to anyone.
+            return CliError::broken_pipe();
+        }
         CliError::new(format!("I/O error: {e}"))
     }
 }
@@ -107,6 +122,7 @@ async fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.broken_pipe => ExitCode::SUCCESS,
         Err(e) => {
             if !e.quiet {
                 eprintln!("error: {}", e.message);

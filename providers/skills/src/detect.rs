@@ -4,7 +4,7 @@
 
 use std::path::{Component, Path};
 
-use crate::discover::MAX_FILE_BYTES;
+use crate::confined::Confined;
 use crate::index::SkillIndex;
 
 /// A detect file must be a plain relative path inside the project.
@@ -14,8 +14,13 @@ fn is_inside(file: &str) -> bool {
 }
 
 impl SkillIndex {
-    /// Names of the skills whose detection rules match `project`, in rank order.
+    /// Names of the skills whose detection rules match `project`, in rank order. Project files
+    /// are read like skill files (see [`Confined`]): never through a link out of the project,
+    /// never a pipe or a device, never more than the size cap.
     pub fn detect(&self, project: &Path) -> Vec<String> {
+        let Ok(project) = Confined::new(project) else {
+            return Vec::new();
+        };
         self.ranked()
             .filter(|s| !s.disable_model_invocation)
             .filter(|s| {
@@ -24,19 +29,14 @@ impl SkillIndex {
                     .files
                     .iter()
                     .filter(|f| is_inside(f))
-                    .map(|f| project.join(f))
+                    .filter_map(|f| project.resolve(&project.real().join(f)).ok())
                     .filter(|p| p.is_file())
                     .collect();
                 if detect.patterns.is_empty() {
                     return !present.is_empty();
                 }
                 present.iter().any(|p| {
-                    let small = std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_FILE_BYTES);
-                    let text = if small {
-                        std::fs::read_to_string(p).unwrap_or_default()
-                    } else {
-                        String::new()
-                    };
+                    let text = project.read_text(p).unwrap_or_default();
                     detect.patterns.iter().any(|pat| text.contains(pat.as_str()))
                 })
             })

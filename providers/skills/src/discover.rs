@@ -1,16 +1,15 @@
 //! Finding skill files under roots: source tiers and priorities, the default project roots,
-//! ignored directories, symlink-loop safety and the 1 MiB cap.
+//! ignored directories, and a walk that never leaves its root (see [`crate::confined`]).
 
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use crate::confined::{Confined, ReadProblem};
 use crate::diagnostic::Diagnostic;
 use crate::parse::CONVENTION_FILES;
 use crate::skill::Source;
-
-/// Files larger than this are skipped with a diagnostic.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Directories never walked into (seed 004 §5.6.3).
 pub const IGNORED_DIRS: &[&str] = &[
@@ -90,34 +89,66 @@ impl SkillRoot {
 }
 
 /// A skill file found under a root.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
+#[derive(Clone, Debug)]
+pub(crate) struct Found {
+    /// The path as found, which names the file in diagnostics and `Skill::path`.
     pub path: PathBuf,
+    /// Its real path, inside `root`.
+    pub real: PathBuf,
+    /// The root it was found under; every read of this skill's files stays inside it.
+    pub root: Confined,
     /// Index of its root in the list given to [`discover`].
-    pub root: usize,
+    pub root_index: usize,
 }
 
+impl Found {
+    /// The file's text, or the diagnostic that skips it.
+    pub fn read(&self) -> Result<String, Diagnostic> {
+        self.root.read_text(&self.real).map_err(|problem| {
+            let message = format!("{}; skipped", problem.reason(self.root.real()));
+            Diagnostic::error(&self.path, problem.line(), message)
+        })
+    }
+}
+
+/// Most entries a walk looks at below one root, so a folder of millions of files (or a
+/// symlink to a huge tree inside the root) costs a bounded time.
+const MAX_ENTRIES: usize = 100_000;
+/// Longest a walk of one root may take; past it, what was found so far is kept.
+const MAX_WALK: Duration = Duration::from_secs(10);
+
 /// Walk every root and list the skill files, with a diagnostic for every problem on the way.
-pub fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
+///
+/// A walk never leaves its root: a symlink (to a folder or a file) whose real path lies
+/// outside the root's real path is a diagnostic, not followed; anything but a folder or a
+/// regular file is skipped; depth, entries and time are bounded.
+pub(crate) fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
     let mut found = Vec::new();
     let mut diags = Vec::new();
     let mut seen_files: HashSet<PathBuf> = HashSet::new();
     for (r, root) in roots.iter().enumerate() {
-        if !root.path.is_dir() {
-            if !root.optional {
-                diags.push(Diagnostic::error(
-                    &root.path,
-                    None,
-                    "the skills folder does not exist or is not a folder",
-                ));
+        let confined = match Confined::new(&root.path) {
+            Ok(c) if c.real().is_dir() => c,
+            _ => {
+                if !root.optional {
+                    diags.push(Diagnostic::error(
+                        &root.path,
+                        None,
+                        "the skills folder does not exist or is not a folder",
+                    ));
+                }
+                continue;
             }
-            continue;
-        }
+        };
         let mut walk = Walk {
+            root: &confined,
             visited: HashSet::new(),
             diags: &mut diags,
             files: Vec::new(),
             kind: root.kind,
+            entries_left: MAX_ENTRIES,
+            deadline: Instant::now() + MAX_WALK,
+            stopped: false,
         };
         let depth = if root.kind == RootKind::Conventions {
             CONVENTION_DEPTH
@@ -125,11 +156,15 @@ pub fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
             MAX_DEPTH
         };
         walk.dir(&root.path, depth);
-        for path in walk.files {
+        for (path, real) in walk.files {
             // The same file reached through two roots (or a symlink) loads once.
-            let key = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            if seen_files.insert(key) {
-                found.push(Found { path, root: r });
+            if seen_files.insert(real.clone()) {
+                found.push(Found {
+                    path,
+                    real,
+                    root: confined.clone(),
+                    root_index: r,
+                });
             }
         }
     }
@@ -137,32 +172,31 @@ pub fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
 }
 
 struct Walk<'a> {
+    root: &'a Confined,
     visited: HashSet<PathBuf>,
     diags: &'a mut Vec<Diagnostic>,
-    files: Vec<PathBuf>,
+    /// Each file's path as found, and its real path (inside the root).
+    files: Vec<(PathBuf, PathBuf)>,
     kind: RootKind,
+    entries_left: usize,
+    deadline: Instant,
+    /// A bound was hit and reported; the walk unwinds.
+    stopped: bool,
 }
 
 impl Walk<'_> {
     fn dir(&mut self, dir: &Path, depth_left: usize) {
-        let canonical = match fs::canonicalize(dir) {
-            Ok(c) => c,
-            Err(e) => {
-                self.diags.push(Diagnostic::warning(
-                    dir,
-                    None,
-                    format!("cannot resolve this folder ({e}); skipped"),
-                ));
-                return;
-            }
+        let real = match self.root.resolve(dir) {
+            Ok(real) => real,
+            Err(problem) => return self.skip(dir, problem),
         };
-        if !self.visited.insert(canonical.clone()) {
+        if !self.visited.insert(real.clone()) {
             self.diags.push(Diagnostic::warning(
                 dir,
                 None,
                 format!(
                     "this folder leads back to {} (a symlink loop); not followed again",
-                    canonical.display()
+                    real.display()
                 ),
             ));
             return;
@@ -181,15 +215,75 @@ impl Walk<'_> {
         let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
         entries.sort();
         for path in entries {
+            if self.out_of_bounds(&path) {
+                return;
+            }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() {
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let is_link = meta.file_type().is_symlink();
+            let wanted = self.wants(name);
+            if !(meta.is_dir() || is_link || wanted) {
+                continue;
+            }
+            // Resolve links (and wanted files) before looking further: a link out of the root
+            // is reported and never followed, whatever it points at.
+            let real = match self.root.resolve(&path) {
+                Ok(real) => real,
+                Err(problem) => {
+                    // A dangling link that names nothing we want is not worth a word.
+                    if wanted || matches!(problem, ReadProblem::Outside) {
+                        self.skip(&path, problem);
+                    }
+                    continue;
+                }
+            };
+            if real.is_dir() {
                 if depth_left > 0 && !IGNORED_DIRS.contains(&name) {
                     self.dir(&path, depth_left - 1);
                 }
-            } else if self.wants(name) {
-                self.files.push(path);
+            } else if wanted {
+                if real.is_file() {
+                    self.files.push((path, real));
+                } else {
+                    self.skip(&path, ReadProblem::NotRegular);
+                }
+            }
+            if self.stopped {
+                return;
             }
         }
+    }
+
+    /// Count one entry against the walk's bounds; report the first bound hit.
+    fn out_of_bounds(&mut self, at: &Path) -> bool {
+        if self.stopped {
+            return true;
+        }
+        let bound = if self.entries_left == 0 {
+            format!("more than {MAX_ENTRIES} entries")
+        } else if Instant::now() > self.deadline {
+            format!("more than {} s", MAX_WALK.as_secs())
+        } else {
+            self.entries_left -= 1;
+            return false;
+        };
+        self.stopped = true;
+        self.diags.push(Diagnostic::warning(
+            at,
+            None,
+            format!(
+                "stopped walking {} here after {bound}; skills further on are not loaded",
+                self.root.real().display()
+            ),
+        ));
+        true
+    }
+
+    fn skip(&mut self, path: &Path, problem: ReadProblem) {
+        let message = format!("{}; skipped", problem.reason(self.root.real()));
+        self.diags.push(Diagnostic::warning(path, None, message));
     }
 
     fn wants(&self, file_name: &str) -> bool {
@@ -198,48 +292,4 @@ impl Walk<'_> {
             RootKind::Conventions => CONVENTION_FILES.contains(&file_name),
         }
     }
-}
-
-/// Why a text file could not be read; callers word it for their file kind.
-#[derive(Debug)]
-pub(crate) enum ReadProblem {
-    Io(std::io::Error),
-    /// The file's size in bytes, over [`MAX_FILE_BYTES`].
-    TooLarge(u64),
-    /// Byte offset and 1-based line of the first invalid byte.
-    NotUtf8 {
-        offset: usize,
-        line: usize,
-    },
-}
-
-/// Read a file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`] before reading them.
-pub(crate) fn read_capped_text(path: &Path) -> Result<String, ReadProblem> {
-    let size = fs::metadata(path).map_err(ReadProblem::Io)?.len();
-    if size > MAX_FILE_BYTES {
-        return Err(ReadProblem::TooLarge(size));
-    }
-    let bytes = fs::read(path).map_err(ReadProblem::Io)?;
-    String::from_utf8(bytes).map_err(|e| {
-        let offset = e.utf8_error().valid_up_to();
-        let line = 1 + e.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count();
-        ReadProblem::NotUtf8 { offset, line }
-    })
-}
-
-/// Read a skill file as UTF-8 text, refusing files over [`MAX_FILE_BYTES`].
-pub fn read_skill_file(path: &Path) -> Result<String, Diagnostic> {
-    read_capped_text(path).map_err(|problem| match problem {
-        ReadProblem::Io(e) => Diagnostic::error(path, None, format!("cannot read the file ({e})")),
-        ReadProblem::TooLarge(size) => Diagnostic::error(
-            path,
-            None,
-            format!("the file is {size} bytes, over the 1 MiB limit for a skill; skipped"),
-        ),
-        ReadProblem::NotUtf8 { offset, line } => Diagnostic::error(
-            path,
-            Some(line),
-            format!("the file is not valid UTF-8 (bad byte at offset {offset}); skipped"),
-        ),
-    })
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use sha2::{Digest, Sha256};
 
 use crate::diagnostic::Diagnostic;
-use crate::discover::{discover, read_skill_file, SkillRoot};
+use crate::discover::{discover, SkillRoot};
 use crate::exec::load_descriptor;
 use crate::lexical::LexicalDoc;
 use crate::matcher::Matcher;
@@ -60,8 +60,8 @@ impl SkillIndex {
         let (found, mut diagnostics) = discover(roots);
         let mut skills = Vec::with_capacity(found.len());
         for f in found {
-            let root = &roots[f.root];
-            let content = match read_skill_file(&f.path) {
+            let root = &roots[f.root_index];
+            let content = match f.read() {
                 Ok(c) => c,
                 Err(d) => {
                     diagnostics.push(d);
@@ -79,7 +79,7 @@ impl SkillIndex {
                 let mut skill = parsed.with_root(root.source, root.priority);
                 // Only skill folders carry tools; a convention file's folder is a project.
                 if f.path.file_name().is_some_and(|n| n == "SKILL.md") {
-                    let (tools, diags) = load_descriptor(&f.path);
+                    let (tools, diags) = load_descriptor(&f.root, &f.path);
                     skill.tools = tools;
                     diagnostics.extend(diags);
                 }

@@ -23,6 +23,7 @@
 //! ([`ToolSpec`], [`SkillTool`]): allowlisted programs run without a shell, under a timeout and
 //! an output cap, offered with the skill (see `docs/skill-tools.md` in this crate).
 
+mod confined;
 mod detect;
 mod diagnostic;
 mod discover;
@@ -37,9 +38,10 @@ mod skill;
 mod tools;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use discover::{discover, read_skill_file, Found, RootKind, SkillRoot, IGNORED_DIRS, MAX_FILE_BYTES};
+pub use confined::MAX_FILE_BYTES;
+pub use discover::{RootKind, SkillRoot, IGNORED_DIRS};
 pub use exec::{
-    load_descriptor, parse_descriptor, ExecOptions, ParamKind, ParamSpec, ParamType, Program, SkillTool,
+    parse_descriptor, ExecOptions, ParamKind, ParamSpec, ParamType, Program, SkillTool,
     ToolSpec, SCRIPTS_DIR, SHELL_METACHARACTERS, TOOLS_FILE,
 };
 pub use index::{skill_id, SkillIndex, SkillLibrary};

@@ -3,13 +3,14 @@
 //! format is documented on [`ToolSpec`] (public) and in `docs/skill-tools.md`.
 
 use std::collections::HashSet;
+use std::fs;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::confined::Confined;
 use crate::diagnostic::Diagnostic;
-use crate::discover::{read_capped_text, ReadProblem};
 
 /// The descriptor's file name, next to `SKILL.md`.
 pub const TOOLS_FILE: &str = "tools.json";
@@ -213,36 +214,23 @@ struct RawParam {
     path: bool,
 }
 
-/// Read the `tools.json` next to `skill_file`, if there is one. No file means no tools and
-/// no diagnostic; an unreadable or invalid one is a warning.
-pub fn load_descriptor(skill_file: &Path) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
+/// Read the `tools.json` next to `skill_file`, inside the skill's `root`, if there is one. No
+/// file means no tools and no diagnostic; an unreadable or invalid one is a warning.
+pub(crate) fn load_descriptor(root: &Confined, skill_file: &Path) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
     let Some(dir) = skill_file.parent() else {
         return (Vec::new(), Vec::new());
     };
     let path = dir.join(TOOLS_FILE);
-    if !path.exists() {
+    if fs::symlink_metadata(&path).is_err() {
         return (Vec::new(), Vec::new());
     }
-    match read_capped_text(&path) {
+    match root.read_text(&path) {
         Ok(text) => parse_descriptor(&path, &text),
         Err(problem) => {
-            let (line, reason) = match problem {
-                ReadProblem::Io(e) => (None, format!("cannot read the file ({e})")),
-                ReadProblem::TooLarge(size) => {
-                    (None, format!("the file is {size} bytes, over the 1 MiB limit"))
-                }
-                ReadProblem::NotUtf8 { offset, line } => (
-                    Some(line),
-                    format!("the file is not valid UTF-8 (bad byte at offset {offset})"),
-                ),
-            };
+            let message = format!("{}; {CONSEQUENCE}", problem.reason(root.real()));
             (
                 Vec::new(),
-                vec![Diagnostic::warning(
-                    &path,
-                    line,
-                    format!("{reason}; {CONSEQUENCE}"),
-                )],
+                vec![Diagnostic::warning(&path, problem.line(), message)],
             )
         }
     }

@@ -15,9 +15,9 @@ mod guard;
 mod process;
 mod tool;
 
+pub(crate) use descriptor::load_descriptor;
 pub use descriptor::{
-    load_descriptor, parse_descriptor, ParamKind, ParamSpec, ParamType, Program, ToolSpec, SCRIPTS_DIR,
-    TOOLS_FILE,
+    parse_descriptor, ParamKind, ParamSpec, ParamType, Program, ToolSpec, SCRIPTS_DIR, TOOLS_FILE,
 };
 pub use guard::SHELL_METACHARACTERS;
 pub use tool::{ExecOptions, SkillTool};
