@@ -1,9 +1,19 @@
 //! Secrets are never stored: a curated rule set checked on every write path (the store's own
-//! writes, so the API, the CLI, explicit commands and extraction all pass through it).
+//! writes, so the API, the CLI, explicit commands, imports and extraction all pass through it).
 //!
-//! A refusal names the rule and what it looks for, never the text that matched. Values that
-//! only point at a secret (`password=$DB_PASSWORD`, `token=<your token>`, `secret=***`) are
-//! not secrets and pass.
+//! - **Raw text first.** Every field is checked as given, before it is trimmed, lowercased or
+//!   otherwise normalised (a keyword `AKIA…` is refused, not stored as `akia…`).
+//! - **Then a folded copy.** Zero-width and other invisible characters are dropped and the rest
+//!   folded with NFKC (full-width `ｇｈｐ＿…` reads as `ghp_…`) in a copy used for detection only;
+//!   nothing stored is changed by it.
+//! - **Labelled values must be literals.** Values that only point at a secret
+//!   (`password=$DB_PASSWORD`, `token=<your token>`, `secret=***`,
+//!   `password: "see the vault"`) are not secrets and pass. Values found only by their context
+//!   (an AWS secret key next to "aws", "my password is …") must also look like one.
+//!
+//! A refusal names the rule and what it looks for, never the text that matched. The rules are
+//! one [`RegexSet`] pass over the text (two when folding changed it), then the rules that
+//! fired are confirmed one by one, so a check costs time linear in the text.
 //!
 //! ```
 //! use ctxkit_memory::secrets::{find_secret, redact};
@@ -11,148 +21,440 @@
 //! assert_eq!(found.rule, "aws-access-key-id");
 //! assert_eq!(redact("key AKIAIOSFODNN7EXAMPLE here"), "key [REDACTED:aws-access-key-id] here");
 //! assert!(find_secret("the password lives in $DB_PASSWORD").is_none());
+//! // Zero-width characters do not hide a key.
+//! assert_eq!(find_secret("AKIA\u{200b}IOSFODNN7EXAMPLE").unwrap().rule, "aws-access-key-id");
 //! ```
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use regex::{Regex, RegexSet};
+use unicode_normalization::UnicodeNormalization;
 
-/// One rule: a name, what it finds, a pattern, and whether the pattern's `value` group must
-/// hold a literal value (rather than a reference like `$VAR` or `<placeholder>`).
+/// What a rule's `value` group must look like for a match to count.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Value {
+    /// Any match counts.
+    Any,
+    /// The value must be a literal, not a reference like `$VAR`, `<placeholder>` or "see the vault".
+    Literal,
+    /// A literal that also looks machine-made: upper case, lower case and digits.
+    Random,
+    /// A literal that does not read like a word: it holds a digit, a symbol or an inner capital.
+    Password,
+}
+
+/// One rule: a name, what it finds, a pattern, and what its `value` group must hold.
 struct Rule {
     name: &'static str,
     description: &'static str,
     pattern: &'static str,
-    literal_value: bool,
+    value: Value,
 }
 
+const fn rule(name: &'static str, description: &'static str, pattern: &'static str) -> Rule {
+    Rule {
+        name,
+        description,
+        pattern,
+        value: Value::Any,
+    }
+}
+
+const fn valued(name: &'static str, description: &'static str, pattern: &'static str, value: Value) -> Rule {
+    Rule {
+        name,
+        description,
+        pattern,
+        value,
+    }
+}
+
+/// The rules, most specific first (the first rule that fires names the refusal). `\b` is an
+/// ASCII word boundary (see [`compiled`]). Values in labelled rules stop at quotes, spaces and
+/// separators.
 const RULES: &[Rule] = &[
-    Rule {
-        name: "pem-private-key",
-        description: "a PEM private key",
-        pattern: r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
-        literal_value: false,
-    },
-    Rule {
-        name: "aws-access-key-id",
-        description: "an AWS access key id",
-        pattern: r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "aws-secret-access-key",
-        description: "an AWS secret access key",
-        pattern: r#"(?i)\baws_?secret(?:_?access)?_?key\b["']?\s*[:=]\s*["']?(?P<value>[A-Za-z0-9/+=]{40})\b"#,
-        literal_value: true,
-    },
-    Rule {
-        name: "github-token",
-        description: "a GitHub token",
-        pattern: r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "github-fine-grained-token",
-        description: "a GitHub fine-grained personal access token",
-        pattern: r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "gitlab-token",
-        description: "a GitLab token",
-        pattern: r"\bgl(?:pat|dt|ptt|rt|cbt|oas|soat|ffct)-[A-Za-z0-9_\-]{20,}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "slack-token",
-        description: "a Slack token",
-        pattern: r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "slack-webhook",
-        description: "a Slack webhook URL",
-        pattern: r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,}",
-        literal_value: false,
-    },
-    Rule {
-        name: "stripe-key",
-        description: "a Stripe API key",
-        pattern: r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "anthropic-api-key",
-        description: "an Anthropic API key",
-        pattern: r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}",
-        literal_value: false,
-    },
-    Rule {
-        name: "openai-api-key",
-        description: "an OpenAI API key",
-        pattern: r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}",
-        literal_value: false,
-    },
-    Rule {
-        name: "google-api-key",
-        description: "a Google API key",
-        pattern: r"\bAIza[0-9A-Za-z_\-]{35}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "huggingface-token",
-        description: "a Hugging Face token",
-        pattern: r"\bhf_[A-Za-z0-9]{34,}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "npm-token",
-        description: "an npm access token",
-        pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "pypi-token",
-        description: "a PyPI upload token",
-        pattern: r"\bpypi-AgE[A-Za-z0-9_\-]{50,}",
-        literal_value: false,
-    },
-    Rule {
-        name: "sendgrid-api-key",
-        description: "a SendGrid API key",
-        pattern: r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b",
-        literal_value: false,
-    },
-    Rule {
-        name: "jwt",
-        description: "a JSON Web Token",
-        pattern: r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        literal_value: false,
-    },
-    Rule {
-        name: "url-credentials",
-        description: "a URL with a password in it",
-        pattern: r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:(?P<value>[^/\s:@]{3,})@",
-        literal_value: true,
-    },
-    Rule {
-        name: "bearer-token",
-        description: "a bearer token",
-        pattern: r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.=+/]{20,})",
-        literal_value: true,
-    },
-    Rule {
-        name: "password-assignment",
-        description: "a password assignment",
-        pattern: r#"(?i)\b(?:[a-z0-9]+[_-])*(?:password|passwd|passphrase|pwd)\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[^\s"',;]{3,})"#,
-        literal_value: true,
-    },
-    Rule {
-        name: "secret-assignment",
-        description: "a secret, token or API key assignment",
-        pattern: r#"(?i)\b(?:[a-z0-9]+[_-])*(?:secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|client[_-]?secret|token)\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[A-Za-z0-9_\-./+=]{8,})"#,
-        literal_value: true,
-    },
+    // ----- private keys ---------------------------------------------------------------
+    rule(
+        "pem-private-key",
+        "a PEM private key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+    ),
+    rule(
+        "age-secret-key",
+        "an age secret key",
+        r"\bAGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}\b",
+    ),
+    rule(
+        "putty-private-key",
+        "a PuTTY private key file",
+        r"PuTTY-User-Key-File-[23]:",
+    ),
+    // ----- cloud providers --------------------------------------------------------------
+    rule(
+        "aws-access-key-id",
+        "an AWS access key id",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[0-9A-Z]{16}\b",
+    ),
+    valued(
+        "aws-secret-access-key",
+        "an AWS secret access key",
+        r#"(?i)\baws_?secret(?:_?access)?_?key\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[A-Za-z0-9/+=]{40})\b"#,
+        Value::Literal,
+    ),
+    valued(
+        "aws-secret-key-in-context",
+        "an AWS secret access key",
+        r#"(?i)\baws[A-Za-z0-9_.\- "':=]{0,24}?(?-i)(?:[^A-Za-z0-9/+])(?P<value>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
+        Value::Random,
+    ),
+    rule(
+        "aws-mws-key",
+        "an Amazon MWS key",
+        r"\bamzn\.mws\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+    ),
+    valued(
+        "azure-storage-account-key",
+        "an Azure storage account key",
+        r"(?i)\bAccountKey\s*=\s*(?P<value>[A-Za-z0-9+/]{80,100}={0,2})",
+        Value::Literal,
+    ),
+    valued(
+        "azure-sas-token",
+        "an Azure shared access signature",
+        r"(?i)(?:^|[?&\s;])sig=(?P<value>[A-Za-z0-9%+/]{30,}={0,2})",
+        Value::Literal,
+    ),
+    valued(
+        "azure-shared-access-key",
+        "an Azure Service Bus or Event Hubs shared access key",
+        r"(?i)\bSharedAccessKey\s*=\s*(?P<value>[A-Za-z0-9+/]{30,}={0,2})",
+        Value::Literal,
+    ),
+    rule(
+        "azure-ad-client-secret",
+        "an Azure AD client secret",
+        r"(?:^|[^A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?:[^A-Za-z0-9_~.\-]|$)",
+    ),
+    rule(
+        "google-api-key",
+        "a Google API key",
+        r"\bAIza[0-9A-Za-z_\-]{35}\b",
+    ),
+    rule(
+        "google-oauth-client-secret",
+        "a Google OAuth client secret",
+        r"\bGOCSPX-[A-Za-z0-9_\-]{28}\b",
+    ),
+    rule(
+        "google-oauth-token",
+        "a Google OAuth access token",
+        r"\bya29\.[A-Za-z0-9_\-]{30,}",
+    ),
+    rule(
+        "alibaba-access-key-id",
+        "an Alibaba Cloud access key id",
+        r"\bLTAI[A-Za-z0-9]{20}\b",
+    ),
+    rule(
+        "digitalocean-token",
+        "a DigitalOcean token",
+        r"\bdo[opr]_v1_[a-f0-9]{64}\b",
+    ),
+    rule(
+        "heroku-api-key",
+        "a Heroku API key",
+        r"\bHRKU-[A-Za-z0-9_\-]{58,62}\b",
+    ),
+    rule(
+        "hashicorp-vault-token",
+        "a HashiCorp Vault token",
+        r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}",
+    ),
+    rule(
+        "terraform-cloud-token",
+        "a Terraform Cloud API token",
+        r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}",
+    ),
+    rule("pulumi-token", "a Pulumi access token", r"\bpul-[a-f0-9]{40}\b"),
+    rule(
+        "doppler-token",
+        "a Doppler token",
+        r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}\b",
+    ),
+    rule(
+        "databricks-token",
+        "a Databricks token",
+        r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
+    ),
+    rule(
+        "supabase-token",
+        "a Supabase access token",
+        r"\bsbp_[a-f0-9]{40}\b",
+    ),
+    rule(
+        "cloudflare-origin-ca-key",
+        "a Cloudflare origin CA key",
+        r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b",
+    ),
+    // ----- code hosting and package registries ------------------------------------------
+    rule(
+        "github-token",
+        "a GitHub token",
+        r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b",
+    ),
+    rule(
+        "github-fine-grained-token",
+        "a GitHub fine-grained personal access token",
+        r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b",
+    ),
+    rule(
+        "gitlab-token",
+        "a GitLab token",
+        r"\bgl(?:pat|dt|ptt|rt|cbt|oas|soat|ffct|agent|imt|ft)-[A-Za-z0-9_\-]{20,}\b",
+    ),
+    rule(
+        "bitbucket-app-password",
+        "a Bitbucket or Atlassian API token",
+        r"\b(?:ATBB|ATATT)[A-Za-z0-9_=\-]{24,}\b",
+    ),
+    rule("npm-token", "an npm access token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    valued(
+        "npmrc-auth-token",
+        "an npm registry auth token",
+        r#"(?i)(?:^|[\s:/])_auth(?:Token)?\s*=\s*["']?(?P<value>[^\s"']{8,})"#,
+        Value::Literal,
+    ),
+    rule(
+        "pypi-token",
+        "a PyPI upload token",
+        r"\bpypi-AgE[A-Za-z0-9_\-]{50,}",
+    ),
+    rule(
+        "rubygems-api-key",
+        "a RubyGems API key",
+        r"\brubygems_[a-f0-9]{48}\b",
+    ),
+    rule("nuget-api-key", "a NuGet API key", r"\boy2[a-z0-9]{43}\b"),
+    rule(
+        "clojars-token",
+        "a Clojars deploy token",
+        r"(?i)\bCLOJARS_[a-z0-9]{60}\b",
+    ),
+    rule(
+        "docker-hub-token",
+        "a Docker Hub access token",
+        r"\bdckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}",
+    ),
+    rule(
+        "postman-api-key",
+        "a Postman API key",
+        r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b",
+    ),
+    // ----- developer services -----------------------------------------------------------
+    rule(
+        "linear-api-key",
+        "a Linear API key",
+        r"\blin_api_[A-Za-z0-9]{40}\b",
+    ),
+    rule(
+        "sentry-token",
+        "a Sentry auth token",
+        r"\b(?:sntrys_eyJ[A-Za-z0-9_=+/\-]{50,}|sntryu_[a-f0-9]{64}\b)",
+    ),
+    rule(
+        "grafana-token",
+        "a Grafana token",
+        r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|glc_[A-Za-z0-9+/]{32,}={0,2})",
+    ),
+    rule(
+        "new-relic-key",
+        "a New Relic key",
+        r"\bNR(?:AK|II|JS)-[A-Za-z0-9]{19,32}\b",
+    ),
+    rule(
+        "planetscale-token",
+        "a PlanetScale token or password",
+        r"\bpscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=\-]{32,64}",
+    ),
+    rule(
+        "onepassword-service-token",
+        "a 1Password service account token",
+        r"\bops_eyJ[A-Za-z0-9+/=_\-]{100,}",
+    ),
+    rule(
+        "airtable-token",
+        "an Airtable token",
+        r"\bpat[A-Za-z0-9]{14}\.[a-f0-9]{64}\b",
+    ),
+    rule(
+        "notion-token",
+        "a Notion integration token",
+        r"\b(?:ntn_[0-9]{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43})\b",
+    ),
+    rule(
+        "mapbox-token",
+        "a Mapbox secret token",
+        r"\bsk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,}",
+    ),
+    rule(
+        "dropbox-token",
+        "a Dropbox access token",
+        r"\bsl\.[A-Za-z0-9_\-]{130,}",
+    ),
+    // ----- AI services ------------------------------------------------------------------
+    rule(
+        "anthropic-api-key",
+        "an Anthropic API key",
+        r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}",
+    ),
+    valued(
+        "openai-api-key",
+        "an OpenAI API key",
+        r"\bsk-(?:(?:proj|svcacct|admin|None)-(?P<value>[A-Za-z0-9_\-]{20,})|(?P<legacy>[A-Za-z0-9]{32,}))\b",
+        Value::Random,
+    ),
+    rule(
+        "huggingface-token",
+        "a Hugging Face token",
+        r"\bhf_[A-Za-z0-9]{34,}\b",
+    ),
+    rule("groq-api-key", "a Groq API key", r"\bgsk_[A-Za-z0-9]{48,56}\b"),
+    rule(
+        "replicate-token",
+        "a Replicate API token",
+        r"\br8_[A-Za-z0-9]{37}\b",
+    ),
+    rule(
+        "perplexity-api-key",
+        "a Perplexity API key",
+        r"\bpplx-[A-Za-z0-9]{48}\b",
+    ),
+    // ----- messaging, payments, e-mail --------------------------------------------------
+    rule(
+        "slack-token",
+        "a Slack token",
+        r"\bxox[abposre]-[A-Za-z0-9-]{10,}\b",
+    ),
+    rule(
+        "slack-app-token",
+        "a Slack app-level token",
+        r"(?i)\bxapp-\d-[a-z0-9]+-\d+-[a-z0-9]{10,}\b",
+    ),
+    rule(
+        "slack-webhook",
+        "a Slack webhook URL",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}",
+    ),
+    rule(
+        "discord-webhook",
+        "a Discord webhook URL",
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{60,}",
+    ),
+    rule(
+        "discord-bot-token",
+        "a Discord bot token",
+        r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}\b",
+    ),
+    rule(
+        "telegram-bot-token",
+        "a Telegram bot token",
+        r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b",
+    ),
+    rule(
+        "twilio-key",
+        "a Twilio API key or account SID",
+        r"\b(?:SK|AC)[0-9a-fA-F]{32}\b",
+    ),
+    rule(
+        "sendgrid-api-key",
+        "a SendGrid API key",
+        r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}\b",
+    ),
+    rule("mailgun-api-key", "a Mailgun API key", r"\bkey-[0-9a-f]{32}\b"),
+    rule(
+        "mailchimp-api-key",
+        "a Mailchimp API key",
+        r"\b[0-9a-f]{32}-us\d{1,2}\b",
+    ),
+    rule(
+        "stripe-key",
+        "a Stripe API key",
+        r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
+    ),
+    rule(
+        "stripe-webhook-secret",
+        "a Stripe webhook signing secret",
+        r"\bwhsec_[A-Za-z0-9]{32,}\b",
+    ),
+    rule(
+        "square-token",
+        "a Square access token",
+        r"\b(?:EAAA[A-Za-z0-9_\-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43})\b",
+    ),
+    rule(
+        "shopify-token",
+        "a Shopify access token",
+        r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",
+    ),
+    rule(
+        "facebook-access-token",
+        "a Facebook access token",
+        r"\bEAA[BCDM][A-Za-z0-9]{80,}",
+    ),
+    rule(
+        "twitter-bearer-token",
+        "a Twitter (X) bearer token",
+        r"\bA{22}[A-Za-z0-9%]{30,}",
+    ),
+    // ----- generic ----------------------------------------------------------------------
+    rule(
+        "jwt",
+        "a JSON Web Token",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    ),
+    valued(
+        "url-credentials",
+        "a URL with a password in it",
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*:(?P<value>[^/\s:@]{3,})@",
+        Value::Literal,
+    ),
+    valued(
+        "basic-auth",
+        "HTTP Basic credentials",
+        r#"(?i)\b(?:authorization|auth)\b["']?\s*[:=]\s*["']?basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})"#,
+        Value::Literal,
+    ),
+    valued(
+        "bearer-token",
+        "a bearer token",
+        r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9_\-.=+/]{20,})",
+        Value::Literal,
+    ),
+    valued(
+        "password-assignment",
+        "a password assignment",
+        r#"(?i)\b(?:[a-z0-9]+[_-])*(?:password|passwd|passphrase|pwd)\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[^\s"',;]{3,})"#,
+        Value::Literal,
+    ),
+    valued(
+        "password-phrase",
+        "a password written out in a sentence",
+        r#"(?i)\b(?:password|passwd|passphrase|passcode|pwd)(?:\s+(?:for|of|to|on)(?:\s+[^\s]{1,64}){1,3}?)?\s+(?:is set to|is|was|=)\s+["'`]?(?P<value>[^\s"'`,;]{4,})"#,
+        Value::Password,
+    ),
+    valued(
+        "hex-secret",
+        "a hex-encoded key or secret",
+        r#"(?i)\b(?:[a-z0-9]+[_-])*(?:key|secret|token|signature|hmac|salt|seed|credentials?|auth)s?\b[^\n]{0,16}?\b(?P<value>[0-9a-f]{64})\b"#,
+        Value::Literal,
+    ),
+    valued(
+        "secret-assignment",
+        "a secret, token or API key assignment",
+        r#"(?i)\b(?:[a-z0-9]+[_-])*(?:secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|client[_-]?secret|token)\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[A-Za-z0-9_\-./+=]{8,})"#,
+        Value::Literal,
+    ),
 ];
 
 /// The rule a text broke.
@@ -169,10 +471,15 @@ struct Compiled {
     each: Vec<Regex>,
 }
 
+/// The rules compiled once. `\b` is made an ASCII word boundary, which the set's DFA handles on
+/// any text (a Unicode boundary makes it fall back to a slower engine on non-ASCII text).
 fn compiled() -> &'static Compiled {
     static COMPILED: OnceLock<Compiled> = OnceLock::new();
     COMPILED.get_or_init(|| {
-        let patterns: Vec<&str> = RULES.iter().map(|r| r.pattern).collect();
+        let patterns: Vec<String> = RULES
+            .iter()
+            .map(|r| r.pattern.replace(r"\b", r"(?-u:\b)"))
+            .collect();
         Compiled {
             set: RegexSet::new(&patterns).expect("the secret rules are valid regexes"),
             each: patterns
@@ -188,14 +495,15 @@ pub fn rule_names() -> Vec<&'static str> {
     RULES.iter().map(|r| r.name).collect()
 }
 
-/// Whether a matched value is a literal rather than a reference or placeholder.
+/// Whether a matched value is a literal rather than a reference, a placeholder or a word that
+/// points elsewhere ("see …", "in the vault").
 fn is_literal(value: &str) -> bool {
     let first = value.chars().next().unwrap_or(' ');
     if matches!(first, '$' | '<' | '{' | '%' | '*' | '[' | '(') {
         return false;
     }
     let lower = value.to_lowercase();
-    let placeholders = [
+    const PREFIXES: &[&str] = &[
         "xxx",
         "***",
         "...",
@@ -217,32 +525,142 @@ fn is_literal(value: &str) -> bool {
         "optional",
         "string",
     ];
-    !placeholders.iter().any(|p| lower.starts_with(p))
+    const POINTERS: &[&str] = &[
+        "see",
+        "ask",
+        "in",
+        "from",
+        "use",
+        "uses",
+        "stored",
+        "check",
+        "via",
+        "set",
+        "the",
+        "our",
+        "your",
+        "my",
+        "same",
+        "managed",
+        "provided",
+        "kept",
+        "rotated",
+        "defined",
+        "configured",
+        "hidden",
+        "unset",
+        "empty",
+        "blank",
+        "n/a",
+        "tbd",
+        "secret",
+        "password",
+        "vault",
+    ];
+    !PREFIXES.iter().any(|p| lower.starts_with(p)) && !POINTERS.contains(&lower.as_str())
+}
+
+/// Upper case, lower case and digits: what a machine-made key looks like.
+fn looks_random(value: &str) -> bool {
+    value.bytes().any(|b| b.is_ascii_uppercase())
+        && value.bytes().any(|b| b.is_ascii_lowercase())
+        && value.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// Not a plain word: a digit, a symbol or a capital after the first letter.
+fn looks_like_password(value: &str) -> bool {
+    value
+        .chars()
+        .enumerate()
+        .any(|(i, c)| c.is_ascii_digit() || !c.is_alphanumeric() || (i > 0 && c.is_uppercase()))
+}
+
+fn value_counts(kind: Value, value: &str) -> bool {
+    match kind {
+        Value::Any => true,
+        Value::Literal => is_literal(value),
+        Value::Random => is_literal(value) && looks_random(value),
+        Value::Password => is_literal(value) && looks_like_password(value),
+    }
 }
 
 /// Every match of rule `index` in `text` that counts as a secret, as byte ranges.
-fn matches_of(index: usize, text: &str) -> Vec<std::ops::Range<usize>> {
+fn matches_of(index: usize, text: &str) -> Vec<Range<usize>> {
     let rule = &RULES[index];
     compiled().each[index]
         .captures_iter(text)
-        .filter(|c| !rule.literal_value || c.name("value").is_some_and(|v| is_literal(v.as_str())))
+        .filter(|c| {
+            rule.value == Value::Any
+                || c.name("value")
+                    .or_else(|| c.name("legacy"))
+                    .is_some_and(|v| value_counts(rule.value, v.as_str()))
+        })
         .filter_map(|c| c.get(0).map(|m| m.range()))
         .collect()
 }
 
+/// Characters that render as nothing and can split a secret without showing: zero-width
+/// spaces and joiners, the soft hyphen, word joiners, bidirectional marks, variation selectors,
+/// the byte order mark, Hangul fillers and tag characters.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
+        | '\u{1bca0}'..='\u{1bca3}' | '\u{e0000}'..='\u{e0fff}')
+}
+
+/// A copy of `text` for detection only: invisible characters dropped, the rest NFKC-folded
+/// character by character, with the byte offset in `text` of every byte of the copy (and one
+/// past the end). `None` when folding changes nothing (all ASCII, the common case).
+fn fold(text: &str) -> Option<(String, Vec<usize>)> {
+    if text.is_ascii() {
+        return None;
+    }
+    let mut folded = String::with_capacity(text.len());
+    let mut origin = Vec::with_capacity(text.len() + 1);
+    for (at, c) in text.char_indices() {
+        if is_invisible(c) {
+            continue;
+        }
+        let before = folded.len();
+        if c.is_ascii() {
+            folded.push(c);
+        } else {
+            folded.extend(std::iter::once(c).nfkc());
+        }
+        origin.extend(std::iter::repeat_n(at, folded.len() - before));
+    }
+    if folded == text {
+        return None;
+    }
+    origin.push(text.len());
+    Some((folded, origin))
+}
+
+/// The first rule `text` breaks, checking the text as given and then its folded copy.
+fn first_hit(text: &str) -> Option<usize> {
+    let set = &compiled().set;
+    let raw = set.matches(text);
+    if let Some(i) = raw.iter().find(|&i| !matches_of(i, text).is_empty()) {
+        return Some(i);
+    }
+    let (folded, _) = fold(text)?;
+    set.matches(&folded)
+        .iter()
+        .find(|&i| !matches_of(i, &folded).is_empty())
+}
+
 /// The first rule `text` breaks, if any.
 pub fn find_secret(text: &str) -> Option<SecretFinding> {
-    let hits = compiled().set.matches(text);
-    hits.iter()
-        .find(|&i| !matches_of(i, text).is_empty())
-        .map(|i| SecretFinding {
-            rule: RULES[i].name,
-            description: RULES[i].description,
-        })
+    first_hit(text).map(|i| SecretFinding {
+        rule: RULES[i].name,
+        description: RULES[i].description,
+    })
 }
 
 /// Check `text`, answering with the refusal the store gives; `what` names the thing being
-/// stored ("memory", "episodic record", …).
+/// stored ("memory", "episodic record", …). Check each field as given, before normalising it.
 pub fn check(what: &'static str, text: &str) -> crate::Result<()> {
     match find_secret(text) {
         None => Ok(()),
@@ -254,25 +672,43 @@ pub fn check(what: &'static str, text: &str) -> crate::Result<()> {
     }
 }
 
-/// `text` with every secret replaced by `[REDACTED:rule]`.
+/// Check several fields of one thing, each as given.
+pub fn check_all<'a>(what: &'static str, fields: impl IntoIterator<Item = &'a str>) -> crate::Result<()> {
+    fields.into_iter().try_for_each(|f| check(what, f))
+}
+
+/// `text` with every secret replaced by `[REDACTED:rule]` (secrets found only in the folded
+/// copy are cut out of the original text, invisible characters and all).
 pub fn redact(text: &str) -> String {
-    let hits = compiled().set.matches(text);
-    if !hits.matched_any() {
+    let set = &compiled().set;
+    let mut ranges: Vec<(Range<usize>, usize)> = Vec::new();
+    for i in set.matches(text).iter() {
+        ranges.extend(matches_of(i, text).into_iter().map(|r| (r, i)));
+    }
+    if let Some((folded, origin)) = fold(text) {
+        for i in set.matches(&folded).iter() {
+            for r in matches_of(i, &folded) {
+                ranges.push((origin[r.start]..origin[r.end], i));
+            }
+        }
+    }
+    if ranges.is_empty() {
         return text.to_string();
     }
-    let mut ranges: Vec<(std::ops::Range<usize>, &'static str)> = Vec::new();
-    for i in hits.iter() {
-        ranges.extend(matches_of(i, text).into_iter().map(|r| (r, RULES[i].name)));
-    }
-    ranges.sort_by_key(|(r, _)| (r.start, std::cmp::Reverse(r.end)));
+    // Leftmost first; at one start, the first rule in order names the redaction.
+    ranges.sort_by_key(|(r, i)| (r.start, *i));
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for (r, name) in ranges {
-        if r.start < at {
+    for (r, i) in ranges {
+        let name = RULES[i].name;
+        if r.end <= at {
             continue;
         }
-        out.push_str(&text[at..r.start]);
-        out.push_str(&format!("[REDACTED:{name}]"));
+        if r.start >= at {
+            out.push_str(&text[at..r.start]);
+            out.push_str(&format!("[REDACTED:{name}]"));
+        }
+        // An overlapping match extends the redaction already written.
         at = r.end;
     }
     out.push_str(&text[at..]);
@@ -283,61 +719,116 @@ pub fn redact(text: &str) -> String {
 mod tests {
     use super::*;
 
-    /// One example per rule; built from pieces so this file does not itself look like it holds
-    /// credentials.
+    /// `n` characters of a mixed-case alphanumeric run.
+    fn r(n: usize) -> String {
+        "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n"
+            .chars()
+            .cycle()
+            .take(n)
+            .collect()
+    }
+    /// `n` lowercase hex digits.
+    fn h(n: usize) -> String {
+        "3f9a0c7e1b5d8264".chars().cycle().take(n).collect()
+    }
+    /// `n` lowercase letters and digits.
+    fn l(n: usize) -> String {
+        "a3k9x2m7q4z8w1r5".chars().cycle().take(n).collect()
+    }
+
+    /// True positives: at least one example per rule, each built from pieces so this file does
+    /// not itself look like it holds credentials.
     fn examples() -> Vec<(&'static str, String)> {
-        let r = |n: usize| {
-            "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5kL7n"
-                .chars()
-                .cycle()
-                .take(n)
-                .collect::<String>()
-        };
         vec![
-            (
-                "pem-private-key",
-                format!("-----BEGIN RSA {}-----\nMII", "PRIVATE KEY"),
-            ),
-            (
-                "pem-private-key",
-                format!("-----BEGIN OPENSSH {}-----", "PRIVATE KEY"),
-            ),
+            ("pem-private-key", format!("-----BEGIN RSA {}-----\nMII", "PRIVATE KEY")),
+            ("pem-private-key", format!("-----BEGIN OPENSSH {}-----", "PRIVATE KEY")),
+            ("age-secret-key", format!("AGE-SECRET-{}{}", "KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L".repeat(2)[..58].to_string())),
+            ("putty-private-key", format!("PuTTY-User-{}-3: ssh-ed25519", "Key-File")),
             ("aws-access-key-id", format!("AKIA{}", "IOSFODNN7EXAMPLE")),
+            ("aws-secret-access-key", format!("aws_secret_access_key = {}", r(40))),
+            ("aws-secret-key-in-context", format!("the aws key is {}", r(40))),
+            ("aws-secret-key-in-context", format!("AWS: \"{}\"", r(40))),
+            ("aws-mws-key", format!("amzn.mws.{}-{}-{}-{}-{}", h(8), h(4), h(4), h(4), h(12))),
             (
-                "aws-secret-access-key",
-                format!("aws_secret_access_key = {}", r(40)),
+                "azure-storage-account-key",
+                format!("DefaultEndpointsProtocol=https;AccountName=acct;Account{}={}==;EndpointSuffix=core.windows.net", "Key", r(86)),
             ),
+            ("azure-sas-token", format!("https://acct.blob.core.windows.net/c?sv=2022-11-02&se=2030-01-01&s{}={}%3D", "ig", r(43))),
+            (
+                "azure-shared-access-key",
+                format!("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccess{}={}=", "Key", r(43)),
+            ),
+            ("azure-ad-client-secret", format!("abc8{}~{}", "Q", r(34))),
+            ("google-api-key", format!("AIza{}", r(35))),
+            ("google-oauth-client-secret", format!("GOCSPX-{}", r(28))),
+            ("google-oauth-token", format!("ya29.{}", r(40))),
+            ("alibaba-access-key-id", format!("LTAI{}", r(20))),
+            ("digitalocean-token", format!("dop_v1_{}", h(64))),
+            ("heroku-api-key", format!("HRKU-AA{}", r(58))),
+            ("hashicorp-vault-token", format!("hvs.{}", r(90))),
+            ("terraform-cloud-token", format!("{}.atlasv1.{}", r(14), r(67))),
+            ("pulumi-token", format!("pul-{}", h(40))),
+            ("doppler-token", format!("dp.pt.{}", r(43))),
+            ("databricks-token", format!("dapi{}", h(32))),
+            ("supabase-token", format!("sbp_{}", h(40))),
+            ("cloudflare-origin-ca-key", format!("v1.0-{}-{}", h(24), h(146))),
             ("github-token", format!("ghp_{}", r(36))),
             ("github-fine-grained-token", format!("github_pat_{}", r(40))),
             ("gitlab-token", format!("glpat-{}", r(20))),
-            ("slack-token", format!("xoxb-{}-{}", "1234567890", r(24))),
-            (
-                "slack-webhook",
-                format!("https://hooks.slack.com/services/T000/B000/{}", r(24)),
-            ),
-            ("stripe-key", format!("sk_live_{}", r(24))),
+            ("bitbucket-app-password", format!("ATATT3x{}", r(60))),
+            ("npm-token", format!("npm_{}", r(36))),
+            ("npmrc-auth-token", format!("//registry.npmjs.org/:_auth{}={}", "Token", r(36))),
+            ("pypi-token", format!("pypi-AgEIcHlwaS5vcmc{}", r(60))),
+            ("rubygems-api-key", format!("rubygems_{}", h(48))),
+            ("nuget-api-key", format!("oy2{}", l(43))),
+            ("clojars-token", format!("CLOJARS_{}", l(60))),
+            ("docker-hub-token", format!("dckr_pat_{}", r(27))),
+            ("postman-api-key", format!("PMAK-{}-{}", h(24), h(34))),
+            ("linear-api-key", format!("lin_api_{}", r(40))),
+            ("sentry-token", format!("sntryu_{}", h(64))),
+            ("grafana-token", format!("glsa_{}_{}", r(32), h(8))),
+            ("new-relic-key", format!("NRAK-{}", r(27))),
+            ("planetscale-token", format!("pscale_tkn_{}", r(43))),
+            ("onepassword-service-token", format!("ops_eyJ{}", r(120))),
+            ("airtable-token", format!("pat{}.{}", r(14), h(64))),
+            ("notion-token", format!("ntn_{}{}", "12345678901", r(35))),
+            ("mapbox-token", format!("sk.eyJ{}.{}", r(60), r(22))),
+            ("dropbox-token", format!("sl.{}", r(140))),
             ("anthropic-api-key", format!("sk-ant-api03-{}", r(40))),
             ("openai-api-key", format!("sk-proj-{}", r(40))),
             ("openai-api-key", format!("sk-{}", r(48))),
-            ("google-api-key", format!("AIza{}", r(35))),
             ("huggingface-token", format!("hf_{}", r(34))),
-            ("npm-token", format!("npm_{}", r(36))),
-            ("pypi-token", format!("pypi-AgEIcHlwaS5vcmc{}", r(60))),
+            ("groq-api-key", format!("gsk_{}", r(52))),
+            ("replicate-token", format!("r8_{}", r(37))),
+            ("perplexity-api-key", format!("pplx-{}", r(48))),
+            ("slack-token", format!("xoxb-{}-{}", "1234567890", r(24))),
+            ("slack-app-token", format!("xapp-1-A0{}-1234567890-{}", "12BCDEF", l(40))),
+            ("slack-webhook", format!("https://hooks.slack.com/services/T000/B000/{}", r(24))),
+            ("discord-webhook", format!("https://discord.com/api/web{}/123456789012345678/{}", "hooks", r(68))),
+            ("discord-bot-token", format!("M{}.{}.{}", r(25), r(6), r(38))),
+            ("telegram-bot-token", format!("{}:AA{}", "123456789", r(33))),
+            ("twilio-key", format!("SK{}", h(32))),
+            ("twilio-key", format!("AC{}", h(32))),
             ("sendgrid-api-key", format!("SG.{}.{}", r(22), r(43))),
-            (
-                "jwt",
-                format!("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.{}", r(20)),
-            ),
-            (
-                "url-credentials",
-                "postgres://admin:s3cretpw@db.internal:5432/app".to_string(),
-            ),
+            ("mailgun-api-key", format!("key-{}", h(32))),
+            ("mailchimp-api-key", format!("{}-us12", h(32))),
+            ("stripe-key", format!("sk_live_{}", r(24))),
+            ("stripe-webhook-secret", format!("whsec_{}", r(32))),
+            ("square-token", format!("sq0atp-{}", r(22))),
+            ("shopify-token", format!("shpat_{}", h(32))),
+            ("facebook-access-token", format!("EAAB{}", r(100))),
+            ("twitter-bearer-token", format!("{}{}", "A".repeat(22), r(40))),
+            ("jwt", format!("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.{}", r(20))),
+            ("url-credentials", "postgres://admin:s3cretpw@db.internal:5432/app".to_string()),
+            ("url-credentials", format!("redis://:{}@cache.internal:6379", "s3cretpw")),
+            ("basic-auth", format!("Authorization: Basic {}", "dXNlcjpodW50ZXIy")),
             ("bearer-token", format!("Authorization: Bearer {}", r(32))),
             ("password-assignment", "password=hunter22".to_string()),
-            (
-                "password-assignment",
-                "DB_PASSWORD: \"correct-horse\"".to_string(),
-            ),
+            ("password-assignment", "DB_PASSWORD: \"correct-horse\"".to_string()),
+            ("password-phrase", format!("my password is {}", "hunter2")),
+            ("password-phrase", format!("the password for the prod db is {}", "Tr0ub4dor")),
+            ("hex-secret", format!("the signing key is {}", h(64))),
+            ("hex-secret", format!("WEBHOOK_SECRET {}", h(64))),
             ("secret-assignment", format!("secret={}", r(16))),
             ("secret-assignment", format!("OPENAI_API_KEY={}", r(16))),
             ("secret-assignment", format!("\"client_secret\": \"{}\"", r(16))),
@@ -345,8 +836,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_enough_rules_and_each_fires() {
-        assert!(RULES.len() >= 15, "{} rules", RULES.len());
+    fn there_are_enough_rules_and_each_fires_on_its_example() {
+        assert!(RULES.len() >= 60, "{} rules", RULES.len());
         let mut fired: Vec<&str> = Vec::new();
         for (rule, text) in examples() {
             let line = format!("remember that {text} is what we use");
@@ -372,15 +863,45 @@ mod tests {
             "api_key=${API_KEY}",
             "Use the secret manager for credentials",
             "the sk-learn library and task-specific tokens",
+            "Deploy with sk-learn-compatible-model-v2-production-release",
+            "password: \"see 1Password vault entry 'prod-db'\"",
+            "the password is hashed with argon2",
+            "the password is required on first login",
             "passwords are hashed with argon2",
             "git clone https://github.com/org/repo.git",
             "the tokenizer splits text into tokens",
             "JWTs are signed with HS256",
             "postgres://localhost:5432/app",
+            "//registry.npmjs.org/:_authToken=${NPM_TOKEN}",
+            "aws s3 sync ./build s3://my-bucket/releases/2024/frontend --delete",
+            "Basic auth is disabled behind the proxy",
+            "the release archive's sha256 is 3f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d8264",
+            "Microsoft.Extensions.DependencyInjection is the container",
+            "use ＡＷＳ regions close to users",
         ] {
             assert_eq!(find_secret(text), None, "false positive on {text:?}");
             assert_eq!(redact(text), text);
         }
+    }
+
+    #[test]
+    fn invisible_and_full_width_characters_do_not_hide_a_secret() {
+        let zero_width = format!("token gh\u{200b}p_{}", r(36));
+        let found = find_secret(&zero_width).expect("zero-width space");
+        assert_eq!(found.rule, "github-token");
+        let joiner = format!("AKIA\u{2060}{}\u{feff}", "IOSFODNN7EXAMPLE");
+        assert_eq!(find_secret(&joiner).unwrap().rule, "aws-access-key-id");
+        // Full-width letters, digits and underscore fold to ASCII under NFKC.
+        let wide: String = format!("ghp_{}", r(36))
+            .chars()
+            .map(|c| char::from_u32(c as u32 - 0x21 + 0xff01).unwrap())
+            .collect();
+        assert_eq!(find_secret(&wide).unwrap().rule, "github-token");
+        // Redaction removes the whole original span, invisible characters included.
+        let red = redact(&format!("keep {zero_width} this"));
+        assert_eq!(red, "keep token [REDACTED:github-token] this");
+        let red = redact(&format!("a {wide} b"));
+        assert_eq!(red, "a [REDACTED:github-token] b");
     }
 
     #[test]
@@ -395,5 +916,25 @@ mod tests {
         );
         assert!(!err.contains(&secret), "{err}");
         assert!(check("memory", "use pnpm").is_ok());
+        assert!(check_all("memory", ["fine", &secret]).is_err());
+    }
+
+    #[test]
+    fn checking_stays_linear_on_long_hostile_text() {
+        // Long runs that almost match many rules: one set pass, no backtracking blow-up.
+        let text = format!(
+            "{} {} {}",
+            "password ".repeat(20_000),
+            "aws ".repeat(20_000),
+            "A".repeat(100_000)
+        );
+        let start = std::time::Instant::now();
+        let _ = find_secret(&text);
+        let _ = redact(&text);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 }
