@@ -46,6 +46,36 @@ pub enum Error {
     /// The model call failed.
     #[error("model `{model}` failed: {message}")]
     Model { model: String, message: String },
+    /// A model's reply was larger than the backend's response size limit; reading stopped at
+    /// the limit, so a runaway or hostile server cannot exhaust memory.
+    #[error(
+        "model `{model}` failed: the reply from {url} is larger than the {} response size limit, so it was not read to the end",
+        byte_size(*.limit)
+    )]
+    ModelResponseTooLarge {
+        model: String,
+        /// The endpoint, credentials masked.
+        url: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A model call spent its whole time budget (all attempts and the pauses between them)
+    /// without a usable reply.
+    #[error(
+        "model `{model}` failed: its {budget:?} time budget ran out after {} at {url}{}",
+        attempts_text(*.attempts),
+        last_failure.as_ref().map(|f| format!(" (last failure: {f})")).unwrap_or_default()
+    )]
+    ModelTimeBudget {
+        model: String,
+        /// The endpoint, credentials masked.
+        url: String,
+        budget: Duration,
+        /// Attempts started, including one cut short by the budget.
+        attempts: u32,
+        /// Why the last attempt that ended on its own failed, if any did.
+        last_failure: Option<String>,
+    },
     /// A lifecycle hook returned an error; the run stops there.
     #[error("hook `{hook}` failed in {point}: {source}")]
     Hook {
@@ -74,5 +104,38 @@ impl Error {
             provider: provider.into(),
             source: err.into(),
         }
+    }
+}
+
+/// `16 MiB`, `512 KiB` or `1000 bytes`: the largest unit that divides the size exactly.
+fn byte_size(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    match bytes {
+        b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
+        b if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
+        1 => "1 byte".into(),
+        b => format!("{b} bytes"),
+    }
+}
+
+fn attempts_text(attempts: u32) -> String {
+    match attempts {
+        1 => "1 attempt".into(),
+        n => format!("{n} attempts"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_read_naturally() {
+        assert_eq!(byte_size(16 * 1024 * 1024), "16 MiB");
+        assert_eq!(byte_size(1536), "1536 bytes");
+        assert_eq!(byte_size(2048), "2 KiB");
+        assert_eq!(byte_size(1000), "1000 bytes");
+        assert_eq!(byte_size(1), "1 byte");
     }
 }

@@ -6,9 +6,12 @@ mod support;
 
 use std::time::Duration;
 
-use ctxkit::model::http::{model_from_spec, OllamaModel, OpenAiModel, RetryPolicy};
+use ctxkit::model::http::{
+    model_from_spec, OllamaModel, OpenAiModel, RetryPolicy, DEFAULT_MAX_RESPONSE_BYTES,
+};
 use ctxkit::{ChatModel, Error, Message, ModelRequest, ToolCall, ToolDefinition};
 use serde_json::{json, Value};
+use support::capture::capture;
 use support::{ok, serve, status, Reply, Server};
 
 // ---------------------------------------------------------------------------------------------
@@ -511,4 +514,306 @@ async fn a_base_url_that_is_not_a_url_fails_without_a_request() {
         "{message}"
     );
     assert!(message.ends_with("; check the base URL"), "{message}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds: reply size and the time budget of a call.
+
+/// Fails the test instead of hanging it if a bound does not hold.
+async fn within<T>(limit: Duration, call: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(limit, call)
+        .await
+        .expect("the call did not give up within its bound")
+}
+
+#[tokio::test]
+async fn an_endless_chunked_reply_is_cut_at_the_size_limit() {
+    let server = serve(vec![Reply::Endless {
+        status: 200,
+        chunked: true,
+    }])
+    .await;
+    let model = openai(&server).max_response_bytes(1024 * 1024);
+
+    let err = within(Duration::from_secs(60), model.complete(&hello_request()))
+        .await
+        .unwrap_err();
+
+    let url = format!("{}/v1/chat/completions", server.url);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "model `openai:gpt-test` failed: the reply from {url} is larger than the 1 MiB response size \
+             limit, so it was not read to the end"
+        )
+    );
+    assert!(
+        matches!(err, Error::ModelResponseTooLarge { limit, .. } if limit == 1024 * 1024),
+        "{err:?}"
+    );
+    assert_eq!(server.requests().len(), 1, "a reply too large is not retried");
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_default_limit_fails_before_reading() {
+    let server = serve(vec![Reply::Endless {
+        status: 200,
+        chunked: false,
+    }])
+    .await;
+
+    let err = within(
+        Duration::from_secs(60),
+        openai(&server).complete(&hello_request()),
+    )
+    .await
+    .unwrap_err();
+
+    assert!(
+        matches!(err, Error::ModelResponseTooLarge { limit, .. } if limit == DEFAULT_MAX_RESPONSE_BYTES),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("the 16 MiB response size limit"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_size_limit_counts_the_whole_reply() {
+    let small = json!({"role": "assistant", "content": "short"});
+    let big = json!({"role": "assistant", "content": "x".repeat(5_000)});
+    let server = serve(vec![openai_reply(small), openai_reply(big)]).await;
+    let model = openai(&server).max_response_bytes(4_096);
+
+    assert_eq!(model.complete(&hello_request()).await.unwrap().content, "short");
+    let err = model.complete(&hello_request()).await.unwrap_err();
+
+    assert!(
+        matches!(err, Error::ModelResponseTooLarge { limit: 4_096, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("the 4 KiB response size limit"), "{err}");
+}
+
+#[tokio::test]
+async fn an_endless_error_body_is_cut_to_an_excerpt() {
+    let server = serve(vec![Reply::Endless {
+        status: 500,
+        chunked: true,
+    }])
+    .await;
+    let model = openai(&server).max_retries(0);
+
+    let (_, message) = model_error(
+        within(Duration::from_secs(60), model.complete(&hello_request()))
+            .await
+            .unwrap_err(),
+    );
+
+    let start = format!(
+        "{}/v1/chat/completions answered HTTP 500 Internal Server Error: {{\"choices\"",
+        server.url
+    );
+    assert!(message.starts_with(&start), "{message}");
+    assert!(message.ends_with("aaa…"), "{message}");
+    assert!(message.len() < 1_000, "{message}");
+}
+
+#[tokio::test]
+async fn slow_500s_stop_at_the_total_time_budget() {
+    let slow_500 = || {
+        Reply::Delayed(
+            Duration::from_millis(300),
+            Box::new(status(500, r#"{"error":{"message":"slow failure"}}"#)),
+        )
+    };
+    let server = serve((0..30).map(|_| slow_500()).collect()).await;
+    let model = openai(&server)
+        .max_retries(50)
+        .total_timeout(Duration::from_secs(1));
+    let started = std::time::Instant::now();
+
+    let err = within(Duration::from_secs(60), model.complete(&hello_request()))
+        .await
+        .unwrap_err();
+
+    // Generous: the budget is 1 s; without it 51 attempts of 300 ms would take over 15 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let Error::ModelTimeBudget {
+        budget,
+        attempts,
+        ref last_failure,
+        ..
+    } = err
+    else {
+        panic!("expected a time-budget error, got {err:?}");
+    };
+    assert_eq!(budget, Duration::from_secs(1));
+    assert!((2..=10).contains(&attempts), "{attempts} attempts");
+    assert_eq!(
+        last_failure.as_deref(),
+        Some("the server answered HTTP 500 Internal Server Error: slow failure")
+    );
+    let shown = err.to_string();
+    let url = format!("{}/v1/chat/completions", server.url);
+    assert_eq!(
+        shown,
+        format!(
+            "model `openai:gpt-test` failed: its 1s time budget ran out after {attempts} attempts at {url} \
+             (last failure: the server answered HTTP 500 Internal Server Error: slow failure)"
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_silent_server_is_cut_by_the_total_budget_not_the_longer_timeout() {
+    let server = serve(vec![Reply::Hang]).await;
+    let model = OllamaModel::new("llama-test")
+        .base_url(&server.url)
+        .timeout(Duration::from_secs(600))
+        .total_timeout(Duration::from_millis(500));
+
+    let err = within(Duration::from_secs(60), model.complete(&hello_request()))
+        .await
+        .unwrap_err();
+
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "model `ollama:llama-test` failed: its 500ms time budget ran out after 1 attempt at {}/api/chat",
+            server.url
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_budget_is_not_waited_for() {
+    let server = serve(vec![Reply::Http {
+        status: 429,
+        headers: vec![("Retry-After", "3600".into())],
+        body: r#"{"error":{"message":"rate limited"}}"#.into(),
+    }])
+    .await;
+    let model = openai(&server)
+        .retry_policy(RetryPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_secs(3_600),
+        })
+        .total_timeout(Duration::from_secs(2));
+
+    let err = within(Duration::from_secs(60), model.complete(&hello_request()))
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(
+            &err,
+            Error::ModelTimeBudget { attempts: 1, last_failure: Some(f), .. }
+                if f == "the server answered HTTP 429 Too Many Requests: rate limited"
+        ),
+        "{err:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Credentials in the base URL.
+
+#[tokio::test]
+async fn credentials_in_the_base_url_are_sent_but_never_shown() {
+    let echo = |code: u16| {
+        status(
+            code,
+            r#"{"error":{"message":"denied /v1/chat/completions?api_key=sk-query-secret-42 for user:pa55-word-x"}}"#,
+        )
+    };
+    let server = serve(vec![echo(503), echo(401)]).await;
+    let port = server.url.trim_start_matches("http://127.0.0.1:");
+    let base =
+        format!("http://user:pa55-word-x@127.0.0.1:{port}/v1?api_key=sk-query-secret-42&api-version=2024-06");
+    let model = openai(&server).base_url(&base).max_retries(1);
+    let (logs, _guard) = capture();
+
+    let err = model.complete(&hello_request()).await.unwrap_err();
+
+    // Sent: the path joins the base path and the query string survives.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].path,
+        "/v1/chat/completions?api_key=sk-query-secret-42&api-version=2024-06"
+    );
+    // Never shown: not in the error, its debug form, the model's debug form or the logs.
+    let shown_url =
+        format!("http://user:***@127.0.0.1:{port}/v1/chat/completions?api_key=***&api-version=2024-06");
+    let (_, message) = model_error(err);
+    assert_eq!(
+        message,
+        format!(
+            "{shown_url} answered HTTP 401 Unauthorized after 2 attempts: denied \
+             /v1/chat/completions?api_key=*** for user:***"
+        )
+    );
+    assert_eq!(model.endpoint(), shown_url);
+    let logs = logs.lines().join("\n");
+    assert!(logs.contains("retrying model request"), "{logs}");
+    assert!(logs.contains(&format!("url={shown_url}")), "{logs}");
+    let everything = format!("{message} {model:?} {logs}");
+    for secret in ["pa55-word-x", "sk-query-secret-42"] {
+        assert!(!everything.contains(secret), "{secret} leaked: {everything}");
+    }
+}
+
+#[tokio::test]
+async fn a_refused_connection_does_not_show_credentials() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let model = OllamaModel::new("llama-test")
+        .base_url(format!(
+            "http://ghp_tokenAsUser99@127.0.0.1:{port}/?token=t0ken-value"
+        ))
+        .max_retries(0);
+
+    let (_, message) = model_error(model.complete(&hello_request()).await.unwrap_err());
+
+    assert!(
+        message.starts_with(&format!(
+            "could not connect to http://***@127.0.0.1:{port}/api/chat?token=***: "
+        )),
+        "{message}"
+    );
+    assert!(
+        !message.contains("ghp_tokenAsUser99") && !message.contains("t0ken-value"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_factory_masks_credentials_in_base_url_errors() {
+    let err = |url: &str| {
+        model_from_spec("openai:gpt-test", Some(url))
+            .err()
+            .unwrap()
+            .to_string()
+    };
+
+    assert_eq!(
+        err("ftp://me:hunter2hunter@host/v1?key=abc"),
+        "base URL `ftp://me:***@host/v1?key=***` uses scheme `ftp`; expected http or https, e.g. \
+         `http://localhost:11434`"
+    );
+    let unparsable = err("http//me:hunter2hunter@host/v1?api_key=sk-abc");
+    assert!(
+        unparsable.starts_with("base URL `***@host/v1?***` is not a valid URL ("),
+        "{unparsable}"
+    );
 }

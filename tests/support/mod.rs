@@ -2,7 +2,10 @@
 //! each connection with the next scripted reply and records every request.
 #![allow(dead_code)]
 
+pub mod capture;
+
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,6 +26,11 @@ pub enum Reply {
     Close,
     /// Read the request and never answer.
     Hang,
+    /// Answer with this status and a body that never ends: chunked without a length, or with a
+    /// `Content-Length` of 1 GiB. Writing stops when the client hangs up.
+    Endless { status: u16, chunked: bool },
+    /// Wait this long after reading the request, then give the inner reply.
+    Delayed(Duration, Box<Reply>),
 }
 
 pub fn ok(body: Value) -> Reply {
@@ -84,6 +92,11 @@ pub async fn serve(script: Vec<Reply>) -> Server {
                 continue;
             };
             log.lock().unwrap().push(request);
+            let mut reply = reply;
+            while let Reply::Delayed(wait, inner) = reply {
+                tokio::time::sleep(wait).await;
+                reply = *inner;
+            }
             match reply {
                 Reply::Http {
                     status,
@@ -105,6 +118,9 @@ pub async fn serve(script: Vec<Reply>) -> Server {
                 }
                 Reply::Close => drop(stream),
                 Reply::Hang => hung.push(stream),
+                Reply::Endless { status, chunked } => endless(stream, status, chunked).await,
+                // Unwrapped by the loop above.
+                Reply::Delayed(..) => {}
             }
         }
         drop(listener);
@@ -155,4 +171,36 @@ async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
         headers,
         body,
     })
+}
+
+/// Write a body that starts like a chat completion and never ends, until the client hangs up.
+async fn endless(mut stream: TcpStream, status: u16, chunked: bool) {
+    let length = if chunked {
+        "Transfer-Encoding: chunked".to_string()
+    } else {
+        format!("Content-Length: {}", 1u64 << 30)
+    };
+    let head = format!(
+        "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\n{length}\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let start = br#"{"choices":[{"message":{"role":"assistant","content":""#;
+    let filler = vec![b'a'; 64 * 1024];
+    let mut pieces = std::iter::once(&start[..]).chain(std::iter::repeat(&filler[..]));
+    loop {
+        let piece = pieces.next().unwrap_or(&filler);
+        let written = if chunked {
+            let mut framed = format!("{:x}\r\n", piece.len()).into_bytes();
+            framed.extend_from_slice(piece);
+            framed.extend_from_slice(b"\r\n");
+            stream.write_all(&framed).await
+        } else {
+            stream.write_all(piece).await
+        };
+        if written.is_err() {
+            return;
+        }
+    }
 }

@@ -32,6 +32,8 @@ enum Kind {
     Timeout { after: Duration },
     /// The base URL is unusable.
     InvalidUrl { cause: String },
+    /// A successful reply was longer than the response size limit.
+    TooLarge,
     /// Anything else reqwest reports (a body that could not be read, too many redirects…).
     Other { cause: String },
 }
@@ -49,8 +51,11 @@ impl Failure {
     }
 
     /// Classify a transport error; `timeout` is the configured one, for the message.
-    pub(super) fn transport(err: &reqwest::Error, timeout: Duration) -> Self {
-        let cause = root_cause(err);
+    pub(super) fn transport(err: reqwest::Error, timeout: Duration) -> Self {
+        // reqwest's own text names the URL, credentials and all; the endpoint is named by
+        // `describe` in its masked form instead.
+        let err = err.without_url();
+        let cause = root_cause(&err);
         let kind = if err.is_timeout() {
             Kind::Timeout { after: timeout }
         } else if err.is_builder() {
@@ -68,6 +73,38 @@ impl Failure {
         }
     }
 
+    /// No complete reply within `after`.
+    pub(super) fn timeout(after: Duration) -> Self {
+        Failure {
+            kind: Kind::Timeout { after },
+            retry_after: None,
+        }
+    }
+
+    /// A base URL that cannot be used, and why.
+    pub(super) fn invalid_url(cause: impl Into<String>) -> Self {
+        Failure {
+            kind: Kind::InvalidUrl { cause: cause.into() },
+            retry_after: None,
+        }
+    }
+
+    /// A successful reply longer than the response size limit.
+    pub(super) fn too_large() -> Self {
+        Failure {
+            kind: Kind::TooLarge,
+            retry_after: None,
+        }
+    }
+
+    pub(super) fn is_timeout(&self) -> bool {
+        matches!(self.kind, Kind::Timeout { .. })
+    }
+
+    pub(super) fn is_too_large(&self) -> bool {
+        matches!(self.kind, Kind::TooLarge)
+    }
+
     /// Overload (`429`), server trouble (`5xx`) and lost connections are usually transient.
     /// Timeouts are not retried: the server may still be working on the request, and waiting
     /// the full timeout again would multiply the user's wait.
@@ -77,7 +114,7 @@ impl Failure {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
             Kind::Connect { .. } | Kind::Broken { .. } => true,
-            Kind::Timeout { .. } | Kind::InvalidUrl { .. } | Kind::Other { .. } => false,
+            Kind::Timeout { .. } | Kind::InvalidUrl { .. } | Kind::TooLarge | Kind::Other { .. } => false,
         }
     }
 
@@ -107,6 +144,7 @@ impl Failure {
                  overloaded, or the timeout too short for this model"
             ),
             Kind::InvalidUrl { cause } => format!("`{url}` is not a usable URL: {cause}; check the base URL"),
+            Kind::TooLarge => format!("the reply from {url} is larger than the response size limit"),
             Kind::Other { cause } => format!("the request to {url} failed{tries}: {cause}"),
         }
     }

@@ -3,9 +3,12 @@
 //!
 //! Both are one type, [`HttpModel`], over a [`Protocol`] that knows only its wire format, so
 //! timeouts, retries with backoff, API keys and error messages behave the same for every
-//! backend. [`model_from_spec`] turns a command-line spec such as `ollama:llama3.2` into a model.
+//! backend. Every call is bounded in time (per attempt and in total, retries included) and in
+//! reply size, and credentials in a base URL are masked wherever the URL is shown.
+//! [`model_from_spec`] turns a command-line spec such as `ollama:llama3.2` into a model.
 
 mod client;
+mod endpoint;
 mod failure;
 mod ollama;
 mod openai;
@@ -17,7 +20,7 @@ use std::sync::Arc;
 use crate::model::{ChatModel, DryRunModel};
 use crate::{Error, Result};
 
-pub use client::{HttpModel, Protocol, DEFAULT_TIMEOUT};
+pub use client::{HttpModel, Protocol, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT};
 pub use ollama::{Ollama, OllamaModel};
 pub use openai::{OpenAi, OpenAiModel};
 pub use retry::RetryPolicy;
@@ -55,17 +58,18 @@ pub fn model_from_spec(spec: &str, base_url: Option<&str>) -> Result<Arc<dyn Cha
 }
 
 /// Apply a user-given base URL, rejecting one that cannot work now rather than at the first
-/// request.
+/// request. Errors show the URL with its credentials masked.
 fn with_base_url<P: Protocol>(model: HttpModel<P>, base_url: Option<&str>) -> Result<HttpModel<P>> {
     let Some(url) = base_url else { return Ok(model) };
-    match reqwest::Url::parse(url) {
+    let shown = endpoint::shown_base(url);
+    match reqwest::Url::parse(url.trim()) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(model.base_url(url)),
         Ok(parsed) => Err(Error::other(format!(
-            "base URL `{url}` uses scheme `{}`; expected http or https, e.g. `http://localhost:11434`",
+            "base URL `{shown}` uses scheme `{}`; expected http or https, e.g. `http://localhost:11434`",
             parsed.scheme()
         ))),
         Err(e) => Err(Error::other(format!(
-            "base URL `{url}` is not a valid URL ({e}); expected e.g. `http://localhost:11434`"
+            "base URL `{shown}` is not a valid URL ({e}); expected e.g. `http://localhost:11434`"
         ))),
     }
 }
