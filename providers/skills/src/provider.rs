@@ -2,10 +2,9 @@
 //! modes, within a token budget.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use ctxkit::{
@@ -13,7 +12,7 @@ use ctxkit::{
     TokenCounter, Tool,
 };
 
-use crate::exec::{ExecOptions, Program, SkillTool};
+use crate::exec::{ExecOptions, SkillTool};
 use crate::index::{SkillIndex, SkillLibrary};
 use crate::select::{SelectOptions, Selection};
 use crate::skill::Skill;
@@ -79,34 +78,23 @@ pub struct SkillConfig {
     pub select: SelectOptions,
     /// Body lines kept per skill before the truncation marker (default 200).
     pub max_content_lines: usize,
-    /// Tokens for everything the provider injects (default: unlimited); the agent's budget,
-    /// when smaller, wins.
+    /// Body characters kept per skill before the truncation marker (default 20,000), so a
+    /// body of a few enormous lines is cut too.
+    pub max_content_chars: usize,
+    /// Tokens for everything the provider injects (default [`DEFAULT_TOKEN_BUDGET`]; `None`
+    /// for no limit, as the `full`-mode baseline uses); the agent's budget, when smaller, wins.
     pub token_budget: Option<usize>,
     /// Tokens for the catalog (default 2,000); the catalog is cut to it in rank order.
     pub catalog_tokens: usize,
     pub counter: Arc<dyn TokenCounter>,
-    /// Offer and run skill tools whose command is `scripts/FILE` (default false).
-    pub allow_scripts: bool,
-    /// Deadline of one skill tool call (default 30 s).
-    pub tool_timeout: Duration,
-    /// Bytes of a skill tool's combined output returned to the model (default 64 KiB).
-    pub tool_output_cap: usize,
-    /// Where skill tools run and the second folder their path arguments may name (default
-    /// none: each tool runs in its skill's folder).
-    pub workspace_root: Option<PathBuf>,
+    /// Whether and how skills' own tools (`tools.json`) are offered and run. By default no
+    /// skill is trusted, so none is offered.
+    pub tools: ExecOptions,
 }
 
-impl SkillConfig {
-    /// The settings skill tools run with.
-    pub fn exec_options(&self) -> ExecOptions {
-        ExecOptions {
-            allow_scripts: self.allow_scripts,
-            timeout: self.tool_timeout,
-            output_cap: self.tool_output_cap,
-            workspace_root: self.workspace_root.clone(),
-        }
-    }
-}
+/// The default [`SkillConfig::token_budget`]: room for the catalog and a few long skills,
+/// and a bound on what one hostile skill can cost every request.
+pub const DEFAULT_TOKEN_BUDGET: usize = 16_000;
 
 impl Default for SkillConfig {
     fn default() -> Self {
@@ -114,13 +102,11 @@ impl Default for SkillConfig {
             mode: Mode::Hybrid,
             select: SelectOptions::default(),
             max_content_lines: 200,
-            token_budget: None,
+            max_content_chars: 20_000,
+            token_budget: Some(DEFAULT_TOKEN_BUDGET),
             catalog_tokens: 2_000,
             counter: Arc::new(BpeCounter),
-            allow_scripts: ExecOptions::default().allow_scripts,
-            tool_timeout: ExecOptions::default().timeout,
-            tool_output_cap: ExecOptions::default().output_cap,
-            workspace_root: None,
+            tools: ExecOptions::default(),
         }
     }
 }
@@ -239,36 +225,45 @@ impl SkillContextProvider {
             text.push_str(&skill.description);
             text.push_str("\n\n");
         }
-        text.push_str(&skill.truncated_body(self.config.max_content_lines));
+        text.push_str(&skill.truncated_body(self.config.max_content_lines, self.config.max_content_chars));
         let tokens = self.config.counter.count(&text);
         let block = Arc::new(Block { text, tokens });
         caches.blocks.insert(skill.id.clone(), block.clone());
         block
     }
 
-    /// Every skill's tools for this snapshot, built once. Script tools are left out when
-    /// scripts are disabled, so the model is never offered a tool that can only refuse.
+    /// Every skill's tools for this snapshot, built once. Only trusted skills' tools are
+    /// built, and of those only the ones the options let run (no script while scripts are
+    /// disabled, no interpreter the user did not name), so the model is never offered a tool
+    /// that can only refuse.
     fn skill_tools(&self, index: &Arc<SkillIndex>, caches: &mut Caches) -> SkillTools {
         if let Some((snapshot, tools)) = &caches.tools {
             if Arc::ptr_eq(snapshot, index) {
                 return tools.clone();
             }
         }
-        let options = self.config.exec_options();
+        let options = &self.config.tools;
         let tools: Vec<Vec<Arc<dyn Tool>>> = index
             .skills()
             .iter()
             .map(|skill| {
+                if skill.tools.is_empty() {
+                    return Vec::new();
+                }
+                if !options.trust.trusts(skill) {
+                    tracing::debug!(skill = %skill.name, "skill tools not offered: the skill is not trusted");
+                    return Vec::new();
+                }
                 let dir = skill.path.parent().unwrap_or(Path::new("."));
                 skill
                     .tools
                     .iter()
-                    .filter(|spec| {
-                        let runnable = options.allow_scripts || !matches!(spec.program(), Program::Script(_));
-                        if !runnable {
-                            tracing::debug!(skill = %skill.name, tool = spec.name(), "script tool not offered: scripts are disabled");
+                    .filter(|spec| match options.refusal(spec.program()) {
+                        Some(reason) => {
+                            tracing::debug!(skill = %skill.name, tool = spec.name(), "tool not offered: {reason}");
+                            false
                         }
-                        runnable
+                        None => true,
                     })
                     .map(|spec| Arc::new(SkillTool::new(spec.clone(), dir, options.clone())) as Arc<dyn Tool>)
                     .collect()

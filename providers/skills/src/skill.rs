@@ -106,17 +106,26 @@ impl Skill {
         self
     }
 
-    /// Body lines beyond `max_lines` replaced by a visible marker.
-    pub fn truncated_body(&self, max_lines: usize) -> std::borrow::Cow<'_, str> {
-        let total = self.body.lines().count();
-        if total <= max_lines {
-            return self.body.as_str().into();
+    /// The body cut after `max_lines` lines or `max_chars` characters, whichever comes
+    /// first, with a visible marker saying how much was left out.
+    pub fn truncated_body(&self, max_lines: usize, max_chars: usize) -> std::borrow::Cow<'_, str> {
+        let body = self.body.as_str();
+        let line_end = match max_lines {
+            0 => 0,
+            n => body.match_indices('\n').nth(n - 1).map_or(body.len(), |(i, _)| i),
+        };
+        let char_end = body.char_indices().nth(max_chars).map_or(body.len(), |(i, _)| i);
+        let (kept, rest) = body.split_at(line_end.min(char_end));
+        if rest.trim().is_empty() {
+            return body.into();
         }
-        let kept: Vec<&str> = self.body.lines().take(max_lines).collect();
+        let left_out = if line_end <= char_end {
+            format!("{} more lines", rest[1..].lines().count())
+        } else {
+            format!("{} more characters", rest.chars().count())
+        };
         format!(
-            "{}\n\n[… {} more lines not shown; read_skill(\"{}\") returns the full text]",
-            kept.join("\n"),
-            total - max_lines,
+            "{kept}\n\n[… {left_out} not shown; read_skill(\"{}\") returns the full text]",
             self.name
         )
         .into()

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{skill, skill_with_body};
-use ctxkit::{ApproxCounter, ContextProvider, Message, Placement, RunInfo, ThreadInfo};
+use ctxkit::{ApproxCounter, ContextProvider, Message, Placement, RunInfo, ThreadInfo, TokenCounter};
 use ctxkit_skills::{Mode, SkillConfig, SkillContextProvider, SkillLibrary};
 use serde_json::json;
 
@@ -253,4 +253,26 @@ fn modes_parse_from_their_names() {
         "x".parse::<Mode>().unwrap_err(),
         "unknown skill mode `x`; use full, triggered, on-demand or hybrid"
     );
+}
+
+#[tokio::test]
+async fn a_body_of_one_enormous_line_is_cut_by_characters() {
+    let lib = Arc::new(SkillLibrary::from_index(common::index(vec![skill_with_body(
+        "wall",
+        "[]",
+        "always: true\n",
+        &"x".repeat(900_000),
+    )])));
+    let p = SkillContextProvider::new(lib, SkillConfig::default());
+    let text = invoke(&p, "anything").await.instructions().unwrap();
+    assert!(
+        text.contains(&format!(
+            "{}\n\n[… 880000 more characters not shown",
+            "x".repeat(100)
+        )),
+        "{}",
+        &text[text.len() - 200..]
+    );
+    let tokens = ctxkit::BpeCounter.count(&text);
+    assert!(tokens <= ctxkit_skills::DEFAULT_TOKEN_BUDGET, "{tokens} tokens");
 }

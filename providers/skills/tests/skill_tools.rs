@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ctxkit::{ContextProvider, Error, Message, RunInfo, Tool};
 use ctxkit_skills::{
     parse_descriptor, ExecOptions, Mode, ParamKind, ParamType, Program, Skill, SkillConfig,
-    SkillContextProvider, SkillIndex, SkillLibrary, SkillRoot, SkillTool, Source, ToolSpec,
+    SkillContextProvider, SkillIndex, SkillLibrary, SkillRoot, SkillTool, Source, ToolSpec, ToolTrust,
 };
 use serde_json::{json, Value};
 
@@ -528,6 +528,53 @@ mod running {
     }
 
     #[tokio::test]
+    async fn a_script_linking_out_of_its_folder_never_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = script_skill(tmp.path());
+        std::fs::remove_file(dir.join("scripts/greet")).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", dir.join("scripts/greet")).unwrap();
+        let tool = tool_in(
+            &dir,
+            &script_descriptor(),
+            ExecOptions {
+                allow_scripts: true,
+                ..Default::default()
+            },
+        );
+        let message = failure(tool.call(json!({"who": "x"})).await);
+        assert!(message.contains("not a regular file inside"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn tools_see_no_secrets_in_their_environment() {
+        // Set once for this test binary; no other test reads these names.
+        std::env::set_var("CTXKIT_TEST_API_KEY", "sk-must-not-leak");
+        std::env::set_var("CTXKIT_TEST_HARMLESS", "visible");
+        let tmp = tempfile::tempdir().unwrap();
+        let descriptor =
+            json!({"allowlist": ["printenv"], "tools": [{"name": "env", "command": "printenv"}]});
+        let options = ExecOptions {
+            pass_env: vec!["CTXKIT_TEST_HARMLESS".into(), "CTXKIT_TEST_API_KEY".into()],
+            ..Default::default()
+        };
+        let out = tool_in(tmp.path(), &descriptor, options)
+            .call(json!({}))
+            .await
+            .unwrap();
+        assert!(out.contains("CTXKIT_TEST_HARMLESS=visible"), "{out}");
+        assert!(out.contains("PATH="), "{out}");
+        assert!(!out.contains("sk-must-not-leak"), "{out}");
+        let inherited = tool_in(tmp.path(), &descriptor, ExecOptions::default())
+            .call(json!({}))
+            .await
+            .unwrap();
+        assert!(
+            !inherited.contains("CTXKIT_TEST_HARMLESS"),
+            "nothing is inherited unless listed"
+        );
+    }
+
+    #[tokio::test]
     async fn a_slow_command_is_stopped_at_the_timeout() {
         let tmp = tempfile::tempdir().unwrap();
         let tool = tool_in(
@@ -637,12 +684,21 @@ fn tool_library() -> Arc<SkillLibrary> {
     ])))
 }
 
-async fn offered(mode: Mode, allow_scripts: bool, message: &str) -> Vec<String> {
+/// Tools that trust every skill of [`tool_library`].
+fn trusting(allow_scripts: bool) -> ExecOptions {
+    ExecOptions {
+        trust: ToolTrust::default().skill("files").skill("scripted"),
+        allow_scripts,
+        ..Default::default()
+    }
+}
+
+async fn offered_with(mode: Mode, tools: ExecOptions, message: &str) -> Vec<String> {
     let provider = SkillContextProvider::new(
         tool_library(),
         SkillConfig {
             mode,
-            allow_scripts,
+            tools,
             ..Default::default()
         },
     );
@@ -651,6 +707,111 @@ async fn offered(mode: Mode, allow_scripts: bool, message: &str) -> Vec<String> 
         .await
         .unwrap();
     ctx.tools.iter().map(|t| t.name().to_string()).collect()
+}
+
+async fn offered(mode: Mode, allow_scripts: bool, message: &str) -> Vec<String> {
+    offered_with(mode, trusting(allow_scripts), message).await
+}
+
+#[tokio::test]
+async fn untrusted_skills_offer_no_tools() {
+    let untrusted = ExecOptions {
+        allow_scripts: true,
+        ..Default::default()
+    };
+    assert!(offered_with(Mode::Full, untrusted.clone(), "grep and deploy")
+        .await
+        .is_empty());
+    assert_eq!(
+        offered_with(Mode::Hybrid, untrusted, "grep and deploy").await,
+        ["read_skill", "read_skills"]
+    );
+    let only_files = ExecOptions {
+        trust: ToolTrust::default().skill("FILES"),
+        allow_scripts: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        offered_with(Mode::Full, only_files, "x").await,
+        ["list_files"],
+        "trust names one skill (case-insensitively), not every skill"
+    );
+}
+
+#[tokio::test]
+async fn trusting_a_root_trusts_the_skills_below_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trusted = tmp.path().join("trusted");
+    let other = tmp.path().join("other");
+    let descriptor = br#"{"allowlist": ["ls"], "tools": [{"name": "ls_a", "command": "ls"}]}"#;
+    write_skill(&trusted, "a", "[grep]", Some(descriptor));
+    let descriptor = br#"{"allowlist": ["ls"], "tools": [{"name": "ls_b", "command": "ls"}]}"#;
+    write_skill(&other, "b", "[grep]", Some(descriptor));
+    let library = Arc::new(SkillLibrary::load(vec![
+        SkillRoot::new(&trusted, Source::Project),
+        SkillRoot::new(&other, Source::Project),
+    ]));
+    let provider = SkillContextProvider::new(
+        library,
+        SkillConfig {
+            mode: Mode::Full,
+            tools: ExecOptions {
+                trust: ToolTrust::default().root(tmp.path().join("trusted/../trusted")),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let ctx = provider
+        .invoking(&[Message::user("grep")], &RunInfo::default())
+        .await
+        .unwrap();
+    let names: Vec<&str> = ctx.tools.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["ls_a"]);
+}
+
+#[tokio::test]
+async fn interpreters_run_only_when_the_user_names_them() {
+    let library = Arc::new(SkillLibrary::from_index(common::index(vec![skill_with_tools(
+        "evil",
+        "[run]",
+        "",
+        &json!({"allowlist": ["sh"], "tools": [{"name": "t", "command": "sh", "parameters": [{"name": "script", "kind": "flag", "flag": "-c"}]}]}),
+    )])));
+    let provider = |allow: &[&str]| {
+        SkillContextProvider::new(
+            library.clone(),
+            SkillConfig {
+                mode: Mode::Full,
+                tools: ExecOptions {
+                    trust: ToolTrust::default().skill("evil"),
+                    allow_interpreters: allow.iter().map(|s| s.to_string()).collect(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+    };
+    let run = RunInfo::default();
+    let refused = provider(&[])
+        .invoking(&[Message::user("run")], &run)
+        .await
+        .unwrap();
+    assert!(
+        refused.tools.is_empty(),
+        "the skill's own allowlist is not enough"
+    );
+    let allowed = provider(&["sh"])
+        .invoking(&[Message::user("run")], &run)
+        .await
+        .unwrap();
+    assert_eq!(allowed.tools.len(), 1);
+
+    // Built by hand without the user's allowance, the tool still refuses to start `sh`.
+    let spec = library.snapshot().get("evil").unwrap().tools[0].clone();
+    let tool = SkillTool::new(spec, ".", ExecOptions::default());
+    let message = failure(tool.call(json!({"script": "echo pwned"})).await);
+    assert!(message.contains("`sh`, a shell or interpreter"), "{message}");
 }
 
 #[tokio::test]
@@ -699,6 +860,7 @@ async fn offered_tools_are_built_once_per_snapshot() {
         library.clone(),
         SkillConfig {
             mode: Mode::Full,
+            tools: trusting(false),
             ..Default::default()
         },
     );
@@ -752,6 +914,10 @@ async fn a_tool_name_two_skills_declare_stays_with_the_higher_priority() {
         Arc::new(SkillLibrary::from_index(index)),
         SkillConfig {
             mode: Mode::Triggered,
+            tools: ExecOptions {
+                trust: ToolTrust::default().skill("low").skill("high"),
+                ..Default::default()
+            },
             ..Default::default()
         },
     );
@@ -765,12 +931,15 @@ async fn a_tool_name_two_skills_declare_stays_with_the_higher_priority() {
 
 #[test]
 fn config_defaults_keep_tools_safe() {
-    let config = SkillConfig::default();
-    assert!(!config.allow_scripts);
-    assert_eq!(config.tool_timeout, std::time::Duration::from_secs(30));
-    assert_eq!(config.tool_output_cap, 64 * 1024);
-    assert_eq!(config.workspace_root, None);
-    assert_eq!(config.exec_options(), ExecOptions::default());
+    let tools = SkillConfig::default().tools;
+    assert_eq!(tools.trust, ToolTrust::default(), "no skill is trusted");
+    assert!(tools.allow_interpreters.is_empty());
+    assert!(tools.pass_env.is_empty());
+    assert!(!tools.allow_scripts);
+    assert_eq!(tools.timeout, std::time::Duration::from_secs(30));
+    assert_eq!(tools.output_cap, 64 * 1024);
+    assert_eq!(tools.workspace_root, None);
+    assert_eq!(tools, ExecOptions::default());
 }
 
 mod shipped {

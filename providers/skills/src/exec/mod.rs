@@ -6,7 +6,8 @@
 //! - `descriptor`: the file format, parsed and validated once at index time.
 //! - `guard`: the refusals — option injection, shell metacharacters, paths leaving the roots.
 //! - `argv`: JSON arguments → argument vector.
-//! - `process`: spawning, timeout, output cap.
+//! - `process`: spawning with a scrubbed environment, timeout, output cap.
+//! - `trust`: what the user allows — whose tools, which interpreters, which variables.
 //! - `tool`: the `ctxkit::Tool` that ties them together.
 
 mod argv;
@@ -14,6 +15,7 @@ mod descriptor;
 mod guard;
 mod process;
 mod tool;
+mod trust;
 
 pub(crate) use descriptor::load_descriptor;
 pub use descriptor::{
@@ -21,3 +23,4 @@ pub use descriptor::{
 };
 pub use guard::SHELL_METACHARACTERS;
 pub use tool::{ExecOptions, SkillTool};
+pub use trust::ToolTrust;

@@ -33,17 +33,20 @@ pub(crate) enum RunError {
     TimedOut,
 }
 
-/// Run `program args…` in `cwd`. The child is killed if this future is dropped or times out
+/// Run `program args…` in `cwd` with exactly the environment `env` (nothing inherited). The child is killed if this future is dropped or times out
 /// (`kill_on_drop`), so an abandoned tool call leaves no process behind.
 pub(crate) async fn run(
     program: &Path,
     args: &[String],
+    env: &[(String, String)],
     cwd: &Path,
     timeout: Duration,
     cap: usize,
 ) -> Result<Outcome, RunError> {
     let mut child = Command::new(program)
         .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -12,10 +12,20 @@ use super::argv::build_argv;
 use super::descriptor::{Program, ToolSpec, SCRIPTS_DIR};
 use super::guard::{absolute, PathPolicy};
 use super::process::{run, Outcome, RunError};
+use super::trust::{is_interpreter, script_inside, tool_env, ToolTrust};
 
-/// How skill tools run; [`crate::SkillConfig`] carries the same settings.
+/// Whether and how skill tools run: every decision here is the user's, none the skill's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecOptions {
+    /// The skills whose tools are offered and run (default none).
+    pub trust: ToolTrust,
+    /// Shells, interpreters and launchers (`sh`, `python3`, `env`, …) a trusted skill's tool
+    /// may run, by program name (default none, whatever the skill's allowlist says).
+    pub allow_interpreters: Vec<String>,
+    /// Variables passed to tool processes on top of `PATH`, `HOME`, `LANG` and the like
+    /// (default none). A name that looks like a credential (`*_KEY`, `*_TOKEN`, `*_SECRET`,
+    /// `*PASSWORD`, `AWS_*`, …) is never passed.
+    pub pass_env: Vec<String>,
     /// Run `scripts/FILE` commands (default false: a skill folder is content, and running its
     /// files is a decision the operator makes, not the skill author).
     pub allow_scripts: bool,
@@ -31,6 +41,9 @@ pub struct ExecOptions {
 impl Default for ExecOptions {
     fn default() -> Self {
         ExecOptions {
+            trust: ToolTrust::default(),
+            allow_interpreters: Vec::new(),
+            pass_env: Vec::new(),
             allow_scripts: false,
             timeout: Duration::from_secs(30),
             output_cap: 64 * 1024,
@@ -39,7 +52,29 @@ impl Default for ExecOptions {
     }
 }
 
-/// A skill's declared command, callable by the model.
+impl ExecOptions {
+    /// Why `program` may not run under these options, as the end of a sentence; `None` when
+    /// it may. Checked when tools are offered and again when one is called.
+    pub(crate) fn refusal(&self, program: &Program) -> Option<String> {
+        match program {
+            Program::Binary(name)
+                if is_interpreter(name) && !self.allow_interpreters.iter().any(|a| a == name) =>
+            {
+                Some(format!(
+                    "it runs `{name}`, a shell or interpreter, which runs only when the user allows it by name"
+                ))
+            }
+            Program::Script(file) if !self.allow_scripts => Some(format!(
+                "it runs `{SCRIPTS_DIR}/{file}`, and skill scripts are disabled (allow_scripts is false)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// A skill's declared command, callable by the model. Constructing one is the user's
+/// decision to let it run: the skill provider builds them only for skills in
+/// [`ExecOptions::trust`].
 ///
 /// A call either refuses (`Error::ToolArguments` naming the argument, nothing run), fails to
 /// run (`Error::Tool`: scripts disabled, program missing, timeout) or returns the output. A
@@ -102,14 +137,22 @@ impl SkillTool {
     /// The program to start: an allowlisted name (found through `PATH`) or a script's
     /// absolute path, so `current_dir` cannot change which file runs.
     fn program(&self) -> Result<PathBuf> {
+        if let Some(reason) = self.options.refusal(self.spec.program()) {
+            return Err(self.failure(reason));
+        }
         match self.spec.program() {
             Program::Binary(name) => Ok(PathBuf::from(name)),
-            Program::Script(file) if self.options.allow_scripts => {
-                Ok(self.skill_dir.join(SCRIPTS_DIR).join(file))
+            Program::Script(file) => {
+                let scripts = self.skill_dir.join(SCRIPTS_DIR);
+                let path = scripts.join(file);
+                if script_inside(&scripts, &path) {
+                    Ok(path)
+                } else {
+                    Err(self.failure(format!(
+                        "`{SCRIPTS_DIR}/{file}` is not a regular file inside the skill's {SCRIPTS_DIR}/ folder (a link out of it is never run)"
+                    )))
+                }
             }
-            Program::Script(file) => Err(self.failure(format!(
-                "it runs `{SCRIPTS_DIR}/{file}`, and skill scripts are disabled (SkillConfig::allow_scripts is false)"
-            ))),
         }
     }
 
@@ -148,6 +191,7 @@ impl Tool for SkillTool {
         let outcome = run(
             &program,
             &argv,
+            &tool_env(&self.options.pass_env),
             &self.paths.cwd,
             self.options.timeout,
             self.options.output_cap,
