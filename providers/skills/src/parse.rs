@@ -2,6 +2,9 @@
 //! a skill is skipped only when its YAML cannot be read or it has no description; every
 //! other problem is a warning, and nothing is dropped silently.
 
+mod bounds;
+
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde_json::Value as Json;
@@ -20,6 +23,24 @@ pub const CONVENTION_FILES: &[&str] = &[
     "COPILOT.md",
     "GEMINI.md",
 ];
+
+/// Frontmatter larger than this is not parsed (the skill is skipped): YAML parsing costs about
+/// 200 ms per MiB even for flat input, and real frontmatter is a few hundred bytes.
+pub(crate) const MAX_FRONTMATTER_BYTES: usize = 16 << 10;
+/// Deeper frontmatter nesting (flow brackets plus indentation levels) skips the skill.
+pub(crate) const MAX_NESTING: usize = 64;
+/// Nodes a frontmatter may have once YAML aliases are expanded (alias bombs).
+pub(crate) const MAX_YAML_NODES: usize = 16 << 10;
+/// Keywords and verbs kept per skill.
+pub(crate) const MAX_TRIGGERS: usize = 256;
+/// Trigger patterns kept per skill.
+pub(crate) const MAX_PATTERNS: usize = 16;
+/// Compiled size (regex `size_limit`) allowed for one trigger pattern.
+pub(crate) const MAX_PATTERN_BYTES: usize = 128 << 10;
+/// Warnings reported per file; the rest are counted in one closing warning.
+pub(crate) const MAX_WARNINGS: usize = 32;
+/// Longest excerpt of a trigger or pattern quoted in a diagnostic.
+const MAX_QUOTED_CHARS: usize = 60;
 
 /// Split `content` into frontmatter and body exactly as seed 002's `strip_skill_frontmatter`:
 /// after the opening `---`, the frontmatter runs to the first `\n---`; the body is what follows
@@ -53,7 +74,8 @@ pub fn parse_skill(path: &Path, content: &str, folder: Option<&str>) -> (Option<
     let mut p = Parser {
         path,
         diags: Vec::new(),
-        frontmatter: "",
+        keys: HashMap::new(),
+        warnings: 0,
     };
     let skill = p.parse(content, folder).map(|mut skill| {
         skill.hash = sha256_hex(content);
@@ -61,18 +83,40 @@ pub fn parse_skill(path: &Path, content: &str, folder: Option<&str>) -> (Option<
         skill.path = path.to_path_buf();
         skill.with_root(Source::Project, Source::Project.default_priority())
     });
+    if p.warnings > MAX_WARNINGS {
+        let more = p.warnings - MAX_WARNINGS;
+        p.diags.push(Diagnostic::warning(
+            path,
+            None,
+            format!("{more} more warnings for this file are not shown (at most {MAX_WARNINGS} are)"),
+        ));
+    }
     (skill, p.diags)
 }
 
 struct Parser<'a> {
     path: &'a Path,
     diags: Vec<Diagnostic>,
-    frontmatter: &'a str,
+    /// File line of each top-level frontmatter key, computed once.
+    keys: HashMap<&'a str, usize>,
+    /// Warnings raised so far (only the first [`MAX_WARNINGS`] are kept).
+    warnings: usize,
+}
+
+/// `text` cut to [`MAX_QUOTED_CHARS`] characters for quoting in a diagnostic.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 impl<'a> Parser<'a> {
     fn warn(&mut self, line: Option<usize>, message: impl Into<String>) {
-        self.diags.push(Diagnostic::warning(self.path, line, message));
+        self.warnings += 1;
+        if self.warnings <= MAX_WARNINGS {
+            self.diags.push(Diagnostic::warning(self.path, line, message));
+        }
     }
 
     fn fail<T>(&mut self, line: Option<usize>, message: impl Into<String>) -> Option<T> {
@@ -82,13 +126,7 @@ impl<'a> Parser<'a> {
 
     /// The file line of a top-level frontmatter key (the frontmatter starts on line 2).
     fn line_of(&self, key: &str) -> Option<usize> {
-        self.frontmatter
-            .lines()
-            .position(|l| {
-                l.strip_prefix(key)
-                    .is_some_and(|rest| rest.trim_start().starts_with(':'))
-            })
-            .map(|i| i + 2)
+        self.keys.get(key).map(|i| i + 2)
     }
 
     fn parse(&mut self, content: &'a str, folder: Option<&str>) -> Option<Skill> {
@@ -109,7 +147,24 @@ impl<'a> Parser<'a> {
             }
             return self.plain(default_name, content);
         };
-        self.frontmatter = frontmatter;
+        if frontmatter.len() > MAX_FRONTMATTER_BYTES {
+            return self.fail(
+                Some(1),
+                format!(
+                    "the frontmatter is {} KiB, more than the {} KiB limit; the skill is skipped",
+                    frontmatter.len().div_ceil(1024),
+                    MAX_FRONTMATTER_BYTES >> 10
+                ),
+            );
+        }
+        let lines = bounds::LineIndex::new(frontmatter);
+        if let Some(at) = bounds::too_deep(frontmatter, MAX_NESTING) {
+            return self.fail(
+                Some(lines.line(at) + 2),
+                format!("the frontmatter is too deeply nested (more than {MAX_NESTING} levels of brackets or indentation); the skill is skipped"),
+            );
+        }
+        self.keys = lines.top_level_keys(frontmatter);
         let map = self.yaml(frontmatter)?;
         self.fields(map, default_name, folder.filter(|_| !is_convention), body)
     }
@@ -134,15 +189,17 @@ impl<'a> Parser<'a> {
 
     /// Parse the frontmatter, retrying once with unquoted `key: value: more` values quoted.
     fn yaml(&mut self, frontmatter: &str) -> Option<serde_yaml::Mapping> {
-        let parsed = match serde_yaml::from_str::<Yaml>(frontmatter) {
+        let parsed = match load_yaml(frontmatter) {
             Ok(v) => v,
-            Err(first) => match serde_yaml::from_str::<Yaml>(&quote_colon_values(frontmatter)) {
+            Err(Loaded::TooManyNodes) => return self.alias_bomb(),
+            Err(Loaded::Yaml(first)) => match load_yaml(&quote_colon_values(frontmatter)) {
                 Ok(v) => {
                     let line = first.location().map(|l| l.line() + 1);
                     self.warn(line, "a value contains an unquoted `: `; read it as a quoted string (quote it to silence this)");
                     v
                 }
-                Err(_) => {
+                Err(Loaded::TooManyNodes) => return self.alias_bomb(),
+                Err(Loaded::Yaml(_)) => {
                     let line = first.location().map(|l| l.line() + 1);
                     let reason = first.to_string();
                     let reason = reason.split(" at line").next().unwrap_or(&reason).to_string();
@@ -161,6 +218,13 @@ impl<'a> Parser<'a> {
                 "the frontmatter is not a mapping of `key: value` lines; the skill is skipped",
             ),
         }
+    }
+
+    fn alias_bomb<T>(&mut self) -> Option<T> {
+        self.fail(
+            Some(2),
+            format!("the frontmatter's YAML aliases expand to more than {MAX_YAML_NODES} values; the skill is skipped"),
+        )
     }
 
     fn fields(
@@ -230,6 +294,7 @@ impl<'a> Parser<'a> {
             let t = self.triggers(v, line);
             merge_triggers(&mut skill.triggers, t);
         }
+        self.cap_triggers(&mut skill.triggers);
         skill.name = match name.filter(|n| !n.trim().is_empty()) {
             Some(n) => n.trim().to_string(),
             None => {
@@ -358,16 +423,41 @@ impl<'a> Parser<'a> {
             }
             other => t.keywords = self.trigger_list(other, line),
         }
+        if t.patterns.len() > MAX_PATTERNS {
+            self.warn(line, format!("`triggers` declares {} patterns, more than {MAX_PATTERNS}; the first {MAX_PATTERNS} are kept", t.patterns.len()));
+            t.patterns.truncate(MAX_PATTERNS);
+        }
         for pattern in std::mem::take(&mut t.patterns) {
-            match regex::Regex::new(&pattern) {
+            match compile_pattern(&pattern) {
                 Ok(_) => t.patterns.push(pattern),
+                Err(regex::Error::CompiledTooBig(_)) => self.warn(line, format!(
+                    "trigger pattern `{}` compiles to more than {} KiB (Unicode classes like `\\w` are large; `[a-z0-9_]` or `(?-u:\\w)` are not); ignored, the other triggers still work",
+                    clip(&pattern),
+                    MAX_PATTERN_BYTES >> 10
+                )),
                 Err(e) => {
                     let reason = e.to_string().lines().last().unwrap_or("").trim().to_string();
-                    self.warn(line, format!("trigger pattern `{pattern}` is not a valid regex ({reason}); ignored, the other triggers still work"));
+                    self.warn(line, format!("trigger pattern `{}` is not a valid regex ({reason}); ignored, the other triggers still work", clip(&pattern)));
                 }
             }
         }
         t
+    }
+
+    /// At most [`MAX_TRIGGERS`] keywords and verbs (keywords first) and [`MAX_PATTERNS`]
+    /// patterns per skill, counted after `triggers` and `metadata.triggers` are merged.
+    fn cap_triggers(&mut self, t: &mut Triggers) {
+        let line = self.line_of("triggers").or_else(|| self.line_of("metadata"));
+        let literals = t.keywords.len() + t.verbs.len();
+        if literals > MAX_TRIGGERS {
+            self.warn(line, format!("the skill declares {literals} trigger keywords and verbs, more than {MAX_TRIGGERS}; the first {MAX_TRIGGERS} are kept"));
+            t.keywords.truncate(MAX_TRIGGERS);
+            t.verbs.truncate(MAX_TRIGGERS - t.keywords.len());
+        }
+        if t.patterns.len() > MAX_PATTERNS {
+            self.warn(line, format!("the skill declares {} trigger patterns, more than {MAX_PATTERNS}; the first {MAX_PATTERNS} are kept", t.patterns.len()));
+            t.patterns.truncate(MAX_PATTERNS);
+        }
     }
 
     fn trigger_list(&mut self, value: Yaml, line: Option<usize>) -> Vec<String> {
@@ -378,11 +468,18 @@ impl<'a> Parser<'a> {
             other => vec![yaml_scalar(&other).unwrap_or_default()],
         };
         let mut out: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         for trigger in raw {
             let trimmed = trigger.trim();
             if !trimmed.chars().any(char::is_alphanumeric) {
-                self.warn(line, format!("trigger `{trimmed}` has no letters or digits and would match almost anything; ignored"));
-            } else if !out.iter().any(|t| t.to_lowercase() == trimmed.to_lowercase()) {
+                self.warn(
+                    line,
+                    format!(
+                        "trigger `{}` has no letters or digits and would match almost anything; ignored",
+                        clip(trimmed)
+                    ),
+                );
+            } else if seen.insert(trimmed.to_lowercase()) {
                 out.push(trimmed.to_string());
             }
         }
@@ -415,12 +512,40 @@ fn merge_triggers(into: &mut Triggers, from: Triggers) {
         (&mut into.verbs, from.verbs),
         (&mut into.patterns, from.patterns),
     ] {
+        let mut seen: HashSet<String> = dst.iter().cloned().collect();
         for t in src {
-            if !dst.contains(&t) {
+            if seen.insert(t.clone()) {
                 dst.push(t);
             }
         }
     }
+}
+
+/// Compile one trigger pattern as the index will (case-insensitive), within
+/// [`MAX_PATTERN_BYTES`].
+pub(crate) fn compile_pattern(pattern: &str) -> Result<regex::Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .size_limit(MAX_PATTERN_BYTES)
+        .dfa_size_limit(2 * MAX_PATTERN_BYTES)
+        .build()
+}
+
+/// Why bounded YAML loading failed.
+enum Loaded {
+    Yaml(serde_yaml::Error),
+    TooManyNodes,
+}
+
+/// Parse YAML whose nesting was checked; with aliases, first check that their expansion stays
+/// within [`MAX_YAML_NODES`] (serde_yaml's own repetition limit scales with the file).
+fn load_yaml(text: &str) -> Result<Yaml, Loaded> {
+    if bounds::may_have_aliases(text)
+        && !bounds::fits_node_budget(text, MAX_YAML_NODES).map_err(Loaded::Yaml)?
+    {
+        return Err(Loaded::TooManyNodes);
+    }
+    serde_yaml::from_str::<Yaml>(text).map_err(Loaded::Yaml)
 }
 
 /// A scalar as text (strings, numbers, booleans); `None` for null, lists and mappings.
