@@ -2,10 +2,9 @@
 //!
 //! Tools never run through a shell, so a metacharacter cannot chain commands by itself; the
 //! checks are a second line of defence against a value that is plainly an attempt (`; rm -rf /`,
-//! `$(id)`) and against programs that interpret their own arguments. Paths are judged
-//! lexically — components normalised, the file system never consulted — so the answer does
-//! not depend on what exists at the time (a symlink inside an allowed root is followed by the
-//! program like any other file).
+//! `$(id)`) and against programs that interpret their own arguments. Paths are judged twice:
+//! lexically (`..` may not climb out of the roots) and then with every existing symlink
+//! resolved, so a link inside an allowed folder cannot lead the program elsewhere.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -61,11 +60,17 @@ impl PathPolicy {
             ));
         }
         let resolved = normalize(&self.cwd.join(path));
-        if self.roots.iter().any(|root| resolved.starts_with(root)) {
+        if !self.roots.iter().any(|root| resolved.starts_with(root)) {
+            return Err(format!(
+                "is the path `{value}`, which leads outside the allowed folders (the skill folder and the workspace root)"
+            ));
+        }
+        let real = real_prefix(&resolved);
+        if self.roots.iter().any(|root| real.starts_with(real_prefix(root))) {
             Ok(())
         } else {
             Err(format!(
-                "is the path `{value}`, which leads outside the allowed folders (the skill folder and the workspace root)"
+                "is the path `{value}`, which leads through a symlink outside the allowed folders (the skill folder and the workspace root)"
             ))
         }
     }
@@ -80,6 +85,25 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
         path
     };
     normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// `path` with its longest existing prefix resolved (symlinks followed) and the rest, which
+/// does not exist yet, appended: where the program would really end up.
+fn real_prefix(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return missing.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 /// Remove `.` and resolve `..` against the components before it; `..` at the root stays at
@@ -132,5 +156,23 @@ mod tests {
             policy.check("../skill-evil/x").is_err(),
             "a sibling with a common prefix is outside"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_inside_a_root_cannot_lead_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let skill = tmp.path().join("skill");
+        std::fs::create_dir_all(skill.join("notes")).unwrap();
+        std::os::unix::fs::symlink("/etc", skill.join("etc")).unwrap();
+        std::os::unix::fs::symlink(skill.join("notes"), skill.join("alias")).unwrap();
+        let policy = PathPolicy::new(&skill, &[&skill]);
+        let refused = policy.check("etc/passwd").unwrap_err();
+        assert!(refused.contains("through a symlink"), "{refused}");
+        assert!(
+            policy.check("alias/new-file.md").is_ok(),
+            "a link that stays inside is fine"
+        );
+        assert!(policy.check("notes/not-yet/created.md").is_ok());
     }
 }
