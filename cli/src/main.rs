@@ -8,6 +8,7 @@ mod memory;
 mod printable;
 mod setup;
 mod skills_cmd;
+mod user_config;
 
 use std::process::ExitCode;
 
@@ -109,10 +110,35 @@ fn init_tracing() {
         .init();
 }
 
+/// Print clap's error (stderr, exit 2) or help/version (stdout, exit 0). clap quotes the
+/// arguments it rejects, so every argument that looks like a secret is redacted first: a
+/// `-----BEGIN … PRIVATE KEY-----` given without `--` must not be echoed to the terminal.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use ctxkit_memory::secrets::{find_secret, redact};
+    let mut text = e.render().to_string();
+    if e.use_stderr() {
+        for arg in std::env::args_os().skip(1) {
+            let arg = arg.to_string_lossy();
+            if let Some(found) = find_secret(&arg) {
+                text = text.replace(&*arg, &format!("[REDACTED:{}]", found.rule));
+            }
+        }
+        // Whatever part of an argument clap quoted on its own.
+        text = redact(&text);
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let result = match cli.command {
         Command::Context(args) => context_cmd::run(args).await,
         Command::Skills(args) => skills_cmd::run(args),

@@ -3,7 +3,13 @@
 //! `--db FILE` (default: `$CTXKIT_MEMORY_DB`, else `memory.db` under the user's data directory
 //! in `ctxkit/`) and `--project P` (default: the canonical current directory; a path that
 //! exists is canonicalised, anything else is used as given) are accepted before or after the
-//! subcommand. JSON output is one object per line.
+//! subcommand. JSON output is one object per line; human-readable output passes memory text
+//! (content, keywords, project, source, reasons) through [`printable`], so a memory can't drive
+//! the terminal.
+//!
+//! A database that can't be written (a read-only file or folder) still answers `search`,
+//! `list`, `get`, `stats`, `export` and `history`; a command that writes fails with one
+//! sentence saying the database is read-only.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -18,6 +24,7 @@ use ctxkit_memory::{
 };
 use serde_json::json;
 
+use crate::printable::printable;
 use crate::CliError;
 
 impl From<MemoryError> for CliError {
@@ -240,9 +247,9 @@ pub fn open_hook(
 fn line(e: &MemoryEntry) -> String {
     format!(
         "{}  {} {}  (importance {:.2})",
-        e.id,
+        printable(&e.id),
         e.category.badge(),
-        e.content,
+        printable(&e.content),
         e.importance
     )
 }
@@ -272,6 +279,17 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
 }
 
 pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
+    // The project as typed, before it is canonicalised (and never echoed).
+    if let Some(found) = args
+        .project
+        .as_deref()
+        .and_then(ctxkit_memory::secrets::find_secret)
+    {
+        return Err(CliError::new(format!(
+            "refused to use this --project: it contains what looks like {} (rule `{}`); secrets are never stored",
+            found.description, found.rule
+        )));
+    }
     let store = open_store(args.db.as_deref())?;
     let project = match &args.project {
         Some(p) => normalize_project(p),
@@ -302,11 +320,14 @@ pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
                 UpsertResult::Merged {
                     merged, similarity, ..
                 } => {
-                    eprintln!("merged into memory {} (similarity {similarity:.2})", merged.id);
+                    eprintln!(
+                        "merged into memory {} (similarity {similarity:.2})",
+                        printable(&merged.id)
+                    );
                     writeln!(out, "{}", merged.id)?;
                 }
                 UpsertResult::Skipped { reason, existing_id } => {
-                    eprintln!("nothing added: {reason}");
+                    eprintln!("nothing added: {}", printable(&reason));
                     if let Some(id) = existing_id {
                         writeln!(out, "{id}")?;
                     }
@@ -360,9 +381,9 @@ pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
                     writeln!(
                         out,
                         "{}  {} {}  (score {:.3}, importance {:.2})",
-                        e.id,
+                        printable(&e.id),
                         e.category.badge(),
-                        e.content,
+                        printable(&e.content),
                         hit.relevance_score,
                         e.importance
                     )?;
@@ -374,21 +395,21 @@ pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
             if json {
                 write_json(&mut out, &e)?;
             } else {
-                writeln!(out, "id:            {}", e.id)?;
-                writeln!(out, "project:       {}", e.project_path)?;
+                writeln!(out, "id:            {}", printable(&e.id))?;
+                writeln!(out, "project:       {}", printable(&e.project_path))?;
                 writeln!(out, "category:      {} {}", e.category, e.category.badge())?;
-                writeln!(out, "content:       {}", e.content)?;
-                writeln!(out, "keywords:      {}", e.keywords.join(", "))?;
+                writeln!(out, "content:       {}", printable(&e.content))?;
+                writeln!(out, "keywords:      {}", printable(&e.keywords.join(", ")))?;
                 writeln!(out, "importance:    {:.3}", e.importance)?;
                 writeln!(out, "accesses:      {}", e.access_count)?;
                 writeln!(out, "created:       {}", format_rfc3339(e.created_at))?;
                 writeln!(out, "updated:       {}", format_rfc3339(e.updated_at))?;
                 writeln!(out, "last accessed: {}", format_rfc3339(e.last_accessed_at))?;
                 if let Some(s) = &e.source_session_id {
-                    writeln!(out, "session:       {s}")?;
+                    writeln!(out, "session:       {}", printable(s))?;
                 }
                 if let Some(c) = &e.source_context {
-                    writeln!(out, "source:        {c}")?;
+                    writeln!(out, "source:        {}", printable(c))?;
                 }
             }
         }
@@ -453,7 +474,7 @@ pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
             if json {
                 write_json(&mut out, &stats)?;
             } else {
-                writeln!(out, "project: {}", stats.project_path)?;
+                writeln!(out, "project: {}", printable(&stats.project_path))?;
                 writeln!(out, "total: {}", stats.total)?;
                 for (category, n) in &stats.by_category {
                     writeln!(out, "  {category}: {n}")?;
@@ -507,14 +528,8 @@ pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
         MemoryCommand::History { id, limit, json } => {
             let entries = match &id {
                 Some(id) => {
-                    let all = store.history(id).await?;
-                    if all.iter().any(|h| h.project_path != project) {
-                        return Err(MemoryError::WrongProject {
-                            id: id.clone(),
-                            project: project.to_string(),
-                        }
-                        .into());
-                    }
+                    // Only this project's history: another project's memory is "not found".
+                    let all = store.history(project, id).await?;
                     if all.is_empty() {
                         return Err(MemoryError::NotFound(id.clone()).into());
                     }
@@ -537,23 +552,18 @@ pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
                         h.id,
                         format_rfc3339(h.at),
                         h.action.as_str(),
-                        h.memory_id,
-                        content,
-                        h.reason.map(|r| format!("  ({r})")).unwrap_or_default()
+                        printable(&h.memory_id),
+                        printable(content),
+                        h.reason
+                            .map(|r| format!("  ({})", printable(&r)))
+                            .unwrap_or_default()
                     )?;
                 }
             }
         }
         MemoryCommand::Undo { history_id } => {
-            match store.history_entry(history_id).await? {
-                Some(h) if h.project_path == project => {}
-                _ => {
-                    return Err(CliError::new(format!(
-                        "no memory history entry {history_id} in project `{project}`"
-                    )))
-                }
-            }
-            match store.undo(history_id).await? {
+            // Scoped by the store: an entry of another project is "not found" and never undone.
+            match store.undo(project, history_id).await? {
                 Some(e) => writeln!(out, "restored {}", line(&e))?,
                 None => writeln!(out, "removed the memory again (undid its insert)")?,
             }

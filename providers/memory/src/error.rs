@@ -52,9 +52,14 @@ pub enum MemoryError {
     /// A category name that is not one of the five.
     #[error("unknown memory category `{0}`; use preference, convention, pattern, correction or fact")]
     UnknownCategory(String),
-    /// No history entry has this id.
-    #[error("no memory history entry {0}")]
-    HistoryNotFound(i64),
+    /// No history entry of this project has this id (entries of other projects are never
+    /// shown or undone).
+    #[error("no memory history entry {id} in project `{project}`")]
+    HistoryNotFound { id: i64, project: String },
+    /// The database can only be read (the file or its folder is not writable); reads work,
+    /// writes fail with this.
+    #[error("memory database {} is read-only (the file or its folder cannot be written), so nothing was changed", path.display())]
+    ReadOnly { path: PathBuf },
     /// The extraction model's reply could not be read as memories.
     #[error("cannot read the memory extraction reply: {0}")]
     ExtractionParse(String),

@@ -13,7 +13,12 @@
 //! - [`MemoryContextProvider`] injects `## Project Memory` per request and carries out explicit
 //!   commands ([`detect_memory_command`]); [`MemoryHook`] runs [`MemoryExtractor`] at session
 //!   end and compaction and persists `project:` state.
-//! - [`secrets`] refuses API keys, tokens, private keys and passwords on every write path.
+//! - [`secrets`] refuses API keys, tokens, private keys and passwords on every write path,
+//!   checking every field as given, before any normalisation.
+//! - Projects are walls: a memory id names one memory of one project for the life of the
+//!   database, and history and undo only ever see their own project's entries.
+//! - Imports are checked like any write (secrets, project, content, importance) and their
+//!   counters and timestamps are range-checked; a read-only database opens for reading.
 //!
 //! Timestamps are Unix milliseconds (UTC); inject a [`ManualClock`] through [`OpenOptions`]
 //! to simulate time.
@@ -61,8 +66,8 @@ pub use extraction::{ExtractedMemory, ExtractionInput, ExtractionReport, MemoryE
 pub use hook::MemoryHook;
 pub use provider::{render_memories, MemoryContextProvider, DEFAULT_MAX_CHARS, HEADING, INTRO};
 pub use sqlite::{
-    ExportRecord, ImportReport, MemoryDb, OpenOptions, SearchIndex, COMPACT_SIMILARITY, MAX_CONTENT_CHARS,
-    MERGE_SIMILARITY,
+    ExportRecord, ImportReport, MemoryDb, OpenOptions, SearchIndex, COMPACT_SIMILARITY, IMPORTANCE_RANGE,
+    MAX_ACCESS_COUNT, MAX_CONTENT_CHARS, MAX_TIMESTAMP_MS, MERGE_SIMILARITY,
 };
 pub use store::{MemoryStore, SqliteMemoryStore};
 pub use types::{

@@ -39,6 +39,11 @@ pub const SECTION_KIND: &str = "memories";
 const SUMMARY_CHARS: usize = 300;
 const MAX_TRACKED_THREADS: usize = 10_000;
 
+/// The line a command is read from, as typed: the message's first line.
+fn command_line(message: &str) -> &str {
+    message.trim().lines().next().unwrap_or("")
+}
+
 /// Render memories as the `## Project Memory` section, best first, keeping only what fits in
 /// `max_chars` characters and (when given) `max_tokens` tokens. Returns the text and the ids of
 /// the memories in it; no memory fits → empty text.
@@ -276,9 +281,21 @@ impl MemoryContextProvider {
         true
     }
 
-    async fn run_command(&self, project: &str, command: MemoryCommand, run: &RunInfo) -> Result<(), Error> {
+    /// Carry out `command`, which was read from `line` (the message's first line, as typed).
+    async fn run_command(
+        &self,
+        project: &str,
+        command: MemoryCommand,
+        line: &str,
+        run: &RunInfo,
+    ) -> Result<(), Error> {
         match command {
             MemoryCommand::Remember { content, category } => {
+                // Check what the user typed, before the command recased or trimmed it.
+                if let Err(e) = secrets::check("memory", line) {
+                    tracing::warn!(provider = %self.name, project, error = %e, "refused to remember");
+                    return Ok(());
+                }
                 let entry = NewMemoryEntry::new(project, category, content)
                     .importance(EXPLICIT_IMPORTANCE)
                     .context("explicit user command");
@@ -421,7 +438,10 @@ impl ContextProvider for MemoryContextProvider {
         let mut notes = Vec::new();
         match &command {
             Some(MemoryCommand::Remember { content, .. }) => {
-                if let Some(found) = secrets::find_secret(content) {
+                // The raw line first: the command's content is already recased ("Ghp_…").
+                if let Some(found) = secrets::find_secret(command_line(&user.content))
+                    .or_else(|| secrets::find_secret(content))
+                {
                     notes.push(format!(
                         "Note: the user asked to remember something that contains what looks like {} (rule `{}`). \
                          It was not stored, because secrets are never stored; tell the user so.",
@@ -473,7 +493,8 @@ impl ContextProvider for MemoryContextProvider {
         };
         if self.commands && self.first_time(&run.thread_id, Self::message_key(request, user)) {
             if let Some(command) = detect_memory_command(&user.content) {
-                self.run_command(&project, command, run).await?;
+                self.run_command(&project, command, command_line(&user.content), run)
+                    .await?;
             }
         }
         // A reply that asks for tools is not the end of the run.

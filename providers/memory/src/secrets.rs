@@ -78,7 +78,9 @@ const RULES: &[Rule] = &[
     rule(
         "pem-private-key",
         "a PEM private key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        // The whole block up to its END line (or the end of the text), so redaction removes the
+        // key body too.
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
     ),
     rule(
         "age-secret-key",
@@ -742,7 +744,7 @@ mod tests {
         vec![
             ("pem-private-key", format!("-----BEGIN RSA {}-----\nMII", "PRIVATE KEY")),
             ("pem-private-key", format!("-----BEGIN OPENSSH {}-----", "PRIVATE KEY")),
-            ("age-secret-key", format!("AGE-SECRET-{}{}", "KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L".repeat(2)[..58].to_string())),
+            ("age-secret-key", format!("AGE-SECRET-{}{}", "KEY-1", &"QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L".repeat(2)[..58])),
             ("putty-private-key", format!("PuTTY-User-{}-3: ssh-ed25519", "Key-File")),
             ("aws-access-key-id", format!("AKIA{}", "IOSFODNN7EXAMPLE")),
             ("aws-secret-access-key", format!("aws_secret_access_key = {}", r(40))),
@@ -902,6 +904,20 @@ mod tests {
         assert_eq!(red, "keep token [REDACTED:github-token] this");
         let red = redact(&format!("a {wide} b"));
         assert_eq!(red, "a [REDACTED:github-token] b");
+    }
+
+    #[test]
+    fn a_private_key_is_redacted_with_its_body() {
+        let block = format!(
+            "-----BEGIN RSA {k}-----\nMIIEowIBAAKCAQEA7b\nx9Qz\n-----END RSA {k}-----",
+            k = "PRIVATE KEY"
+        );
+        assert_eq!(
+            redact(&format!("key:\n{block}\nthanks")),
+            "key:\n[REDACTED:pem-private-key]\nthanks"
+        );
+        let cut = format!("-----BEGIN {}-----MIIEowIBAAKCAQEA", "PRIVATE KEY");
+        assert_eq!(redact(&format!("a {cut}")), "a [REDACTED:pem-private-key]");
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub trait MemoryStore: Send + Sync {
     async fn clear(&self, project: &str) -> Result<usize>;
     /// Decay importance by time without access.
     async fn decay(&self, project: &str) -> Result<usize>;
-    /// Delete memories below an importance.
+    /// Delete memories below an importance (which must lie in 0.0-1.0).
     async fn prune(&self, project: &str, min_importance: f32) -> Result<usize>;
     /// Merge memories more than 0.90 similar.
     async fn compact(&self, project: &str) -> Result<usize>;
@@ -46,14 +46,14 @@ pub trait MemoryStore: Send + Sync {
     async fn stats(&self, project: &str) -> Result<MemoryStats>;
     /// Count an access to these memories.
     async fn touch(&self, ids: &[String]) -> Result<()>;
-    /// Every change to a memory, oldest first.
-    async fn history(&self, memory_id: &str) -> Result<Vec<HistoryEntry>>;
-    /// One history entry by its id.
-    async fn history_entry(&self, history_id: i64) -> Result<Option<HistoryEntry>>;
+    /// Every change to a memory of `project`, oldest first.
+    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>>;
+    /// One history entry of `project` by its id.
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>>;
     /// The latest changes in a project, newest first.
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>>;
-    /// Put a memory back as it was before a history entry.
-    async fn undo(&self, history_id: i64) -> Result<Option<MemoryEntry>>;
+    /// Put a memory of `project` back as it was before one of the project's history entries.
+    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>>;
     /// Record what happened in a run.
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord>;
     /// The latest episodic records of a project.
@@ -185,19 +185,22 @@ impl MemoryStore for SqliteMemoryStore {
         let ids = ids.to_vec();
         self.blocking(move |db| db.touch(&ids)).await
     }
-    async fn history(&self, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        let id = memory_id.to_string();
-        self.blocking(move |db| db.history(&id)).await
+    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
+        let (project, id) = (project.to_string(), memory_id.to_string());
+        self.blocking(move |db| db.history(&project, &id)).await
     }
-    async fn history_entry(&self, history_id: i64) -> Result<Option<HistoryEntry>> {
-        self.blocking(move |db| db.history_entry(history_id)).await
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.history_entry(&project, history_id))
+            .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
         let project = project.to_string();
         self.blocking(move |db| db.project_history(&project, limit)).await
     }
-    async fn undo(&self, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.blocking(move |db| db.undo(history_id)).await
+    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.undo(&project, history_id)).await
     }
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
         self.blocking(move |db| db.add_episode(record)).await

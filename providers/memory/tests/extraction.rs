@@ -365,3 +365,22 @@ impl ctxkit::Hook for SharedHook {
         self.0.session_end(ctx, summary).await
     }
 }
+
+/// Extracted keywords used to be lowercased before the check (`AKIA…` stored as `akia…`).
+#[tokio::test]
+async fn extracted_keywords_are_checked_before_they_are_lowercased() {
+    let (_dir, store) = store();
+    let secret = format!("AKIA{}", "IOSFODNN7EXAMPLE");
+    let reply = format!(
+        "[{{\"category\": \"fact\", \"content\": \"CI uploads artifacts to S3\", \"keywords\": [\"s3\", \"{secret}\"], \"importance\": 0.6}}]"
+    );
+    let model = Arc::new(ScriptedModel::new([Message::assistant(reply)]));
+    let report = MemoryExtractor::new(model, store.clone())
+        .extract_and_store(P, &ExtractionInput::default())
+        .await
+        .unwrap();
+    assert_eq!(report.refused, ["aws-access-key-id"]);
+    assert_eq!(store.count(P).await.unwrap(), 0);
+    let all = format!("{:?}", store.export(None).await.unwrap()).to_lowercase();
+    assert!(!all.contains(&secret.to_lowercase()));
+}

@@ -424,3 +424,29 @@ async fn the_agent_loop_remembers_and_injects_across_threads() {
     );
     assert_eq!(store.episodes(P, 10).await.unwrap().len(), 2);
 }
+
+/// "remember that ghp_…" used to be recased to "Ghp_…" by the command parser and stored: the
+/// line as typed is what is checked.
+#[tokio::test]
+async fn a_remember_command_is_checked_as_typed_before_it_is_recased() {
+    let (_dir, store) = store().await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let token = github_token();
+    for msg in [
+        format!("remember that {token} is the deploy token"),
+        format!("remember: {token}"),
+    ] {
+        let msg = [Message::user(msg)];
+        let ctx = provider.invoking(&msg, &run(Some(P))).await.unwrap();
+        if let Some(text) = ctx.instructions() {
+            assert!(!text.contains(&token[4..]), "{text}");
+        }
+        provider
+            .invoked(&msg, Ok(&[Message::assistant("ok")]), &run(Some(P)))
+            .await
+            .unwrap();
+    }
+    let all = format!("{:?}", store.export(Some(P)).await.unwrap());
+    assert!(!all.contains(&token[4..]), "the token was stored: {all}");
+    assert_eq!(store.count(P).await.unwrap(), 0);
+}

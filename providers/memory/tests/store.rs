@@ -448,7 +448,7 @@ fn upsert_inserts_merges_and_skips() {
     ));
     assert_eq!(db.count(P).unwrap(), 4);
     // The merge is in the history with the memory as it was.
-    let history = db.history(&first.id).unwrap();
+    let history = db.history(P, &first.id).unwrap();
     let actions: Vec<HistoryAction> = history.iter().map(|h| h.action).collect();
     assert_eq!(actions, [HistoryAction::Insert, HistoryAction::Merge]);
     assert_eq!(history[1].before.as_ref().unwrap().content, base);
@@ -486,7 +486,7 @@ fn decay_follows_the_formula_over_simulated_days() {
     // Decaying twice at the same moment changes nothing.
     assert_eq!(db.decay(P).unwrap(), 0);
     assert_eq!(
-        db.history(&a.id)
+        db.history(P, &a.id)
             .unwrap()
             .iter()
             .filter(|h| h.action == HistoryAction::Decay)
@@ -548,7 +548,7 @@ fn compact_merges_near_duplicates_only() {
         db.get(&close.id).unwrap().is_some(),
         "similar but not above 0.90 stays"
     );
-    let merged = db.history(&weak.id).unwrap();
+    let merged = db.history(P, &weak.id).unwrap();
     assert_eq!(merged.last().unwrap().action, HistoryAction::Merge);
     assert_eq!(
         merged.last().unwrap().related_id.as_deref(),
@@ -573,7 +573,7 @@ fn history_records_changes_and_undo_restores_them() {
     )
     .unwrap();
     db.delete(&e.id).unwrap();
-    let h = db.history(&e.id).unwrap();
+    let h = db.history(P, &e.id).unwrap();
     let actions: Vec<HistoryAction> = h.iter().map(|h| h.action).collect();
     assert_eq!(
         actions,
@@ -591,7 +591,7 @@ fn history_records_changes_and_undo_restores_them() {
     assert!(h[2].after.is_none());
 
     // Undo the delete: back under its id, and searchable again.
-    let restored = db.undo(h[2].id).unwrap().unwrap();
+    let restored = db.undo(P, h[2].id).unwrap().unwrap();
     assert_eq!(restored.id, e.id);
     assert_eq!(restored.content, "The API lives in src/routes");
     assert_eq!(
@@ -602,7 +602,7 @@ fn history_records_changes_and_undo_restores_them() {
     );
     // Undo the update: the old content.
     assert_eq!(
-        db.undo(h[1].id).unwrap().unwrap().content,
+        db.undo(P, h[1].id).unwrap().unwrap().content,
         "The API lives in src/api"
     );
     assert!(db
@@ -610,14 +610,14 @@ fn history_records_changes_and_undo_restores_them() {
         .unwrap()
         .is_empty());
     // Undo the insert: gone.
-    assert_eq!(db.undo(h[0].id).unwrap(), None);
+    assert_eq!(db.undo(P, h[0].id).unwrap(), None);
     assert_eq!(db.get(&e.id).unwrap(), None);
     assert!(matches!(
-        db.undo(999_999).unwrap_err(),
-        MemoryError::HistoryNotFound(999_999)
+        db.undo(P, 999_999).unwrap_err(),
+        MemoryError::HistoryNotFound { id: 999_999, .. }
     ));
     assert_eq!(
-        db.history(&e.id).unwrap().last().unwrap().action,
+        db.history(P, &e.id).unwrap().last().unwrap().action,
         HistoryAction::Delete
     );
 }
@@ -1040,4 +1040,341 @@ async fn eight_writers_lose_nothing() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
+}
+
+// ----- regression tests of the security review ---------------------------------------------
+
+fn aws_key_id() -> String {
+    format!("AKIA{}", "IOSFODNN7EXAMPLE")
+}
+
+/// A forgets X; B imports A's export (same id); an undo in A must never touch B's memory.
+#[test]
+fn undo_and_history_never_cross_projects_after_an_import() {
+    let (_dir, db, _) = open();
+    let x = db.add(new("Staging runs on port 8443")).unwrap();
+    db.delete(&x.id).unwrap();
+    let a_history = db.history(P, &x.id).unwrap();
+    assert_eq!(a_history.len(), 2, "insert and delete in A");
+    let export = vec![ExportRecord::Memory(x.clone())];
+
+    // B imports A's export: the id is taken by A's history, so B's copy gets a new one.
+    let report = db.import(&export, Some(Q)).unwrap();
+    assert_eq!((report.memories_added, report.memories_renamed), (1, 1));
+    let b = db.list(Q, &ListOptions::default()).unwrap().remove(0);
+    assert_ne!(
+        b.id, x.id,
+        "an imported id never aliases another project's memory"
+    );
+    // Keeping the records' own project (an export naming B with A's id) re-mints too.
+    let named_b = vec![ExportRecord::Memory(MemoryEntry {
+        project_path: "/work/gamma".into(),
+        ..x.clone()
+    })];
+    assert_eq!(db.import(&named_b, None).unwrap().memories_renamed, 1);
+
+    // A's entries are invisible from B, and B cannot undo them.
+    assert!(db.history(Q, &x.id).unwrap().is_empty());
+    assert_eq!(db.history_entry(Q, a_history[1].id).unwrap(), None);
+    assert!(matches!(
+        db.undo(Q, a_history[1].id).unwrap_err(),
+        MemoryError::HistoryNotFound { .. }
+    ));
+
+    // Undo in A restores A's memory and leaves B's alone.
+    let restored = db.undo(P, a_history[1].id).unwrap().unwrap();
+    assert_eq!(
+        (restored.id.as_str(), restored.project_path.as_str()),
+        (x.id.as_str(), P)
+    );
+    assert_eq!(
+        db.undo(P, a_history[0].id).unwrap(),
+        None,
+        "undoing A's insert removes A's row"
+    );
+    assert_eq!(db.get(&b.id).unwrap().unwrap(), b, "B's memory is untouched");
+    assert_eq!(db.count(Q).unwrap(), 1);
+
+    // Re-importing into A its own export keeps the id (A's own lineage).
+    assert_eq!(db.import(&export, Some(P)).unwrap().memories_renamed, 0);
+    assert_eq!(db.get(&x.id).unwrap().unwrap().project_path, P);
+}
+
+/// Even if a database already holds an aliased id (written before ids were kept unique), an
+/// undo refuses rather than rewriting the other project's memory.
+#[test]
+fn undo_refuses_a_memory_id_now_held_by_another_project() {
+    let (dir, db, _) = open();
+    let x = db.add(new("Logs go to /var/log/app")).unwrap();
+    db.delete(&x.id).unwrap();
+    let h = db.history(P, &x.id).unwrap();
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("memory.db")).unwrap();
+        conn.execute(
+            "INSERT INTO project_memories (id, project_path, category, content, created_at, updated_at, last_accessed_at)
+             VALUES (?1, ?2, 'fact', 'B owns this row', 1, 1, 1)",
+            rusqlite::params![x.id, Q],
+        )
+        .unwrap();
+    }
+    for entry in &h {
+        let err = db.undo(P, entry.id).unwrap_err().to_string();
+        assert!(err.contains("not a memory of project"), "{err}");
+    }
+    let row = db.get(&x.id).unwrap().unwrap();
+    assert_eq!(
+        (row.project_path.as_str(), row.content.as_str()),
+        (Q, "B owns this row")
+    );
+}
+
+/// Every field is checked as given: keywords are not lowercased first, the project path,
+/// ids and update fields are checked too, on every write path.
+#[test]
+fn secrets_are_checked_before_any_normalisation() {
+    let (_dir, db, _) = open();
+    let key = aws_key_id();
+    let existing = db.add(new("a harmless fact")).unwrap();
+    let bad_episode = |f: &dyn Fn(&mut NewEpisodicRecord)| {
+        let mut e = NewEpisodicRecord {
+            project_path: P.into(),
+            session_id: "s".into(),
+            record_type: RecordType::Success,
+            task_summary: "t".into(),
+            approach_summary: "a".into(),
+            outcome_summary: "o".into(),
+            tools_used: vec![],
+            keywords: vec![],
+        };
+        f(&mut e);
+        db.add_episode(e).unwrap_err()
+    };
+    let imported = |f: &dyn Fn(&mut MemoryEntry)| {
+        let mut m = MemoryEntry {
+            id: "imp1".into(),
+            content: "imported fact".into(),
+            ..existing.clone()
+        };
+        f(&mut m);
+        db.import(&[ExportRecord::Memory(m)], None).unwrap_err()
+    };
+    let errors = vec![
+        db.add(new("harmless").keywords([key.as_str()])).unwrap_err(),
+        db.add(new("harmless").keywords(["  ".to_string() + &key]))
+            .unwrap_err(),
+        db.add(NewMemoryEntry::new(
+            format!("/work/{key}"),
+            MemoryCategory::Fact,
+            "x",
+        ))
+        .unwrap_err(),
+        db.upsert(new("harmless").keywords([key.as_str()])).unwrap_err(),
+        db.update(
+            &existing.id,
+            MemoryUpdate {
+                keywords: Some(vec![key.clone()]),
+                ..Default::default()
+            },
+        )
+        .unwrap_err(),
+        bad_episode(&|e| e.project_path = format!("/work/{key}")),
+        bad_episode(&|e| e.keywords = vec![key.clone()]),
+        imported(&|m| m.keywords = vec![key.clone()]),
+        imported(&|m| m.id = key.clone()),
+        imported(&|m| m.project_path = format!("/work/{key}")),
+        db.import(
+            &[ExportRecord::Memory(MemoryEntry {
+                id: "imp2".into(),
+                content: "imported".into(),
+                ..existing.clone()
+            })],
+            Some(&format!("/work/{key}")),
+        )
+        .unwrap_err(),
+        db.set_state(P, "ci", &serde_json::json!({"keys": [key.clone()]}))
+            .unwrap_err(),
+        // Hidden by a zero-width space, or written in full-width letters.
+        db.add(new(&format!("AKIA\u{200b}{}", "IOSFODNN7EXAMPLE")))
+            .unwrap_err(),
+    ];
+    for err in errors {
+        let msg = err.to_string();
+        assert!(msg.contains("aws-access-key-id"), "{msg}");
+        assert!(
+            !msg.contains(&key) && !msg.to_lowercase().contains(&key.to_lowercase()),
+            "{msg}"
+        );
+    }
+    let everything = format!("{:?}", db.export(None).unwrap()).to_lowercase();
+    assert!(
+        !everything.contains(&key.to_lowercase()),
+        "nothing of the key was stored"
+    );
+    assert_eq!(db.count(P).unwrap(), 1);
+}
+
+/// `"access_count": 9223372036854775807` then a search used to overflow into a REAL and break
+/// every later command.
+#[test]
+fn imported_counters_and_timestamps_are_range_checked() {
+    let (_dir, db, _) = open();
+    let base = db.add(new("The queue is RabbitMQ")).unwrap();
+    let record = |f: &dyn Fn(&mut MemoryEntry)| {
+        let mut m = MemoryEntry {
+            id: "crafted".into(),
+            content: "Workers poll the queue".into(),
+            ..base.clone()
+        };
+        f(&mut m);
+        vec![ExportRecord::Memory(m)]
+    };
+    for (field, bad) in [
+        ("access_count", record(&|m| m.access_count = i64::MAX)),
+        ("access_count", record(&|m| m.access_count = -1)),
+        ("created_at", record(&|m| m.created_at = i64::MIN)),
+        ("updated_at", record(&|m| m.updated_at = i64::MAX)),
+        ("last_accessed_at", record(&|m| m.last_accessed_at = -5)),
+        ("decayed_at", record(&|m| m.decayed_at = Some(i64::MAX))),
+    ] {
+        let err = db.import(&bad, None).unwrap_err().to_string();
+        assert!(err.contains("line 1") && err.contains(field), "{err}");
+    }
+    assert_eq!(db.count(P).unwrap(), 1, "nothing of a refused import is stored");
+
+    // The highest count accepted saturates when searched, and everything keeps working.
+    db.import(&record(&|m| m.access_count = MAX_ACCESS_COUNT), None)
+        .unwrap();
+    for _ in 0..3 {
+        let hits = db
+            .search(&MemorySearchRequest::new(P, "workers poll queue"))
+            .unwrap();
+        assert_eq!(hits[0].entry.access_count, MAX_ACCESS_COUNT);
+    }
+    assert_eq!(db.get("crafted").unwrap().unwrap().access_count, MAX_ACCESS_COUNT);
+    assert!(db.stats(P).unwrap().total_accesses >= MAX_ACCESS_COUNT);
+    assert_eq!(db.list(P, &ListOptions::default()).unwrap().len(), 2);
+    assert_eq!(db.compact(P).unwrap(), 0);
+}
+
+/// A database where the old code already overflowed a counter into a REAL stays usable.
+#[test]
+fn an_overflowed_counter_in_an_old_database_reads_back_saturated() {
+    let (dir, db, _) = open();
+    let e = db.add(new("Cache entries expire after an hour")).unwrap();
+    rusqlite::Connection::open(dir.path().join("memory.db"))
+        .unwrap()
+        .execute(
+            "UPDATE project_memories SET access_count = 9.3e18 WHERE id = ?1",
+            [&e.id],
+        )
+        .unwrap();
+    assert_eq!(db.get(&e.id).unwrap().unwrap().access_count, MAX_ACCESS_COUNT);
+    let hits = db.search(&MemorySearchRequest::new(P, "cache expire")).unwrap();
+    assert_eq!(hits[0].entry.access_count, MAX_ACCESS_COUNT);
+    assert_eq!(db.get(&e.id).unwrap().unwrap().access_count, MAX_ACCESS_COUNT);
+    assert!(db.stats(P).is_ok() && db.export(Some(P)).is_ok());
+}
+
+/// `prune --min-importance 2` deleted everything while `add --importance 2` was refused.
+#[test]
+fn prune_validates_its_threshold_like_add_validates_importance() {
+    let (_dir, db, _) = open();
+    db.add(new("keep me").importance(0.9)).unwrap();
+    let add_err = db
+        .add(new("too important").importance(2.0))
+        .unwrap_err()
+        .to_string();
+    for bad in [2.0, 1.0001, -0.1, f32::NAN, f32::INFINITY] {
+        let err = db.prune(P, bad).unwrap_err();
+        assert!(matches!(err, MemoryError::Invalid(_)), "{err:?}");
+        assert!(err.to_string().contains("outside 0.0-1.0"), "{err}");
+    }
+    assert!(add_err.contains("outside 0.0-1.0"), "{add_err}");
+    assert_eq!(db.count(P).unwrap(), 1, "a refused prune deletes nothing");
+    assert_eq!(db.prune(P, 1.0).unwrap(), 1, "the range's ends are valid");
+}
+
+/// A read-only database opens for reading: every read works, a search does not count, and a
+/// write fails with one sentence.
+#[test]
+fn a_read_only_database_reads_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let e = {
+        let db = MemoryDb::open(&path).unwrap();
+        let e = db.add(new("Docs are built with mdBook")).unwrap();
+        db.add_episode(NewEpisodicRecord {
+            project_path: P.into(),
+            session_id: "s".into(),
+            record_type: RecordType::Success,
+            task_summary: "build docs".into(),
+            approach_summary: "a".into(),
+            outcome_summary: "o".into(),
+            tools_used: vec![],
+            keywords: vec![],
+        })
+        .unwrap();
+        e
+    };
+    let db = OpenOptions::default()
+        .read_only(true)
+        .search_index(SearchIndex::Eager)
+        .open(&path)
+        .unwrap();
+    assert!(db.is_read_only());
+    let hits = db.search(&MemorySearchRequest::new(P, "docs mdbook")).unwrap();
+    assert_eq!(hits[0].entry.id, e.id);
+    assert_eq!(hits[0].entry.access_count, 0, "a read-only search counts nothing");
+    assert_eq!(db.list(P, &ListOptions::default()).unwrap().len(), 1);
+    assert_eq!(db.get(&e.id).unwrap().unwrap().content, e.content);
+    assert_eq!(db.stats(P).unwrap().total, 1);
+    assert_eq!(db.export(Some(P)).unwrap().len(), 2);
+    assert_eq!(db.history(P, &e.id).unwrap().len(), 1);
+    assert_eq!(db.project_history(P, 5).unwrap().len(), 1);
+    let errors = [
+        db.add(new("another")).unwrap_err(),
+        db.delete(&e.id).unwrap_err(),
+        db.prune(P, 0.5).unwrap_err(),
+        db.touch(std::slice::from_ref(&e.id)).unwrap_err(),
+    ];
+    for err in errors {
+        assert!(matches!(err, MemoryError::ReadOnly { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("memory.db") && msg.contains("read-only") && !msg.contains('\n'),
+            "{msg}"
+        );
+    }
+    // A database that does not exist yet cannot be opened read-only.
+    assert!(OpenOptions::default()
+        .read_only(true)
+        .open(dir.path().join("none.db"))
+        .is_err());
+}
+
+/// Without `read_only`, a file the process may not write is opened read-only by itself. Root
+/// writes through file modes, so there the check needs an unprivileged user (the CLI test runs
+/// the binary as one).
+#[cfg(unix)]
+#[test]
+fn a_write_protected_database_file_opens_read_only_by_itself() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    MemoryDb::open(&path)
+        .unwrap()
+        .add(new("Docs are built with mdBook"))
+        .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    if std::fs::OpenOptions::new().write(true).open(&path).is_ok() {
+        eprintln!("skipped: this user writes through file modes (root)");
+        return;
+    }
+    let db = MemoryDb::open(&path).unwrap();
+    assert!(db.is_read_only());
+    assert_eq!(db.count(P).unwrap(), 1);
+    assert!(matches!(
+        db.add(new("x")).unwrap_err(),
+        MemoryError::ReadOnly { .. }
+    ));
 }

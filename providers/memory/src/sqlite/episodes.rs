@@ -16,6 +16,7 @@ impl MemoryDb {
     /// Record what happened in a run. Secrets are refused like in memories; redact first
     /// ([`secrets::redact`]) when the text comes from a conversation.
     pub fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
+        secrets::check("episodic record", &new.project_path)?;
         let project_path = check_project(&new.project_path)?;
         for text in [
             &new.task_summary,
@@ -65,6 +66,8 @@ impl MemoryDb {
 
     /// Persist one `project:` state value; secrets are refused.
     pub fn set_state(&self, project: &str, key: &str, value: &serde_json::Value) -> Result<()> {
+        secrets::check_all("state value", [project, key])?;
+        check_json_strings(value)?;
         let project = check_project(project)?;
         if key.trim().is_empty() {
             return Err(MemoryError::Invalid("a state key must not be empty".into()));
@@ -110,5 +113,19 @@ impl MemoryDb {
                 .execute(params![project, key])?
                 > 0)
         })
+    }
+}
+
+/// Every string (and object key) inside a state value, as given: JSON escaping must not hide a
+/// secret from the check of the serialised value.
+fn check_json_strings(value: &serde_json::Value) -> Result<()> {
+    match value {
+        serde_json::Value::String(s) => secrets::check("state value", s),
+        serde_json::Value::Array(items) => items.iter().try_for_each(check_json_strings),
+        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+            secrets::check("state value", k)?;
+            check_json_strings(v)
+        }),
+        _ => Ok(()),
     }
 }

@@ -40,6 +40,16 @@ pub(super) fn record(
 
 const HISTORY_COLS: &str = "id, memory_id, project_path, action, before, after, related_id, reason, at";
 
+/// History entry `history_id` if it belongs to `project`.
+fn entry_in(tx: &Transaction, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+    Ok(tx
+        .prepare_cached(&format!(
+            "SELECT {HISTORY_COLS} FROM memory_history WHERE id = ?1 AND project_path = ?2"
+        ))?
+        .query_row(params![history_id, project], row_to_history)
+        .optional()?)
+}
+
 fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
     let bad = |col: usize, message: String| {
         rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
@@ -67,27 +77,21 @@ fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
 }
 
 impl MemoryDb {
-    /// Every change to one memory, oldest first.
-    pub fn history(&self, memory_id: &str) -> Result<Vec<HistoryEntry>> {
+    /// Every change to one memory of `project`, oldest first (nothing of another project).
+    pub fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {HISTORY_COLS} FROM memory_history WHERE memory_id = ?1 ORDER BY id"
+                "SELECT {HISTORY_COLS} FROM memory_history WHERE memory_id = ?1 AND project_path = ?2 ORDER BY id"
             ))?;
-            let rows = stmt.query_map(params![memory_id], row_to_history)?;
+            let rows = stmt.query_map(params![memory_id, project], row_to_history)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
     }
 
-    /// One history entry by its id.
-    pub fn history_entry(&self, history_id: i64) -> Result<Option<HistoryEntry>> {
-        self.read(|tx| {
-            Ok(tx
-                .prepare_cached(&format!(
-                    "SELECT {HISTORY_COLS} FROM memory_history WHERE id = ?1"
-                ))?
-                .query_row(params![history_id], row_to_history)
-                .optional()?)
-        })
+    /// One history entry of `project` by its id; `None` when it does not exist or belongs to
+    /// another project.
+    pub fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        self.read(|tx| entry_in(tx, project, history_id))
     }
 
     /// The latest changes in a project, newest first.
@@ -102,21 +106,31 @@ impl MemoryDb {
         })
     }
 
-    /// Put a memory back as it was before history entry `history_id`: an undone insert
-    /// deletes the memory, anything else restores the earlier version (re-creating a deleted
-    /// or merged-away memory under its old id). Returns the memory as it now is (`None` when
-    /// the undo deleted it). The undo is itself recorded.
-    pub fn undo(&self, history_id: i64) -> Result<Option<MemoryEntry>> {
+    /// Put a memory of `project` back as it was before history entry `history_id`: an undone
+    /// insert deletes the memory, anything else restores the earlier version (re-creating a
+    /// deleted or merged-away memory under its old id). Returns the memory as it now is (`None`
+    /// when the undo deleted it). The undo is itself recorded.
+    ///
+    /// Undo never crosses projects: an entry of another project is
+    /// [`MemoryError::HistoryNotFound`], and if the memory id were ever held by another
+    /// project's memory (which the store prevents, see [`import`](MemoryDb::import)) the undo
+    /// is refused rather than touching it.
+    pub fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
         self.write(|tx, now| {
-            let h = tx
-                .prepare_cached(&format!(
-                    "SELECT {HISTORY_COLS} FROM memory_history WHERE id = ?1"
-                ))?
-                .query_row(params![history_id], row_to_history)
-                .optional()?
-                .ok_or(MemoryError::HistoryNotFound(history_id))?;
-            let reason = format!("undo of history entry {history_id}");
+            let h = entry_in(tx, project, history_id)?.ok_or_else(|| MemoryError::HistoryNotFound {
+                id: history_id,
+                project: project.to_string(),
+            })?;
             let current = load(tx, &h.memory_id)?;
+            let foreign = current.as_ref().is_some_and(|(_, cur)| cur.project_path != h.project_path)
+                || h.before.as_ref().is_some_and(|b| b.project_path != h.project_path || b.id != h.memory_id);
+            if foreign {
+                return Err(MemoryError::Invalid(format!(
+                    "history entry {history_id} cannot be undone: memory `{}` is not a memory of project `{project}`",
+                    h.memory_id
+                )));
+            }
+            let reason = format!("undo of history entry {history_id}");
             match (h.before, current) {
                 (None, Some((num, cur))) => {
                     delete_row(tx, num, &cur, &reason, now)?;

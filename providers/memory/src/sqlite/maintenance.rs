@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::params;
 
 use super::rows::{delete_row, select_entries, store_row, COLS};
-use super::write::check_project;
+use super::write::{check_importance, check_project};
 use super::{history, MemoryDb, COMPACT_SIMILARITY};
 use crate::clock::DAY_MS;
 use crate::error::Result;
@@ -65,9 +65,11 @@ impl MemoryDb {
     }
 
     /// Delete the memories of a project whose importance is below `min_importance`; returns
-    /// how many.
+    /// how many. `min_importance` must lie in [`IMPORTANCE_RANGE`](super::IMPORTANCE_RANGE),
+    /// like every importance (a threshold above 1 would delete everything).
     pub fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
         let project = check_project(project)?;
+        let min_importance = check_importance(min_importance)?;
         self.write(|tx, now| {
             let rows = select_entries(
                 tx,
@@ -144,7 +146,10 @@ impl MemoryDb {
                     let (jnum, other) = &rows[j];
                     keywords.extend(other.keywords.iter().cloned());
                     survivor.importance = survivor.importance.max(other.importance);
-                    survivor.access_count += other.access_count;
+                    survivor.access_count = survivor
+                        .access_count
+                        .saturating_add(other.access_count)
+                        .min(super::MAX_ACCESS_COUNT);
                     survivor.last_accessed_at = survivor.last_accessed_at.max(other.last_accessed_at);
                     let reason = format!("merged into `{}` by compact (similarity {sim:.2})", survivor.id);
                     delete_row(tx, *jnum, other, &reason, now)?;

@@ -7,6 +7,11 @@
 //! a mutex; every call takes one for its duration, so a `MemoryDb` can be shared across threads
 //! and several processes can use one file.
 //!
+//! A database that cannot be written (a read-only file, or a file in a read-only folder) is
+//! opened read-only instead of failing: every read works, a search does not count accesses,
+//! and every write fails with [`MemoryError::ReadOnly`]. [`OpenOptions::read_only`] asks for
+//! that mode outright.
+//!
 //! Every method blocks; from async code use [`SqliteMemoryStore`](crate::SqliteMemoryStore),
 //! which runs them on tokio's blocking pool.
 
@@ -23,10 +28,11 @@ mod write;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{MemoryError, Result};
@@ -40,6 +46,14 @@ pub const MERGE_SIMILARITY: f32 = 0.85;
 pub const COMPACT_SIMILARITY: f32 = 0.90;
 /// The longest memory content accepted, in characters (the whole injection budget is 2,000).
 pub const MAX_CONTENT_CHARS: usize = 2000;
+/// The highest access count kept: counting saturates here, and an import above it is refused
+/// (sums over a project stay far from overflowing).
+pub const MAX_ACCESS_COUNT: i64 = 1_000_000_000_000;
+/// The latest timestamp accepted from an import, in Unix milliseconds (the end of year 9999);
+/// earlier than 0 is refused too.
+pub const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
+/// Importance, and the thresholds compared with it (`prune --min-importance`), lie in here.
+pub const IMPORTANCE_RANGE: std::ops::RangeInclusive<f32> = 0.0..=1.0;
 
 impl From<rusqlite::Error> for MemoryError {
     /// The path is filled in by [`MemoryDb`] before the error leaves it.
@@ -65,6 +79,8 @@ pub struct OpenOptions {
     /// Whether searches use an in-memory index of the project (default: built in the
     /// background after the first search).
     pub search_index: SearchIndex,
+    /// Open for reading only (default: only when the database cannot be written).
+    pub read_only: bool,
 }
 
 /// How searches find their candidates.
@@ -95,6 +111,7 @@ impl Default for OpenOptions {
             candidate_limit: 200,
             pool_size: 4,
             search_index: SearchIndex::default(),
+            read_only: false,
         }
     }
 }
@@ -120,6 +137,13 @@ impl OpenOptions {
         self
     }
 
+    /// Open for reading only: reads work, writes fail with [`MemoryError::ReadOnly`], searches
+    /// do not count accesses, nothing is created or migrated.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
     /// Open (creating and migrating when needed) the database at `path`.
     pub fn open(self, path: impl AsRef<Path>) -> Result<MemoryDb> {
         MemoryDb::open_with(path, self)
@@ -135,6 +159,10 @@ struct Inner {
     indexes: Mutex<HashMap<String, Arc<memindex::ProjectIndex>>>,
     /// Projects whose index is being built in the background.
     building: Mutex<HashSet<String>>,
+    /// Connections are read-only and writes are refused.
+    read_only: AtomicBool,
+    /// Read-only connections open the file as immutable (its folder can't hold a WAL index).
+    immutable: AtomicBool,
 }
 
 /// The blocking SQLite memory store; cheap to clone (clones share connections and caches).
@@ -167,9 +195,11 @@ impl MemoryDb {
         Self::open_with(path, OpenOptions::default())
     }
 
-    /// Open with these options, creating the file and migrating the schema when needed.
+    /// Open with these options, creating the file and migrating the schema when needed. A
+    /// database that exists but cannot be written is opened read-only.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        let read_only = options.read_only;
         let db = MemoryDb {
             inner: Arc::new(Inner {
                 path: path.clone(),
@@ -178,9 +208,29 @@ impl MemoryDb {
                 vocab: index::VocabularyCache::default(),
                 indexes: Mutex::default(),
                 building: Mutex::default(),
+                read_only: AtomicBool::new(read_only),
+                immutable: AtomicBool::new(false),
             }),
         };
-        let mut conn = db.connect()?;
+        if read_only {
+            db.open_read_only()?;
+            return Ok(db);
+        }
+        match db.open_read_write() {
+            Ok(()) => Ok(db),
+            Err(e) if is_read_only_failure(&e) && path.is_file() => {
+                db.inner.read_only.store(true, Ordering::Relaxed);
+                db.open_read_only().map_err(|_| e)?;
+                tracing::debug!(path = %path.display(), "memory database opened read-only");
+                Ok(db)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn open_read_write(&self) -> Result<()> {
+        let path = &self.inner.path;
+        let mut conn = self.connect()?;
         let open_err = |source| MemoryError::Open {
             path: path.clone(),
             source,
@@ -189,14 +239,56 @@ impl MemoryDb {
             schema::Migrated::Ok => {}
             schema::Migrated::TooNew(found) => {
                 return Err(MemoryError::SchemaTooNew {
-                    path,
+                    path: path.clone(),
                     found,
                     supported: schema::LATEST,
                 })
             }
         }
-        db.release(conn);
-        Ok(db)
+        self.release(conn);
+        Ok(())
+    }
+
+    /// Open read-only: check the schema can be read, without migrating anything. Falls back to
+    /// an immutable open when the folder cannot hold the WAL index SQLite needs.
+    fn open_read_only(&self) -> Result<()> {
+        let path = &self.inner.path;
+        let probe = |conn: &Connection| schema::user_version(conn);
+        let (conn, version) = match self.connect().and_then(|c| {
+            probe(&c).map(|v| (c, v)).map_err(|source| MemoryError::Open {
+                path: path.clone(),
+                source,
+            })
+        }) {
+            Ok(ok) => ok,
+            Err(_) => {
+                self.inner.immutable.store(true, Ordering::Relaxed);
+                let c = self.connect()?;
+                let v = probe(&c).map_err(|source| MemoryError::Open {
+                    path: path.clone(),
+                    source,
+                })?;
+                (c, v)
+            }
+        };
+        if version > schema::LATEST {
+            return Err(MemoryError::SchemaTooNew {
+                path: path.clone(),
+                found: version,
+                supported: schema::LATEST,
+            });
+        }
+        if version == 0 {
+            // Nothing to read, and the tables cannot be created.
+            return Err(MemoryError::ReadOnly { path: path.clone() });
+        }
+        self.release(conn);
+        Ok(())
+    }
+
+    /// Whether this database was opened read-only (asked for, or because it can't be written).
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only.load(Ordering::Relaxed)
     }
 
     /// The database file.
@@ -219,6 +311,21 @@ impl MemoryDb {
             path: path.clone(),
             source,
         };
+        if self.is_read_only() {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = if self.inner.immutable.load(Ordering::Relaxed) {
+                Connection::open_with_flags(file_uri(path, "immutable=1"), flags)
+            } else {
+                Connection::open_with_flags(file_uri(path, "mode=ro"), flags)
+            }
+            .map_err(open_err)?;
+            conn.busy_timeout(self.inner.options.busy_timeout)
+                .map_err(open_err)?;
+            conn.execute_batch("PRAGMA query_only = ON;").map_err(open_err)?;
+            return Ok(conn);
+        }
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(self.inner.options.busy_timeout)
             .map_err(open_err)?;
@@ -261,6 +368,11 @@ impl MemoryDb {
 
     /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it when `f` succeeds.
     fn write<T>(&self, f: impl FnOnce(&Transaction, i64) -> Result<T>) -> Result<T> {
+        if self.is_read_only() {
+            return Err(MemoryError::ReadOnly {
+                path: self.inner.path.clone(),
+            });
+        }
         self.with_conn(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let out = f(&tx, self.now())?;
@@ -276,6 +388,38 @@ impl MemoryDb {
             f(&tx)
         })
     }
+}
+
+/// A failure that means "this file can be read but not written": SQLite's read-only errors,
+/// or it could not open what it needs beside the file (the WAL files of a read-only folder).
+fn is_read_only_failure(e: &MemoryError) -> bool {
+    let (MemoryError::Open { source, .. } | MemoryError::Sqlite { source, .. }) = e else {
+        return false;
+    };
+    matches!(
+        source.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::PermissionDenied
+        )
+    )
+}
+
+/// A `file:` URI for `path` with one query parameter (`%`, `?` and `#` escaped).
+fn file_uri(path: &Path, param: &str) -> String {
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push('?');
+    uri.push_str(param);
+    uri
 }
 
 #[cfg(test)]

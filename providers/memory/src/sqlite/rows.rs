@@ -12,7 +12,8 @@ pub(super) const COLS: &str =
     "num, id, project_path, category, content, keywords, importance, access_count, \
                     source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at";
 
-/// A fresh 12-hex-digit id not yet used in `table`.
+/// A fresh 12-hex-digit id not yet used in `table`; a memory id is also unused in the history
+/// of every project, so it can never alias a memory that was deleted (see [`id_is_free`]).
 pub(super) fn new_unique_id(tx: &Transaction, table: &str) -> Result<String> {
     let sql = format!("SELECT 1 FROM {table} WHERE id = ?1");
     loop {
@@ -22,10 +23,33 @@ pub(super) fn new_unique_id(tx: &Transaction, table: &str) -> Result<String> {
             .query_row(params![id], |_| Ok(()))
             .optional()?
             .is_some();
-        if !taken {
-            return Ok(id);
+        if taken || (table == "project_memories" && !id_is_free(tx, &id, None)?) {
+            continue;
         }
+        return Ok(id);
     }
+}
+
+/// Whether a memory may take `id`: no memory has it, and no history entry has it except
+/// (when `project` is given) history of that same project. A memory id names one memory of one
+/// project for the life of the database, so an undo in one project can never reach another's.
+pub(super) fn id_is_free(tx: &Transaction, id: &str, project: Option<&str>) -> Result<bool> {
+    let in_rows = tx
+        .prepare_cached("SELECT 1 FROM project_memories WHERE id = ?1")?
+        .query_row(params![id], |_| Ok(()))
+        .optional()?
+        .is_some();
+    if in_rows {
+        return Ok(false);
+    }
+    let in_history = tx
+        .prepare_cached(
+            "SELECT 1 FROM memory_history WHERE memory_id = ?1 AND (?2 IS NULL OR project_path != ?2) LIMIT 1",
+        )?
+        .query_row(params![id, project], |_| Ok(()))
+        .optional()?
+        .is_some();
+    Ok(!in_history)
 }
 
 /// Insert a complete entry (row and index) and return its row number.
@@ -133,6 +157,20 @@ pub(super) fn select_entries(
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
+/// A counter column as an integer. Databases written before counters were bounded may hold
+/// one that overflowed into a REAL; it reads back saturated instead of failing every query.
+fn count_of(r: &Row, col: usize) -> rusqlite::Result<i64> {
+    match r.get_ref(col)? {
+        rusqlite::types::ValueRef::Integer(n) => Ok(n),
+        rusqlite::types::ValueRef::Real(x) => Ok((x as i64).min(super::MAX_ACCESS_COUNT)),
+        other => Err(rusqlite::Error::FromSqlConversionFailure(
+            col,
+            other.data_type(),
+            "the access count is not a number".into(),
+        )),
+    }
+}
+
 fn conversion_error(col: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
 }
@@ -154,7 +192,7 @@ pub(super) fn row_to_entry(r: &Row) -> rusqlite::Result<(i64, MemoryEntry)> {
             content: r.get(4)?,
             keywords,
             importance: r.get::<_, f64>(6)? as f32,
-            access_count: r.get(7)?,
+            access_count: count_of(r, 7)?,
             source_session_id: r.get(8)?,
             source_context: r.get(9)?,
             created_at: r.get(10)?,

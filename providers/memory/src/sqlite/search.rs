@@ -111,12 +111,13 @@ impl MemoryDb {
             let candidates = self.candidates(tx, &filter, &q_terms, &vocab)?;
             Ok(rank(&q_terms, &vocab, candidates, now, req.top_k))
         })?;
-        if req.touch && !results.is_empty() {
+        // A read-only database answers searches without counting them.
+        if req.touch && !results.is_empty() && !self.is_read_only() {
             let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
             self.touch(&ids)?;
             let now = self.now();
             for r in &mut results {
-                r.entry.access_count += 1;
+                r.entry.access_count = super::write::bumped(r.entry.access_count);
                 r.entry.last_accessed_at = now;
             }
         }
@@ -252,7 +253,7 @@ impl MemoryDb {
             };
             let mut importance = 0.0f64;
             let mut stmt = tx.prepare_cached(
-                "SELECT category, COUNT(*), SUM(importance), SUM(access_count), MIN(created_at), MAX(updated_at)
+                "SELECT category, COUNT(*), SUM(importance), TOTAL(access_count), MIN(created_at), MAX(updated_at)
                  FROM project_memories WHERE project_path = ?1 GROUP BY category",
             )?;
             let rows = stmt.query_map(params![project], |r| {
@@ -260,7 +261,8 @@ impl MemoryDb {
                     r.get::<_, String>(0)?,
                     r.get::<_, i64>(1)?,
                     r.get::<_, f64>(2)?,
-                    r.get::<_, i64>(3)?,
+                    // TOTAL is a float: a sum of counters never overflows the query.
+                    r.get::<_, f64>(3)? as i64,
                     r.get::<_, i64>(4)?,
                     r.get::<_, i64>(5)?,
                 ))
@@ -270,7 +272,7 @@ impl MemoryDb {
                 stats.by_category.insert(category, n as usize);
                 stats.total += n as usize;
                 importance += imp;
-                stats.total_accesses += acc;
+                stats.total_accesses = stats.total_accesses.saturating_add(acc);
                 stats.oldest_created_at = Some(stats.oldest_created_at.map_or(oldest, |o| o.min(oldest)));
                 stats.newest_updated_at = Some(stats.newest_updated_at.map_or(newest, |o| o.max(newest)));
             }

@@ -6,10 +6,11 @@ use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::rows::{
-    find_by_content, insert_entry, insert_episode, new_unique_id, row_to_episode, select_entries, COLS,
+    find_by_content, id_is_free, insert_entry, insert_episode, new_unique_id, row_to_episode, select_entries,
+    COLS,
 };
-use super::write::{check_content, check_importance, check_project};
-use super::{history, MemoryDb};
+use super::write::{check_content, check_importance, check_project, check_raw_secrets};
+use super::{history, MemoryDb, MAX_ACCESS_COUNT, MAX_TIMESTAMP_MS};
 use crate::error::{MemoryError, Result};
 use crate::secrets;
 use crate::types::{EpisodicRecord, HistoryAction, MemoryEntry};
@@ -69,6 +70,46 @@ impl ExportRecord {
     }
 }
 
+/// The longest id an import may keep.
+const MAX_ID_CHARS: usize = 64;
+
+/// An id an import may keep as it is: 1-64 letters, digits, `-` or `_`.
+fn well_formed_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_CHARS
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// An imported timestamp must be a plausible Unix-millisecond time.
+fn check_timestamp(field: &str, at: i64) -> Result<()> {
+    if (0..=MAX_TIMESTAMP_MS).contains(&at) {
+        return Ok(());
+    }
+    Err(MemoryError::Invalid(format!(
+        "`{field}` {at} is outside 0-{MAX_TIMESTAMP_MS} (Unix milliseconds up to the year 9999)"
+    )))
+}
+
+/// An imported memory's counter and timestamps must be in range, so later arithmetic on them
+/// (access counting, decay, recency) cannot overflow.
+fn check_counters(m: &MemoryEntry) -> Result<()> {
+    if !(0..=MAX_ACCESS_COUNT).contains(&m.access_count) {
+        return Err(MemoryError::Invalid(format!(
+            "`access_count` {} is outside 0-{MAX_ACCESS_COUNT}",
+            m.access_count
+        )));
+    }
+    check_timestamp("created_at", m.created_at)?;
+    check_timestamp("updated_at", m.updated_at)?;
+    check_timestamp("last_accessed_at", m.last_accessed_at)?;
+    if let Some(d) = m.decayed_at {
+        check_timestamp("decayed_at", d)?;
+    }
+    Ok(())
+}
+
 impl MemoryDb {
     /// Every memory (oldest first) and episodic record of a project, or of all projects.
     pub fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
@@ -99,9 +140,26 @@ impl MemoryDb {
 
     /// Import records in one transaction (all or nothing). With `project`, every record is
     /// moved into that project; otherwise each keeps its own. A memory whose project already
-    /// holds the same content is skipped, so importing a file twice adds nothing; a record
-    /// holding a secret refuses the whole import.
+    /// holds the same content is skipped, so importing a file twice adds nothing.
+    ///
+    /// Every record is checked before anything is written, and one bad record refuses the
+    /// whole import with one sentence naming its line:
+    /// - every field is checked for secrets as given (content, keywords, context, session,
+    ///   id, project path, the target `project`; every field of an episode);
+    /// - the project, content and importance are checked as for [`add`](MemoryDb::add);
+    /// - `access_count` must lie in `0..=`[`MAX_ACCESS_COUNT`] and every timestamp in
+    ///   `0..=`[`MAX_TIMESTAMP_MS`].
+    ///
+    /// **Ids are never shared across projects.** An imported memory keeps its id only when no
+    /// memory has it and no other project's history mentions it; otherwise (or when the id is
+    /// empty, longer than 64 characters or not made of letters, digits, `-` and `_`) it is
+    /// stored under a new id and counted in [`ImportReport::memories_renamed`]. So an export of
+    /// project A imported into project B can never be reached by an undo in A. Episodes whose
+    /// id another project uses are re-numbered the same way.
     pub fn import(&self, records: &[ExportRecord], project: Option<&str>) -> Result<ImportReport> {
+        if let Some(p) = project {
+            secrets::check("memory", p)?;
+        }
         let project = project.map(check_project).transpose()?;
         let invalid = |n: usize, err: MemoryError| MemoryError::Import {
             line: n + 1,
@@ -111,6 +169,15 @@ impl MemoryDb {
         for (n, r) in records.iter_mut().enumerate() {
             match r {
                 ExportRecord::Memory(m) => {
+                    check_raw_secrets(
+                        &m.project_path,
+                        &m.content,
+                        &m.keywords,
+                        m.source_context.as_deref(),
+                        m.source_session_id.as_deref(),
+                    )
+                    .and_then(|()| secrets::check("memory", &m.id))
+                    .map_err(|e| invalid(n, e))?;
                     if let Some(p) = &project {
                         m.project_path = p.clone();
                     }
@@ -120,6 +187,7 @@ impl MemoryDb {
                         m.content = content;
                     }
                     check_importance(m.importance).map_err(|e| invalid(n, e))?;
+                    check_counters(m).map_err(|e| invalid(n, e))?;
                     super::write::check_secrets(
                         &m.content,
                         &m.keywords,
@@ -129,22 +197,26 @@ impl MemoryDb {
                     .map_err(|e| invalid(n, e))?;
                 }
                 ExportRecord::Episode(e) => {
+                    secrets::check_all(
+                        "episodic record",
+                        [
+                            e.id.as_str(),
+                            &e.project_path,
+                            &e.session_id,
+                            &e.task_summary,
+                            &e.approach_summary,
+                            &e.outcome_summary,
+                        ]
+                        .into_iter()
+                        .chain(e.tools_used.iter().map(String::as_str))
+                        .chain(e.keywords.iter().map(String::as_str)),
+                    )
+                    .map_err(|err| invalid(n, err))?;
                     if let Some(p) = &project {
                         e.project_path = p.clone();
                     }
                     check_project(&e.project_path).map_err(|err| invalid(n, err))?;
-                    for text in [
-                        &e.task_summary,
-                        &e.approach_summary,
-                        &e.outcome_summary,
-                        &e.session_id,
-                    ]
-                    .into_iter()
-                    .chain(&e.tools_used)
-                    .chain(&e.keywords)
-                    {
-                        secrets::check("episodic record", text).map_err(|err| invalid(n, err))?;
-                    }
+                    check_timestamp("created_at", e.created_at).map_err(|err| invalid(n, err))?;
                 }
             }
         }
@@ -157,12 +229,7 @@ impl MemoryDb {
                             report.memories_skipped += 1;
                             continue;
                         }
-                        let taken = tx
-                            .prepare_cached("SELECT 1 FROM project_memories WHERE id = ?1")?
-                            .query_row(params![m.id], |_| Ok(()))
-                            .optional()?
-                            .is_some();
-                        if taken || m.id.trim().is_empty() {
+                        if !well_formed_id(&m.id) || !id_is_free(tx, &m.id, Some(&m.project_path))? {
                             m.id = new_unique_id(tx, "project_memories")?;
                             report.memories_renamed += 1;
                         }
@@ -180,15 +247,19 @@ impl MemoryDb {
                         )?;
                         report.memories_added += 1;
                     }
-                    ExportRecord::Episode(e) => {
-                        let exists = tx
-                            .prepare_cached("SELECT 1 FROM episodic_records WHERE id = ?1")?
-                            .query_row(params![e.id], |_| Ok(()))
-                            .optional()?
-                            .is_some();
-                        if exists {
-                            report.episodes_skipped += 1;
-                            continue;
+                    ExportRecord::Episode(mut e) => {
+                        let owner: Option<String> = tx
+                            .prepare_cached("SELECT project_path FROM episodic_records WHERE id = ?1")?
+                            .query_row(params![e.id], |r| r.get(0))
+                            .optional()?;
+                        match owner {
+                            Some(p) if p == e.project_path => {
+                                report.episodes_skipped += 1;
+                                continue;
+                            }
+                            Some(_) => e.id = new_unique_id(tx, "episodic_records")?,
+                            None if !well_formed_id(&e.id) => e.id = new_unique_id(tx, "episodic_records")?,
+                            None => {}
                         }
                         insert_episode(tx, &e)?;
                         report.episodes_added += 1;

@@ -7,7 +7,9 @@ use super::rows::{
     delete_row, find_by_content, insert_entry, load, new_unique_id, select_entries, store_row, COLS,
 };
 use super::search::Filter;
-use super::{history, index, MemoryDb, MAX_CONTENT_CHARS, MERGE_SIMILARITY};
+use super::{
+    history, index, MemoryDb, IMPORTANCE_RANGE, MAX_ACCESS_COUNT, MAX_CONTENT_CHARS, MERGE_SIMILARITY,
+};
 use crate::error::{MemoryError, Result};
 use crate::text::{self, terms};
 use crate::types::*;
@@ -36,6 +38,14 @@ impl MemoryDb {
     // ----- validation -------------------------------------------------------------------
 
     fn check_new(&self, new: &NewMemoryEntry) -> Result<Checked> {
+        // Secrets first, on every field exactly as given (before trimming or lowercasing).
+        check_raw_secrets(
+            &new.project_path,
+            &new.content,
+            &new.keywords,
+            new.source_context.as_deref(),
+            new.source_session_id.as_deref(),
+        )?;
         let project_path = check_project(&new.project_path)?;
         let content = check_content(&new.content)?;
         let importance = check_importance(new.importance)?;
@@ -96,6 +106,12 @@ impl MemoryDb {
     /// Change fields of a memory. Changing the content keeps the keywords unless new ones are
     /// given; an empty keyword list derives them from the content.
     pub fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
+        if let Some(c) = &update.content {
+            secrets::check("memory", c)?;
+        }
+        if let Some(k) = &update.keywords {
+            check_keyword_secrets(k)?;
+        }
         let content = update.content.as_deref().map(check_content).transpose()?;
         let importance = update.importance.map(check_importance).transpose()?;
         let keywords = update.keywords.as_ref().map(|k| text::normalize_keywords(k));
@@ -299,17 +315,19 @@ impl MemoryDb {
         })
     }
 
-    /// Bump access counts and last-access times (what a search does to what it returns).
+    /// Bump access counts (saturating at [`MAX_ACCESS_COUNT`](super::MAX_ACCESS_COUNT)) and
+    /// last-access times: what a search does to what it returns.
     pub fn touch(&self, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         self.write(|tx, now| {
             let mut stmt = tx.prepare_cached(
-                "UPDATE project_memories SET access_count = access_count + 1, last_accessed_at = ?1 WHERE id = ?2",
+                "UPDATE project_memories SET access_count = MIN(CAST(access_count AS INTEGER), ?3 - 1) + 1,
+                     last_accessed_at = ?1 WHERE id = ?2",
             )?;
             for id in ids {
-                stmt.execute(params![now, id])?;
+                stmt.execute(params![now, id, MAX_ACCESS_COUNT])?;
             }
             Ok(())
         })
@@ -367,14 +385,41 @@ pub(super) fn check_content(content: &str) -> Result<String> {
     Ok(content.to_string())
 }
 
-/// Importance must be in `[0, 1]`; it is kept at `f32` precision so exports round-trip exactly.
+/// Importance must be in [`IMPORTANCE_RANGE`] (`[0, 1]`; NaN is not); it is kept at `f32`
+/// precision so exports round-trip exactly. Thresholds compared with importance (`prune`) are
+/// checked by this too.
 pub(super) fn check_importance(importance: f32) -> Result<f32> {
-    if !(0.0..=1.0).contains(&importance) {
+    if !IMPORTANCE_RANGE.contains(&importance) {
         return Err(MemoryError::Invalid(format!(
             "importance {importance} is outside 0.0-1.0"
         )));
     }
     Ok(importance)
+}
+
+/// The access count after one more access: saturates at [`MAX_ACCESS_COUNT`], like `touch`.
+pub(super) fn bumped(count: i64) -> i64 {
+    count.min(MAX_ACCESS_COUNT - 1) + 1
+}
+
+/// Each keyword as given, and all of them together (a secret split across keywords).
+pub(super) fn check_keyword_secrets(keywords: &[String]) -> Result<()> {
+    secrets::check_all("memory", keywords.iter().map(String::as_str))?;
+    secrets::check("memory", &keywords.join(" "))
+}
+
+/// Every field of a memory as given, before any normalisation.
+pub(super) fn check_raw_secrets(
+    project: &str,
+    content: &str,
+    keywords: &[String],
+    context: Option<&str>,
+    session: Option<&str>,
+) -> Result<()> {
+    secrets::check("memory", project)?;
+    secrets::check("memory", content)?;
+    check_keyword_secrets(keywords)?;
+    secrets::check_all("memory", context.into_iter().chain(session))
 }
 
 pub(super) fn check_secrets(
