@@ -1,11 +1,13 @@
 //! `ctxkit chat`: an interactive session (or, when standard input is not a terminal, one
 //! message per line, one reply per line).
 
+use std::borrow::Cow;
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{ChatModel, RunReport, Thread};
+use ctxkit::{Agent, ChatModel, RunReport, Thread};
+use ctxkit_skills::SkillLibrary;
 
 use crate::setup::RequestOptions;
 use crate::CliError;
@@ -13,14 +15,26 @@ use crate::CliError;
 const HELP: &str =
     "commands: /new (new conversation), /compact, /reset, /skills, /memory, /stats, /help, /quit";
 
+/// Exit status and failure handling, shown by `ctxkit chat --help`.
+const CHAT_HELP: &str =
+    "On a terminal, type messages and commands (/help lists them). When standard input is not a \
+terminal, each line is one message and each reply is printed on one line. A message or command \
+that fails (e.g. the model is unreachable) prints one sentence on stderr and the session goes \
+on (with the next line when piped), but the exit status is then 1. A line that is not valid \
+UTF-8 is read with its bad bytes replaced by U+FFFD, with a warning naming the line. The \
+session always ends properly (memory extraction with --memory), whether input ends, /quit is \
+typed or an error stops it.";
+
 #[derive(Args, Debug)]
+#[command(after_long_help = after_long_help())]
 pub struct ChatArgs {
     #[command(flatten)]
     pub request: RequestOptions,
     /// The model: dry-run (offline, the default), openai:NAME or ollama:NAME.
     #[arg(long, default_value = "dry-run")]
     pub model: String,
-    /// Base URL of the model server (default: the backend's usual address).
+    /// Base URL of the model server (default: the backend's usual address); credentials in it
+    /// are sent but never printed.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Messages kept by /compact.
@@ -28,6 +42,12 @@ pub struct ChatArgs {
     pub keep: usize,
 }
 
+/// `--help`: how chat fails, then the exit codes every command shows.
+fn after_long_help() -> String {
+    format!("{CHAT_HELP}\n\n{}", crate::EXIT_CODES)
+}
+
+/// Exit status 1 if any message or command failed (each already said why on stderr).
 pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model: Arc<dyn ChatModel> =
         ctxkit::model::http::model_from_spec(&args.model, args.base_url.as_deref())?;
@@ -35,71 +55,126 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let agent = args
         .request
         .agent_against_full(&library, args.request.mode, model)?;
-    let interactive = std::io::stdin().is_terminal();
-    let mut out = std::io::stdout().lock();
-    if interactive {
-        writeln!(
-            out,
-            "ctxkit chat — {} skills, model {}. {HELP}",
-            library.snapshot().len(),
-            agent.model_name()
-        )?;
-    }
-    let mut thread = Thread::new();
-    let mut last: Option<RunReport> = None;
-    let mut lines = std::io::stdin().lock().lines();
-    loop {
-        if interactive {
-            write!(out, "> ")?;
-            out.flush()?;
+    let mut chat = Chat {
+        args: &args,
+        agent: &agent,
+        library: &library,
+        thread: Thread::new(),
+        last: None,
+        failures: 0,
+    };
+    let result = chat.converse().await;
+    // The session ends on every way out of the loop: end of input, /quit, or an error.
+    let ended = agent.end_session(&mut chat.thread).await;
+    match (result, ended) {
+        (Err(e), Err(end)) => {
+            warn(&format!("error: ending the session failed too: {end}"));
+            Err(e)
         }
-        let Some(line) = lines.next() else { break };
-        let line = line?;
-        let input = line.trim();
+        (Err(e), Ok(())) => Err(e),
+        (Ok(()), Err(end)) => Err(end.into()),
+        (Ok(()), Ok(())) if chat.failures > 0 => Err(CliError::quiet(format!(
+            "{} messages or commands failed",
+            chat.failures
+        ))),
+        (Ok(()), Ok(())) => Ok(()),
+    }
+}
+
+/// One session: the conversation so far and what failed.
+struct Chat<'a> {
+    args: &'a ChatArgs,
+    agent: &'a Agent,
+    library: &'a SkillLibrary,
+    thread: Thread,
+    last: Option<RunReport>,
+    /// Messages and commands that failed; each was reported on stderr.
+    failures: usize,
+}
+
+impl Chat<'_> {
+    /// Read and answer lines until end of input or /quit; an error here is one that stops the
+    /// session (standard input or output failing), not a failed message.
+    async fn converse(&mut self) -> Result<(), CliError> {
+        let interactive = std::io::stdin().is_terminal();
+        let mut out = std::io::stdout().lock();
+        if interactive {
+            writeln!(
+                out,
+                "ctxkit chat — {} skills, model {}. {HELP}",
+                self.library.snapshot().len(),
+                self.agent.model_name()
+            )?;
+        }
+        let mut input = std::io::stdin().lock();
+        let mut buf = Vec::new();
+        let mut number = 0usize;
+        loop {
+            if interactive {
+                write!(out, "> ")?;
+                out.flush()?;
+            }
+            buf.clear();
+            if input.read_until(b'\n', &mut buf)? == 0 {
+                return Ok(());
+            }
+            number += 1;
+            let line = String::from_utf8_lossy(&buf);
+            if matches!(line, Cow::Owned(_)) {
+                warn(&format!(
+                    "warning: line {number} of standard input is not valid UTF-8; its invalid bytes \
+                     were replaced with U+FFFD"
+                ));
+            }
+            match line.trim() {
+                "" => continue,
+                "/quit" | "/exit" => return Ok(()),
+                input => self.answer(input, &mut out).await?,
+            }
+        }
+    }
+
+    /// Answer one message or command; a failure is reported and counted, and the session
+    /// goes on. Only a failure to write stops it.
+    async fn answer(&mut self, input: &str, out: &mut impl Write) -> Result<(), CliError> {
         match input {
-            "" => continue,
-            "/quit" | "/exit" => break,
             "/help" => writeln!(out, "{HELP}")?,
             "/new" => {
-                agent.end_session(&mut thread).await?;
-                thread = Thread::new();
-                last = None;
-                writeln!(out, "(new conversation)")?;
+                let ended = self.agent.end_session(&mut self.thread).await;
+                // A new conversation either way: the old one's end was attempted.
+                self.thread = Thread::new();
+                self.last = None;
+                match ended {
+                    Ok(()) => writeln!(out, "(new conversation)")?,
+                    Err(e) => self.failed(&e),
+                }
             }
-            "/compact" => {
-                let removed = agent.compact(&mut thread, args.keep).await?;
-                writeln!(
+            "/compact" => match self.agent.compact(&mut self.thread, self.args.keep).await {
+                Ok(removed) => writeln!(
                     out,
                     "(compacted: {removed} messages removed; context is sent in full again)"
-                )?;
-            }
+                )?,
+                Err(e) => self.failed(&e),
+            },
             "/reset" => {
-                thread.reset();
-                last = None;
+                self.thread.reset();
+                self.last = None;
                 writeln!(out, "(reset: history cleared; context is sent in full again)")?;
             }
             "/skills" => {
-                let injected = last
-                    .as_ref()
-                    .and_then(|r| r.injected.get("skills"))
-                    .cloned()
-                    .unwrap_or_default();
+                let injected = self.injected("skills");
                 writeln!(
                     out,
                     "{} skills loaded; last request carried: {}",
-                    library.snapshot().len(),
+                    self.library.snapshot().len(),
                     list(&injected)
                 )?;
             }
             "/memory" => {
-                if args.request.memory.is_none() {
+                if self.args.request.memory.is_none() {
                     writeln!(out, "no memory database (start with --memory DB)")?;
                 } else {
-                    let injected = last
-                        .as_ref()
-                        .and_then(|r| r.injected.get("memories"))
-                        .cloned()
-                        .unwrap_or_default();
+                    let injected = self.injected("memories");
                     writeln!(
                         out,
                         "last request carried {} memories: {}",
@@ -108,7 +183,7 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
                     )?;
                 }
             }
-            "/stats" => match &last {
+            "/stats" => match &self.last {
                 None => writeln!(out, "no request yet")?,
                 Some(report) => {
                     let full = report.tokens_full.map_or("?".to_string(), |t| t.to_string());
@@ -129,22 +204,40 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
             },
             _ if input.starts_with('/')
                 && !input.contains(' ')
-                && library.snapshot().get(&input[1..]).is_none() =>
+                && self.library.snapshot().get(&input[1..]).is_none() =>
             {
                 writeln!(out, "unknown command `{input}`; {HELP}")?;
             }
-            _ => match agent.run(&mut thread, input).await {
+            _ => match self.agent.run(&mut self.thread, input).await {
                 Ok(output) => {
                     writeln!(out, "{}", output.reply.content)?;
-                    last = Some(output.report);
+                    self.last = Some(output.report);
                 }
-                // One failed message does not end the session.
-                Err(e) => eprintln!("error: {e}"),
+                // One failed message does not end the session, but the exit status says so.
+                Err(e) => self.failed(&e),
             },
         }
+        Ok(())
     }
-    agent.end_session(&mut thread).await?;
-    Ok(())
+
+    fn failed(&mut self, e: &ctxkit::Error) {
+        self.failures += 1;
+        warn(&format!("error: {e}"));
+    }
+
+    /// Items of `kind` the last request carried.
+    fn injected(&self, kind: &str) -> Vec<String> {
+        self.last
+            .as_ref()
+            .and_then(|r| r.injected.get(kind))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// One line on stderr; if stderr itself is gone there is nobody left to tell.
+fn warn(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn list(items: &[String]) -> String {

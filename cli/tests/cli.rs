@@ -320,262 +320,191 @@ fn memory_commands_round_trip_and_refuse_secrets() {
     assert_eq!(stdout(&o).trim(), "");
 }
 
-// ----- memory: regressions of the security review -------------------------------------------
+// ---------------------------------------------------------------------------------------------
+// `chat` against a model server: exit status, credentials, invalid UTF-8, session end.
 
-/// `ctxkit memory --db DB --project P ARGS…`.
-fn mem(db: &str, project: &str, args: &[&str]) -> Output {
-    let mut all = vec!["memory", "--db", db, "--project", project];
-    all.extend_from_slice(args);
-    ctxkit(&all)
+/// A minimal OpenAI-compatible server on 127.0.0.1: request n gets `replies[n]` (the last one
+/// repeats), a `(200, content)` as a chat completion and any other status as an error. Returns
+/// the base URL's address (`127.0.0.1:PORT`) and the request bodies received.
+fn model_server(replies: Vec<(u16, &'static str)>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = bodies.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                .unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let n = {
+                let mut log = log.lock().unwrap();
+                log.push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                log.len() - 1
+            };
+            let (status, content) = replies[n.min(replies.len() - 1)];
+            let reply = if status == 200 {
+                serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]})
+            } else {
+                serde_json::json!({"error": {"message": content}})
+            }
+            .to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    (addr, bodies)
 }
 
-fn json_lines(o: &Output) -> Vec<Value> {
-    stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+fn ctxkit_with_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args(args)
+        .current_dir(dir.path())
+        .env("CTXKIT_MEMORY_DB", dir.path().join("memory.db"))
+        .env("CTXKIT_CONFIG", dir.path().join("config.toml"))
+        .env_remove("CTXKIT_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
 }
 
 #[test]
-fn memory_undo_in_one_project_never_touches_another() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let db = db.to_str().unwrap();
-    let o = mem(db, "/a", &["add", "Staging runs on port 8443"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let x = stdout(&o).trim().to_string();
-    let export = dir.path().join("a.jsonl");
-    assert!(mem(db, "/a", &["export", export.to_str().unwrap()])
-        .status
-        .success());
-    assert!(mem(db, "/a", &["forget", &x]).status.success());
-    // B imports A's export: same content, but never A's id.
-    let o = mem(db, "/b", &["import", export.to_str().unwrap()]);
-    assert!(stdout(&o).contains("1 under new ids"), "{}", stdout(&o));
-    let b = json_lines(&mem(db, "/b", &["list", "--json"]));
-    assert_eq!(b.len(), 1);
-    assert_ne!(b[0]["id"].as_str(), Some(x.as_str()));
+fn chat_exits_1_when_a_message_fails_and_goes_on_without_showing_url_credentials() {
+    let skills = skills_dir();
+    let (addr, bodies) = model_server(vec![(400, "no such model here"), (200, "second answer")]);
+    let base = format!("http://user:chat-secret-99@{addr}/v1?api_key=sk-chat-query-77");
+    let o = ctxkit_with_stdin_bytes(
+        &[
+            "chat",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--model",
+            "openai:test-model",
+            "--base-url",
+            &base,
+        ],
+        b"first\nsecond\n",
+    );
 
-    let a_history = json_lines(&mem(db, "/a", &["history", "--json", &x]));
-    let ids: Vec<String> = a_history.iter().map(|h| h["id"].to_string()).collect();
-    assert_eq!(ids.len(), 2, "insert and delete");
-    // B can't see or undo A's entries.
-    let o = mem(db, "/b", &["undo", &ids[1]]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "second answer\n");
     assert_eq!(
         stderr(&o),
-        format!("error: no memory history entry {} in project `/b`\n", ids[1])
-    );
-    assert_eq!(mem(db, "/b", &["history", &x]).status.code(), Some(1));
-    // A's undos act on A only.
-    assert!(mem(db, "/a", &["undo", &ids[1]]).status.success());
-    assert!(mem(db, "/a", &["undo", &ids[0]]).status.success());
-    assert_eq!(json_lines(&mem(db, "/a", &["list", "--json"])).len(), 0);
-    assert_eq!(
-        json_lines(&mem(db, "/b", &["list", "--json"])),
-        b,
-        "B's memory is untouched"
-    );
-}
-
-#[test]
-fn usage_errors_never_echo_a_secret_argument() {
-    let body = "MIIEowIBAAKCAQEA7bq9xw";
-    let key = format!("-----BEGIN RSA {}-----{body}", "PRIVATE KEY");
-    let token = format!("ghp_{}", "Zx9Yw8Vu7T".repeat(4));
-    for args in [
-        vec!["memory", "add", key.as_str()],
-        vec!["memory", "add", "--bogus", token.as_str()],
-        vec![
-            "memory",
-            "--project",
-            "/p",
-            "add",
-            "--category",
-            token.as_str(),
-            "x",
-        ],
-    ] {
-        let o = ctxkit(&args);
-        assert_eq!(o.status.code(), Some(2), "usage errors exit 2: {args:?}");
-        let err = stderr(&o);
-        assert!(err.starts_with("error:"), "{err}");
-        assert!(!err.contains(body) && !err.contains("BEGIN RSA"), "{err}");
-        assert!(!err.contains(&token[4..]), "{err}");
-        assert!(stdout(&o).is_empty());
-    }
-    let err = stderr(&ctxkit(&["memory", "add", &key]));
-    assert!(err.contains("[REDACTED:pem-private-key]"), "{err}");
-    // Help and version still print to stdout and exit 0.
-    for flag in ["--help", "--version"] {
-        let o = ctxkit(&[flag]);
-        assert_eq!(o.status.code(), Some(0));
-        assert!(!stdout(&o).is_empty() && stderr(&o).is_empty());
-    }
-    // An ordinary usage error is unchanged.
-    let o = ctxkit(&["memory", "frobnicate"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("'frobnicate'"), "{}", stderr(&o));
-}
-
-#[test]
-fn memory_import_refuses_crafted_counters_and_search_keeps_working() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let db = db.to_str().unwrap();
-    let record = |count: &str| {
         format!(
-            "{{\"kind\":\"memory\",\"id\":\"c1\",\"project_path\":\"/p\",\"category\":\"fact\",\"content\":\"Workers poll the queue\",\"keywords\":[],\"importance\":0.5,\"access_count\":{count},\"source_session_id\":null,\"source_context\":null,\"created_at\":1,\"updated_at\":1,\"last_accessed_at\":1}}\n"
+            "error: model `openai:test-model` failed: http://user:***@{addr}/v1/chat/completions?api_key=*** \
+             answered HTTP 400 Bad Request: no such model here\n"
         )
-    };
-    let file = dir.path().join("in.jsonl");
-    std::fs::write(&file, record("9223372036854775807")).unwrap();
-    let o = mem(db, "/p", &["import", file.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    );
+    assert_eq!(bodies.lock().unwrap().len(), 2, "the second line is still sent");
+}
+
+#[test]
+fn chat_exits_1_when_the_model_is_unreachable() {
+    let skills = skills_dir();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let o = ctxkit_with_stdin_bytes(
+        &[
+            "chat",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--model",
+            "openai:test-model",
+            "--base-url",
+            &base,
+        ],
+        b"hello\n/stats\n",
+    );
+
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "no request yet\n");
     let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!(
+            "error: model `openai:test-model` failed: could not connect to {base}/chat/completions after 4 attempts: "
+        )),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("line 1") && err.contains("access_count"), "{err}");
-
-    std::fs::write(&file, record("1000000000000")).unwrap();
-    assert!(mem(db, "/p", &["import", file.to_str().unwrap()])
-        .status
-        .success());
-    for _ in 0..2 {
-        let o = mem(db, "/p", &["search", "--json", "workers queue"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(json_lines(&o).len(), 1);
-    }
-    let o = mem(db, "/p", &["get", "--json", "c1"]);
-    assert_eq!(json_lines(&o)[0]["access_count"], 1_000_000_000_000i64);
-    assert!(mem(db, "/p", &["stats"]).status.success());
+    let help = stdout(&ctxkit(&["chat", "--help"]));
+    assert!(help.contains("the exit status is then 1"), "{help}");
 }
 
 #[test]
-fn memory_prune_refuses_a_threshold_add_would_refuse() {
+fn chat_reads_invalid_utf8_lossily_and_still_ends_the_session() {
+    let skills = skills_dir();
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let db = db.to_str().unwrap();
-    assert!(mem(db, "/p", &["add", "--importance", "0.9", "Keep this"])
-        .status
-        .success());
-    let add = mem(db, "/p", &["add", "--importance", "2", "Too much"]);
-    let prune = mem(db, "/p", &["prune", "--min-importance", "2"]);
-    for o in [&add, &prune] {
-        assert_eq!(o.status.code(), Some(1));
-        assert_eq!(
-            stderr(o),
-            "error: invalid memory: importance 2 is outside 0.0-1.0\n"
-        );
-    }
-    let stats: Value = serde_json::from_str(stdout(&mem(db, "/p", &["stats", "--json"])).trim()).unwrap();
-    assert_eq!(stats["total"], 1, "the refused prune deleted nothing");
-}
+    let db = dir.path().join("chat.db");
+    let (addr, bodies) = model_server(vec![(200, "[]")]);
+    let base = format!("http://{addr}/v1");
+    let o = ctxkit_with_stdin_bytes(
+        &[
+            "chat",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--model",
+            "openai:test-model",
+            "--base-url",
+            &base,
+            "--memory",
+            db.to_str().unwrap(),
+        ],
+        b"hello\n\xff\xfe oops\n/quit\nnever sent\n",
+    );
 
-#[test]
-fn memory_text_output_cannot_drive_the_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let db = db.to_str().unwrap();
-    let hostile = "Deploys \x1b[2J\x1b]0;owned\x07 use \u{202e}pnpm\r";
-    let o = mem(db, "/p", &["add", "--keywords", "deploys,\x1b[31mred", hostile]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let id = stdout(&o).trim().to_string();
-    for args in [
-        vec!["list"],
-        vec!["search", "deploys pnpm"],
-        vec!["get", id.as_str()],
-        vec!["history"],
-        vec!["forget", id.as_str()],
-    ] {
-        let o = mem(db, "/p", &args);
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        let out = stdout(&o);
-        assert!(out.contains("Deploys"), "{args:?}: {out}");
-        assert!(
-            !out.contains('\x1b')
-                && !out.contains('\x07')
-                && !out.contains('\r')
-                && !out.contains('\u{202e}'),
-            "{args:?}: {out:?}"
-        );
-        assert!(out.contains("\\u{1b}[2J"), "{args:?}: {out}");
-    }
-}
-
-/// Run the binary as an unprivileged user when this is root (root writes through file
-/// modes); `None` when that is not possible here.
-fn ctxkit_unprivileged(cwd: &Path, args: &[&str]) -> Option<Output> {
-    let bin = env!("CARGO_BIN_EXE_ctxkit");
-    let root = std::fs::OpenOptions::new()
-        .write(true)
-        .open(cwd.join("m.db"))
-        .is_ok();
-    let mut cmd = if root {
-        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())?;
-        let mut c = Command::new(setpriv);
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
-        c
-    } else {
-        Command::new(bin)
-    };
-    let o = cmd
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("CTXKIT_MEMORY_DB")
-        .stdin(Stdio::null())
-        .output()
-        .ok()?;
-    Some(o)
-}
-
-#[cfg(unix)]
-#[test]
-fn memory_read_only_database_answers_reads_and_refuses_writes() {
-    use std::os::unix::fs::PermissionsExt;
-    let outer = tempfile::tempdir().unwrap();
-    let folder = outer.path().join("ro");
-    std::fs::create_dir(&folder).unwrap();
-    let db = folder.join("m.db");
-    let db_arg = db.to_str().unwrap();
-    let o = mem(db_arg, "/p", &["add", "The docs are built with mdBook"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let id = stdout(&o).trim().to_string();
-    // A read-only file in a read-only folder, readable by anyone.
-    std::fs::set_permissions(outer.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
-    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let run = |args: &[&str]| {
-        let mut all = vec!["memory", "--db", "m.db", "--project", "/p"];
-        all.extend_from_slice(args);
-        ctxkit_unprivileged(&folder, &all)
-    };
-    let Some(o) = run(&["list"]) else {
-        eprintln!("skipped: cannot run as an unprivileged user here");
-        return;
-    };
-    assert!(o.status.success(), "list: {}", stderr(&o));
-    assert!(stdout(&o).contains("mdBook"));
-    for args in [
-        vec!["search", "docs mdbook"],
-        vec!["get", id.as_str()],
-        vec!["stats"],
-        vec!["export"],
-        vec!["history"],
-    ] {
-        let o = run(&args).unwrap();
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        assert!(!stdout(&o).is_empty(), "{args:?}");
-    }
-    for args in [vec!["add", "another"], vec!["forget", id.as_str()], vec!["prune"]] {
-        let o = run(&args).unwrap();
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
-        assert_eq!(
-            stderr(&o),
-            "error: memory database m.db is read-only (the file or its folder cannot be written), so nothing was changed\n",
-            "{args:?}"
-        );
-    }
-    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(stdout(&o), "[]\n[]\n");
+    assert_eq!(
+        stderr(&o),
+        "warning: line 2 of standard input is not valid UTF-8; its invalid bytes were replaced with U+FFFD\n"
+    );
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(
+        bodies.len(),
+        3,
+        "two messages, then the session-end extraction: {bodies:?}"
+    );
+    let last_message = |b: &Value| b["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(last_message(&bodies[1]), "\u{FFFD}\u{FFFD} oops");
+    // The session end's memory extraction: one prompt quoting the conversation.
+    let extraction = bodies[2]["messages"].as_array().unwrap();
+    assert_eq!(extraction.len(), 1, "{extraction:?}");
+    assert!(extraction[0]["content"].as_str().unwrap().contains("oops"));
+    assert!(!bodies.iter().any(|b| b.to_string().contains("never sent")));
 }
