@@ -1,11 +1,13 @@
 //! `ctxkit context`: the request ctxkit would send for a message.
 
+use std::io::Write;
 use std::sync::Arc;
 
 use clap::Args;
 use ctxkit::{DryRunModel, Role, Thread};
 use serde_json::{json, Value};
 
+use crate::printable::printable;
 use crate::setup::RequestOptions;
 use crate::CliError;
 
@@ -54,46 +56,47 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
         "providers": providers,
     });
 
+    let mut out = std::io::stdout().lock();
     if args.json {
-        let out = json!({
+        let value = json!({
             "system": system.unwrap_or(""),
             "messages": messages,
             "tools": request.tools,
             "stats": stats,
         });
-        println!("{out}");
+        writeln!(out, "{value}")?;
         return Ok(());
     }
-    println!("=== system ===\n{}\n", system.unwrap_or("(none)"));
-    println!("=== messages ===");
+    // Skill and memory text is untrusted: escape terminal controls in human-readable output.
+    writeln!(out, "=== system ===\n{}\n", printable(system.unwrap_or("(none)")))?;
+    writeln!(out, "=== messages ===")?;
     for m in messages {
-        println!(
-            "{}: {}",
-            serde_json::to_value(m.role)?.as_str().unwrap_or("?"),
-            m.content
-        );
+        let role = serde_json::to_value(m.role)?;
+        writeln!(out, "{}: {}", role.as_str().unwrap_or("?"), printable(&m.content))?;
     }
-    println!("\n=== tools ===");
+    writeln!(out, "\n=== tools ===")?;
     for t in &request.tools {
-        println!("- {}: {}", t.name, t.description);
+        writeln!(out, "- {}: {}", printable(&t.name), printable(&t.description))?;
     }
     let reduction = 100.0 * (1.0 - report.tokens.total as f64 / tokens_full.max(1) as f64);
-    println!(
+    writeln!(
+        out,
         "\n=== stats ===\ntokens: {} (full mode: {}, {reduction:.0}% fewer)\nskills: {}\nmemories: {memories}",
         report.tokens.total,
         tokens_full,
-        if skills.is_empty() { "none".to_string() } else { skills.join(", ") },
-    );
+        if skills.is_empty() { "none".to_string() } else { printable(&skills.join(", ")).into_owned() },
+    )?;
     for (section, tokens) in &report.tokens.by_section {
-        println!("  {section}: {tokens} tokens");
+        writeln!(out, "  {section}: {tokens} tokens")?;
     }
     for p in &report.providers {
-        println!(
+        writeln!(
+            out,
             "provider {}: {} in {} µs",
             p.name,
             p.outcome,
             p.elapsed.as_micros()
-        );
+        )?;
     }
     Ok(())
 }

@@ -7,8 +7,10 @@ use clap::Args;
 use ctxkit::{Agent, Assembly, ChatModel};
 use ctxkit_skills::{
     Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
+    DEFAULT_TOKEN_BUDGET,
 };
 
+use crate::user_config::UserConfig;
 use crate::CliError;
 
 /// Instructions used when `--instructions` is not given.
@@ -81,6 +83,15 @@ pub struct RequestOptions {
     /// Lazy injection: the full context once into the conversation, then only what changed.
     #[arg(long)]
     pub lazy: bool,
+    /// Let a skill (by name) or every skill under a folder (written with a `/`, like
+    /// `./skills/`) offer and run the tools of its tools.json (repeatable). Default: no
+    /// skill's tools run; the user config's `[tools] trust` adds to this.
+    #[arg(long = "trust-tools", value_name = "SKILL|DIR/")]
+    pub trust_tools: Vec<String>,
+    /// A shell or interpreter (sh, python3, node, env, …) that trusted skills' tools may run
+    /// (repeatable). Default: none, whatever a skill's allowlist says.
+    #[arg(long = "allow-interpreter", value_name = "PROGRAM")]
+    pub allow_interpreters: Vec<String>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -136,14 +147,21 @@ impl RequestOptions {
         model: Arc<dyn ChatModel>,
         baseline: Option<Agent>,
     ) -> Result<Agent, CliError> {
+        // Skill tools (e.g. file search) work on the project the CLI runs in.
+        let tools = UserConfig::load()?.exec_options(
+            &self.trust_tools,
+            &self.allow_interpreters,
+            std::env::current_dir().ok(),
+        );
         let config = SkillConfig {
             mode,
             select: SelectOptions {
                 max_skills: self.max_skills,
                 ..Default::default()
             },
-            // Skill tools (e.g. file search) work on the project the CLI runs in.
-            workspace_root: std::env::current_dir().ok(),
+            // `full` is the baseline: what sending every skill costs, without a budget.
+            token_budget: (mode != Mode::Full).then_some(DEFAULT_TOKEN_BUDGET),
+            tools,
             ..Default::default()
         };
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());

@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use ctxkit_skills::{SelectOptions, SkillIndex};
 use serde_json::{json, Value};
 
+use crate::printable::printable;
 use crate::setup::{read_text, SkillDirs};
 use crate::CliError;
 
@@ -76,11 +77,11 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
                     writeln!(
                         out,
                         "{:<28} {:<8} {:>4}  {:>2} triggers  {}",
-                        s.name,
+                        printable(&s.name),
                         format!("{:?}", s.source).to_lowercase(),
                         s.priority,
                         n,
-                        s.description
+                        printable(&s.description)
                     )?;
                 }
             }
@@ -97,16 +98,25 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
             if json {
                 writeln!(out, "{}", serde_json::to_value(s)?)?;
             } else {
-                writeln!(out, "name:        {}\nid:          {}\npath:        {}\nsource:      {:?} (priority {})\ndescription: {}", s.name, s.id, s.path.display(), s.source, s.priority, s.description)?;
+                writeln!(
+                    out,
+                    "name:        {}\nid:          {}\npath:        {}\nsource:      {:?} (priority {})\ndescription: {}",
+                    printable(&s.name),
+                    printable(&s.id),
+                    printable(&s.path.display().to_string()),
+                    s.source,
+                    s.priority,
+                    printable(&s.description)
+                )?;
                 let t = &s.triggers;
                 writeln!(
                     out,
                     "keywords:    {}\nverbs:       {}\npatterns:    {}",
-                    t.keywords.join(", "),
-                    t.verbs.join(", "),
-                    t.patterns.join(", ")
+                    printable(&t.keywords.join(", ")),
+                    printable(&t.verbs.join(", ")),
+                    printable(&t.patterns.join(", "))
                 )?;
-                writeln!(out, "\n{}", s.body)?;
+                writeln!(out, "\n{}", printable(&s.body))?;
             }
         }
         SkillsCommand::Validate { json } => {
@@ -114,7 +124,7 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
                 if json {
                     writeln!(out, "{}", serde_json::to_value(d)?)?;
                 } else {
-                    writeln!(out, "{d}")?;
+                    writeln!(out, "{}", printable(&d.to_string()))?;
                 }
             }
             let errors = index.diagnostics().iter().filter(|d| d.is_error()).count();
@@ -186,12 +196,12 @@ fn match_one(
         let triggers = if s.triggers.is_empty() {
             String::new()
         } else {
-            format!(" triggers: {}", s.triggers.join(", "))
+            format!(" triggers: {}", printable(&s.triggers.join(", ")))
         };
         writeln!(
             out,
             "{:<28} score {:>2}  {}{triggers}",
-            s.name,
+            printable(&s.name),
             s.score,
             reason.as_str().unwrap_or("")
         )?;

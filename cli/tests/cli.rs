@@ -20,6 +20,8 @@ fn ctxkit_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
         .args(args)
         .current_dir(dir.path())
         .env("CTXKIT_MEMORY_DB", dir.path().join("memory.db"))
+        // The user's own config (which may trust tools) never leaks into a test.
+        .env("CTXKIT_CONFIG", dir.path().join("config.toml"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -507,4 +509,413 @@ fn chat_reads_invalid_utf8_lossily_and_still_ends_the_session() {
     assert_eq!(extraction.len(), 1, "{extraction:?}");
     assert!(extraction[0]["content"].as_str().unwrap().contains("oops"));
     assert!(!bodies.iter().any(|b| b.to_string().contains("never sent")));
+}
+
+/// A skills root with one skill whose name, description and body carry terminal escapes, and
+/// whose `tools.json` offers `ls`.
+fn hostile_skills(root: &Path) -> PathBuf {
+    let dir = root.join("skills/painter");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: painter\ndescription: \"Paints \\e[31mred\\e]0;owned\\a\"\ntriggers: [paint]\n---\nBody \x1b[2J cleared.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tools.json"),
+        r#"{"allowlist": ["ls"], "tools": [{"name": "list_here", "command": "ls"}]}"#,
+    )
+    .unwrap();
+    root.join("skills")
+}
+
+#[test]
+fn terminal_escapes_in_skills_are_printed_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = hostile_skills(tmp.path());
+    let skills = skills.to_str().unwrap();
+    for args in [
+        vec!["skills", "list", "--dir", skills],
+        vec!["skills", "show", "painter", "--dir", skills],
+        vec!["context", "--skills", skills, "paint it"],
+    ] {
+        let o = ctxkit(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            !out.contains('\x1b') && !out.contains('\x07'),
+            "{args:?}: {out:?}"
+        );
+        assert!(out.contains("\\u{1b}"), "{args:?}: {out}");
+    }
+}
+
+#[test]
+fn skill_tools_are_offered_only_when_the_user_trusts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = hostile_skills(tmp.path());
+    let tools = |extra: &[&str], config: Option<&str>| -> Vec<String> {
+        let mut args = vec!["context", "--skills", skills.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        args.push("paint it");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
+        command.args(&args).current_dir(tmp.path());
+        let config_file = tmp.path().join("user-config.toml");
+        match config {
+            Some(text) => std::fs::write(&config_file, text).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&config_file);
+            }
+        }
+        let o = command.env("CTXKIT_CONFIG", &config_file).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // A project config cannot trust its own skills.
+    std::fs::create_dir_all(tmp.path().join(".ctxkit")).unwrap();
+    std::fs::write(
+        tmp.path().join(".ctxkit/config.toml"),
+        "[tools]\ntrust = [\"painter\"]\n",
+    )
+    .unwrap();
+    assert!(!tools(&[], None).contains(&"list_here".to_string()));
+    assert!(tools(&["--trust-tools", "painter"], None).contains(&"list_here".to_string()));
+    let root = format!("{}/", skills.display());
+    assert!(tools(&["--trust-tools", &root], None).contains(&"list_here".to_string()));
+    assert!(tools(&[], Some("[tools]\ntrust = [\"painter\"]\n")).contains(&"list_here".to_string()));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_skill_linking_to_the_environment_leaks_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    std::fs::create_dir_all(skills.join("env")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", skills.join("env/SKILL.md")).unwrap();
+    std::fs::create_dir_all(skills.join("ok")).unwrap();
+    std::fs::write(
+        skills.join("ok/SKILL.md"),
+        "---\nname: ok\ndescription: Fine\n---\nFine.\n",
+    )
+    .unwrap();
+    for args in [
+        vec![
+            "context",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--mode",
+            "full",
+            "hello",
+        ],
+        vec!["skills", "show", "env", "--dir", skills.to_str().unwrap()],
+        vec!["skills", "validate", "--dir", skills.to_str().unwrap()],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+            .args(&args)
+            .env("OPENAI_API_KEY", "sk-test-must-not-appear")
+            .output()
+            .unwrap();
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(!all.contains("sk-test-must-not-appear"), "{args:?}: {all}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    // The reader is gone before the first line is written, so the write fails with EPIPE.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args([
+            "skills",
+            "match",
+            "--batch",
+            "/dev/stdin",
+            "--dir",
+            skills_dir().to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    for _ in 0..100 {
+        if stdin
+            .write_all(b"{\"id\": 1, \"text\": \"Say bonjour\"}\n")
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
+// ----- memory: regressions of the security review -------------------------------------------
+
+/// `ctxkit memory --db DB --project P ARGS…`.
+fn mem(db: &str, project: &str, args: &[&str]) -> Output {
+    let mut all = vec!["memory", "--db", db, "--project", project];
+    all.extend_from_slice(args);
+    ctxkit(&all)
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn memory_undo_in_one_project_never_touches_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let db = db.to_str().unwrap();
+    let o = mem(db, "/a", &["add", "Staging runs on port 8443"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let x = stdout(&o).trim().to_string();
+    let export = dir.path().join("a.jsonl");
+    assert!(mem(db, "/a", &["export", export.to_str().unwrap()])
+        .status
+        .success());
+    assert!(mem(db, "/a", &["forget", &x]).status.success());
+    // B imports A's export: same content, but never A's id.
+    let o = mem(db, "/b", &["import", export.to_str().unwrap()]);
+    assert!(stdout(&o).contains("1 under new ids"), "{}", stdout(&o));
+    let b = json_lines(&mem(db, "/b", &["list", "--json"]));
+    assert_eq!(b.len(), 1);
+    assert_ne!(b[0]["id"].as_str(), Some(x.as_str()));
+
+    let a_history = json_lines(&mem(db, "/a", &["history", "--json", &x]));
+    let ids: Vec<String> = a_history.iter().map(|h| h["id"].to_string()).collect();
+    assert_eq!(ids.len(), 2, "insert and delete");
+    // B can't see or undo A's entries.
+    let o = mem(db, "/b", &["undo", &ids[1]]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!("error: no memory history entry {} in project `/b`\n", ids[1])
+    );
+    assert_eq!(mem(db, "/b", &["history", &x]).status.code(), Some(1));
+    // A's undos act on A only.
+    assert!(mem(db, "/a", &["undo", &ids[1]]).status.success());
+    assert!(mem(db, "/a", &["undo", &ids[0]]).status.success());
+    assert_eq!(json_lines(&mem(db, "/a", &["list", "--json"])).len(), 0);
+    assert_eq!(
+        json_lines(&mem(db, "/b", &["list", "--json"])),
+        b,
+        "B's memory is untouched"
+    );
+}
+
+#[test]
+fn usage_errors_never_echo_a_secret_argument() {
+    let body = "MIIEowIBAAKCAQEA7bq9xw";
+    let key = format!("-----BEGIN RSA {}-----{body}", "PRIVATE KEY");
+    let token = format!("ghp_{}", "Zx9Yw8Vu7T".repeat(4));
+    for args in [
+        vec!["memory", "add", key.as_str()],
+        vec!["memory", "add", "--bogus", token.as_str()],
+        vec![
+            "memory",
+            "--project",
+            "/p",
+            "add",
+            "--category",
+            token.as_str(),
+            "x",
+        ],
+    ] {
+        let o = ctxkit(&args);
+        assert_eq!(o.status.code(), Some(2), "usage errors exit 2: {args:?}");
+        let err = stderr(&o);
+        assert!(err.starts_with("error:"), "{err}");
+        assert!(!err.contains(body) && !err.contains("BEGIN RSA"), "{err}");
+        assert!(!err.contains(&token[4..]), "{err}");
+        assert!(stdout(&o).is_empty());
+    }
+    let err = stderr(&ctxkit(&["memory", "add", &key]));
+    assert!(err.contains("[REDACTED:pem-private-key]"), "{err}");
+    // Help and version still print to stdout and exit 0.
+    for flag in ["--help", "--version"] {
+        let o = ctxkit(&[flag]);
+        assert_eq!(o.status.code(), Some(0));
+        assert!(!stdout(&o).is_empty() && stderr(&o).is_empty());
+    }
+    // An ordinary usage error is unchanged.
+    let o = ctxkit(&["memory", "frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("'frobnicate'"), "{}", stderr(&o));
+}
+
+#[test]
+fn memory_import_refuses_crafted_counters_and_search_keeps_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let db = db.to_str().unwrap();
+    let record = |count: &str| {
+        format!(
+            "{{\"kind\":\"memory\",\"id\":\"c1\",\"project_path\":\"/p\",\"category\":\"fact\",\"content\":\"Workers poll the queue\",\"keywords\":[],\"importance\":0.5,\"access_count\":{count},\"source_session_id\":null,\"source_context\":null,\"created_at\":1,\"updated_at\":1,\"last_accessed_at\":1}}\n"
+        )
+    };
+    let file = dir.path().join("in.jsonl");
+    std::fs::write(&file, record("9223372036854775807")).unwrap();
+    let o = mem(db, "/p", &["import", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("line 1") && err.contains("access_count"), "{err}");
+
+    std::fs::write(&file, record("1000000000000")).unwrap();
+    assert!(mem(db, "/p", &["import", file.to_str().unwrap()])
+        .status
+        .success());
+    for _ in 0..2 {
+        let o = mem(db, "/p", &["search", "--json", "workers queue"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(json_lines(&o).len(), 1);
+    }
+    let o = mem(db, "/p", &["get", "--json", "c1"]);
+    assert_eq!(json_lines(&o)[0]["access_count"], 1_000_000_000_000i64);
+    assert!(mem(db, "/p", &["stats"]).status.success());
+}
+
+#[test]
+fn memory_prune_refuses_a_threshold_add_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let db = db.to_str().unwrap();
+    assert!(mem(db, "/p", &["add", "--importance", "0.9", "Keep this"])
+        .status
+        .success());
+    let add = mem(db, "/p", &["add", "--importance", "2", "Too much"]);
+    let prune = mem(db, "/p", &["prune", "--min-importance", "2"]);
+    for o in [&add, &prune] {
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(
+            stderr(o),
+            "error: invalid memory: importance 2 is outside 0.0-1.0\n"
+        );
+    }
+    let stats: Value = serde_json::from_str(stdout(&mem(db, "/p", &["stats", "--json"])).trim()).unwrap();
+    assert_eq!(stats["total"], 1, "the refused prune deleted nothing");
+}
+
+#[test]
+fn memory_text_output_cannot_drive_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let db = db.to_str().unwrap();
+    let hostile = "Deploys \x1b[2J\x1b]0;owned\x07 use \u{202e}pnpm\r";
+    let o = mem(db, "/p", &["add", "--keywords", "deploys,\x1b[31mred", hostile]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    for args in [
+        vec!["list"],
+        vec!["search", "deploys pnpm"],
+        vec!["get", id.as_str()],
+        vec!["history"],
+        vec!["forget", id.as_str()],
+    ] {
+        let o = mem(db, "/p", &args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("Deploys"), "{args:?}: {out}");
+        assert!(
+            !out.contains('\x1b')
+                && !out.contains('\x07')
+                && !out.contains('\r')
+                && !out.contains('\u{202e}'),
+            "{args:?}: {out:?}"
+        );
+        assert!(out.contains("\\u{1b}[2J"), "{args:?}: {out}");
+    }
+}
+
+/// Run the binary as an unprivileged user when this is root (root writes through file
+/// modes); `None` when that is not possible here.
+fn ctxkit_unprivileged(cwd: &Path, args: &[&str]) -> Option<Output> {
+    let bin = env!("CARGO_BIN_EXE_ctxkit");
+    let root = std::fs::OpenOptions::new()
+        .write(true)
+        .open(cwd.join("m.db"))
+        .is_ok();
+    let mut cmd = if root {
+        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())?;
+        let mut c = Command::new(setpriv);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+        c
+    } else {
+        Command::new(bin)
+    };
+    let o = cmd
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("CTXKIT_MEMORY_DB")
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    Some(o)
+}
+
+#[cfg(unix)]
+#[test]
+fn memory_read_only_database_answers_reads_and_refuses_writes() {
+    use std::os::unix::fs::PermissionsExt;
+    let outer = tempfile::tempdir().unwrap();
+    let folder = outer.path().join("ro");
+    std::fs::create_dir(&folder).unwrap();
+    let db = folder.join("m.db");
+    let db_arg = db.to_str().unwrap();
+    let o = mem(db_arg, "/p", &["add", "The docs are built with mdBook"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    // A read-only file in a read-only folder, readable by anyone.
+    std::fs::set_permissions(outer.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let run = |args: &[&str]| {
+        let mut all = vec!["memory", "--db", "m.db", "--project", "/p"];
+        all.extend_from_slice(args);
+        ctxkit_unprivileged(&folder, &all)
+    };
+    let Some(o) = run(&["list"]) else {
+        eprintln!("skipped: cannot run as an unprivileged user here");
+        return;
+    };
+    assert!(o.status.success(), "list: {}", stderr(&o));
+    assert!(stdout(&o).contains("mdBook"));
+    for args in [
+        vec!["search", "docs mdbook"],
+        vec!["get", id.as_str()],
+        vec!["stats"],
+        vec!["export"],
+        vec!["history"],
+    ] {
+        let o = run(&args).unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(!stdout(&o).is_empty(), "{args:?}");
+    }
+    for args in [vec!["add", "another"], vec!["forget", id.as_str()], vec!["prune"]] {
+        let o = run(&args).unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr(&o),
+            "error: memory database m.db is read-only (the file or its folder cannot be written), so nothing was changed\n",
+            "{args:?}"
+        );
+    }
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
 }

@@ -1,0 +1,144 @@
+//! The user's own configuration: the one place that may grant trust.
+//!
+//! It lives in the user's config directory (`$CTXKIT_CONFIG`, else
+//! `$XDG_CONFIG_HOME/ctxkit/config.toml`, else `~/.config/ctxkit/config.toml`), never in a
+//! project: a cloned repository could otherwise trust its own tools.
+//!
+//! ```toml
+//! [tools]
+//! trust = ["file-search", "~/my-skills/"]   # skill names, or folders (written with a `/`)
+//! interpreters = ["python3"]                # shells and interpreters trusted tools may run
+//! pass_env = ["GOPATH"]                     # extra variables tool processes see
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use ctxkit_skills::{ExecOptions, ToolTrust};
+use serde::Deserialize;
+
+use crate::CliError;
+
+/// What the user config file holds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    #[serde(default)]
+    tools: ToolsSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsSection {
+    #[serde(default)]
+    trust: Vec<String>,
+    #[serde(default)]
+    interpreters: Vec<String>,
+    #[serde(default)]
+    pass_env: Vec<String>,
+}
+
+/// The most bytes read from the config file.
+const MAX_CONFIG_BYTES: u64 = 256 * 1024;
+
+impl UserConfig {
+    /// The user's config, or the default when there is no file.
+    pub fn load() -> Result<UserConfig, CliError> {
+        match config_path() {
+            Some(path) if path.exists() => Self::read(&path),
+            _ => Ok(UserConfig::default()),
+        }
+    }
+
+    fn read(path: &Path) -> Result<UserConfig, CliError> {
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CONFIG_BYTES).read_to_string(&mut text))
+            .map_err(|e| CliError::new(format!("cannot read the config file `{}`: {e}", path.display())))?;
+        toml::from_str(&text).map_err(|e| {
+            CliError::new(format!(
+                "the config file `{}` is not valid: {}",
+                path.display(),
+                e.message()
+            ))
+        })
+    }
+
+    /// Tool options from this config plus the command line's `--trust-tools` and
+    /// `--allow-interpreter`, with the workspace tools run in.
+    pub fn exec_options(
+        &self,
+        trust: &[String],
+        interpreters: &[String],
+        workspace: Option<PathBuf>,
+    ) -> ExecOptions {
+        let mut tool_trust = ToolTrust::default();
+        for entry in self.tools.trust.iter().chain(trust) {
+            tool_trust = if is_folder(entry) {
+                tool_trust.root(expand_home(entry))
+            } else {
+                tool_trust.skill(entry)
+            };
+        }
+        ExecOptions {
+            trust: tool_trust,
+            allow_interpreters: self
+                .tools
+                .interpreters
+                .iter()
+                .chain(interpreters)
+                .cloned()
+                .collect(),
+            pass_env: self.tools.pass_env.clone(),
+            workspace_root: workspace,
+            ..ExecOptions::default()
+        }
+    }
+}
+
+/// A trust entry names a folder when it is written like a path: with a slash, or `.`/`~`.
+fn is_folder(entry: &str) -> bool {
+    entry.contains('/') || entry.contains(std::path::MAIN_SEPARATOR) || entry.starts_with(['.', '~'])
+}
+
+fn expand_home(entry: &str) -> PathBuf {
+    match (entry.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => PathBuf::from(entry),
+    }
+}
+
+fn config_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CTXKIT_CONFIG") {
+        return Some(PathBuf::from(path));
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")))?;
+    Some(base.join("ctxkit").join("config.toml"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_with_a_slash_are_folders_and_the_rest_names() {
+        let config: UserConfig =
+            toml::from_str("[tools]\ntrust = [\"file-search\", \"./skills\"]\ninterpreters = [\"python3\"]")
+                .unwrap();
+        let options = config.exec_options(&["other/".into()], &["node".into()], None);
+        assert_eq!(options.trust.skills, ["file-search"]);
+        assert_eq!(
+            options.trust.roots,
+            [PathBuf::from("./skills"), PathBuf::from("other/")]
+        );
+        assert_eq!(options.allow_interpreters, ["python3", "node"]);
+        assert!(!options.allow_scripts);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        assert!(toml::from_str::<UserConfig>("[tools]\ntrusted = [\"x\"]").is_err());
+    }
+}
