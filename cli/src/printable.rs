@@ -26,7 +26,8 @@ pub fn printable(text: &str) -> Cow<'_, str> {
 /// C0 and C1 controls (ESC, CSI, BEL, backspace, carriage return, …) and the bidirectional
 /// overrides that reorder what a terminal shows.
 fn needs_escape(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 #[cfg(test)]
