@@ -20,6 +20,8 @@ fn ctxkit_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
         .args(args)
         .current_dir(dir.path())
         .env("CTXKIT_MEMORY_DB", dir.path().join("memory.db"))
+        // The user's own config (which may trust tools) never leaks into a test.
+        .env("CTXKIT_CONFIG", dir.path().join("config.toml"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -507,6 +509,155 @@ fn chat_reads_invalid_utf8_lossily_and_still_ends_the_session() {
     assert_eq!(extraction.len(), 1, "{extraction:?}");
     assert!(extraction[0]["content"].as_str().unwrap().contains("oops"));
     assert!(!bodies.iter().any(|b| b.to_string().contains("never sent")));
+}
+
+/// A skills root with one skill whose name, description and body carry terminal escapes, and
+/// whose `tools.json` offers `ls`.
+fn hostile_skills(root: &Path) -> PathBuf {
+    let dir = root.join("skills/painter");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: painter\ndescription: \"Paints \\e[31mred\\e]0;owned\\a\"\ntriggers: [paint]\n---\nBody \x1b[2J cleared.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tools.json"),
+        r#"{"allowlist": ["ls"], "tools": [{"name": "list_here", "command": "ls"}]}"#,
+    )
+    .unwrap();
+    root.join("skills")
+}
+
+#[test]
+fn terminal_escapes_in_skills_are_printed_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = hostile_skills(tmp.path());
+    let skills = skills.to_str().unwrap();
+    for args in [
+        vec!["skills", "list", "--dir", skills],
+        vec!["skills", "show", "painter", "--dir", skills],
+        vec!["context", "--skills", skills, "paint it"],
+    ] {
+        let o = ctxkit(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            !out.contains('\x1b') && !out.contains('\x07'),
+            "{args:?}: {out:?}"
+        );
+        assert!(out.contains("\\u{1b}"), "{args:?}: {out}");
+    }
+}
+
+#[test]
+fn skill_tools_are_offered_only_when_the_user_trusts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = hostile_skills(tmp.path());
+    let tools = |extra: &[&str], config: Option<&str>| -> Vec<String> {
+        let mut args = vec!["context", "--skills", skills.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        args.push("paint it");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
+        command.args(&args).current_dir(tmp.path());
+        let config_file = tmp.path().join("user-config.toml");
+        match config {
+            Some(text) => std::fs::write(&config_file, text).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&config_file);
+            }
+        }
+        let o = command.env("CTXKIT_CONFIG", &config_file).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // A project config cannot trust its own skills.
+    std::fs::create_dir_all(tmp.path().join(".ctxkit")).unwrap();
+    std::fs::write(
+        tmp.path().join(".ctxkit/config.toml"),
+        "[tools]\ntrust = [\"painter\"]\n",
+    )
+    .unwrap();
+    assert!(!tools(&[], None).contains(&"list_here".to_string()));
+    assert!(tools(&["--trust-tools", "painter"], None).contains(&"list_here".to_string()));
+    let root = format!("{}/", skills.display());
+    assert!(tools(&["--trust-tools", &root], None).contains(&"list_here".to_string()));
+    assert!(tools(&[], Some("[tools]\ntrust = [\"painter\"]\n")).contains(&"list_here".to_string()));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_skill_linking_to_the_environment_leaks_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    std::fs::create_dir_all(skills.join("env")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", skills.join("env/SKILL.md")).unwrap();
+    std::fs::create_dir_all(skills.join("ok")).unwrap();
+    std::fs::write(
+        skills.join("ok/SKILL.md"),
+        "---\nname: ok\ndescription: Fine\n---\nFine.\n",
+    )
+    .unwrap();
+    for args in [
+        vec![
+            "context",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--mode",
+            "full",
+            "hello",
+        ],
+        vec!["skills", "show", "env", "--dir", skills.to_str().unwrap()],
+        vec!["skills", "validate", "--dir", skills.to_str().unwrap()],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+            .args(&args)
+            .env("OPENAI_API_KEY", "sk-test-must-not-appear")
+            .output()
+            .unwrap();
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(!all.contains("sk-test-must-not-appear"), "{args:?}: {all}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    // The reader is gone before the first line is written, so the write fails with EPIPE.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args([
+            "skills",
+            "match",
+            "--batch",
+            "/dev/stdin",
+            "--dir",
+            skills_dir().to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    for _ in 0..100 {
+        if stdin
+            .write_all(b"{\"id\": 1, \"text\": \"Say bonjour\"}\n")
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
 
 // ----- memory: regressions of the security review -------------------------------------------
