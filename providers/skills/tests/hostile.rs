@@ -197,7 +197,7 @@ fn alias_bombs_are_refused() {
     );
     for i in 1..9 {
         let p = format!("*l{}", i - 1);
-        laughs.push_str(&format!("l{i}: &l{i} [{}]\n", vec![p.as_str(); 9].join(", ")));
+        laughs.push_str(&format!("l{i}: &l{i} [{}]\n", [p.as_str(); 9].join(", ")));
     }
     laughs.push_str("---\n");
     let (skill, diags) = parse(&laughs);

@@ -311,8 +311,8 @@ mod tests {
     fn alias_budget() {
         let bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: [*c, *c]";
         assert!(may_have_aliases(bomb));
-        assert_eq!(fits_node_budget(bomb, 100).unwrap(), true);
-        assert_eq!(fits_node_budget(bomb, 20).unwrap(), false);
+        assert!(fits_node_budget(bomb, 100).unwrap());
+        assert!(!fits_node_budget(bomb, 20).unwrap());
         assert!(fits_node_budget("a: [", 100).is_err());
     }
 }
