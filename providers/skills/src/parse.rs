@@ -29,6 +29,9 @@ pub const CONVENTION_FILES: &[&str] = &[
 pub(crate) const MAX_FRONTMATTER_BYTES: usize = 16 << 10;
 /// Deeper frontmatter nesting (flow brackets plus indentation levels) skips the skill.
 pub(crate) const MAX_NESTING: usize = 64;
+/// `[` and `{` allowed in a frontmatter, quoted or not: a bound on libyaml's flow depth (whose
+/// scanner costs tokens × depth) that holds even where [`MAX_NESTING`]'s scan misreads quotes.
+pub(crate) const MAX_BRACKETS: usize = 256;
 /// Nodes a frontmatter may have once YAML aliases are expanded (alias bombs).
 pub(crate) const MAX_YAML_NODES: usize = 16 << 10;
 /// Keywords and verbs kept per skill.
@@ -162,6 +165,13 @@ impl<'a> Parser<'a> {
             return self.fail(
                 Some(lines.line(at) + 2),
                 format!("the frontmatter is too deeply nested (more than {MAX_NESTING} levels of brackets or indentation); the skill is skipped"),
+            );
+        }
+        let brackets = frontmatter.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+        if brackets > MAX_BRACKETS {
+            return self.fail(
+                Some(2),
+                format!("the frontmatter has {brackets} `[` and `{{`, more than {MAX_BRACKETS}; the skill is skipped"),
             );
         }
         self.keys = lines.top_level_keys(frontmatter);

@@ -110,6 +110,17 @@ fn deep_block_nesting_is_refused() {
 }
 
 #[test]
+fn brackets_are_capped_even_when_quoted() {
+    let text = format!(
+        "---\nname: hostile\ndescription: d\nx: '{}'\n---\n",
+        "[".repeat(257)
+    );
+    let (skill, diags) = parse(&text);
+    assert!(skill.is_none());
+    one(&diags, "has 257 `[` and `{`, more than 256", Severity::Error);
+}
+
+#[test]
 fn nesting_within_the_limit_still_parses() {
     let nested = format!("{}1{}", "[".repeat(40), "]".repeat(40));
     let text = format!("---\nname: hostile\ndescription: d\nx-deep: {nested}\n---\n");
