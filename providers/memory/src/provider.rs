@@ -91,7 +91,7 @@ pub fn render_memories(
     (text, ids)
 }
 
-/// Injects project memories and learns from explicit commands; see the [module docs](self).
+/// Injects project memories and learns from explicit commands (see the crate docs).
 ///
 /// ```no_run
 /// use std::sync::Arc;

@@ -15,7 +15,7 @@ fn is_inside(file: &str) -> bool {
 
 impl SkillIndex {
     /// Names of the skills whose detection rules match `project`, in rank order. Project files
-    /// are read like skill files (see [`Confined`]): never through a link out of the project,
+    /// are read like skill files: never through a link out of the project,
     /// never a pipe or a device, never more than the size cap.
     pub fn detect(&self, project: &Path) -> Vec<String> {
         let Ok(project) = Confined::new(project) else {
