@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use ctxkit::{Context, ContextProvider, Message, Result, RunInfo, Section};
+use ctxkit::{Context, ContextProvider, Message, Result, RunInfo, Section, SectionKind};
 
 struct Noop(&'static str);
 
@@ -13,7 +13,7 @@ impl ContextProvider for Noop {
         self.0
     }
     async fn invoking(&self, _: &[Message], _: &RunInfo) -> Result<Context> {
-        Ok(Context::new().with_section(Section::stable("instructions", "Be brief.")))
+        Ok(Context::new().with_section(Section::stable(SectionKind::INSTRUCTIONS, "Be brief.")))
     }
 }
 

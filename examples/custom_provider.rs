@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ctxkit::{Agent, Context, ContextProvider, Message, ProviderExt, Result, RunInfo, Section, Thread};
+use ctxkit::{
+    Agent, Context, ContextProvider, Message, ProviderExt, Result, RunInfo, Section, SectionKind, Thread,
+};
 use ctxkit_skills::{SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
 
 /// Adds the user's open tickets when the message mentions tickets — a stand-in for any
@@ -26,8 +28,9 @@ impl ContextProvider for Tickets {
             return Ok(Context::new());
         }
         let text = "## Open tickets\n- OPS-12: disk full on build-3\n- OPS-15: rotate the TLS certificate";
-        Ok(Context::new()
-            .with_section(Section::per_message("tickets", text).with_items(["OPS-12", "OPS-15"])))
+        Ok(Context::new().with_section(
+            Section::per_message(SectionKind::new("tickets"), text).with_items(["OPS-12", "OPS-15"]),
+        ))
     }
 }
 

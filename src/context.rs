@@ -1,5 +1,7 @@
 //! What one provider contributes to one request, with the source of every part.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -18,13 +20,51 @@ pub enum Placement {
     PerMessage,
 }
 
+/// What a section holds: the key of token accounting ([`TokenReport`](crate::TokenReport)) and of
+/// what a run injected ([`RunReport`](crate::RunReport)). The built-in kinds are constants; a
+/// provider of your own names its kind with [`SectionKind::new`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct SectionKind(Cow<'static, str>);
+
+impl SectionKind {
+    /// Standing instructions: the agent's own and a provider's fixed text.
+    pub const INSTRUCTIONS: SectionKind = SectionKind(Cow::Borrowed("instructions"));
+    /// Skill bodies.
+    pub const SKILLS: SectionKind = SectionKind(Cow::Borrowed("skills"));
+    /// The catalog of things the model may load on demand, and its introduction.
+    pub const CATALOG: SectionKind = SectionKind(Cow::Borrowed("catalog"));
+    /// Project memories.
+    pub const MEMORIES: SectionKind = SectionKind(Cow::Borrowed("memories"));
+    /// Tool definitions (token accounting only).
+    pub const TOOLS: SectionKind = SectionKind(Cow::Borrowed("tools"));
+    /// The conversation itself (token accounting only).
+    pub const HISTORY: SectionKind = SectionKind(Cow::Borrowed("history"));
+
+    /// A kind of your own, e.g. `SectionKind::new("weather")`.
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Self {
+        SectionKind(name.into())
+    }
+
+    /// The kind's name, as reports and JSON show it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SectionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// One block of instructions with its source.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Section {
     /// The provider that produced it (filled in by composition when empty).
     pub source: String,
-    /// What it is, for token accounting: `instructions`, `skills`, `memories`…
-    pub kind: String,
+    /// What it is.
+    pub kind: SectionKind,
     pub text: String,
     pub placement: Placement,
     /// What it carries, by name (selected skills, memory ids), for reports.
@@ -33,10 +73,10 @@ pub struct Section {
 
 impl Section {
     /// A section that is the same on every request.
-    pub fn stable(kind: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn stable(kind: SectionKind, text: impl Into<String>) -> Self {
         Section {
             source: String::new(),
-            kind: kind.into(),
+            kind,
             text: text.into(),
             placement: Placement::Stable,
             items: Vec::new(),
@@ -44,7 +84,7 @@ impl Section {
     }
 
     /// A section chosen for this message.
-    pub fn per_message(kind: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn per_message(kind: SectionKind, text: impl Into<String>) -> Self {
         Section {
             placement: Placement::PerMessage,
             ..Self::stable(kind, text)
@@ -69,11 +109,21 @@ pub struct CatalogEntry {
 }
 
 impl CatalogEntry {
+    /// The heading the catalog is listed under in a request's system text.
+    pub const HEADING: &'static str = "## Available skills";
+
+    /// An entry.
     pub fn new(name: impl Into<Arc<str>>, description: impl Into<Arc<str>>) -> Self {
         CatalogEntry {
             name: name.into(),
             description: description.into(),
         }
+    }
+
+    /// The entry's line under [`CatalogEntry::HEADING`]. The request is rendered with it and a
+    /// provider budgets its catalog with it, so the two cannot disagree.
+    pub fn line(&self) -> String {
+        format!("- {}: {}", self.name, self.description)
     }
 }
 
@@ -87,6 +137,10 @@ pub struct Context {
     pub tools: Vec<Arc<dyn Tool>>,
     /// How each composed provider fared (filled in by composition).
     pub reports: Vec<ProviderReport>,
+    /// Tokens a baseline request would have added (or, when negative, saved) compared with this
+    /// context, filled in only when [`RunInfo::baseline`](crate::RunInfo::baseline) asks: a skills
+    /// provider reports what sending every skill in full would cost. Composition sums it.
+    pub baseline_delta: i64,
 }
 
 impl std::fmt::Debug for Context {
@@ -98,6 +152,7 @@ impl std::fmt::Debug for Context {
             .field("messages", &self.messages)
             .field("tools", &tools)
             .field("reports", &self.reports)
+            .field("baseline_delta", &self.baseline_delta)
             .finish()
     }
 }
@@ -107,9 +162,9 @@ impl Context {
         Self::default()
     }
 
-    /// Add stable instructions (kind `instructions`).
+    /// Add stable instructions (kind [`SectionKind::INSTRUCTIONS`]).
     pub fn with_instructions(self, text: impl Into<String>) -> Self {
-        self.with_section(Section::stable("instructions", text))
+        self.with_section(Section::stable(SectionKind::INSTRUCTIONS, text))
     }
 
     pub fn with_section(mut self, section: Section) -> Self {
@@ -156,10 +211,10 @@ impl Context {
     }
 
     /// Names of the items carried by sections of `kind` (e.g. the selected skills).
-    pub fn items_of(&self, kind: &str) -> Vec<String> {
+    pub fn items_of(&self, kind: &SectionKind) -> Vec<String> {
         self.sections
             .iter()
-            .filter(|s| s.kind == kind)
+            .filter(|s| &s.kind == kind)
             .flat_map(|s| s.items.iter().cloned())
             .collect()
     }

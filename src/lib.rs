@@ -31,12 +31,14 @@ pub use agent::{
     Agent, AgentBuilder, Assembly, Hook, HookContext, Limits, RunOutput, RunReport, SessionSummary, Thread,
     TokenReport,
 };
-pub use context::{CatalogEntry, Context, Placement, Section};
+pub use context::{CatalogEntry, Context, Placement, Section, SectionKind};
 pub use error::{BoxError, Error, Result};
 pub use lazy::ContextManager;
 pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
 pub use model::{ChatModel, DryRunModel, ModelRequest, RequestMeta, ScriptedModel};
-pub use provider::{ContextProvider, Outcome, Policy, ProviderExt, ProviderReport, RunInfo, ThreadInfo};
+pub use provider::{
+    ContextProvider, Outcome, Policy, ProviderExt, ProviderReport, RunInfo, RunOutcome, ThreadInfo,
+};
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, TokenCounter};
 pub use tool::{Tool, ToolDefinition, ToolRegistry};

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use ctxkit::{
     Agent, Assembly, BoxError, CatalogEntry, Context, ContextProvider, Error, Hook, HookContext, Message,
-    ModelRequest, Result, Role, RunInfo, ScriptedModel, Section, Thread, Tool, ToolCall,
+    ModelRequest, Result, Role, RunInfo, ScriptedModel, Section, SectionKind, Thread, Tool, ToolCall,
 };
 use serde_json::{json, Value};
 
@@ -264,7 +264,8 @@ impl ContextProvider for Skills {
                 description: "Greetings".into(),
             }])
             .with_section(
-                Section::per_message("skills", format!("Matched for: {last}")).with_items(["greet"]),
+                Section::per_message(SectionKind::SKILLS, format!("Matched for: {last}"))
+                    .with_items(["greet"]),
             ))
     }
     async fn invoked(
@@ -360,11 +361,15 @@ async fn per_request_assembly_keeps_a_stable_prefix_and_reports() {
     assert_eq!(reqs[0].messages[0].content, format!("{prefix}Matched for: hello"));
     assert_eq!(reqs[1].messages[0].content, format!("{prefix}Matched for: again"));
     assert_eq!(reqs[1].messages.len(), 4, "system + history of three");
-    assert_eq!(out.report.injected["skills"], ["greet"]);
+    assert_eq!(out.report.injected[&SectionKind::SKILLS], ["greet"]);
     assert_eq!(out.report.providers[0].name, "skills");
     let t = &out.report.tokens;
     assert_eq!(t.total, reqs[0].meta.tokens);
-    assert!(t.by_section["instructions"] > 0 && t.by_section["catalog"] > 0 && t.by_section["skills"] > 0);
+    assert!(
+        t.by_section[&SectionKind::INSTRUCTIONS] > 0
+            && t.by_section[&SectionKind::CATALOG] > 0
+            && t.by_section[&SectionKind::SKILLS] > 0
+    );
     assert_eq!(*seen.lock().unwrap(), ["ok", "ok"]);
 }
 
@@ -406,35 +411,36 @@ async fn dry_run_model_summarizes_the_request() {
     );
 }
 
+/// Reports, when asked for a baseline, that sending everything would cost 500 more tokens.
+struct Frugal;
+
+#[async_trait::async_trait]
+impl ContextProvider for Frugal {
+    fn name(&self) -> &str {
+        "frugal"
+    }
+    async fn invoking(&self, _: &[Message], run: &RunInfo) -> ctxkit::Result<Context> {
+        let mut ctx = Context::new().with_instructions("A little.");
+        if run.baseline {
+            ctx.baseline_delta = 500;
+        }
+        Ok(ctx)
+    }
+}
+
 #[tokio::test]
-async fn a_baseline_agent_reports_what_it_would_have_sent() {
-    let long = "Every skill body, on every request. ".repeat(50);
-    let baseline = Agent::builder().instructions(long.as_str()).build().unwrap();
-    let expected = baseline
-        .preview(&Thread::new(), "hi")
-        .await
-        .unwrap()
-        .1
-        .tokens
-        .total;
+async fn a_baseline_is_the_request_plus_what_providers_would_add() {
     let agent = Agent::builder()
-        .instructions("Short.")
-        .baseline(baseline)
+        .provider(Frugal)
+        .report_baseline()
         .build()
         .unwrap();
     let out = agent.run(&mut Thread::new(), "hi").await.unwrap();
-    assert_eq!(out.report.tokens_full, Some(expected));
-    assert!(out.report.tokens.total < expected);
+    assert_eq!(out.report.tokens_full, Some(out.report.tokens.total + 500));
     let (_, preview) = agent.preview(&Thread::new(), "hi").await.unwrap();
-    assert_eq!(preview.tokens_full, Some(expected));
-    let plain = Agent::builder().build().unwrap();
-    assert_eq!(
-        plain
-            .run(&mut Thread::new(), "hi")
-            .await
-            .unwrap()
-            .report
-            .tokens_full,
-        None
-    );
+    assert_eq!(preview.tokens_full, Some(preview.tokens.total + 500));
+
+    let plain = Agent::builder().provider(Frugal).build().unwrap();
+    let out = plain.run(&mut Thread::new(), "hi").await.unwrap();
+    assert_eq!(out.report.tokens_full, None, "no baseline unless asked for");
 }

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ctxkit::{
-    Context, ContextProvider, Error, Message, Outcome, ProviderExt, Result, RunInfo, Section, Tool,
+    Context, ContextProvider, Error, Message, Outcome, ProviderExt, Result, RunInfo, Section, SectionKind,
+    Tool,
 };
 use serde_json::Value;
 
@@ -92,7 +93,7 @@ async fn merges_in_registration_order_with_blank_lines() {
 
 #[tokio::test]
 async fn stable_sections_come_before_per_message_ones() {
-    let volatile = Context::new().with_section(Section::per_message("skills", "Matched skill."));
+    let volatile = Context::new().with_section(Section::per_message(SectionKind::SKILLS, "Matched skill."));
     let providers: Vec<Box<dyn ContextProvider>> = vec![
         Box::new(Fixed::new("skills", Behaviour::Says(volatile))),
         Box::new(Fixed::says("style", "Be brief.")),

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ctxkit::model::http::{OllamaModel, OpenAiModel};
-use ctxkit::{Agent, ChatModel, Context, ContextProvider, Error, Message, Outcome, Result, RunInfo, Thread};
+use ctxkit::{
+    Agent, ChatModel, Context, ContextProvider, Error, Message, Outcome, Result, RunInfo, SectionKind, Thread,
+};
 use ctxkit_skills::{SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
 use serde_json::{json, Value};
 use support::{ok, serve, Reply, Server};
@@ -229,7 +231,7 @@ async fn memory_written_in_one_thread_is_injected_in_the_next() {
         .run(&mut Thread::new(), "When do we deploy with docker compose?")
         .await
         .unwrap();
-    assert_eq!(out.report.injected["memories"].len(), 1);
+    assert_eq!(out.report.injected[&SectionKind::MEMORIES].len(), 1);
     let system = server.requests()[1].body["messages"][0]["content"]
         .as_str()
         .unwrap()

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use ctxkit::{DryRunModel, Thread};
+use ctxkit::{DryRunModel, SectionKind, Thread};
 use ctxkit_skills::Mode;
 use serde_json::json;
 
@@ -54,7 +54,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
     let library = request.skill_dirs().library()?;
     let agents = Mode::ALL
         .iter()
-        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel)))
+        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel), false))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = std::io::stdout().lock();
     if !json {
@@ -71,7 +71,11 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             let (_, report) = agent.preview(&Thread::new(), query).await?;
             tokens.push(report.tokens.total);
             if *mode == Mode::Hybrid {
-                skills = report.injected.get("skills").cloned().unwrap_or_default();
+                skills = report
+                    .injected
+                    .get(&SectionKind::SKILLS)
+                    .cloned()
+                    .unwrap_or_default();
             }
         }
         let [full, triggered, on_demand, hybrid] = tokens[..] else {

@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{Agent, ChatModel, RunReport, Thread};
+use ctxkit::{Agent, ChatModel, RunReport, SectionKind, Thread};
 use ctxkit_skills::SkillLibrary;
 
 use crate::setup::RequestOptions;
@@ -52,9 +52,7 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model: Arc<dyn ChatModel> =
         ctxkit::model::http::model_from_spec(&args.model, args.base_url.as_deref())?;
     let library = args.request.skill_dirs().library()?;
-    let agent = args
-        .request
-        .agent_against_full(&library, args.request.mode, model)?;
+    let agent = args.request.agent(&library, args.request.mode, model, true)?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,
@@ -162,7 +160,7 @@ impl Chat<'_> {
                 writeln!(out, "(reset: history cleared; context is sent in full again)")?;
             }
             "/skills" => {
-                let injected = self.injected("skills");
+                let injected = self.injected(&SectionKind::SKILLS);
                 writeln!(
                     out,
                     "{} skills loaded; last request carried: {}",
@@ -174,7 +172,7 @@ impl Chat<'_> {
                 if self.args.request.memory.is_none() {
                     writeln!(out, "no memory database (start with --memory DB)")?;
                 } else {
-                    let injected = self.injected("memories");
+                    let injected = self.injected(&SectionKind::MEMORIES);
                     writeln!(
                         out,
                         "last request carried {} memories: {}",
@@ -226,7 +224,7 @@ impl Chat<'_> {
     }
 
     /// Items of `kind` the last request carried.
-    fn injected(&self, kind: &str) -> Vec<String> {
+    fn injected(&self, kind: &SectionKind) -> Vec<String> {
         self.last
             .as_ref()
             .and_then(|r| r.injected.get(kind))

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{DryRunModel, Role, Thread};
+use ctxkit::{DryRunModel, Role, SectionKind, Thread};
 use serde_json::{json, Value};
 
 use crate::printable::printable;
@@ -26,7 +26,7 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     let library = args.request.skill_dirs().library()?;
     let agent = args
         .request
-        .agent_against_full(&library, args.request.mode, Arc::new(DryRunModel))?;
+        .agent(&library, args.request.mode, Arc::new(DryRunModel), true)?;
     let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
     let tokens_full = report.tokens_full.unwrap_or(report.tokens.total);
 
@@ -45,8 +45,12 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
         .iter()
         .map(|p| json!({"name": p.name, "elapsed_us": p.elapsed.as_micros() as u64, "outcome": p.outcome.to_string()}))
         .collect();
-    let skills = report.injected.get("skills").cloned().unwrap_or_default();
-    let memories = report.injected.get("memories").map_or(0, Vec::len);
+    let skills = report
+        .injected
+        .get(&SectionKind::SKILLS)
+        .cloned()
+        .unwrap_or_default();
+    let memories = report.injected.get(&SectionKind::MEMORIES).map_or(0, Vec::len);
     let stats = json!({
         "tokens": report.tokens.total,
         "tokens_full": tokens_full,

@@ -119,33 +119,14 @@ impl RequestOptions {
         }
     }
 
-    /// An agent over `library` in `mode`, with memory when `--memory` is given.
+    /// An agent over `library` in `mode`, with memory when `--memory` is given; with
+    /// `baseline`, its run reports also give the tokens `full` mode would have sent.
     pub fn agent(
         &self,
         library: &Arc<SkillLibrary>,
         mode: Mode,
         model: Arc<dyn ChatModel>,
-    ) -> Result<Agent, CliError> {
-        self.agent_with(library, mode, model, None)
-    }
-
-    /// An agent in `mode` whose run reports also give the tokens `full` mode would have sent.
-    pub fn agent_against_full(
-        &self,
-        library: &Arc<SkillLibrary>,
-        mode: Mode,
-        model: Arc<dyn ChatModel>,
-    ) -> Result<Agent, CliError> {
-        let full = self.agent(library, Mode::Full, model.clone())?;
-        self.agent_with(library, mode, model, Some(full))
-    }
-
-    fn agent_with(
-        &self,
-        library: &Arc<SkillLibrary>,
-        mode: Mode,
-        model: Arc<dyn ChatModel>,
-        baseline: Option<Agent>,
+        baseline: bool,
     ) -> Result<Agent, CliError> {
         // Skill tools (e.g. file search) work on the project the CLI runs in.
         let tools = UserConfig::load()?.exec_options(
@@ -183,8 +164,8 @@ impl RequestOptions {
             let extractor = (model_name != "dry-run").then_some(extraction_model);
             builder = builder.hook(crate::memory::open_hook(db, &project, extractor)?);
         }
-        if let Some(baseline) = baseline {
-            builder = builder.baseline(baseline);
+        if baseline {
+            builder = builder.report_baseline();
         }
         Ok(builder.build()?)
     }

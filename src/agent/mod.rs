@@ -12,8 +12,9 @@ use serde::Serialize;
 use tracing::Instrument;
 
 use crate::context::Section;
+use crate::context::SectionKind;
 use crate::model::{ChatModel, DryRunModel, ModelRequest};
-use crate::provider::{ContextProvider, ProviderReport, RunInfo, ThreadInfo};
+use crate::provider::{ContextProvider, ProviderReport, RunInfo, RunOutcome, ThreadInfo};
 use crate::tokens::{default_counter, TokenCounter};
 use crate::{Context, Error, Message, Result, Tool, ToolRegistry};
 
@@ -53,12 +54,13 @@ pub struct RunOutput {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RunReport {
     pub providers: Vec<ProviderReport>,
-    /// Items injected by section kind, e.g. `skills` → selected skill names.
-    pub injected: BTreeMap<String, Vec<String>>,
+    /// Items injected by section kind, e.g. skills → the selected skill names.
+    pub injected: BTreeMap<SectionKind, Vec<String>>,
     /// Tokens of the first request of the run.
     pub tokens: TokenReport,
-    /// Tokens the baseline agent (see [`AgentBuilder::baseline`]) would have sent for the same
-    /// message, e.g. skills in `full` mode; `None` without a baseline.
+    /// Tokens the baseline would have sent for the same message — every skill in full, as the
+    /// providers report it — when the agent was built with [`AgentBuilder::report_baseline`];
+    /// `None` otherwise.
     pub tokens_full: Option<usize>,
     pub model_calls: usize,
     pub tool_calls: usize,
@@ -96,7 +98,7 @@ pub struct Agent {
     assembly: Assembly,
     counter: Arc<dyn TokenCounter>,
     project: Option<String>,
-    baseline: Option<Box<Agent>>,
+    report_baseline: bool,
 }
 
 /// Builds an [`Agent`]; every part has a default (no instructions, the dry-run model, no
@@ -112,7 +114,7 @@ pub struct AgentBuilder {
     assembly: Assembly,
     counter: Option<Arc<dyn TokenCounter>>,
     project: Option<String>,
-    baseline: Option<Agent>,
+    report_baseline: bool,
 }
 
 impl AgentBuilder {
@@ -160,11 +162,11 @@ impl AgentBuilder {
         self
     }
 
-    /// An agent to compare against: each run also previews the same message on it and reports
-    /// its request tokens as [`RunReport::tokens_full`] (e.g. the same agent with skills in
-    /// `full` mode). This assembles a second request per run, so it is off unless set.
-    pub fn baseline(mut self, baseline: Agent) -> Self {
-        self.baseline = Some(baseline);
+    /// Report [`RunReport::tokens_full`]: what sending everything (every skill in full) would
+    /// have cost. Providers compute their part from what they have indexed, once per snapshot
+    /// (the first time costs a count of every skill body), so it is off unless asked for.
+    pub fn report_baseline(mut self) -> Self {
+        self.report_baseline = true;
         self
     }
 
@@ -177,7 +179,7 @@ impl AgentBuilder {
         Ok(Agent {
             base: Section {
                 source: "agent".into(),
-                ..Section::stable("instructions", self.instructions)
+                ..Section::stable(SectionKind::INSTRUCTIONS, self.instructions)
             },
             model: self.model.unwrap_or_else(|| Arc::new(DryRunModel)),
             providers: self.providers,
@@ -187,7 +189,7 @@ impl AgentBuilder {
             assembly: self.assembly,
             counter: self.counter.unwrap_or_else(default_counter),
             project: self.project,
-            baseline: self.baseline.map(Box::new),
+            report_baseline: self.report_baseline,
         })
     }
 }
@@ -201,8 +203,10 @@ impl Agent {
         self.model.name()
     }
 
-    fn run_info(&self, thread: &Thread) -> RunInfo {
+    fn run_info(&self, thread: &Thread, preview: bool) -> RunInfo {
         RunInfo {
+            preview,
+            baseline: self.report_baseline,
             thread_id: thread.id().to_string(),
             project: self.project.clone(),
             deadline: self
@@ -235,38 +239,35 @@ impl Agent {
         Ok(tools)
     }
 
-    /// Run the providers for the conversation as it stands.
-    async fn gather(&self, thread: &Thread) -> Result<(Context, RunInfo)> {
-        let run = self.run_info(thread);
-        let ctx = self.providers.invoking(thread.history(), &run).await?;
-        Ok((ctx, run))
-    }
-
-    fn report(ctx: &Context, tokens: TokenReport) -> RunReport {
-        let mut injected: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    fn report(&self, ctx: &Context, tokens: TokenReport) -> RunReport {
+        let mut injected: BTreeMap<SectionKind, Vec<String>> = BTreeMap::new();
         for s in ctx.sections.iter().filter(|s| !s.items.is_empty()) {
             injected
                 .entry(s.kind.clone())
                 .or_default()
                 .extend(s.items.iter().cloned());
         }
+        let tokens_full = self
+            .report_baseline
+            .then(|| (tokens.total as i64 + ctx.baseline_delta).max(0) as usize);
         RunReport {
             providers: ctx.reports.clone(),
             injected,
             tokens,
-            tokens_full: None,
+            tokens_full,
             model_calls: 0,
             tool_calls: 0,
         }
     }
 
     /// The request the agent would send for `input` on `thread`, without calling the model,
-    /// firing hooks or changing the thread.
+    /// firing hooks or changing the thread. Providers see a run with [`RunInfo::preview`] set
+    /// and make the same choices as for a real run; nothing is recorded.
     pub async fn preview(&self, thread: &Thread, input: &str) -> Result<(ModelRequest, RunReport)> {
-        let thread_before = thread;
         let mut thread = thread.clone();
         thread.history_mut().push(Message::user(input));
-        let (ctx, _) = self.gather(&thread).await?;
+        let run = self.run_info(&thread, true);
+        let ctx = self.providers.invoking(thread.history(), &run).await?;
         let tools = self.tools_for(&ctx)?;
         let (request, tokens) = request::assemble(
             &self.base,
@@ -276,23 +277,13 @@ impl Agent {
             self.assembly,
             &*self.counter,
         );
-        let mut report = Self::report(&ctx, tokens);
-        report.tokens_full = self.baseline_tokens(thread_before, input).await?;
+        let report = self.report(&ctx, tokens);
         Ok((request, report))
     }
 
-    /// Request tokens of the baseline agent for `input` on `thread` (as it was before `input`).
-    async fn baseline_tokens(&self, thread: &Thread, input: &str) -> Result<Option<usize>> {
-        match &self.baseline {
-            None => Ok(None),
-            Some(baseline) => Ok(Some(
-                Box::pin(baseline.preview(thread, input)).await?.1.tokens.total,
-            )),
-        }
-    }
-
     /// Send `input` on `thread`: gather context, call the model, run the tools it asks for, and
-    /// return its final reply with a report.
+    /// return its final reply with a report. Whatever the outcome, providers hear once, in
+    /// [`ContextProvider::run_finished`], how the run ended.
     pub async fn run(&self, thread: &mut Thread, input: impl Into<String>) -> Result<RunOutput> {
         let span = tracing::info_span!("run", thread = thread.id(), model = self.model.name());
         self.run_inner(thread, input.into()).instrument(span).await
@@ -315,28 +306,42 @@ impl Agent {
             .hooks
             .user_message(&mut self.hook_context(&thread_id, &mut thread.state), input)
             .await?;
-        let tokens_full = self.baseline_tokens(thread, &input).await?;
         thread.history_mut().push(Message::user(input));
         thread.turns += 1;
+        let input_at = thread.history().len() - 1;
 
-        let (ctx, run) = self.gather(thread).await?;
-        let tools = self.tools_for(&ctx)?;
+        let run = self.run_info(thread, false);
+        let ctx = self.providers.invoking(thread.history(), &run).await?;
+        let result = self.tool_loop(thread, &ctx, &run).await;
+        let input = thread.history()[input_at].clone();
+        let outcome = RunOutcome {
+            messages: thread.history(),
+            input: &input,
+            result: result.as_ref().map(|out| &out.reply),
+            context: &ctx,
+            state: &thread.state,
+        };
+        self.providers.run_finished(&run, &outcome).await?;
+        result
+    }
+
+    /// Call the model and the tools it asks for until it answers without tool calls.
+    async fn tool_loop(&self, thread: &mut Thread, ctx: &Context, run: &RunInfo) -> Result<RunOutput> {
+        let thread_id = thread.id().to_string();
+        let tools = self.tools_for(ctx)?;
         let mut report: Option<RunReport> = None;
         let mut round = 0;
         loop {
             let (mut request, tokens) =
-                request::assemble(&self.base, &ctx, &tools, thread, self.assembly, &*self.counter);
-            let report = report.get_or_insert_with(|| RunReport {
-                tokens_full,
-                ..Self::report(&ctx, tokens)
-            });
+                request::assemble(&self.base, ctx, &tools, thread, self.assembly, &*self.counter);
+            let report = report.get_or_insert_with(|| self.report(ctx, tokens));
             self.hooks
                 .before_model(
                     &mut self.hook_context(&thread_id, &mut thread.state),
                     &mut request,
                 )
                 .await?;
-            let reply = self.call_model(&request, &run).await?;
+            let reply = self.call_model(&request, run).await?;
             report.model_calls += 1;
             self.hooks
                 .after_model(&mut self.hook_context(&thread_id, &mut thread.state), &reply)

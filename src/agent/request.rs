@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::thread::Thread;
-use crate::context::{join_blocks, Placement, Section};
+use crate::context::{join_blocks, Placement, Section, SectionKind};
 use crate::model::{ModelRequest, RequestMeta};
 use crate::tokens::TokenCounter;
 use crate::{CatalogEntry, Context, Message, Role, ToolRegistry};
@@ -21,12 +21,14 @@ pub enum Assembly {
     Lazy,
 }
 
-/// Token counts of one request, in total and by section kind (`instructions`, `skills`,
-/// `catalog`, `memories`, `tools`, `history`, …).
+/// Token counts of one request, in total and by section kind (instructions, skills, catalog,
+/// memories, tools, history, …).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct TokenReport {
+    /// Tokens of the whole request, framing included.
     pub total: usize,
-    pub by_section: BTreeMap<String, usize>,
+    /// Tokens of each kind of content.
+    pub by_section: BTreeMap<SectionKind, usize>,
 }
 
 /// The catalog as a section of the system text.
@@ -34,14 +36,15 @@ fn catalog_section(catalog: &[CatalogEntry]) -> Option<Section> {
     if catalog.is_empty() {
         return None;
     }
-    let mut text = String::from("## Available skills");
+    let mut text = String::from(CatalogEntry::HEADING);
     for e in catalog {
-        text.push_str(&format!("\n- {}: {}", e.name, e.description));
+        text.push('\n');
+        text.push_str(&e.line());
     }
     let names = catalog.iter().map(|e| e.name.to_string());
     Some(Section {
         source: "catalog".into(),
-        ..Section::stable("catalog", text).with_items(names)
+        ..Section::stable(SectionKind::CATALOG, text).with_items(names)
     })
 }
 
@@ -122,17 +125,12 @@ pub(crate) fn assemble(
         .copied()
         .chain(catalog.as_ref())
         .chain(volatile.iter().copied());
-    for s in attributed {
-        request
-            .meta
-            .sections
-            .push((s.source.clone(), s.kind.clone(), s.items.clone()));
-    }
+    request.meta.sections = attributed.cloned().collect();
     report
         .by_section
-        .insert("tools".into(), counter.count_tools(&request.tools));
+        .insert(SectionKind::TOOLS, counter.count_tools(&request.tools));
     let history: usize = thread.history().iter().map(|m| counter.count_message(m)).sum();
-    report.by_section.insert("history".into(), history);
+    report.by_section.insert(SectionKind::HISTORY, history);
     report.total = counter.count_request(&request);
     request.meta.tokens = report.total;
     (request, report)

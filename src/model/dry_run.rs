@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 
 use super::{ChatModel, ModelRequest};
-use crate::{Message, Result};
+use crate::{Message, Result, SectionKind};
 
 /// The offline default: answers with a one-paragraph summary of the request it received —
 /// which instructions, skills, memories and tools, and how many tokens.
@@ -30,9 +30,9 @@ fn list(items: &[&str]) -> String {
 fn summarize(request: &ModelRequest) -> String {
     let meta = &request.meta;
     let mut sources: Vec<&str> = Vec::new();
-    for (source, _, _) in &meta.sections {
-        if !sources.contains(&source.as_str()) {
-            sources.push(source);
+    for section in &meta.sections {
+        if !sources.contains(&section.source.as_str()) {
+            sources.push(&section.source);
         }
     }
     let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
@@ -41,8 +41,8 @@ fn summarize(request: &ModelRequest) -> String {
         request.messages.len(),
         meta.tokens,
         list(&sources),
-        list(&meta.items_of("skills")),
-        meta.items_of("memories").len(),
+        list(&meta.items_of(&SectionKind::SKILLS)),
+        meta.items_of(&SectionKind::MEMORIES).len(),
         list(&tools),
     )
 }

@@ -9,7 +9,7 @@ mod scripted;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::{Message, Result, ToolDefinition};
+use crate::{Message, Result, Section, SectionKind, ToolDefinition};
 
 pub use dry_run::DryRunModel;
 #[cfg(feature = "http")]
@@ -29,19 +29,19 @@ pub struct ModelRequest {
 /// Attribution of a request, for reports and the dry-run model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RequestMeta {
-    /// `(source, kind, items)` of every instruction section, in request order.
-    pub sections: Vec<(String, String, Vec<String>)>,
+    /// Every section of the system text, in request order, with its source and items.
+    pub sections: Vec<Section>,
     /// Token count of the whole request.
     pub tokens: usize,
 }
 
 impl RequestMeta {
     /// Items of every section of `kind`.
-    pub fn items_of(&self, kind: &str) -> Vec<&str> {
+    pub fn items_of(&self, kind: &SectionKind) -> Vec<&str> {
         self.sections
             .iter()
-            .filter(|(_, k, _)| k == kind)
-            .flat_map(|(_, _, items)| items.iter().map(String::as_str))
+            .filter(|s| &s.kind == kind)
+            .flat_map(|s| s.items.iter().map(String::as_str))
             .collect()
     }
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::{ContextProvider, Policy, RunInfo, ThreadInfo};
+use super::{ContextProvider, Policy, RunInfo, RunOutcome, ThreadInfo};
 use crate::{Context, Error, Message, Result};
 
 /// How one provider fared in one call.
@@ -104,7 +104,8 @@ fn settle<T>(name: &str, policy: Policy, stage: &str, result: Result<T>) -> Resu
     }
 }
 
-/// Run a side-effect hook (`thread_created`, `invoked`) on every provider concurrently.
+/// Run a side-effect hook (`thread_created`, `invoked`, `run_finished`) on every provider
+/// concurrently.
 async fn run_all<'a, P, F, Fut>(
     providers: &'a [P],
     stage: &'static str,
@@ -216,6 +217,7 @@ impl<P: ContextProvider> ContextProvider for Vec<P> {
             merged.messages.append(&mut ctx.messages);
             merged.tools.append(&mut ctx.tools);
             merged.reports.append(&mut ctx.reports);
+            merged.baseline_delta += ctx.baseline_delta;
         }
         Ok(merged)
     }
@@ -230,5 +232,10 @@ impl<P: ContextProvider> ContextProvider for Vec<P> {
             p.invoked(request, response, run)
         })
         .await
+    }
+
+    /// The context deadline is long past when a run ends; each provider's own timeout applies.
+    async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> Result<()> {
+        run_all(self, "run_finished", None, |p| p.run_finished(run, outcome)).await
     }
 }

@@ -1,8 +1,17 @@
 //! The `ContextProvider` contract and the wrappers that make providers compose.
 //!
-//! A provider contributes context before a model call (`invoking`), hears the outcome after it
-//! (`invoked`), and is told when a conversation starts (`thread_created`). A `Vec`, an
-//! `Option`, an `Arc` and a `Box` of providers are providers too, so an agent holds exactly one.
+//! The lifecycle of one provider in one [`Agent::run`](crate::Agent::run):
+//!
+//! ```text
+//! thread_created   once, when the thread's first run starts
+//! invoking         once per run: contribute context (read-only: previews call it too)
+//! invoked          after every model call of the run (each tool round), with its reply or error
+//! run_finished     once, after the final reply or the failure that ended the run: the one
+//!                  place to write (record access, carry out commands, persist state)
+//! ```
+//!
+//! A `Vec`, an `Option`, an `Arc` and a `Box` of providers are providers too, so an agent holds
+//! exactly one.
 
 mod compose;
 
@@ -29,6 +38,28 @@ pub struct RunInfo {
     pub state: State,
     /// Token budget for everything providers inject; `None` for no budget.
     pub token_budget: Option<usize>,
+    /// Nothing will be sent: the run only shows its request ([`Agent::preview`](crate::Agent::preview)).
+    /// `run_finished` never follows a preview.
+    pub preview: bool,
+    /// The run report compares the request with a baseline: providers that can say what
+    /// sending everything would cost fill in [`Context::baseline_delta`].
+    pub baseline: bool,
+}
+
+/// How a run ended, handed to [`ContextProvider::run_finished`].
+#[derive(Clone, Copy, Debug)]
+pub struct RunOutcome<'a> {
+    /// The thread after the run: earlier turns, this run's user message, tool rounds and the
+    /// reply.
+    pub messages: &'a [Message],
+    /// The run's user message (as hooks left it).
+    pub input: &'a Message,
+    /// The final reply, or the error that ended the run.
+    pub result: std::result::Result<&'a Message, &'a Error>,
+    /// What the providers contributed to this run.
+    pub context: &'a Context,
+    /// The thread's scoped state at the end of the run.
+    pub state: &'a State,
 }
 
 /// What a provider learns when a conversation starts.
@@ -94,7 +125,12 @@ pub trait ContextProvider: Send + Sync {
         Ok(())
     }
 
-    /// Contribute context for the next model call; `messages` is the conversation so far.
+    /// Contribute context for the run; `messages` is the conversation so far, ending with the
+    /// run's user message.
+    ///
+    /// **Read-only by contract**: previews (`ctxkit context`, [`Agent::preview`](crate::Agent::preview))
+    /// call it too, and a run may be assembled twice. Record what the run used in
+    /// [`run_finished`](Self::run_finished).
     async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context>;
 
     /// Called after every model call with what was sent and what came back (or the error).
@@ -104,6 +140,13 @@ pub trait ContextProvider: Send + Sync {
         _response: std::result::Result<&[Message], &Error>,
         _run: &RunInfo,
     ) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once when a run ends, after its final reply or the failure that ended it, with
+    /// the run's outcome and final state; never after a preview (nor when a run fails before
+    /// its context was gathered: then nothing was used).
+    async fn run_finished(&self, _run: &RunInfo, _outcome: &RunOutcome<'_>) -> Result<()> {
         Ok(())
     }
 }
@@ -131,10 +174,25 @@ pub trait ProviderExt: ContextProvider + Sized {
 
 impl<P: ContextProvider> ProviderExt for P {}
 
-/// A provider with a policy set by [`ProviderExt`].
+/// A provider with a policy set by [`ProviderExt`]. It enforces its own timeout on every call,
+/// alone or inside a `Vec` (which also applies it, and decides what a failure costs).
 pub struct WithPolicy<P> {
     inner: P,
     policy: Policy,
+}
+
+impl<P: ContextProvider> WithPolicy<P> {
+    async fn enforce<T>(&self, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        match self.policy.timeout {
+            Some(after) => tokio::time::timeout(after, call).await.unwrap_or_else(|_| {
+                Err(Error::Timeout {
+                    provider: self.inner.name().to_string(),
+                    after,
+                })
+            }),
+            None => call.await,
+        }
+    }
 }
 
 #[async_trait]
@@ -146,10 +204,10 @@ impl<P: ContextProvider> ContextProvider for WithPolicy<P> {
         self.policy
     }
     async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
-        self.inner.thread_created(thread).await
+        self.enforce(self.inner.thread_created(thread)).await
     }
     async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
-        self.inner.invoking(messages, run).await
+        self.enforce(self.inner.invoking(messages, run)).await
     }
     async fn invoked(
         &self,
@@ -157,7 +215,10 @@ impl<P: ContextProvider> ContextProvider for WithPolicy<P> {
         response: std::result::Result<&[Message], &Error>,
         run: &RunInfo,
     ) -> Result<()> {
-        self.inner.invoked(request, response, run).await
+        self.enforce(self.inner.invoked(request, response, run)).await
+    }
+    async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> Result<()> {
+        self.enforce(self.inner.run_finished(run, outcome)).await
     }
 }
 
@@ -183,6 +244,9 @@ impl<P: ContextProvider + ?Sized> ContextProvider for Arc<P> {
     ) -> Result<()> {
         (**self).invoked(request, response, run).await
     }
+    async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> Result<()> {
+        (**self).run_finished(run, outcome).await
+    }
 }
 
 #[async_trait]
@@ -206,6 +270,9 @@ impl<P: ContextProvider + ?Sized> ContextProvider for Box<P> {
         run: &RunInfo,
     ) -> Result<()> {
         (**self).invoked(request, response, run).await
+    }
+    async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> Result<()> {
+        (**self).run_finished(run, outcome).await
     }
 }
 
@@ -238,6 +305,12 @@ impl<P: ContextProvider> ContextProvider for Option<P> {
     ) -> Result<()> {
         match self {
             Some(p) => p.invoked(request, response, run).await,
+            None => Ok(()),
+        }
+    }
+    async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> Result<()> {
+        match self {
+            Some(p) => p.run_finished(run, outcome).await,
             None => Ok(()),
         }
     }

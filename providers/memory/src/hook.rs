@@ -2,8 +2,9 @@
 //!
 //! - `session_start` loads the project's persisted `project:` state into the thread's state
 //!   (keys the thread already has are left alone);
-//! - `session_end` persists the thread's `project:` state and extracts memories from the
-//!   conversation;
+//! - `session_end` extracts memories from the conversation (the thread's `project:` state is
+//!   persisted by [`MemoryContextProvider`](crate::MemoryContextProvider) at the end of every
+//!   run, so it survives a session that never ends cleanly);
 //! - `compaction` extracts memories from the messages that were compacted away.
 //!
 //! By default extraction runs inside the hook, so a failure comes back from
@@ -21,7 +22,7 @@ use crate::error::Result;
 use crate::extraction::{ExtractionInput, ExtractionReport, MemoryExtractor};
 use crate::store::MemoryStore;
 
-/// Loads and persists `project:` state and runs extraction at session end and compaction.
+/// Loads `project:` state at session start and runs extraction at session end and compaction.
 pub struct MemoryHook {
     store: Arc<dyn MemoryStore>,
     extractor: Option<Arc<MemoryExtractor>>,
@@ -41,7 +42,7 @@ impl std::fmt::Debug for MemoryHook {
 }
 
 impl MemoryHook {
-    /// A hook that only loads and persists `project:` state.
+    /// A hook that only loads `project:` state.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
         MemoryHook {
             store,
@@ -147,21 +148,6 @@ impl Hook for MemoryHook {
         let Some(project) = self.project_of(ctx) else {
             return Ok(());
         };
-        let entries: Vec<(String, serde_json::Value)> = ctx
-            .state
-            .project_entries()
-            .map(|(k, v)| {
-                (
-                    k.trim_start_matches(ctxkit::state::PROJECT).to_string(),
-                    v.clone(),
-                )
-            })
-            .collect();
-        for (key, value) in entries {
-            if let Err(e) = self.store.set_state(&project, &key, value).await {
-                tracing::warn!(project, key, error = %e, "project state not persisted");
-            }
-        }
         if summary.messages.iter().all(|m| m.role == ctxkit::Role::System) {
             return Ok(());
         }

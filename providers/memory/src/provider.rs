@@ -4,20 +4,21 @@
 //!   message (category badges, best first) within 2,000 characters and the run's token budget;
 //!   for "what do you remember about …" it injects what matches that query instead, and for a
 //!   "remember …" holding a secret it tells the model the request was refused and why.
-//! - `invoked` carries out explicit commands ("remember …", "forget …"), persists the thread's
-//!   `project:` state, and records one episodic record per run (on its final model call).
+//! - `invoking` only reads: previews call it too, and nothing a preview does is recorded.
+//! - `run_finished`, once per run, does every write: it counts an access for each memory the
+//!   run injected, carries out explicit commands ("remember …", "forget …"), persists the
+//!   thread's `project:` state and records one episodic record.
 //!
 //! Memories are scoped by `RunInfo::project` (or the provider's own project); without a
 //! project the provider contributes nothing and writes nothing.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ctxkit::{
-    latest_user_message, BpeCounter, Context, ContextProvider, Error, Message, Role, RunInfo, Section,
-    TokenCounter,
+    latest_user_message, BpeCounter, Context, ContextProvider, Error, Message, Role, RunInfo, RunOutcome,
+    Section, SectionKind, TokenCounter,
 };
 
 use crate::commands::{detect_memory_command, MemoryCommand, EXPLICIT_IMPORTANCE};
@@ -33,11 +34,7 @@ pub const HEADING: &str = "## Project Memory";
 pub const INTRO: &str = "The following facts were learned from previous sessions:";
 /// The default injection budget in characters (seed 004 §4.3.5).
 pub const DEFAULT_MAX_CHARS: usize = 2000;
-/// The section kind, for reports and token accounting.
-pub const SECTION_KIND: &str = "memories";
-
 const SUMMARY_CHARS: usize = 300;
-const MAX_TRACKED_THREADS: usize = 10_000;
 
 /// The line a command is read from, as typed: the message's first line.
 fn command_line(message: &str) -> &str {
@@ -113,9 +110,6 @@ pub struct MemoryContextProvider {
     commands: bool,
     episodes: bool,
     persist_state: bool,
-    /// Per thread, the user message whose commands were carried out last (a run makes several
-    /// model calls; a command runs once).
-    handled: Mutex<HashMap<String, u64>>,
     /// `project:` state values already persisted, per project and key.
     persisted: Mutex<HashMap<(String, String), serde_json::Value>>,
 }
@@ -146,7 +140,6 @@ impl MemoryContextProvider {
             commands: true,
             episodes: true,
             persist_state: true,
-            handled: Mutex::default(),
             persisted: Mutex::default(),
         }
     }
@@ -256,31 +249,6 @@ impl MemoryContextProvider {
             .collect())
     }
 
-    /// The message key under which a thread's commands were handled.
-    fn message_key(request: &[Message], user: &Message) -> u64 {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        request
-            .iter()
-            .filter(|m| m.role == Role::User)
-            .count()
-            .hash(&mut h);
-        user.content.hash(&mut h);
-        h.finish()
-    }
-
-    /// True the first time this thread's latest user message is seen.
-    fn first_time(&self, thread: &str, key: u64) -> bool {
-        let mut handled = self.handled.lock().unwrap_or_else(|p| p.into_inner());
-        if handled.get(thread) == Some(&key) {
-            return false;
-        }
-        if handled.len() >= MAX_TRACKED_THREADS {
-            handled.clear();
-        }
-        handled.insert(thread.to_string(), key);
-        true
-    }
-
     /// Carry out `command`, which was read from `line` (the message's first line, as typed).
     async fn run_command(
         &self,
@@ -331,8 +299,9 @@ impl MemoryContextProvider {
         }
     }
 
-    async fn persist_state(&self, project: &str, run: &RunInfo) {
-        for (key, value) in run.state.project_entries() {
+    /// Write the `project:` entries of `state` the store does not hold yet.
+    async fn persist_state(&self, project: &str, state: &ctxkit::State) {
+        for (key, value) in state.project_entries() {
             let key = key.trim_start_matches(ctxkit::state::PROJECT);
             let cache_key = (project.to_string(), key.to_string());
             let known = self
@@ -358,30 +327,31 @@ impl MemoryContextProvider {
         }
     }
 
+    /// One episodic record of the run: what was asked, how (tools), and how it ended.
     async fn record_episode(
         &self,
         project: &str,
-        request: &[Message],
-        user: &Message,
-        response: Result<&[Message], &Error>,
+        outcome: &RunOutcome<'_>,
         run: &RunInfo,
     ) -> Result<(), Error> {
-        // Tools called during this run: tool calls after the latest user message.
-        let start = request.iter().rposition(|m| m.role == Role::User).unwrap_or(0);
+        // Tools called during this run: tool calls after its user message, the thread's last.
+        let start = outcome
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(0);
         let mut tools: Vec<String> = Vec::new();
-        for m in &request[start..] {
+        for m in &outcome.messages[start..] {
             for call in &m.tool_calls {
                 if !tools.contains(&call.function.name) {
                     tools.push(call.function.name.clone());
                 }
             }
         }
-        let (record_type, outcome) = match response {
-            Ok(messages) => (
-                RecordType::Success,
-                messages.last().map(|m| m.content.clone()).unwrap_or_default(),
-            ),
-            Err(e) => (RecordType::Failure, format!("the model call failed: {e}")),
+        let user = outcome.input;
+        let (record_type, ending) = match outcome.result {
+            Ok(reply) => (RecordType::Success, reply.content.clone()),
+            Err(e) => (RecordType::Failure, format!("the run failed: {e}")),
         };
         let clean = |s: &str| secrets::redact(&truncate_chars(s.trim(), SUMMARY_CHARS));
         let task = clean(&user.content);
@@ -401,7 +371,7 @@ impl MemoryContextProvider {
             keywords: derive_keywords(&task),
             task_summary: task,
             approach_summary: approach,
-            outcome_summary: clean(&outcome),
+            outcome_summary: clean(&ending),
             tools_used: tools,
         };
         self.store.add_episode(record).await.map_err(|e| self.err(e))?;
@@ -467,44 +437,40 @@ impl ContextProvider for MemoryContextProvider {
                 text.push_str(&note);
             }
         }
-        if !ids.is_empty() {
-            self.store.touch(&ids).await.map_err(|e| self.err(e))?;
-        }
         if text.is_empty() {
             return Ok(Context::new());
         }
-        Ok(Context::new().with_section(Section::per_message(SECTION_KIND, text).with_items(ids)))
+        Ok(Context::new().with_section(Section::per_message(SectionKind::MEMORIES, text).with_items(ids)))
     }
 
-    async fn invoked(
-        &self,
-        request: &[Message],
-        response: Result<&[Message], &Error>,
-        run: &RunInfo,
-    ) -> ctxkit::Result<()> {
+    async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> ctxkit::Result<()> {
         let Some(project) = self.project_of(run) else {
             return Ok(());
         };
-        if self.persist_state {
-            self.persist_state(&project, run).await;
+        let used: Vec<String> = outcome
+            .context
+            .sections
+            .iter()
+            // Its own sections: attributed to it by composition, or unattributed when the
+            // provider is called on its own.
+            .filter(|s| s.kind == SectionKind::MEMORIES && (s.source == self.name || s.source.is_empty()))
+            .flat_map(|s| s.items.iter().cloned())
+            .collect();
+        if !used.is_empty() {
+            self.store.touch(&used).await.map_err(|e| self.err(e))?;
         }
-        let Some(user) = latest_user_message(request) else {
-            return Ok(());
-        };
-        if self.commands && self.first_time(&run.thread_id, Self::message_key(request, user)) {
-            if let Some(command) = detect_memory_command(&user.content) {
-                self.run_command(&project, command, command_line(&user.content), run)
+        if self.commands {
+            let message = &outcome.input.content;
+            if let Some(command) = detect_memory_command(message) {
+                self.run_command(&project, command, command_line(message), run)
                     .await?;
             }
         }
-        // A reply that asks for tools is not the end of the run.
-        let last_call = match response {
-            Ok(messages) => messages.last().is_none_or(|m| m.tool_calls.is_empty()),
-            Err(_) => true,
-        };
-        if self.episodes && last_call {
-            self.record_episode(&project, request, user, response, run)
-                .await?;
+        if self.persist_state {
+            self.persist_state(&project, outcome.state).await;
+        }
+        if self.episodes {
+            self.record_episode(&project, outcome, run).await?;
         }
         Ok(())
     }

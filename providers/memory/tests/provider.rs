@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use ctxkit::{
-    Agent, ApproxCounter, ContextProvider, Error, Message, RunInfo, ScriptedModel, State, Thread,
-    TokenCounter, ToolCall,
+    Agent, ApproxCounter, Context, ContextProvider, Error, Message, Role, RunInfo, RunOutcome, ScriptedModel,
+    SectionKind, State, Thread, TokenCounter, ToolCall,
 };
 use ctxkit_memory::*;
 
@@ -37,6 +37,25 @@ async fn add(
         .unwrap()
 }
 
+/// End a run whose user message is the last of `messages`, as the agent does once per run.
+async fn finish(
+    provider: &MemoryContextProvider,
+    messages: &[Message],
+    result: Result<&Message, &Error>,
+    context: &Context,
+    run: &RunInfo,
+) {
+    let input = messages.iter().rev().find(|m| m.role == Role::User).unwrap();
+    let outcome = RunOutcome {
+        messages,
+        input,
+        result,
+        context,
+        state: &run.state,
+    };
+    provider.run_finished(run, &outcome).await.unwrap();
+}
+
 fn github_token() -> String {
     format!("ghp_{}", "Zx9Yw8Vu7T".repeat(4))
 }
@@ -60,16 +79,11 @@ async fn injects_project_memory_with_badges_ranked_by_relevance() {
     .await;
     add(&store, MemoryCategory::Fact, "Deploys happen on Fridays", 1.0).await;
     let provider = MemoryContextProvider::new(store.clone());
-    let ctx = provider
-        .invoking(
-            &[Message::user("Should I install lodash with npm?")],
-            &run(Some(P)),
-        )
-        .await
-        .unwrap();
+    let request = [Message::user("Should I install lodash with npm?")];
+    let ctx = provider.invoking(&request, &run(Some(P))).await.unwrap();
     assert_eq!(ctx.sections.len(), 1);
     let section = &ctx.sections[0];
-    assert_eq!(section.kind, "memories");
+    assert_eq!(section.kind, SectionKind::MEMORIES);
     assert_eq!(section.placement, ctxkit::Placement::PerMessage);
     let lines: Vec<&str> = section.text.lines().collect();
     assert_eq!(lines[0], "## Project Memory");
@@ -87,7 +101,16 @@ async fn injects_project_memory_with_badges_ranked_by_relevance() {
     let mut want = vec![pref.id.clone(), warn.id.clone()];
     want.sort();
     assert_eq!(items, want);
-    // Injection counts as an access.
+    // Choosing is read-only; the end of the run counts the access.
+    assert_eq!(store.get(&pref.id).await.unwrap().unwrap().access_count, 0);
+    finish(
+        &provider,
+        &request,
+        Ok(&Message::assistant("Use pnpm.")),
+        &ctx,
+        &run(Some(P)),
+    )
+    .await;
     assert_eq!(store.get(&pref.id).await.unwrap().unwrap().access_count, 1);
 }
 
@@ -144,14 +167,9 @@ async fn without_a_project_or_a_user_message_nothing_happens() {
     let msg = [Message::user("where is the API?")];
     assert!(provider.invoking(&msg, &run(None)).await.unwrap().is_empty());
     assert!(provider.invoking(&[], &run(Some(P))).await.unwrap().is_empty());
-    provider
-        .invoked(
-            &[Message::user("remember that the API moved")],
-            Ok(&[Message::assistant("ok")]),
-            &run(None),
-        )
-        .await
-        .unwrap();
+    let ok = Message::assistant("ok");
+    let request = [Message::user("remember that the API moved")];
+    finish(&provider, &request, Ok(&ok), &Context::new(), &run(None)).await;
     assert_eq!(store.count(P).await.unwrap(), 1);
     // The provider's own project applies when the run has none.
     let scoped = MemoryContextProvider::new(store).with_project(P);
@@ -178,27 +196,26 @@ async fn remember_forget_and_query_commands() {
     let (_dir, store) = store().await;
     let provider = MemoryContextProvider::new(store.clone());
     let r = run(Some(P));
-    let reply = [Message::assistant("Noted.")];
+    let reply = Message::assistant("Noted.");
+    let none = Context::new();
 
     let request = [Message::user(
         "Remember that integration tests need Docker running",
     )];
-    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    // Choosing context never carries out a command (previews call it too).
+    provider.invoking(&request, &r).await.unwrap();
+    assert_eq!(store.count(P).await.unwrap(), 0);
+    finish(&provider, &request, Ok(&reply), &none, &r).await;
     let all = store.list(P, ListOptions::default()).await.unwrap();
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].content, "Integration tests need Docker running");
     assert_eq!(all[0].importance, EXPLICIT_IMPORTANCE);
     assert_eq!(all[0].source_session_id.as_deref(), Some("thread-1"));
 
-    // A command runs once per user message, however many model calls the run makes.
     store.delete(&all[0].id).await.unwrap();
-    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
-    assert_eq!(store.count(P).await.unwrap(), 0);
-    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
-    assert_eq!(store.count(P).await.unwrap(), 0);
 
     let request = [Message::user("always use pnpm")];
-    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    finish(&provider, &request, Ok(&reply), &none, &r).await;
     let pref = store.list(P, ListOptions::default()).await.unwrap();
     assert_eq!(pref[0].category, MemoryCategory::Preference);
     add(&store, MemoryCategory::Fact, "Staging runs on fly.io", 0.5).await;
@@ -233,7 +250,7 @@ async fn remember_forget_and_query_commands() {
 
     // Forget.
     let request = [Message::user("Please forget about the staging server on fly.io")];
-    provider.invoked(&request, Ok(&reply), &r).await.unwrap();
+    finish(&provider, &request, Ok(&reply), &none, &r).await;
     let left: Vec<String> = store
         .list(P, ListOptions::default())
         .await
@@ -245,14 +262,8 @@ async fn remember_forget_and_query_commands() {
 
     // Commands can be turned off.
     let quiet = MemoryContextProvider::new(store.clone()).without_commands();
-    quiet
-        .invoked(
-            &[Message::user("remember that nothing is stored")],
-            Ok(&reply),
-            &r,
-        )
-        .await
-        .unwrap();
+    let request = [Message::user("remember that nothing is stored")];
+    finish(&quiet, &request, Ok(&reply), &none, &r).await;
     assert_eq!(store.count(P).await.unwrap(), 1);
 }
 
@@ -271,14 +282,8 @@ async fn a_secret_in_a_remember_command_is_refused_and_explained() {
         "{text}"
     );
     assert!(!text.contains(&token));
-    provider
-        .invoked(
-            &msg,
-            Ok(&[Message::assistant("I won't store that.")]),
-            &run(Some(P)),
-        )
-        .await
-        .unwrap();
+    let reply = Message::assistant("I won't store that.");
+    finish(&provider, &msg, Ok(&reply), &ctx, &run(Some(P))).await;
     assert_eq!(store.count(P).await.unwrap(), 0);
     // The episode of the run is stored with the secret redacted.
     let episodes = store.episodes(P, 10).await.unwrap();
@@ -288,40 +293,28 @@ async fn a_secret_in_a_remember_command_is_refused_and_explained() {
 }
 
 #[tokio::test]
-async fn one_episode_per_run_on_the_final_call() {
+async fn one_episode_per_run_with_the_tools_it_used() {
     let (_dir, store) = store().await;
     let provider = MemoryContextProvider::new(store.clone());
     let r = run(Some(P));
+    let none = Context::new();
     let call = ToolCall::new("c1", "read_file", &serde_json::json!({"path": "src/main.rs"}));
-    let asks_tool = [Message::tool_calls(vec![call.clone()])];
-    let user = Message::user("fix the failing build");
-    provider
-        .invoked(std::slice::from_ref(&user), Ok(&asks_tool), &r)
-        .await
-        .unwrap();
-    assert!(
-        store.episodes(P, 10).await.unwrap().is_empty(),
-        "a tool round is not the end of a run"
-    );
-    let second = [
-        user.clone(),
+    let reply = Message::assistant("Fixed the missing semicolon.");
+    let thread = [
+        Message::user("an earlier question"),
+        Message::tool_calls(vec![ToolCall::new("c0", "earlier_tool", &serde_json::json!({}))]),
+        Message::user("fix the failing build"),
         Message::tool_calls(vec![call]),
         Message::tool_result("c1", "fn main() {}"),
+        reply.clone(),
     ];
-    provider
-        .invoked(
-            &second,
-            Ok(&[Message::assistant("Fixed the missing semicolon.")]),
-            &r,
-        )
-        .await
-        .unwrap();
+    finish(&provider, &thread, Ok(&reply), &none, &r).await;
     let episodes = store.episodes(P, 10).await.unwrap();
     assert_eq!(episodes.len(), 1);
     let e = &episodes[0];
     assert_eq!(e.record_type, RecordType::Success);
     assert_eq!(e.task_summary, "fix the failing build");
-    assert_eq!(e.tools_used, ["read_file"]);
+    assert_eq!(e.tools_used, ["read_file"], "only this run's tools");
     assert_eq!(e.approach_summary, "used tools: read_file");
     assert_eq!(e.outcome_summary, "Fixed the missing semicolon.");
     assert_eq!(e.session_id, "thread-1");
@@ -330,10 +323,7 @@ async fn one_episode_per_run_on_the_final_call() {
         model: "m".into(),
         message: "rate limited".into(),
     };
-    provider
-        .invoked(&[Message::user("try again")], Err(&failed), &r)
-        .await
-        .unwrap();
+    finish(&provider, &[Message::user("try again")], Err(&failed), &none, &r).await;
     let episodes = store.episodes(P, 10).await.unwrap();
     assert_eq!(episodes.len(), 2);
     assert!(episodes
@@ -341,11 +331,76 @@ async fn one_episode_per_run_on_the_final_call() {
         .any(|e| e.record_type == RecordType::Failure && e.outcome_summary.contains("rate limited")));
 
     let silent = MemoryContextProvider::new(store.clone()).without_episodes();
-    silent
-        .invoked(&[Message::user("again")], Ok(&[Message::assistant("ok")]), &r)
+    finish(
+        &silent,
+        &[Message::user("again")],
+        Ok(&Message::assistant("ok")),
+        &none,
+        &r,
+    )
+    .await;
+    assert_eq!(store.episodes(P, 10).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_run_with_tool_rounds_records_once_and_a_preview_records_nothing() {
+    let (_dir, store) = store().await;
+    let memory = add(&store, MemoryCategory::Fact, "The build uses cargo", 0.9).await;
+    let call = ToolCall::new("c1", "clock", &serde_json::json!({}));
+    let model = Arc::new(ScriptedModel::new([
+        Message::tool_calls(vec![call.clone()]),
+        Message::tool_calls(vec![call]),
+        Message::assistant("The build is fixed."),
+    ]));
+    let agent = Agent::builder()
+        .project(P)
+        .model(model)
+        .provider(MemoryContextProvider::new(store.clone()))
+        .tool(Clock)
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    agent
+        .preview(&thread, "remember that the build uses cargo nightly")
         .await
         .unwrap();
-    assert_eq!(store.episodes(P, 10).await.unwrap().len(), 2);
+    agent.preview(&thread, "how does the build work?").await.unwrap();
+    assert_eq!(
+        store.count(P).await.unwrap(),
+        1,
+        "a preview carries out no command"
+    );
+    assert_eq!(store.get(&memory.id).await.unwrap().unwrap().access_count, 0);
+    assert!(store.episodes(P, 10).await.unwrap().is_empty());
+
+    agent.run(&mut thread, "fix the build with cargo").await.unwrap();
+    assert_eq!(
+        store.get(&memory.id).await.unwrap().unwrap().access_count,
+        1,
+        "once per run"
+    );
+    let episodes = store.episodes(P, 10).await.unwrap();
+    assert_eq!(episodes.len(), 1, "three model calls, one run, one episode");
+    assert_eq!(episodes[0].tools_used, ["clock"]);
+}
+
+/// A tool that answers with the time of day.
+struct Clock;
+
+#[async_trait::async_trait]
+impl ctxkit::Tool for Clock {
+    fn name(&self) -> &str {
+        "clock"
+    }
+    fn description(&self) -> &str {
+        "The time of day."
+    }
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {}})
+    }
+    async fn call(&self, _: serde_json::Value) -> ctxkit::Result<String> {
+        Ok("noon".into())
+    }
 }
 
 #[tokio::test]
@@ -363,10 +418,8 @@ async fn project_state_is_persisted_and_loaded() {
         state,
         ..run(Some(P))
     };
-    provider
-        .invoked(&[Message::user("hi")], Ok(&[Message::assistant("hello")]), &r)
-        .await
-        .unwrap();
+    let hello = Message::assistant("hello");
+    finish(&provider, &[Message::user("hi")], Ok(&hello), &Context::new(), &r).await;
     assert_eq!(
         store.state_entries(P).await.unwrap(),
         [("package_manager".to_string(), serde_json::json!("pnpm"))],
@@ -411,7 +464,12 @@ async fn the_agent_loop_remembers_and_injects_across_threads() {
         .run(&mut second, "How do I add lodash with npm?")
         .await
         .unwrap();
-    let memories = out.report.injected.get("memories").cloned().unwrap_or_default();
+    let memories = out
+        .report
+        .injected
+        .get(&SectionKind::MEMORIES)
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(memories.len(), 1);
     let requests = model.requests();
     let system = &requests[1].messages[0];

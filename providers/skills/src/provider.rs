@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ctxkit::{
-    BpeCounter, CatalogEntry, Context, ContextProvider, Message, Result, Role, RunInfo, Section, ThreadInfo,
+    BpeCounter, CatalogEntry, Context, ContextProvider, Message, Result, Role, RunInfo, Section, SectionKind,
     TokenCounter, Tool,
 };
 
@@ -122,25 +122,58 @@ struct Block {
     tokens: usize,
 }
 
-/// What is computed once per index snapshot: the catalog within its budget.
+/// The catalog within its budget.
 #[derive(Debug)]
 struct Catalog {
     entries: Vec<CatalogEntry>,
-    /// `tokens[i]`: tokens of the intro plus the first `i + 1` entries.
+    /// `tokens[i]`: tokens of the intro, the heading and the first `i + 1` entries.
     cumulative: Vec<usize>,
 }
 
-/// Per-snapshot and per-skill caches, so a request only matches and copies.
+/// Most projects whose auto-detected skills are remembered per snapshot.
+const MAX_DETECTED_PROJECTS: usize = 64;
+
+/// What is computed at most once per index snapshot, so a request only matches and copies.
+struct SnapshotCache {
+    /// Holding the `Arc` keeps its address, the cache's key, from being reused.
+    index: Arc<SkillIndex>,
+    catalog: Option<Arc<Catalog>>,
+    /// Each skill's tools, by position. Per snapshot rather than per skill id because the id
+    /// hashes SKILL.md only: an edited `tools.json`, or a tool dropped for a name clash,
+    /// changes the tools of a skill whose id stays the same.
+    tools: Option<SkillTools>,
+    /// Skills auto-detected for each project, by position.
+    detected: HashMap<String, Arc<[usize]>>,
+    /// Tokens of sending every skill in full, with every trusted tool: the baseline.
+    full_tokens: Option<usize>,
+}
+
+/// The per-snapshot cache and the per-skill blocks.
 #[derive(Default)]
 struct Caches {
-    /// Keyed by the snapshot's address; holding the `Arc` keeps the address from being reused.
-    catalog: Option<(Arc<SkillIndex>, Arc<Catalog>)>,
-    /// Keyed by skill id (which includes the content hash).
+    snapshot: Option<SnapshotCache>,
+    /// Keyed by skill id (which includes the content hash), so they survive a reload.
     blocks: HashMap<String, Arc<Block>>,
-    /// Each skill's tools, by position in the snapshot. Keyed by snapshot rather than skill id
-    /// because the id hashes SKILL.md only: an edited `tools.json`, or a tool dropped for a
-    /// name clash, changes the tools of a skill whose id stays the same.
-    tools: Option<(Arc<SkillIndex>, SkillTools)>,
+}
+
+impl Caches {
+    /// The cache of `index`, started afresh when the snapshot changed.
+    fn of(&mut self, index: &Arc<SkillIndex>) -> &mut SnapshotCache {
+        let current = self
+            .snapshot
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(&c.index, index));
+        if !current {
+            self.snapshot = Some(SnapshotCache {
+                index: index.clone(),
+                catalog: None,
+                tools: None,
+                detected: HashMap::new(),
+                full_tokens: None,
+            });
+        }
+        self.snapshot.as_mut().expect("set above")
+    }
 }
 
 type SkillTools = Arc<Vec<Vec<Arc<dyn Tool>>>>;
@@ -153,8 +186,6 @@ pub struct SkillContextProvider {
     /// Tokens of the intro line above injected bodies, counted once.
     intro_tokens: usize,
     caches: Mutex<Caches>,
-    /// Skills auto-detected for each thread at its start.
-    detected: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl SkillContextProvider {
@@ -181,7 +212,6 @@ impl SkillContextProvider {
             tools,
             intro_tokens,
             caches: Mutex::default(),
-            detected: Mutex::default(),
         }
     }
 
@@ -193,8 +223,18 @@ impl SkillContextProvider {
         &self.config
     }
 
-    /// The skills this provider would select for `messages` on `thread_id`.
-    pub fn select(&self, index: &SkillIndex, messages: &[Message], thread_id: &str) -> Vec<Selection> {
+    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
+        self.caches.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The skills this provider selects for `messages` in `project` (whose files auto-detect
+    /// skills; `None` detects nothing).
+    pub fn select(
+        &self,
+        index: &Arc<SkillIndex>,
+        messages: &[Message],
+        project: Option<&str>,
+    ) -> Vec<Selection> {
         let window: Vec<&str> = {
             let mut users: Vec<&str> = messages
                 .iter()
@@ -206,14 +246,29 @@ impl SkillContextProvider {
             users.reverse();
             users
         };
-        let detected: Vec<usize> = self
-            .detected
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(thread_id)
-            .map(|names| names.iter().filter_map(|n| index.position(n)).collect())
-            .unwrap_or_default();
+        let detected = project.map(|p| self.detected(index, p)).unwrap_or_default();
         index.select(&window, &detected, &self.config.select)
+    }
+
+    /// The skills auto-detected for `project`, found once per snapshot and project: the same
+    /// for a preview and a run.
+    fn detected(&self, index: &Arc<SkillIndex>, project: &str) -> Arc<[usize]> {
+        if let Some(found) = self.caches().of(index).detected.get(project) {
+            return found.clone();
+        }
+        // Reading project files happens outside the lock.
+        let names = index.detect(Path::new(project));
+        if !names.is_empty() {
+            tracing::info!(project, skills = ?names, "skills auto-detected for the project");
+        }
+        let found: Arc<[usize]> = names.iter().filter_map(|n| index.position(n)).collect();
+        let mut caches = self.caches();
+        let detected = &mut caches.of(index).detected;
+        if detected.len() >= MAX_DETECTED_PROJECTS {
+            detected.clear();
+        }
+        detected.insert(project.to_string(), found.clone());
+        found
     }
 
     fn block(&self, skill: &Skill, caches: &mut Caches) -> Arc<Block> {
@@ -237,10 +292,8 @@ impl SkillContextProvider {
     /// disabled, no interpreter the user did not name), so the model is never offered a tool
     /// that can only refuse.
     fn skill_tools(&self, index: &Arc<SkillIndex>, caches: &mut Caches) -> SkillTools {
-        if let Some((snapshot, tools)) = &caches.tools {
-            if Arc::ptr_eq(snapshot, index) {
-                return tools.clone();
-            }
+        if let Some(tools) = &caches.of(index).tools {
+            return tools.clone();
         }
         let options = &self.config.tools;
         let tools: Vec<Vec<Arc<dyn Tool>>> = index
@@ -270,41 +323,61 @@ impl SkillContextProvider {
             })
             .collect();
         let tools = Arc::new(tools);
-        caches.tools = Some((index.clone(), tools.clone()));
+        caches.of(index).tools = Some(tools.clone());
         tools
     }
 
+    /// The catalog, budgeted with the same heading and lines the request is rendered with.
     fn catalog(&self, index: &Arc<SkillIndex>, caches: &mut Caches) -> Arc<Catalog> {
-        if let Some((snapshot, catalog)) = &caches.catalog {
-            if Arc::ptr_eq(snapshot, index) {
-                return catalog.clone();
-            }
+        if let Some(catalog) = &caches.of(index).catalog {
+            return catalog.clone();
         }
         let counter = &self.config.counter;
-        let mut used = counter.count(CATALOG_INTRO) + counter.count("## Available skills");
+        let mut used = counter.count(CATALOG_INTRO) + counter.count(CatalogEntry::HEADING);
         let mut catalog = Catalog {
             entries: Vec::new(),
             cumulative: Vec::new(),
         };
         for skill in index.ranked().filter(|s| !s.disable_model_invocation) {
-            let line = counter.count(&format!("- {}: {}", skill.name, skill.description)) + 1;
+            let entry = CatalogEntry::new(skill.name.as_str(), skill.description.as_str());
+            let line = counter.count(&entry.line()) + 1;
             if used + line > self.config.catalog_tokens {
                 break;
             }
             used += line;
-            catalog
-                .entries
-                .push(CatalogEntry::new(skill.name.as_str(), skill.description.as_str()));
+            catalog.entries.push(entry);
             catalog.cumulative.push(used);
         }
         let catalog = Arc::new(catalog);
-        caches.catalog = Some((index.clone(), catalog.clone()));
+        caches.of(index).catalog = Some(catalog.clone());
         catalog
     }
 
-    /// Build the context for `selected` skills under `budget` tokens.
-    fn render(&self, index: &Arc<SkillIndex>, selected: &[Selection], budget: usize) -> Context {
-        let mut caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
+    /// Tokens of every skill in full with every offered tool: what `full` mode without a
+    /// budget sends. Counted once per snapshot (every body, the first time).
+    fn full_tokens(&self, index: &Arc<SkillIndex>, caches: &mut Caches) -> usize {
+        if let Some(tokens) = caches.of(index).full_tokens {
+            return tokens;
+        }
+        let counter = &self.config.counter;
+        let bodies: usize = index.ranked().map(|skill| self.block(skill, caches).tokens).sum();
+        let tools = self.skill_tools(index, caches);
+        let definitions: Vec<_> = tools.iter().flatten().map(|t| t.definition()).collect();
+        let tokens = counter.count(FULL_INTRO) + bodies + counter.count_tools(&definitions);
+        caches.of(index).full_tokens = Some(tokens);
+        tokens
+    }
+
+    /// Build the context for `selected` skills under `budget` tokens; with `baseline`, also
+    /// what sending every skill in full would add.
+    fn render(
+        &self,
+        index: &Arc<SkillIndex>,
+        selected: &[Selection],
+        budget: usize,
+        baseline: bool,
+    ) -> Context {
+        let mut caches = self.caches();
         let mut ctx = Context::new();
         let mut left = budget;
 
@@ -323,64 +396,81 @@ impl SkillContextProvider {
             }
             if !names.is_empty() {
                 ctx.sections
-                    .push(Section::stable("skills", text).with_items(names));
+                    .push(Section::stable(SectionKind::SKILLS, text).with_items(names));
             }
             let tools = self.skill_tools(index, &mut caches);
             ctx.tools
                 .extend(index.ranked.iter().flat_map(|&i| tools[i].iter().cloned()));
-            return ctx;
-        }
-
-        // With no skills loaded there is nothing to list or read (seed 002 offers `read_skill`
-        // only when skills are loaded).
-        if self.config.mode.has_catalog() && !index.is_empty() {
-            let catalog = self.catalog(index, &mut caches);
-            let fits = catalog.cumulative.iter().take_while(|&&t| t <= left).count();
-            if fits > 0 {
-                left -= catalog.cumulative[fits - 1];
-                ctx.sections.push(Section::stable("catalog", CATALOG_INTRO));
-                ctx.catalog.extend(catalog.entries[..fits].iter().cloned());
-            }
-            ctx.tools.extend(self.tools.iter().cloned());
-        }
-
-        if self.config.mode.has_selection() {
-            let intro = self.intro_tokens;
-            let mut text = String::new();
-            let mut names = Vec::new();
-            for s in selected {
-                let block = self.block(&index.skills()[s.skill], &mut caches);
-                let cost = block.tokens + if names.is_empty() { intro } else { 0 };
-                if cost > left {
-                    tracing::debug!(skill = %s.name, tokens = block.tokens, left, "skill cut by the token budget");
-                    continue;
+        } else {
+            // With no skills loaded there is nothing to list or read (a `read_skill` tool
+            // without skills would only confuse the model).
+            if self.config.mode.has_catalog() && !index.is_empty() {
+                let catalog = self.catalog(index, &mut caches);
+                let fits = catalog.cumulative.iter().take_while(|&&t| t <= left).count();
+                if fits > 0 {
+                    left -= catalog.cumulative[fits - 1];
+                    ctx.sections
+                        .push(Section::stable(SectionKind::CATALOG, CATALOG_INTRO));
+                    ctx.catalog.extend(catalog.entries[..fits].iter().cloned());
                 }
-                left -= cost;
-                if names.is_empty() {
-                    text.push_str(TRIGGERED_INTRO);
-                }
-                text.push_str("\n\n");
-                text.push_str(&block.text);
-                names.push(s.name.clone());
+                ctx.tools.extend(self.tools.iter().cloned());
             }
-            if !names.is_empty() {
-                ctx.sections
-                    .push(Section::per_message("skills", text).with_items(names));
+            if self.config.mode.has_selection() {
+                left = self.render_selected(index, selected, left, &mut caches, &mut ctx);
             }
-            // A selected skill's tools come with it even when the budget cut its body: their
-            // descriptions stand on their own.
-            let tools = self.skill_tools(index, &mut caches);
-            ctx.tools
-                .extend(selected.iter().flat_map(|s| tools[s.skill].iter().cloned()));
+        }
+        if baseline {
+            let definitions: Vec<_> = ctx.tools.iter().map(|t| t.definition()).collect();
+            let sent = budget.saturating_sub(left) + self.config.counter.count_tools(&definitions);
+            ctx.baseline_delta = self.full_tokens(index, &mut caches) as i64 - sent as i64;
         }
         ctx
     }
 
-    /// The context for `messages` against the current index.
+    /// The bodies and tools of the selected skills, within `left` tokens; returns what is left.
+    fn render_selected(
+        &self,
+        index: &Arc<SkillIndex>,
+        selected: &[Selection],
+        mut left: usize,
+        caches: &mut Caches,
+        ctx: &mut Context,
+    ) -> usize {
+        let intro = self.intro_tokens;
+        let mut text = String::new();
+        let mut names = Vec::new();
+        for s in selected {
+            let block = self.block(&index.skills()[s.skill], caches);
+            let cost = block.tokens + if names.is_empty() { intro } else { 0 };
+            if cost > left {
+                tracing::debug!(skill = %s.name, tokens = block.tokens, left, "skill cut by the token budget");
+                continue;
+            }
+            left -= cost;
+            if names.is_empty() {
+                text.push_str(TRIGGERED_INTRO);
+            }
+            text.push_str("\n\n");
+            text.push_str(&block.text);
+            names.push(s.name.clone());
+        }
+        if !names.is_empty() {
+            ctx.sections
+                .push(Section::per_message(SectionKind::SKILLS, text).with_items(names));
+        }
+        // A selected skill's tools come with it even when the budget cut its body: their
+        // descriptions stand on their own.
+        let tools = self.skill_tools(index, caches);
+        ctx.tools
+            .extend(selected.iter().flat_map(|s| tools[s.skill].iter().cloned()));
+        left
+    }
+
+    /// The context for `messages` against the current index, and the selection behind it.
     pub fn context_for(&self, messages: &[Message], run: &RunInfo) -> (Context, Vec<Selection>) {
         let index = self.library.snapshot();
         let selected = if self.config.mode.has_selection() {
-            self.select(&index, messages, &run.thread_id)
+            self.select(&index, messages, run.project.as_deref())
         } else {
             Vec::new()
         };
@@ -388,7 +478,7 @@ impl SkillContextProvider {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(usize::MAX),
         };
-        (self.render(&index, &selected, budget), selected)
+        (self.render(&index, &selected, budget, run.baseline), selected)
     }
 }
 
@@ -396,20 +486,6 @@ impl SkillContextProvider {
 impl ContextProvider for SkillContextProvider {
     fn name(&self) -> &str {
         "skills"
-    }
-
-    async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
-        if let Some(project) = &thread.project {
-            let found = self.library.snapshot().detect(std::path::Path::new(project));
-            if !found.is_empty() {
-                tracing::info!(thread = %thread.thread_id, skills = ?found, "skills auto-detected for the project");
-            }
-            self.detected
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(thread.thread_id.clone(), found);
-        }
-        Ok(())
     }
 
     async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {

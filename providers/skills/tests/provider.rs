@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{skill, skill_with_body};
-use ctxkit::{ApproxCounter, ContextProvider, Message, Placement, RunInfo, ThreadInfo, TokenCounter};
+use ctxkit::{ApproxCounter, ContextProvider, Message, Placement, RunInfo, SectionKind, TokenCounter};
 use ctxkit_skills::{Mode, SkillConfig, SkillContextProvider, SkillLibrary};
 use serde_json::json;
 
@@ -74,7 +74,7 @@ async fn on_demand_mode_offers_a_catalog_and_tools() {
     let names: Vec<&str> = ctx.catalog.iter().map(|e| &*e.name).collect();
     assert_eq!(names, ["git", "greet", "long"]);
     assert_eq!(ctx.sections.len(), 1);
-    assert_eq!(ctx.sections[0].kind, "catalog");
+    assert_eq!(ctx.sections[0].kind, SectionKind::CATALOG);
     assert!(ctx.sections[0].text.contains("`read_skill`"));
     let tools: Vec<&str> = ctx.tools.iter().map(|t| t.name()).collect();
     assert_eq!(tools, ["read_skill", "read_skills"]);
@@ -85,7 +85,11 @@ async fn hybrid_mode_has_catalog_tools_and_matched_bodies() {
     let ctx = invoke(&provider(Mode::Hybrid), "git rebase, then say hello").await;
     assert_eq!(ctx.catalog.len(), 3);
     assert_eq!(ctx.tools.len(), 2);
-    let skills = ctx.sections.iter().find(|s| s.kind == "skills").unwrap();
+    let skills = ctx
+        .sections
+        .iter()
+        .find(|s| s.kind == SectionKind::SKILLS)
+        .unwrap();
     assert_eq!(skills.items, ["git", "greet"], "score 2 before score 1");
 }
 
@@ -205,7 +209,7 @@ async fn read_skill_refuses_anything_but_a_loaded_name() {
 }
 
 #[tokio::test]
-async fn detected_skills_are_injected_for_the_thread() {
+async fn detected_skills_are_injected_for_the_project_in_previews_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("Cargo.toml"), "[package]").unwrap();
     let lib = Arc::new(SkillLibrary::from_index(common::index(vec![skill(
@@ -221,27 +225,23 @@ async fn detected_skills_are_injected_for_the_thread() {
         },
     );
     let project = dir.path().to_str().unwrap().to_string();
-    p.thread_created(&ThreadInfo {
-        thread_id: "t1".into(),
-        project: Some(project),
-    })
-    .await
-    .unwrap();
-    let run = RunInfo {
-        thread_id: "t1".into(),
-        ..Default::default()
-    };
-    let ctx = p.invoking(&[Message::user("hi")], &run).await.unwrap();
-    assert_eq!(ctx.sections[0].items, ["rust"]);
-    let other = RunInfo {
-        thread_id: "t2".into(),
-        ..Default::default()
-    };
-    assert!(p
-        .invoking(&[Message::user("hi")], &other)
-        .await
-        .unwrap()
-        .is_empty());
+    for preview in [true, false] {
+        let run = RunInfo {
+            project: Some(project.clone()),
+            preview,
+            ..Default::default()
+        };
+        let ctx = p.invoking(&[Message::user("hi")], &run).await.unwrap();
+        assert_eq!(ctx.sections[0].items, ["rust"], "preview: {preview}");
+    }
+    let elsewhere = tempfile::tempdir().unwrap();
+    for project in [Some(elsewhere.path().to_str().unwrap().to_string()), None] {
+        let run = RunInfo {
+            project,
+            ..Default::default()
+        };
+        assert!(p.invoking(&[Message::user("hi")], &run).await.unwrap().is_empty());
+    }
 }
 
 #[test]
