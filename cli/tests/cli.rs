@@ -919,3 +919,72 @@ fn memory_read_only_database_answers_reads_and_refuses_writes() {
     }
     std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+#[test]
+fn context_is_a_preview_that_leaves_the_memory_database_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let db = db.to_str().unwrap();
+    assert!(mem(db, "/p", &["add", "Always use pnpm, not npm"])
+        .status
+        .success());
+    let export = |name: &str| {
+        let file = dir.path().join(name);
+        assert!(mem(db, "/p", &["export", file.to_str().unwrap()])
+            .status
+            .success());
+        std::fs::read_to_string(file).unwrap()
+    };
+    let before = export("before.jsonl");
+    for message in [
+        "How do I install lodash with npm?",
+        "remember that the staging port is 8443",
+        "forget about pnpm",
+    ] {
+        let o = ctxkit(&["context", "--memory", db, "--project", "/p", "--json", message]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let shown = ctxkit(&[
+        "context",
+        "--memory",
+        db,
+        "--project",
+        "/p",
+        "How do I install lodash with npm?",
+    ]);
+    assert!(stdout(&shown).contains("Always use pnpm"), "{}", stdout(&shown));
+    assert_eq!(
+        export("after.jsonl"),
+        before,
+        "no access counted, no command carried out"
+    );
+}
+
+#[test]
+fn context_shows_the_auto_detected_skills_a_chat_injects() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("skills/rust");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: rust\ndescription: Rust conventions\ndetect:\n  files: [Cargo.toml]\n---\nUse cargo.\n",
+    )
+    .unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("Cargo.toml"), "[package]\n").unwrap();
+    let (skills, project) = (
+        dir.path().join("skills").to_str().unwrap().to_string(),
+        project.to_str().unwrap().to_string(),
+    );
+    let args = ["--skills", skills.as_str(), "--project", project.as_str()];
+
+    let o = ctxkit(&[&["context", "--json"], &args[..], &["hello"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["stats"]["skills"], serde_json::json!(["rust"]));
+
+    let o = ctxkit_with_stdin(&[&["chat"], &args[..]].concat(), Some("hello\n"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Skills: rust."), "{}", stdout(&o));
+}
