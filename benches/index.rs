@@ -15,11 +15,7 @@ fn index(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     for n in [100usize, 1_000] {
         let root = dir.path().join(n.to_string());
-        for (name, text) in support::skill_files(n) {
-            let folder = root.join(&name);
-            std::fs::create_dir_all(&folder).unwrap();
-            std::fs::write(folder.join("SKILL.md"), text).unwrap();
-        }
+        support::write_skill_files(&root, n);
         let roots = [SkillRoot::new(&root, Source::Project)];
         assert_eq!(SkillIndex::load(&roots).len(), n);
         group.bench_function(BenchmarkId::new("load", n), |b| {

@@ -33,6 +33,15 @@ pub fn word(rng: &mut Rng) -> String {
     (0..n).map(|_| SYLLABLES[rng.below(SYLLABLES.len())]).collect()
 }
 
+/// Write `n` generated skills (see [`skill_files`]) as folders under `root`.
+pub fn write_skill_files(root: &std::path::Path, n: usize) {
+    for (name, text) in skill_files(n) {
+        let folder = root.join(&name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("SKILL.md"), text).unwrap();
+    }
+}
+
 /// `n` skills with 10 triggers each (8 keywords, 2 two-word phrases), as SKILL.md texts.
 pub fn skill_files(n: usize) -> Vec<(String, String)> {
     let mut rng = Rng::new(42);
