@@ -45,7 +45,15 @@ pub enum Error {
     Tool { tool: String, message: String },
     /// The model call failed.
     #[error("model `{model}` failed: {message}")]
-    Model { model: String, message: String },
+    Model {
+        /// `backend:model`.
+        model: String,
+        /// What went wrong, one sentence (credentials masked).
+        message: String,
+        /// Whether the same call may succeed later (overload, server trouble, a lost
+        /// connection), as opposed to a request or configuration the server will keep refusing.
+        retryable: bool,
+    },
     /// A model's reply was larger than the backend's response size limit; reading stopped at
     /// the limit, so a runaway or hostile server cannot exhaust memory.
     #[error(
@@ -96,6 +104,16 @@ impl Error {
     /// Wrap any error or message as [`Error::Other`].
     pub fn other(err: impl Into<BoxError>) -> Self {
         Error::Other(err.into())
+    }
+
+    /// Whether trying the same thing again later may succeed: a model that was overloaded,
+    /// unreachable or out of time, as opposed to a refusal that will repeat.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Model { retryable, .. } => *retryable,
+            Error::ModelTimeBudget { .. } | Error::Timeout { .. } => true,
+            _ => false,
+        }
     }
 
     /// The error of a named provider, keeping the original as its source.

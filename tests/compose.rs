@@ -244,6 +244,7 @@ async fn invoked_reaches_every_provider_on_success_and_failure() {
     let err = Error::Model {
         model: "m".into(),
         message: "down".into(),
+        retryable: true,
     };
     providers.invoked(&[], Err(&err), &run()).await.unwrap();
     assert_eq!(*seen.lock().unwrap(), ["ok:4", "err:model `m` failed: down"]);

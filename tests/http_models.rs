@@ -79,7 +79,7 @@ fn openai(server: &Server) -> OpenAiModel {
 
 fn model_error(err: Error) -> (String, String) {
     match err {
-        Error::Model { model, message } => (model, message),
+        Error::Model { model, message, .. } => (model, message),
         other => panic!("expected a model error, got {other:?}"),
     }
 }
@@ -319,7 +319,12 @@ async fn gives_up_after_max_retries_with_the_last_status() {
     let server = serve(vec![overloaded(), overloaded(), overloaded()]).await;
     let model = openai(&server).max_retries(2);
 
-    let (name, message) = model_error(model.complete(&hello_request()).await.unwrap_err());
+    let err = model.complete(&hello_request()).await.unwrap_err();
+    assert!(
+        err.is_retryable(),
+        "overload may pass: the caller may try again later"
+    );
+    let (name, message) = model_error(err);
 
     assert_eq!(name, "openai:gpt-test");
     assert_eq!(
@@ -359,6 +364,7 @@ async fn a_400_is_not_retried_and_its_message_is_surfaced() {
         .await
         .unwrap_err();
 
+    assert!(!err.is_retryable(), "a bad request stays bad");
     let (_, message) = model_error(err);
     assert_eq!(
         message,

@@ -53,10 +53,12 @@ impl ChatModel for ScriptedModel {
             Some(Err(message)) => Err(Error::Model {
                 model: model(),
                 message,
+                retryable: false,
             }),
             None => Err(Error::Model {
                 model: model(),
                 message: "the script has no more replies".into(),
+                retryable: false,
             }),
         }
     }

@@ -322,6 +322,7 @@ async fn one_episode_per_run_with_the_tools_it_used() {
     let failed = Error::Model {
         model: "m".into(),
         message: "rate limited".into(),
+        retryable: true,
     };
     finish(&provider, &[Message::user("try again")], Err(&failed), &none, &r).await;
     let episodes = store.episodes(P, 10).await.unwrap();

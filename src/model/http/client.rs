@@ -109,8 +109,11 @@ impl<P> fmt::Debug for HttpModel<P> {
 
 /// Why a call failed, before it becomes an [`Error`].
 enum CallError {
-    /// One sentence, not yet scrubbed of secrets.
-    Message(String),
+    /// One sentence, not yet scrubbed of secrets, and whether a later call may succeed.
+    Message {
+        text: String,
+        retryable: bool,
+    },
     TooLarge,
     Budget {
         attempts: u32,
@@ -120,7 +123,10 @@ enum CallError {
 
 impl From<String> for CallError {
     fn from(message: String) -> Self {
-        CallError::Message(message)
+        CallError::Message {
+            text: message,
+            retryable: false,
+        }
     }
 }
 
@@ -294,7 +300,10 @@ impl<P: Protocol> HttpModel<P> {
             }
             let retry = attempts - 1;
             if !failure.is_retryable() || retry >= self.retry.max_retries {
-                return Err(failure.describe(shown, attempts).into());
+                return Err(CallError::Message {
+                    text: failure.describe(shown, attempts),
+                    retryable: failure.is_retryable(),
+                });
             }
             let delay = self.retry.delay(retry, failure.retry_after);
             let reason = failure.describe("the server", 1);
@@ -392,7 +401,7 @@ impl<P: Protocol> ChatModel for HttpModel<P> {
                 .map_err(|e| format!("could not encode the request as JSON ({e})"))?;
             let text = self.post(body, key.as_deref()).await?;
             P::decode(&text).map_err(|why| {
-                CallError::Message(format!(
+                CallError::from(format!(
                     "{} answered with a body that is not {} ({why}); the body starts with `{}`",
                     self.endpoint.shown(),
                     P::EXPECTED,
@@ -404,9 +413,10 @@ impl<P: Protocol> ChatModel for HttpModel<P> {
         // Servers sometimes quote the key or the URL back: scrub both from whatever is shown.
         let clean = |text: String| self.endpoint.scrub(redact(text, key.as_deref()));
         result.map_err(|failure| match failure {
-            CallError::Message(message) => Error::Model {
+            CallError::Message { text, retryable } => Error::Model {
                 model: self.name.clone(),
-                message: clean(message),
+                message: clean(text),
+                retryable,
             },
             CallError::TooLarge => Error::ModelResponseTooLarge {
                 model: self.name.clone(),
