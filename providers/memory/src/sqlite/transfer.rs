@@ -15,23 +15,29 @@ use crate::error::{MemoryError, Result};
 use crate::secrets;
 use crate::types::{EpisodicRecord, HistoryAction, MemoryEntry};
 
-/// One line of an export.
+/// One line of an export: a memory or an episodic record, tagged by `kind`, so a project's
+/// memories can move between databases and machines as plain JSON lines.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExportRecord {
+    /// A memory, with its id, counters and timestamps.
     Memory(MemoryEntry),
+    /// An episodic record.
     Episode(EpisodicRecord),
 }
 
 /// What an import did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ImportReport {
+    /// Memories added.
     pub memories_added: usize,
     /// Already present (same project and content).
     pub memories_skipped: usize,
     /// Added under a new id because their id was taken by another memory.
     pub memories_renamed: usize,
+    /// Episodic records added.
     pub episodes_added: usize,
+    /// Episodic records already present.
     pub episodes_skipped: usize,
 }
 
