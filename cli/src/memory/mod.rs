@@ -235,13 +235,7 @@ async fn execute(
                 offset,
                 ..ListOptions::default()
             };
-            for e in store.list(project, options).await? {
-                if json {
-                    output::write_json(out, &e)?;
-                } else {
-                    writeln!(out, "{}", output::line(&e))?;
-                }
-            }
+            list(store, project, options, json, out).await?;
         }
         MemoryCommand::Search {
             query,
@@ -259,11 +253,7 @@ async fn execute(
         }
         MemoryCommand::Get { id, json } => {
             let e = get_in(store, &id, project).await?;
-            if json {
-                output::write_json(out, &e)?;
-            } else {
-                output::details(out, &e)?;
-            }
+            output::entry(out, &e, json)?;
         }
         MemoryCommand::Update {
             id,
@@ -276,7 +266,7 @@ async fn execute(
                 k.split(',')
                     .map(|s| s.trim().to_string())
                     .filter(|s| !s.is_empty())
-                    .collect::<Vec<_>>()
+                    .collect()
             });
             let update = MemoryUpdate {
                 content,
@@ -299,14 +289,7 @@ async fn execute(
             let n = store.compact(project).await?;
             writeln!(out, "merged {n} memories into similar ones")?;
         }
-        MemoryCommand::Stats { json } => {
-            let stats = store.stats(project).await?;
-            if json {
-                output::write_json(out, &stats)?;
-            } else {
-                output::stats(out, &stats)?;
-            }
-        }
+        MemoryCommand::Stats { json } => output::stats(out, &store.stats(project).await?, json)?,
         MemoryCommand::Export { file, all_projects } => {
             let scope = if all_projects { None } else { Some(project) };
             export(store, scope, file, out).await?;
@@ -323,14 +306,32 @@ async fn execute(
                 None => writeln!(out, "removed the memory again (undid its insert)")?,
             }
         }
-        MemoryCommand::Clear { yes } => {
-            if !yes {
-                return Err(CliError::new(format!(
-                    "clear deletes every memory of project `{project}`; pass --yes to confirm"
-                )));
-            }
+        MemoryCommand::Clear { yes: false } => {
+            return Err(CliError::new(format!(
+                "clear deletes every memory of project `{project}`; pass --yes to confirm"
+            )));
+        }
+        MemoryCommand::Clear { yes: true } => {
             let n = store.clear(project).await?;
             writeln!(out, "cleared {n} memories")?;
+        }
+    }
+    Ok(())
+}
+
+/// Memories of `project`, one per line (or JSON object).
+async fn list(
+    store: &SqliteMemoryStore,
+    project: &str,
+    options: ListOptions,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    for e in store.list(project, options).await? {
+        if json {
+            output::write_json(out, &e)?;
+        } else {
+            writeln!(out, "{}", output::line(&e))?;
         }
     }
     Ok(())

@@ -56,8 +56,11 @@ pub(super) fn search_hit(out: &mut impl Write, hit: &MemorySearchResult, json: b
     Ok(())
 }
 
-/// Every field of one memory, one per line.
-pub(super) fn details(out: &mut impl Write, e: &MemoryEntry) -> Result<(), CliError> {
+/// One memory: as JSON, or every field on a line of its own.
+pub(super) fn entry(out: &mut impl Write, e: &MemoryEntry, json: bool) -> Result<(), CliError> {
+    if json {
+        return write_json(out, e);
+    }
     writeln!(out, "id:            {}", printable(&e.id))?;
     writeln!(out, "project:       {}", printable(&e.project_path))?;
     writeln!(out, "category:      {} {}", e.category, e.category.badge())?;
@@ -77,8 +80,11 @@ pub(super) fn details(out: &mut impl Write, e: &MemoryEntry) -> Result<(), CliEr
     Ok(())
 }
 
-/// A project's counts.
-pub(super) fn stats(out: &mut impl Write, stats: &MemoryStats) -> Result<(), CliError> {
+/// A project's counts, as JSON or one per line.
+pub(super) fn stats(out: &mut impl Write, stats: &MemoryStats, json: bool) -> Result<(), CliError> {
+    if json {
+        return write_json(out, stats);
+    }
     writeln!(out, "project: {}", printable(&stats.project_path))?;
     writeln!(out, "total: {}", stats.total)?;
     for (category, n) in &stats.by_category {
