@@ -10,6 +10,7 @@ use ctxkit_skills::{
     DEFAULT_TOKEN_BUDGET,
 };
 
+use crate::memory::open::{default_project, normalize_project, open_hook, open_provider};
 use crate::user_config::UserConfig;
 use crate::CliError;
 
@@ -114,7 +115,7 @@ impl RequestOptions {
 
     pub fn project(&self) -> Result<String, CliError> {
         match &self.project {
-            Some(p) => Ok(crate::memory::normalize_project(p)),
+            Some(p) => Ok(normalize_project(p)),
             None => default_project(),
         }
     }
@@ -158,24 +159,17 @@ impl RequestOptions {
             .provider(SkillContextProvider::new(library.clone(), config));
         if let Some(db) = &self.memory {
             let project = self.project()?;
-            builder = builder.provider(crate::memory::open_provider(db, &project)?);
+            builder = builder.provider(open_provider(db, &project)?);
             // The dry-run model's replies are summaries, not extraction JSON: extract only
             // with a real model.
             let extractor = (model_name != "dry-run").then_some(extraction_model);
-            builder = builder.hook(crate::memory::open_hook(db, &project, extractor)?);
+            builder = builder.hook(open_hook(db, &project, extractor)?);
         }
         if baseline {
             builder = builder.report_baseline();
         }
         Ok(builder.build()?)
     }
-}
-
-/// The canonical current directory: the default project memories are scoped to.
-pub fn default_project() -> Result<String, CliError> {
-    let cwd = std::env::current_dir().and_then(std::fs::canonicalize);
-    let cwd = cwd.map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?;
-    Ok(cwd.to_string_lossy().into_owned())
 }
 
 /// Read a UTF-8 text file, with an error naming it.

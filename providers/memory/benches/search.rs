@@ -4,8 +4,9 @@
 //! Memories are 6-14 words drawn from a 6,000-word vocabulary with Zipf-like frequencies (a
 //! few words are in many memories, most in few), built by a seeded PRNG so every run searches
 //! the same data. Queries are 4-9 words from the same distribution, like a user message. The
-//! measured call is `MemoryDb::search` with default options (top 10, access counted), i.e. one
-//! read transaction plus one small write:
+//! measured call is `SqliteMemoryStore::search` with default options (top 10, access counted),
+//! i.e. one read transaction plus one small write on tokio's blocking pool, awaited from a
+//! current-thread runtime:
 //!
 //! - `memory_search/N`: a long-running process, the project's in-memory index built;
 //! - `memory_search/no_touch/N`: the same without counting the access (no write);
@@ -19,8 +20,10 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ctxkit_memory::{
-    MemoryCategory, MemoryDb, MemorySearchRequest, NewMemoryEntry, OpenOptions, SearchIndex,
+    MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry, OpenOptions, SearchIndex,
+    SqliteMemoryStore,
 };
+use tokio::runtime::Runtime;
 
 const PROJECT: &str = "/bench/project";
 const VOCABULARY: usize = 6000;
@@ -96,7 +99,7 @@ fn sentence(rng: &mut Rng, zipf: &Zipf, words: &[String], min: usize, max: usize
         .join(" ")
 }
 
-fn build(n: usize, dir: &std::path::Path) -> MemoryDb {
+fn build(rt: &Runtime, n: usize, path: &std::path::Path) -> SqliteMemoryStore {
     let words = vocabulary();
     let zipf = Zipf::new(words.len());
     let mut rng = Rng(0x5EED_0000 + n as u64);
@@ -111,12 +114,14 @@ fn build(n: usize, dir: &std::path::Path) -> MemoryDb {
         let importance = 0.1 + 0.9 * rng.unit() as f32;
         entries.push(NewMemoryEntry::new(PROJECT, category, content).importance(importance));
     }
-    let db = MemoryDb::open(dir.join(format!("bench-{n}.db"))).expect("open the bench database");
+    let db = SqliteMemoryStore::open(path).expect("open the bench database");
     let start = Instant::now();
-    db.add_many(entries).expect("load the bench database");
+    rt.block_on(db.add_many(entries))
+        .expect("load the bench database");
     eprintln!("built {n} memories in {:.2?}", start.elapsed());
     let start = Instant::now();
-    db.warm_up(PROJECT).expect("build the in-memory index");
+    rt.block_on(db.warm_up(PROJECT))
+        .expect("build the in-memory index");
     eprintln!("indexed {n} memories in memory in {:.2?}", start.elapsed());
     db
 }
@@ -137,19 +142,23 @@ fn queries() -> Vec<String> {
 
 fn search(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
     let queries = queries();
     let mut group = c.benchmark_group("memory_search");
     for n in [1_000, 10_000, 100_000] {
-        let db = build(n, dir.path());
+        let path = dir.path().join(format!("bench-{n}.db"));
+        let db = build(&rt, n, &path);
         // Warm the vocabulary cache the way a long-running agent has it.
-        db.search(&MemorySearchRequest::new(PROJECT, &queries[0]))
+        rt.block_on(db.search(MemorySearchRequest::new(PROJECT, &queries[0])))
             .unwrap();
         let mut i = 0;
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
                 i = (i + 1) % queries.len();
-                let hits = db
-                    .search(&MemorySearchRequest::new(PROJECT, &queries[i]))
+                let hits = rt
+                    .block_on(db.search(MemorySearchRequest::new(PROJECT, &queries[i])))
                     .expect("search");
                 black_box(hits)
             })
@@ -158,24 +167,22 @@ fn search(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("no_touch", n), &n, |b, _| {
             b.iter(|| {
                 i = (i + 1) % queries.len();
-                let hits = db
-                    .search(&MemorySearchRequest::new(PROJECT, &queries[i]).without_touch())
+                let hits = rt
+                    .block_on(db.search(MemorySearchRequest::new(PROJECT, &queries[i]).without_touch()))
                     .expect("search");
                 black_box(hits)
             })
         });
-        let fts = OpenOptions::default()
-            .search_index(SearchIndex::Off)
-            .open(db.path())
+        let fts = SqliteMemoryStore::open_with(&path, OpenOptions::default().search_index(SearchIndex::Off))
             .expect("open the bench database again");
-        fts.search(&MemorySearchRequest::new(PROJECT, &queries[0]))
+        rt.block_on(fts.search(MemorySearchRequest::new(PROJECT, &queries[0])))
             .unwrap();
         let mut i = 0;
         group.bench_with_input(BenchmarkId::new("fts", n), &n, |b, _| {
             b.iter(|| {
                 i = (i + 1) % queries.len();
-                let hits = fts
-                    .search(&MemorySearchRequest::new(PROJECT, &queries[i]))
+                let hits = rt
+                    .block_on(fts.search(MemorySearchRequest::new(PROJECT, &queries[i])))
                     .expect("search");
                 black_box(hits)
             })

@@ -8,15 +8,6 @@
 //! A command must open the message (after a "please", "ok" or "hey"); a question is never a
 //! create command ("Always use tabs?"), and idioms are not commands ("never mind",
 //! "forget it", "do you remember that?"). Created memories get importance 0.95.
-//!
-//! ```
-//! use ctxkit_memory::{detect_memory_command, MemoryCategory, MemoryCommand};
-//! assert_eq!(
-//!     detect_memory_command("Please remember that the API lives in src/api"),
-//!     Some(MemoryCommand::Remember { content: "The API lives in src/api".into(), category: MemoryCategory::Fact })
-//! );
-//! assert_eq!(detect_memory_command("I always forget the syntax"), None);
-//! ```
 
 use std::sync::OnceLock;
 
@@ -183,6 +174,18 @@ fn classify(content: &str) -> MemoryCategory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_opens_the_message() {
+        assert_eq!(
+            detect_memory_command("Please remember that the API lives in src/api"),
+            Some(MemoryCommand::Remember {
+                content: "The API lives in src/api".into(),
+                category: MemoryCategory::Fact
+            })
+        );
+        assert_eq!(detect_memory_command("I always forget the syntax"), None);
+    }
 
     fn remember(content: &str, category: MemoryCategory) -> Option<MemoryCommand> {
         Some(MemoryCommand::Remember {

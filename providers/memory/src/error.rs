@@ -12,21 +12,28 @@ pub enum MemoryError {
     /// The database file cannot be opened or is not a usable SQLite database.
     #[error("cannot open memory database {}: {source}", path.display())]
     Open {
+        /// The database file.
         path: PathBuf,
+        /// What SQLite said.
         #[source]
         source: rusqlite::Error,
     },
     /// The database was written by a newer version of this crate.
     #[error("memory database {} has schema version {found}, newer than version {supported} that this build understands; upgrade ctxkit-memory", path.display())]
     SchemaTooNew {
+        /// The database file.
         path: PathBuf,
+        /// Its schema version.
         found: i64,
+        /// The newest version this build reads.
         supported: i64,
     },
     /// A query failed.
     #[error("memory database {} failed: {source}", path.display())]
     Sqlite {
+        /// The database file.
         path: PathBuf,
+        /// What SQLite said.
         #[source]
         source: rusqlite::Error,
     },
@@ -35,15 +42,28 @@ pub enum MemoryError {
     NotFound(String),
     /// The memory belongs to another project than the one asked for.
     #[error("memory `{id}` does not belong to project `{project}`")]
-    WrongProject { id: String, project: String },
+    WrongProject {
+        /// The memory asked for.
+        id: String,
+        /// The project it was asked for in.
+        project: String,
+    },
     /// The same content is already stored for the project.
     #[error("an identical memory already exists in project `{project}` (id `{existing}`)")]
-    Duplicate { project: String, existing: String },
+    Duplicate {
+        /// The project.
+        project: String,
+        /// The memory that already holds the content.
+        existing: String,
+    },
     /// The text holds something that looks like a secret; nothing was stored.
     #[error("refused to store this {what}: it contains what looks like {description} (rule `{rule}`); secrets are never stored")]
     Secret {
+        /// What was being stored ("memory", "state value", …).
         what: &'static str,
+        /// The rule that matched, e.g. `github-token` (the secret itself is never echoed).
         rule: &'static str,
+        /// What the rule finds, e.g. "a GitHub token".
         description: &'static str,
     },
     /// A field has a value the store cannot accept.
@@ -55,11 +75,19 @@ pub enum MemoryError {
     /// No history entry of this project has this id (entries of other projects are never
     /// shown or undone).
     #[error("no memory history entry {id} in project `{project}`")]
-    HistoryNotFound { id: i64, project: String },
+    HistoryNotFound {
+        /// The history entry asked for.
+        id: i64,
+        /// The project it was asked for in.
+        project: String,
+    },
     /// The database can only be read (the file or its folder is not writable); reads work,
     /// writes fail with this.
     #[error("memory database {} is read-only (the file or its folder cannot be written), so nothing was changed", path.display())]
-    ReadOnly { path: PathBuf },
+    ReadOnly {
+        /// The database file.
+        path: PathBuf,
+    },
     /// The extraction model's reply could not be read as memories.
     #[error("cannot read the memory extraction reply: {0}")]
     ExtractionParse(String),
@@ -68,11 +96,18 @@ pub enum MemoryError {
     ExtractionModel(#[source] ctxkit::Error),
     /// A line of an import is not a record.
     #[error("line {line} of the import is not a valid memory record: {message}")]
-    Import { line: usize, message: String },
+    Import {
+        /// The line, counting from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },

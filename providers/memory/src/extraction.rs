@@ -127,7 +127,8 @@ pub struct ExtractedMemory {
     pub importance: f32,
 }
 
-/// What an extraction did.
+/// What an extraction did, so a caller of [`MemoryHook::finish`](crate::MemoryHook::finish)
+/// can see what was learned, what was already known and what was refused.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ExtractionReport {
     /// How many memories the model proposed.
@@ -143,7 +144,7 @@ pub struct ExtractionReport {
 }
 
 /// The seed's extraction prompt, with the rule against secrets.
-pub fn build_prompt(input: &ExtractionInput, existing: &[MemoryEntry]) -> String {
+pub(crate) fn build_prompt(input: &ExtractionInput, existing: &[MemoryEntry]) -> String {
     let list = |items: &[String], empty: &str| {
         if items.is_empty() {
             empty.to_string()
@@ -220,17 +221,9 @@ Rules:
     )
 }
 
-/// Read the model's reply as a list of memories.
-///
-/// ```
-/// use ctxkit_memory::extraction::parse_extraction;
-/// let reply = "Here you go:\n```json\n[{\"category\": \"preference\", \"content\": \"Use pnpm\", \"keywords\": [\"pnpm\"], \"importance\": 0.9}]\n```";
-/// let memories = parse_extraction(reply)?;
-/// assert_eq!(memories[0].content, "Use pnpm");
-/// assert!(parse_extraction("I found nothing.").is_err());
-/// # Ok::<(), ctxkit_memory::MemoryError>(())
-/// ```
-pub fn parse_extraction(reply: &str) -> Result<Vec<ExtractedMemory>> {
+/// Read the model's reply as a list of memories: a bare array, one in a code fence or in
+/// prose, or an object holding it; anything else is an error, never an empty extraction.
+pub(crate) fn parse_extraction(reply: &str) -> Result<Vec<ExtractedMemory>> {
     let items = find_array(reply)?;
     items
         .iter()
@@ -357,7 +350,9 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Calls a model to extract memories and upserts them into a store.
+/// Calls a model to extract memories and upserts them into a store; give it to
+/// [`MemoryHook::with_extractor`](crate::MemoryHook::with_extractor) to learn from every session
+/// end and compaction without the user saying "remember".
 pub struct MemoryExtractor {
     model: Arc<dyn ChatModel>,
     store: Arc<dyn MemoryStore>,
@@ -390,7 +385,7 @@ impl MemoryExtractor {
     }
 
     /// One model call: the proposed memories, not yet stored.
-    pub async fn extract_from_session(
+    async fn extract_from_session(
         &self,
         input: &ExtractionInput,
         existing: &[MemoryEntry],
@@ -408,7 +403,7 @@ impl MemoryExtractor {
     }
 
     /// Extract from a session and upsert what is new into `project`.
-    pub async fn extract_and_store(
+    pub(crate) async fn extract_and_store(
         &self,
         project: &str,
         input: &ExtractionInput,
@@ -459,3 +454,6 @@ impl MemoryExtractor {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests;

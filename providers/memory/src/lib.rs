@@ -1,27 +1,29 @@
-//! Persistent project memory for ctxkit (seed 004 §4), on SQLite.
+//! Persistent project memory for ctxkit, on SQLite.
 //!
 //! Memories are short statements about a project — preferences, conventions, patterns,
 //! corrections, facts — kept across sessions and injected into requests when they are relevant.
 //!
-//! - [`MemoryDb`] is the blocking SQLite core (one file, WAL, `BEGIN IMMEDIATE` writes, a
-//!   full-text index for candidate retrieval, a history of every change);
-//!   [`SqliteMemoryStore`] puts it behind the async [`MemoryStore`] trait, running each call
-//!   on tokio's blocking pool.
-//! - [`retrieval`] ranks with the seed's formula: `0.40 · TF-IDF cosine + 0.25 · keyword
-//!   Jaccard + 0.20 · importance + 0.15 · recency`, over candidates that share a term with the
-//!   query only (an important but unrelated memory never surfaces).
+//! - [`SqliteMemoryStore`] keeps them in one SQLite file (WAL, `BEGIN IMMEDIATE` writes, a
+//!   full-text index for candidates, a history of every change), opened with [`OpenOptions`]
+//!   and [`SearchIndex`]. It implements [`MemoryStore`], the async trait the rest of the crate
+//!   sees; implement it to keep memories elsewhere.
+//! - Search ranks with `0.40 · TF-IDF cosine + 0.25 · keyword Jaccard + 0.20 · importance +
+//!   0.15 · recency`, over candidates that share a term with the query only (an important but
+//!   unrelated memory never surfaces).
 //! - [`MemoryContextProvider`] injects `## Project Memory` per request and carries out explicit
-//!   commands ([`detect_memory_command`]); [`MemoryHook`] runs [`MemoryExtractor`] at session
-//!   end and compaction and persists `project:` state.
-//! - [`secrets`] refuses API keys, tokens, private keys and passwords on every write path,
-//!   checking every field as given, before any normalisation.
+//!   commands ("remember that …", "forget …"); [`MemoryHook`] runs a [`MemoryExtractor`] at
+//!   session end and compaction and persists `project:` state.
+//! - [`secrets`] are refused on every write path, checking every field as given, before any
+//!   normalisation.
 //! - Projects are walls: a memory id names one memory of one project for the life of the
 //!   database, and history and undo only ever see their own project's entries.
 //! - Imports are checked like any write (secrets, project, content, importance) and their
 //!   counters and timestamps are range-checked; a read-only database opens for reading.
+//! - [`records`] holds what the store keeps besides memories (history, episodes, exports) and
+//!   the reports it returns.
 //!
-//! Timestamps are Unix milliseconds (UTC); inject a [`ManualClock`] through [`OpenOptions`]
-//! to simulate time.
+//! Timestamps are Unix milliseconds (UTC); give [`OpenOptions::clock`] a [`ManualClock`] to
+//! simulate time.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -45,36 +47,70 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
 mod clock;
-pub mod commands;
+mod commands;
 mod error;
-pub mod extraction;
+mod extraction;
 mod hook;
 mod ids;
 mod provider;
-pub mod retrieval;
+pub mod records;
+mod retrieval;
 pub mod secrets;
 mod sqlite;
 mod store;
-pub mod text;
+mod text;
 mod types;
 
-pub use clock::{days_between, format_rfc3339, Clock, ManualClock, SystemClock, DAY_MS};
-pub use commands::{detect_memory_command, MemoryCommand, EXPLICIT_IMPORTANCE};
+pub use clock::ManualClock;
 pub use error::{MemoryError, Result};
-pub use extraction::{ExtractedMemory, ExtractionInput, ExtractionReport, MemoryExtractor};
+pub use extraction::MemoryExtractor;
 pub use hook::MemoryHook;
-pub use provider::{render_memories, MemoryContextProvider, DEFAULT_MAX_CHARS, HEADING, INTRO};
-pub use sqlite::{
-    ExportRecord, ImportReport, MemoryDb, OpenOptions, SearchIndex, COMPACT_SIMILARITY, IMPORTANCE_RANGE,
-    MAX_ACCESS_COUNT, MAX_CONTENT_CHARS, MAX_TIMESTAMP_MS, MERGE_SIMILARITY,
-};
+pub use provider::MemoryContextProvider;
+pub use sqlite::{OpenOptions, SearchIndex};
 pub use store::{MemoryStore, SqliteMemoryStore};
 pub use types::{
-    EpisodicRecord, HistoryAction, HistoryEntry, ListOptions, ListOrder, MemoryCategory, MemoryEntry,
-    MemorySearchRequest, MemorySearchResult, MemoryStats, MemoryUpdate, NewEpisodicRecord, NewMemoryEntry,
-    RecordType, UpsertResult,
+    ListOptions, ListOrder, MemoryCategory, MemoryEntry, MemorySearchRequest, MemorySearchResult,
+    MemoryUpdate, NewMemoryEntry, UpsertResult,
 };
 
-/// The seed's decay: `importance × 0.95^(days / 7)`.
-pub use sqlite::decayed_importance;
+// Every public type can be shared across threads and tasks: an agent holds the provider and the
+// hook behind `Arc` on a multi-threaded runtime. A type that stopped being `Send + Sync` would
+// break callers, so it fails here first.
+const _: () = {
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_all() {
+        assert_send_sync::<SqliteMemoryStore>();
+        assert_send_sync::<OpenOptions>();
+        assert_send_sync::<SearchIndex>();
+        assert_send_sync::<ManualClock>();
+        assert_send_sync::<MemoryContextProvider>();
+        assert_send_sync::<MemoryHook>();
+        assert_send_sync::<MemoryExtractor>();
+        assert_send_sync::<MemoryError>();
+        assert_send_sync::<MemoryEntry>();
+        assert_send_sync::<NewMemoryEntry>();
+        assert_send_sync::<MemoryCategory>();
+        assert_send_sync::<MemoryUpdate>();
+        assert_send_sync::<UpsertResult>();
+        assert_send_sync::<ListOptions>();
+        assert_send_sync::<ListOrder>();
+        assert_send_sync::<MemorySearchRequest>();
+        assert_send_sync::<MemorySearchResult>();
+        assert_send_sync::<records::HistoryEntry>();
+        assert_send_sync::<records::HistoryAction>();
+        assert_send_sync::<records::EpisodicRecord>();
+        assert_send_sync::<records::NewEpisodicRecord>();
+        assert_send_sync::<records::RecordType>();
+        assert_send_sync::<records::ExportRecord>();
+        assert_send_sync::<records::ImportReport>();
+        assert_send_sync::<records::ExtractionReport>();
+        assert_send_sync::<records::MemoryStats>();
+        assert_send_sync::<secrets::SecretFinding>();
+        assert_send_sync::<Box<dyn MemoryStore>>();
+    }
+    let _ = assert_all;
+};

@@ -44,19 +44,6 @@ fn command_line(message: &str) -> &str {
 /// Render memories as the `## Project Memory` section, best first, keeping only what fits in
 /// `max_chars` characters and (when given) `max_tokens` tokens. Returns the text and the ids of
 /// the memories in it; no memory fits → empty text.
-///
-/// ```
-/// use ctxkit_memory::{render_memories, MemoryCategory, MemoryEntry};
-/// let entry = MemoryEntry {
-///     id: "a1".into(), project_path: "/repo".into(), category: MemoryCategory::Preference,
-///     content: "Always use pnpm".into(), keywords: vec![], importance: 0.9, access_count: 0,
-///     source_session_id: None, source_context: None, created_at: 0, updated_at: 0,
-///     last_accessed_at: 0, decayed_at: None,
-/// };
-/// let (text, ids) = render_memories(&[&entry], 2000, None);
-/// assert!(text.ends_with("- [PREF] Always use pnpm"));
-/// assert_eq!(ids, ["a1"]);
-/// ```
 pub fn render_memories(
     entries: &[&MemoryEntry],
     max_chars: usize,
@@ -150,6 +137,7 @@ impl MemoryContextProvider {
         self
     }
 
+    /// The provider's name in reports and errors (default `memory`).
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self

@@ -25,13 +25,8 @@ pub const W_IMPORTANCE: f32 = 0.20;
 /// Weight of recency.
 pub const W_RECENCY: f32 = 0.15;
 
-/// The seed's relevance formula.
-///
-/// ```
-/// use ctxkit_memory::retrieval::compute_relevance_score;
-/// // Identical text, same keywords, importance 1, accessed just now: the maximum.
-/// assert!((compute_relevance_score(1.0, 1.0, 1.0, 0.0) - 1.0).abs() < 1e-6);
-/// ```
+/// The seed's relevance formula: identical text, the same keywords, importance 1 and an
+/// access just now score 1.0, the maximum.
 pub fn compute_relevance_score(
     embedding_similarity: f32,
     keyword_overlap: f32,
@@ -73,7 +68,8 @@ impl Vocabulary {
         Vocabulary { docs, df }
     }
 
-    /// Build from texts (for tests and in-memory use).
+    /// Build from texts, to check scores by hand.
+    #[cfg(test)]
     pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
         let mut v = Vocabulary::default();
         for t in texts {
@@ -86,6 +82,7 @@ impl Vocabulary {
     }
 
     /// Number of documents.
+    #[cfg(test)]
     pub fn docs(&self) -> u64 {
         self.docs
     }
@@ -132,10 +129,6 @@ impl TfIdf {
     /// Euclidean norm.
     pub fn norm(&self) -> f32 {
         self.norm
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.weights.is_empty()
     }
 
     /// Cosine similarity in `[0, 1]`; zero when either vector is empty.

@@ -1,5 +1,8 @@
 //! Secrets are never stored: a curated rule set checked on every write path (the store's own
 //! writes, so the API, the CLI, explicit commands, imports and extraction all pass through it).
+//! The same rules are public so a front end can keep secrets out of what it echoes too (the
+//! CLI redacts them from its usage errors): [`find_secret`] names the first rule a text breaks,
+//! [`redact`] hides every match.
 //!
 //! - **Raw text first.** Every field is checked as given, before it is trimmed, lowercased or
 //!   otherwise normalised (a keyword `AKIA…` is refused, not stored as `akia…`).
@@ -492,11 +495,6 @@ fn compiled() -> &'static Compiled {
     })
 }
 
-/// Names of every rule, in the order they are checked.
-pub fn rule_names() -> Vec<&'static str> {
-    RULES.iter().map(|r| r.name).collect()
-}
-
 /// Whether a matched value is a literal rather than a reference, a placeholder or a word that
 /// points elsewhere ("see …", "in the vault").
 fn is_literal(value: &str) -> bool {
@@ -663,7 +661,7 @@ pub fn find_secret(text: &str) -> Option<SecretFinding> {
 
 /// Check `text`, answering with the refusal the store gives; `what` names the thing being
 /// stored ("memory", "episodic record", …). Check each field as given, before normalising it.
-pub fn check(what: &'static str, text: &str) -> crate::Result<()> {
+pub(crate) fn check(what: &'static str, text: &str) -> crate::Result<()> {
     match find_secret(text) {
         None => Ok(()),
         Some(f) => Err(crate::MemoryError::Secret {
@@ -675,7 +673,10 @@ pub fn check(what: &'static str, text: &str) -> crate::Result<()> {
 }
 
 /// Check several fields of one thing, each as given.
-pub fn check_all<'a>(what: &'static str, fields: impl IntoIterator<Item = &'a str>) -> crate::Result<()> {
+pub(crate) fn check_all<'a>(
+    what: &'static str,
+    fields: impl IntoIterator<Item = &'a str>,
+) -> crate::Result<()> {
     fields.into_iter().try_for_each(|f| check(what, f))
 }
 
@@ -850,7 +851,7 @@ mod tests {
             assert!(red.contains(&format!("[REDACTED:{rule}]")), "{red}");
             assert!(find_secret(&red).is_none(), "redaction left a secret: {red}");
         }
-        for name in rule_names() {
+        for name in RULES.iter().map(|r| r.name) {
             assert!(fired.contains(&name), "rule {name} has no example");
         }
     }

@@ -1,6 +1,5 @@
-//! The async [`MemoryStore`] trait (seed 004 §4.3.1) and its SQLite implementation, which runs
-//! every call of the blocking [`MemoryDb`] on tokio's blocking pool so the async runtime never
-//! waits on disk.
+//! The async [`MemoryStore`] trait and its SQLite implementation, which runs every call of the
+//! blocking SQLite core on tokio's blocking pool so the async runtime never waits on disk.
 
 use std::path::Path;
 
@@ -12,63 +11,95 @@ use crate::types::*;
 
 /// Where memories live. Implement it to put them elsewhere (a shared server database); the
 /// provider, the extractor and the hook only see this trait.
+///
+/// The required methods are what a backend has to own: each is one atomic change or one read
+/// of its rows, and the ones that compare texts (`upsert`, `search`, `forget`) rank with the
+/// document frequencies it keeps beside its index. The provided methods are conveniences
+/// built on them, which a backend may override with a faster equivalent.
+///
+/// Every write refuses text that looks like a secret ([`MemoryError::Secret`]), checking each
+/// field as given; history and undo only ever see the entries of the project they are given.
 #[async_trait]
 pub trait MemoryStore: Send + Sync {
-    /// Add a memory; identical content in the same project is an error.
-    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry>;
-    /// Add several memories atomically.
+    /// Add several memories atomically: all are stored or none. Identical content in the same
+    /// project is [`MemoryError::Duplicate`].
     async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>>;
+    /// Merge into a memory more than 0.85 similar, else insert, else skip with a reason, so
+    /// repeated extraction does not pile up near-duplicates.
+    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult>;
     /// Change fields of a memory.
     async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry>;
-    /// Merge into a memory more than 0.85 similar, else insert, else skip with a reason.
-    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult>;
-    /// Relevant memories of a project, best first.
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>>;
-    /// Memories of a project, filtered and paged.
-    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>>;
     /// A memory by id.
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>>;
-    /// How many memories a project has.
-    async fn count(&self, project: &str) -> Result<usize>;
+    /// Memories of a project, filtered and paged.
+    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>>;
+    /// Relevant memories of a project, best first; counts an access to each unless the
+    /// request says [`without_touch`](MemorySearchRequest::without_touch).
+    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>>;
+    /// Count an access to these memories (what a search does to what it returns).
+    async fn touch(&self, ids: &[String]) -> Result<()>;
     /// Delete a memory, returning it.
     async fn delete(&self, id: &str) -> Result<MemoryEntry>;
-    /// Delete the memories that best match a query, returning them.
+    /// Delete the memories that best match a query ("forget that …"), returning them.
     async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>>;
-    /// Delete every memory of a project.
-    async fn clear(&self, project: &str) -> Result<usize>;
-    /// Decay importance by time without access.
-    async fn decay(&self, project: &str) -> Result<usize>;
-    /// Delete memories below an importance (which must lie in 0.0-1.0).
-    async fn prune(&self, project: &str, min_importance: f32) -> Result<usize>;
-    /// Merge memories more than 0.90 similar.
-    async fn compact(&self, project: &str) -> Result<usize>;
-    /// Counts for a project.
-    async fn stats(&self, project: &str) -> Result<MemoryStats>;
-    /// Count an access to these memories.
-    async fn touch(&self, ids: &[String]) -> Result<()>;
     /// Every change to a memory of `project`, oldest first.
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>>;
-    /// One history entry of `project` by its id.
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>>;
     /// The latest changes in a project, newest first.
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>>;
-    /// Put a memory of `project` back as it was before one of the project's history entries.
+    /// Put a memory of `project` back as it was before one of the project's history entries;
+    /// `None` when the undo deleted it (an undone insert).
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>>;
     /// Record what happened in a run.
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord>;
-    /// The latest episodic records of a project.
+    /// The latest episodic records of a project, newest first.
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
-    /// Persist a `project:` state value.
+    /// Persist a `project:` state value, so the next session of the project starts with it.
     async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()>;
+    /// Remove a persisted state value; true when it existed.
+    async fn remove_state(&self, project: &str, key: &str) -> Result<bool>;
     /// Every persisted `project:` state value of a project.
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>>;
-    /// Everything of a project (or of all projects) as records.
+    /// Everything of a project (or of all projects) as records, to move memories elsewhere.
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
-    /// Import records, optionally moving them into one project.
+    /// Import records, optionally moving them into one project. Records are checked like any
+    /// write; ones already present are skipped, and an id another project holds is re-minted.
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport>;
+
+    /// Add one memory: [`add_many`](Self::add_many) of one.
+    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
+        let mut added = self.add_many(vec![entry]).await?;
+        added
+            .pop()
+            .ok_or_else(|| MemoryError::Invalid("the store added nothing".into()))
+    }
+
+    /// How many memories a project has: the length of an unbounded [`list`](Self::list).
+    async fn count(&self, project: &str) -> Result<usize> {
+        let all = ListOptions {
+            limit: usize::MAX,
+            ..ListOptions::default()
+        };
+        Ok(self.list(project, all).await?.len())
+    }
+
+    /// One history entry of `project` by its id, found in the project's whole
+    /// [`project_history`](Self::project_history); `None` for another project's entry.
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        Ok(self
+            .project_history(project, usize::MAX)
+            .await?
+            .into_iter()
+            .find(|h| h.id == history_id))
+    }
 }
 
-/// The SQLite store behind the async trait. Clones share one [`MemoryDb`].
+/// The SQLite store: one database file, shared by threads and processes. Clones share one
+/// connection pool and its caches. Every call runs on tokio's blocking pool, so the async
+/// runtime never waits on disk.
+///
+/// Besides [`MemoryStore`], it has the maintenance a SQLite file needs from time to time
+/// ([`decay`](Self::decay), [`prune`](Self::prune), [`compact`](Self::compact),
+/// [`clear`](Self::clear)) and its [`stats`](Self::stats).
 ///
 /// ```
 /// use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
@@ -86,23 +117,62 @@ pub struct SqliteMemoryStore {
 }
 
 impl SqliteMemoryStore {
-    /// Open (creating and migrating when needed) the database at `path`.
+    /// Open (creating and migrating when needed) the database at `path`. A database that
+    /// exists but cannot be written is opened read-only.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Ok(SqliteMemoryStore {
-            db: MemoryDb::open(path)?,
-        })
+        Self::open_with(path, OpenOptions::default())
     }
 
-    /// Open with options (clock, busy timeout, candidate limit).
+    /// Open with options (clock, busy timeout, candidate limit, search index, read-only).
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         Ok(SqliteMemoryStore {
             db: MemoryDb::open_with(path, options)?,
         })
     }
 
-    /// The blocking core, for synchronous callers.
-    pub fn db(&self) -> &MemoryDb {
-        &self.db
+    /// Whether the database was opened read-only (asked for, or because it can't be written):
+    /// reads work, searches do not count accesses, writes fail with [`MemoryError::ReadOnly`].
+    pub fn is_read_only(&self) -> bool {
+        self.db.is_read_only()
+    }
+
+    /// Build the in-memory search index of a project now, whatever
+    /// [`SearchIndex`](crate::SearchIndex) says, so the next search is fast.
+    pub async fn warm_up(&self, project: &str) -> Result<()> {
+        let project = project.to_string();
+        self.blocking(move |db| db.warm_up(&project)).await
+    }
+
+    /// Delete every memory of a project (each recorded in the history), returning how many.
+    pub async fn clear(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.clear(&project)).await
+    }
+
+    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
+    /// so stale memories sink below fresh ones; returns how many changed.
+    pub async fn decay(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.decay(&project)).await
+    }
+
+    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
+    pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.prune(&project, min_importance)).await
+    }
+
+    /// Merge memories more than 0.90 similar into the most important of them; returns how
+    /// many were merged away.
+    pub async fn compact(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.compact(&project)).await
+    }
+
+    /// Counts for a project: memories by category, accesses, episodes, history entries.
+    pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        let project = project.to_string();
+        self.blocking(move |db| db.stats(&project)).await
     }
 
     async fn blocking<T, F>(&self, f: F) -> Result<T>
@@ -117,41 +187,32 @@ impl SqliteMemoryStore {
     }
 }
 
-impl From<MemoryDb> for SqliteMemoryStore {
-    fn from(db: MemoryDb) -> Self {
-        SqliteMemoryStore { db }
-    }
-}
-
 #[async_trait]
 impl MemoryStore for SqliteMemoryStore {
-    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
-        self.blocking(move |db| db.add(entry)).await
-    }
     async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
         self.blocking(move |db| db.add_many(entries)).await
+    }
+    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
+        self.blocking(move |db| db.upsert(entry)).await
     }
     async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
         let id = id.to_string();
         self.blocking(move |db| db.update(&id, update)).await
     }
-    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
-        self.blocking(move |db| db.upsert(entry)).await
-    }
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        self.blocking(move |db| db.search(&request)).await
+    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+        let id = id.to_string();
+        self.blocking(move |db| db.get(&id)).await
     }
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
         let project = project.to_string();
         self.blocking(move |db| db.list(&project, &options)).await
     }
-    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        let id = id.to_string();
-        self.blocking(move |db| db.get(&id)).await
+    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+        self.blocking(move |db| db.search(&request)).await
     }
-    async fn count(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking(move |db| db.count(&project)).await
+    async fn touch(&self, ids: &[String]) -> Result<()> {
+        let ids = ids.to_vec();
+        self.blocking(move |db| db.touch(&ids)).await
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
         let id = id.to_string();
@@ -161,38 +222,9 @@ impl MemoryStore for SqliteMemoryStore {
         let (project, query) = (project.to_string(), query.to_string());
         self.blocking(move |db| db.forget(&project, &query)).await
     }
-    async fn clear(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking(move |db| db.clear(&project)).await
-    }
-    async fn decay(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking(move |db| db.decay(&project)).await
-    }
-    async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking(move |db| db.prune(&project, min_importance)).await
-    }
-    async fn compact(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking(move |db| db.compact(&project)).await
-    }
-    async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        let project = project.to_string();
-        self.blocking(move |db| db.stats(&project)).await
-    }
-    async fn touch(&self, ids: &[String]) -> Result<()> {
-        let ids = ids.to_vec();
-        self.blocking(move |db| db.touch(&ids)).await
-    }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         let (project, id) = (project.to_string(), memory_id.to_string());
         self.blocking(move |db| db.history(&project, &id)).await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        let project = project.to_string();
-        self.blocking(move |db| db.history_entry(&project, history_id))
-            .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
         let project = project.to_string();
@@ -214,6 +246,10 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking(move |db| db.set_state(&project, &key, &value))
             .await
     }
+    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
+        let (project, key) = (project.to_string(), key.to_string());
+        self.blocking(move |db| db.remove_state(&project, &key)).await
+    }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         let project = project.to_string();
         self.blocking(move |db| db.state_entries(&project)).await
@@ -226,5 +262,129 @@ impl MemoryStore for SqliteMemoryStore {
         let project = project.map(str::to_string);
         self.blocking(move |db| db.import(&records, project.as_deref()))
             .await
+    }
+
+    // The SQLite core answers these directly: one query instead of a whole list or history,
+    // and errors worded for one memory rather than a batch of one.
+    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
+        self.blocking(move |db| db.add(entry)).await
+    }
+    async fn count(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.count(&project)).await
+    }
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.history_entry(&project, history_id))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend with only the required methods, so the provided ones run their defaults.
+    struct RequiredOnly(SqliteMemoryStore);
+
+    #[async_trait]
+    impl MemoryStore for RequiredOnly {
+        async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
+            self.0.add_many(entries).await
+        }
+        async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
+            self.0.upsert(entry).await
+        }
+        async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
+            self.0.update(id, update).await
+        }
+        async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+            self.0.get(id).await
+        }
+        async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
+            self.0.list(project, options).await
+        }
+        async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+            self.0.search(request).await
+        }
+        async fn touch(&self, ids: &[String]) -> Result<()> {
+            self.0.touch(ids).await
+        }
+        async fn delete(&self, id: &str) -> Result<MemoryEntry> {
+            self.0.delete(id).await
+        }
+        async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
+            self.0.forget(project, query).await
+        }
+        async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
+            self.0.history(project, memory_id).await
+        }
+        async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
+            self.0.project_history(project, limit).await
+        }
+        async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
+            self.0.undo(project, history_id).await
+        }
+        async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
+            self.0.add_episode(record).await
+        }
+        async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
+            self.0.episodes(project, limit).await
+        }
+        async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
+            self.0.set_state(project, key, value).await
+        }
+        async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
+            self.0.remove_state(project, key).await
+        }
+        async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+            self.0.state_entries(project).await
+        }
+        async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
+            self.0.export(project).await
+        }
+        async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
+            self.0.import(records, project).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_provided_methods_answer_like_the_sqlite_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = SqliteMemoryStore::open(dir.path().join("memory.db")).unwrap();
+        let plain = RequiredOnly(sqlite.clone());
+        let fact = |content: &str| NewMemoryEntry::new("/p", MemoryCategory::Fact, content);
+
+        let a = plain.add(fact("Deploys happen on Fridays")).await.unwrap();
+        assert_eq!(sqlite.get(&a.id).await.unwrap(), Some(a.clone()));
+        let dup = plain.add(fact("Deploys happen on Fridays")).await.unwrap_err();
+        assert!(matches!(dup, MemoryError::Duplicate { .. }), "{dup:?}");
+        let secret = plain.add(fact(&format!("password={}", "hunter22"))).await;
+        assert!(matches!(secret, Err(MemoryError::Secret { .. })), "{secret:?}");
+        sqlite.add(fact("The API lives in src/api")).await.unwrap();
+        sqlite
+            .add(NewMemoryEntry::new("/q", MemoryCategory::Fact, "Another project"))
+            .await
+            .unwrap();
+
+        assert_eq!(plain.count("/p").await.unwrap(), 2);
+        assert_eq!(
+            plain.count("/p").await.unwrap(),
+            sqlite.count("/p").await.unwrap()
+        );
+        assert_eq!(plain.count("/nowhere").await.unwrap(), 0);
+
+        let latest = sqlite.project_history("/p", 1).await.unwrap().remove(0);
+        for project in ["/p", "/q"] {
+            assert_eq!(
+                plain.history_entry(project, latest.id).await.unwrap(),
+                sqlite.history_entry(project, latest.id).await.unwrap(),
+            );
+        }
+        assert_eq!(
+            plain.history_entry("/p", latest.id).await.unwrap(),
+            Some(latest.clone())
+        );
+        assert_eq!(plain.history_entry("/q", latest.id).await.unwrap(), None);
     }
 }

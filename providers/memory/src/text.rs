@@ -234,13 +234,8 @@ fn is_apostrophe(c: char) -> bool {
     c == '\'' || c == '\u{2019}'
 }
 
-/// The terms of `text`, in order, repeats kept, stop words removed.
-///
-/// ```
-/// use ctxkit_memory::text::terms;
-/// assert_eq!(terms("Don't use NPM; we use pnpm in C++ builds"), ["use", "npm", "use", "pnpm", "c++", "builds"]);
-/// assert_eq!(terms("日本語"), ["日本", "本語"]);
-/// ```
+/// The terms of `text`, in order, repeats kept, stop words removed; a run of Han or kana
+/// becomes its overlapping pairs ("日本語" → "日本", "本語").
 pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
@@ -381,6 +376,15 @@ pub fn truncate_chars(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terms_lowercase_drop_stop_words_and_pair_han() {
+        assert_eq!(
+            terms("Don't use NPM; we use pnpm in C++ builds"),
+            ["use", "npm", "use", "pnpm", "c++", "builds"]
+        );
+        assert_eq!(terms("日本語"), ["日本", "本語"]);
+    }
 
     #[test]
     fn stop_words_are_sorted_for_binary_search() {

@@ -1,5 +1,4 @@
-//! The data the store keeps and hands out (seed 004 §4.3.1), with timestamps in Unix
-//! milliseconds.
+//! The data the store keeps and hands out, with timestamps in Unix milliseconds.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -88,19 +87,29 @@ impl FromStr for MemoryCategory {
 /// One stored memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MemoryEntry {
+    /// Names this memory of this project for the life of the database (never reused).
     pub id: String,
+    /// The project the memory belongs to; searches and history never cross projects.
     pub project_path: String,
+    /// What kind of knowledge it is; shown as a badge when injected.
     pub category: MemoryCategory,
+    /// The statement itself, trimmed, at most 2,000 characters.
     pub content: String,
+    /// Lowercased terms matched against queries (keyword overlap).
     pub keywords: Vec<String>,
     /// 0.0-1.0; decays over time.
     pub importance: f32,
     /// Times the memory was returned by a search or injected.
     pub access_count: i64,
+    /// The session (thread) it was learned in, if known.
     pub source_session_id: Option<String>,
+    /// How it was learned ("explicit user command", "extracted from a session by the model"…).
     pub source_context: Option<String>,
+    /// When it was stored (Unix milliseconds).
     pub created_at: i64,
+    /// When it last changed (Unix milliseconds).
     pub updated_at: i64,
+    /// When a search last returned it (Unix milliseconds); recency counts from here.
     pub last_accessed_at: i64,
     /// When decay last lowered the importance; decay counts from the later of this and
     /// `last_accessed_at`, so running it often compounds to the same result as running it once.
@@ -111,16 +120,22 @@ pub struct MemoryEntry {
 /// A memory to create.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NewMemoryEntry {
+    /// The project it belongs to.
     pub project_path: String,
+    /// What kind of knowledge it is.
     pub category: MemoryCategory,
+    /// The statement to remember.
     pub content: String,
     /// Empty: derived from the content (its first distinct terms).
     #[serde(default)]
     pub keywords: Vec<String>,
+    /// 0.0-1.0 (default 0.5); ranks it against other memories.
     #[serde(default = "default_importance")]
     pub importance: f32,
+    /// The session (thread) it was learned in.
     #[serde(default)]
     pub source_session_id: Option<String>,
+    /// How it was learned, for whoever reads the memory later.
     #[serde(default)]
     pub source_context: Option<String>,
 }
@@ -147,21 +162,25 @@ impl NewMemoryEntry {
         }
     }
 
+    /// Set the importance (0.0-1.0).
     pub fn importance(mut self, importance: f32) -> Self {
         self.importance = importance;
         self
     }
 
+    /// Set the keywords instead of deriving them from the content.
     pub fn keywords<S: Into<String>>(mut self, keywords: impl IntoIterator<Item = S>) -> Self {
         self.keywords = keywords.into_iter().map(Into::into).collect();
         self
     }
 
+    /// Record the session (thread) it was learned in.
     pub fn session(mut self, session_id: impl Into<String>) -> Self {
         self.source_session_id = Some(session_id.into());
         self
     }
 
+    /// Record how it was learned.
     pub fn context(mut self, context: impl Into<String>) -> Self {
         self.source_context = Some(context.into());
         self
@@ -171,9 +190,13 @@ impl NewMemoryEntry {
 /// Fields to change; `None` leaves a field as it is.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemoryUpdate {
+    /// New content; the keywords stay unless new ones are given.
     pub content: Option<String>,
+    /// New category.
     pub category: Option<MemoryCategory>,
+    /// New importance (0.0-1.0).
     pub importance: Option<f32>,
+    /// New keywords; an empty list derives them from the content.
     pub keywords: Option<Vec<String>>,
 }
 
@@ -184,13 +207,18 @@ pub enum UpsertResult {
     Inserted(MemoryEntry),
     /// A memory with cosine similarity above 0.85 existed and absorbed the new one.
     Merged {
+        /// The memory that absorbed it (its id does not change).
         original_id: String,
+        /// That memory as it now is.
         merged: MemoryEntry,
+        /// The cosine similarity that made them one.
         similarity: f32,
     },
     /// Nothing was written.
     Skipped {
+        /// Why, in one sentence.
         reason: String,
+        /// The memory that already says as much, if one does.
         existing_id: Option<String>,
     },
 }
@@ -206,10 +234,12 @@ impl UpsertResult {
     }
 }
 
-/// A search (seed 004 §4.3.1).
+/// A search: which project, what text, and how many of which memories to return.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemorySearchRequest {
+    /// The project to search; other projects are never seen.
     pub project_path: String,
+    /// The text to match (a user message, a question).
     pub query: String,
     /// Only these categories; `None` for all.
     pub categories: Option<Vec<MemoryCategory>>,
@@ -222,6 +252,7 @@ pub struct MemorySearchRequest {
 }
 
 impl MemorySearchRequest {
+    /// The 10 best memories of importance ≥ 0.1 for `query`, counting an access to each.
     pub fn new(project_path: impl Into<String>, query: impl Into<String>) -> Self {
         MemorySearchRequest {
             project_path: project_path.into(),
@@ -233,16 +264,19 @@ impl MemorySearchRequest {
         }
     }
 
+    /// Return at most this many.
     pub fn top_k(mut self, top_k: usize) -> Self {
         self.top_k = top_k;
         self
     }
 
+    /// Only these categories.
     pub fn categories(mut self, categories: impl IntoIterator<Item = MemoryCategory>) -> Self {
         self.categories = Some(categories.into_iter().collect());
         self
     }
 
+    /// Ignore memories below this importance.
     pub fn min_importance(mut self, min_importance: f32) -> Self {
         self.min_importance = min_importance;
         self
@@ -258,8 +292,10 @@ impl MemorySearchRequest {
 /// One search hit with the parts of its score.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MemorySearchResult {
+    /// The memory found.
     pub entry: MemoryEntry,
-    /// The blended score of [`compute_relevance_score`](crate::retrieval::compute_relevance_score).
+    /// What results are ranked by: `0.40 · similarity + 0.25 · keyword_overlap + 0.20 ·
+    /// importance + 0.15 · recency`, recency being `1 / (1 + 0.1 · days since last access)`.
     pub relevance_score: f32,
     /// TF-IDF cosine similarity to the query.
     pub similarity: f32,
@@ -270,9 +306,13 @@ pub struct MemorySearchResult {
 /// Paging and filtering for [`list`](crate::MemoryStore::list); newest first by default.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListOptions {
+    /// Only this category; `None` for all.
     pub category: Option<MemoryCategory>,
+    /// Skip this many (default 0).
     pub offset: usize,
+    /// Return at most this many (default 100).
     pub limit: usize,
+    /// Which come first.
     pub order: ListOrder,
 }
 
@@ -300,15 +340,23 @@ pub enum ListOrder {
 /// Counts for a project.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MemoryStats {
+    /// The project counted.
     pub project_path: String,
+    /// Memories in all.
     pub total: usize,
     /// Count per category name (all five present).
     pub by_category: BTreeMap<String, usize>,
+    /// Mean importance, rounded to 4 decimals; 0 without memories.
     pub average_importance: f32,
+    /// Accesses summed over the memories.
     pub total_accesses: i64,
+    /// Episodic records of the project.
     pub episodes: usize,
+    /// History entries of the project.
     pub history_entries: usize,
+    /// When the oldest memory was stored.
     pub oldest_created_at: Option<i64>,
+    /// When a memory last changed.
     pub newest_updated_at: Option<i64>,
 }
 
@@ -316,12 +364,16 @@ pub struct MemoryStats {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecordType {
+    /// The run ended with an answer.
     Success,
+    /// The model call failed.
     Failure,
+    /// Something learned along the way.
     Discovery,
 }
 
 impl RecordType {
+    /// The name stored in the database and exports.
     pub fn as_str(self) -> &'static str {
         match self {
             RecordType::Success => "success",
@@ -341,28 +393,46 @@ impl RecordType {
 /// What happened in one run: the task, the approach and the outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EpisodicRecord {
+    /// Its id, unique in the database.
     pub id: String,
+    /// The project the run worked on.
     pub project_path: String,
+    /// The session (thread) of the run.
     pub session_id: String,
+    /// How the run ended.
     pub record_type: RecordType,
+    /// What was asked (secrets redacted, cut to 300 characters).
     pub task_summary: String,
+    /// How it was approached ("answered directly", "used tools: …").
     pub approach_summary: String,
+    /// What came of it (secrets redacted, cut to 300 characters).
     pub outcome_summary: String,
+    /// Tools called during the run, first call first.
     pub tools_used: Vec<String>,
+    /// Terms of the task, to find the record again.
     pub keywords: Vec<String>,
+    /// When it was recorded (Unix milliseconds).
     pub created_at: i64,
 }
 
 /// An episodic record to create.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewEpisodicRecord {
+    /// The project the run worked on.
     pub project_path: String,
+    /// The session (thread) of the run.
     pub session_id: String,
+    /// How the run ended.
     pub record_type: RecordType,
+    /// What was asked.
     pub task_summary: String,
+    /// How it was approached.
     pub approach_summary: String,
+    /// What came of it.
     pub outcome_summary: String,
+    /// Tools called during the run.
     pub tools_used: Vec<String>,
+    /// Terms of the task.
     pub keywords: Vec<String>,
 }
 
@@ -370,16 +440,22 @@ pub struct NewEpisodicRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HistoryAction {
+    /// The memory was added.
     Insert,
+    /// It absorbed a similar memory, or was absorbed into one.
     Merge,
+    /// Its fields were changed.
     Update,
+    /// It was deleted (forgotten, pruned, cleared).
     Delete,
+    /// Decay lowered its importance.
     Decay,
     /// An undo put a memory back as it was before an earlier entry.
     Restore,
 }
 
 impl HistoryAction {
+    /// The name stored in the database and shown by `memory history`.
     pub fn as_str(self) -> &'static str {
         match self {
             HistoryAction::Insert => "insert",
@@ -409,9 +485,13 @@ impl HistoryAction {
 /// One change to one memory, with the memory before and after it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HistoryEntry {
+    /// Its id, which [`undo`](crate::MemoryStore::undo) takes.
     pub id: i64,
+    /// The memory that changed.
     pub memory_id: String,
+    /// The memory's project.
     pub project_path: String,
+    /// What happened.
     pub action: HistoryAction,
     /// `None` for an insert.
     pub before: Option<MemoryEntry>,
@@ -419,7 +499,9 @@ pub struct HistoryEntry {
     pub after: Option<MemoryEntry>,
     /// For merges: the other memory.
     pub related_id: Option<String>,
+    /// Why, in a few words ("forgotten on request: …").
     pub reason: Option<String>,
+    /// When (Unix milliseconds).
     pub at: i64,
 }
 

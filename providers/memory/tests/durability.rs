@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ctxkit_memory::{MemoryCategory, MemoryDb, NewMemoryEntry};
+use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
 
 const TEST_NAME: &str = "sigkill_mid_write_loop_keeps_every_committed_row";
 const CHILD_DB: &str = "CTXKIT_MEMORY_TEST_CHILD_DB";
@@ -17,8 +17,8 @@ const CHILD_LOG: &str = "CTXKIT_MEMORY_TEST_CHILD_LOG";
 const PROJECT: &str = "/durability";
 
 /// The child: write memories until killed, logging each committed id.
-fn child_loop(db: &Path, log: &Path) {
-    let db = MemoryDb::open(db).expect("child opens the database");
+async fn child_loop(db: &Path, log: &Path) {
+    let db = SqliteMemoryStore::open(db).expect("child opens the database");
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -32,7 +32,7 @@ fn child_loop(db: &Path, log: &Path) {
             format!("durable note {i} on subject{}", i % 97),
         )
         .keywords([format!("k{}", i % 13)]);
-        let e = db.add(entry).expect("child writes");
+        let e = db.add(entry).await.expect("child writes");
         writeln!(log, "{}", e.id).expect("child logs");
         log.sync_data().expect("child syncs the log");
     }
@@ -48,16 +48,16 @@ fn logged_ids(log: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn sigkill_mid_write_loop_keeps_every_committed_row() {
+#[tokio::test]
+async fn sigkill_mid_write_loop_keeps_every_committed_row() {
     if let (Ok(db), Ok(log)) = (std::env::var(CHILD_DB), std::env::var(CHILD_LOG)) {
-        child_loop(Path::new(&db), Path::new(&log));
+        child_loop(Path::new(&db), Path::new(&log)).await;
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("durable.db");
     let log_path = dir.path().join("committed.log");
-    MemoryDb::open(&db_path).unwrap();
+    SqliteMemoryStore::open(&db_path).unwrap();
 
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
@@ -96,12 +96,15 @@ fn sigkill_mid_write_loop_keeps_every_committed_row() {
     );
     assert!(fts.is_ok(), "the full-text index is consistent: {fts:?}");
 
-    let db = MemoryDb::open(&db_path).unwrap();
+    let db = SqliteMemoryStore::open(&db_path).unwrap();
     for id in &committed {
-        assert!(db.get(id).unwrap().is_some(), "committed memory {id} is missing");
+        assert!(
+            db.get(id).await.unwrap().is_some(),
+            "committed memory {id} is missing"
+        );
     }
     // At most one row committed after its id was logged (the kill landed between the two).
-    let count = db.count(PROJECT).unwrap();
+    let count = db.count(PROJECT).await.unwrap();
     assert!(
         count >= committed.len() && count <= committed.len() + 1,
         "{count} rows for {} logged",
@@ -113,5 +116,6 @@ fn sigkill_mid_write_loop_keeps_every_committed_row() {
         MemoryCategory::Fact,
         "written after the crash",
     ))
+    .await
     .unwrap();
 }

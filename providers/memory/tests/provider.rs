@@ -7,9 +7,14 @@ use ctxkit::{
     Agent, ApproxCounter, Context, ContextProvider, Error, Message, Role, RunInfo, RunOutcome, ScriptedModel,
     SectionKind, State, Thread, TokenCounter, ToolCall,
 };
+use ctxkit_memory::records::RecordType;
 use ctxkit_memory::*;
 
 const P: &str = "/work/alpha";
+/// The provider's default budget for the injected section, in characters.
+const DEFAULT_MAX_CHARS: usize = 2000;
+/// The importance of a memory the user asked for in so many words.
+const EXPLICIT_IMPORTANCE: f32 = 0.95;
 
 async fn store() -> (tempfile::TempDir, Arc<SqliteMemoryStore>) {
     let dir = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::params;
+use rusqlite::{params, Transaction};
 
 use super::rows::{delete_row, select_entries, store_row, COLS};
 use super::write::{check_importance, check_project};
@@ -139,49 +139,65 @@ impl MemoryDb {
                 if absorbed.is_empty() {
                     continue;
                 }
-                let (num, old) = &rows[i];
-                let mut survivor: MemoryEntry = old.clone();
-                let mut keywords = survivor.keywords.clone();
-                for &(j, sim) in &absorbed {
-                    let (jnum, other) = &rows[j];
-                    keywords.extend(other.keywords.iter().cloned());
-                    survivor.importance = survivor.importance.max(other.importance);
-                    survivor.access_count = survivor
-                        .access_count
-                        .saturating_add(other.access_count)
-                        .min(super::MAX_ACCESS_COUNT);
-                    survivor.last_accessed_at = survivor.last_accessed_at.max(other.last_accessed_at);
-                    let reason = format!("merged into `{}` by compact (similarity {sim:.2})", survivor.id);
-                    delete_row(tx, *jnum, other, &reason, now)?;
-                    // The removal is a merge, not a plain delete: re-label its history entry.
-                    tx.prepare_cached(
-                        "UPDATE memory_history SET action = 'merge', related_id = ?2
-                         WHERE id = (SELECT max(id) FROM memory_history WHERE memory_id = ?1)",
-                    )?
-                    .execute(params![other.id, survivor.id])?;
+                for &(j, _) in &absorbed {
                     gone.insert(j);
-                    merged_away += 1;
                 }
-                survivor.keywords = text::normalize_keywords(&keywords);
-                survivor.updated_at = now;
-                store_row(tx, *num, old, &survivor)?;
-                let related: Vec<&str> = absorbed.iter().map(|&(j, _)| rows[j].1.id.as_str()).collect();
-                let reason = format!("absorbed {} similar memories by compact", absorbed.len());
-                history::record(
-                    tx,
-                    HistoryAction::Merge,
-                    &survivor.id,
-                    &project,
-                    Some(old),
-                    Some(&survivor),
-                    Some(&related.join(",")),
-                    Some(&reason),
-                    now,
-                )?;
+                merged_away += absorbed.len();
+                absorb(tx, &rows, i, &absorbed, now)?;
             }
             Ok(merged_away)
         })
     }
+}
+
+/// Merge the memories `absorbed` (index and similarity in `rows`) into `rows[i]`: they are
+/// deleted (their history says merged, into whom), and the survivor keeps its content and gains
+/// their keywords, the highest importance and the summed access counts.
+fn absorb(
+    tx: &Transaction,
+    rows: &[(i64, MemoryEntry)],
+    i: usize,
+    absorbed: &[(usize, f32)],
+    now: i64,
+) -> Result<()> {
+    let (num, old) = &rows[i];
+    let mut survivor: MemoryEntry = old.clone();
+    let mut keywords = survivor.keywords.clone();
+    for &(j, sim) in absorbed {
+        let (jnum, other) = &rows[j];
+        keywords.extend(other.keywords.iter().cloned());
+        survivor.importance = survivor.importance.max(other.importance);
+        survivor.access_count = survivor
+            .access_count
+            .saturating_add(other.access_count)
+            .min(super::MAX_ACCESS_COUNT);
+        survivor.last_accessed_at = survivor.last_accessed_at.max(other.last_accessed_at);
+        let reason = format!("merged into `{}` by compact (similarity {sim:.2})", survivor.id);
+        delete_row(tx, *jnum, other, &reason, now)?;
+        // The removal is a merge, not a plain delete: re-label its history entry.
+        tx.prepare_cached(
+            "UPDATE memory_history SET action = 'merge', related_id = ?2
+             WHERE id = (SELECT max(id) FROM memory_history WHERE memory_id = ?1)",
+        )?
+        .execute(params![other.id, survivor.id])?;
+    }
+    survivor.keywords = text::normalize_keywords(&keywords);
+    survivor.updated_at = now;
+    store_row(tx, *num, old, &survivor)?;
+    let related: Vec<&str> = absorbed.iter().map(|&(j, _)| rows[j].1.id.as_str()).collect();
+    let reason = format!("absorbed {} similar memories by compact", absorbed.len());
+    history::record(
+        tx,
+        HistoryAction::Merge,
+        &survivor.id,
+        &survivor.project_path,
+        Some(old),
+        Some(&survivor),
+        Some(&related.join(",")),
+        Some(&reason),
+        now,
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -141,60 +141,7 @@ impl ProjectIndex {
         now: i64,
         top_k: usize,
     ) -> Result<Vec<MemorySearchResult>> {
-        let qv = self.vocab.vector(q_terms);
-        let q_norm = qv.norm();
-        let q_set: BTreeSet<&str> = q_terms.iter().map(String::as_str).collect();
-        let n = self.docs.len();
-        let mut dot = vec![0.0f32; n];
-        let mut common = vec![0u16; n];
-        let mut touched: Vec<u32> = Vec::new();
-        for (term, w) in qv.weights() {
-            let Some(&id) = self.term_ids.get(term) else {
-                continue;
-            };
-            let idf = self.vocab.idf(term);
-            for &(slot, tf) in &self.postings[id as usize] {
-                let s = slot as usize;
-                if dot[s] == 0.0 && common[s] == 0 {
-                    touched.push(slot);
-                }
-                dot[s] += w * tf * idf;
-            }
-        }
-        for term in &q_set {
-            let Some(&id) = self.term_ids.get(*term) else {
-                continue;
-            };
-            for &slot in &self.keyword_postings[id as usize] {
-                let s = slot as usize;
-                if dot[s] == 0.0 && common[s] == 0 {
-                    touched.push(slot);
-                }
-                common[s] += 1;
-            }
-        }
-        // (known part of the score, similarity, overlap, slot) of every memory sharing a term.
-        let mut candidates: Vec<(f32, f32, f32, u32)> = touched
-            .into_iter()
-            .filter_map(|slot| {
-                let s = slot as usize;
-                let doc = &self.docs[s];
-                let similarity = if q_norm > 0.0 && doc.norm > 0.0 {
-                    (dot[s] / (q_norm * doc.norm)).clamp(0.0, 1.0)
-                } else {
-                    0.0
-                };
-                let c = f32::from(common[s]);
-                let union = q_set.len() as f32 + doc.keyword_terms as f32 - c;
-                let overlap = if union > 0.0 { c / union } else { 0.0 };
-                (similarity > 0.0 || overlap > 0.0).then_some((
-                    W_SIMILARITY * similarity + W_KEYWORDS * overlap,
-                    similarity,
-                    overlap,
-                    slot,
-                ))
-            })
-            .collect();
+        let mut candidates = self.candidates(q_terms);
 
         let by_bound =
             |a: &(f32, f32, f32, u32), b: &(f32, f32, f32, u32)| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3));
@@ -237,6 +184,64 @@ impl ProjectIndex {
             rest = tail;
         }
         Ok(best)
+    }
+
+    /// Every memory sharing a term or keyword with the query, as (the part of its score known
+    /// without reading its row, similarity, keyword overlap, slot).
+    fn candidates(&self, q_terms: &[String]) -> Vec<(f32, f32, f32, u32)> {
+        let qv = self.vocab.vector(q_terms);
+        let q_norm = qv.norm();
+        let q_set: BTreeSet<&str> = q_terms.iter().map(String::as_str).collect();
+        let n = self.docs.len();
+        let mut dot = vec![0.0f32; n];
+        let mut common = vec![0u16; n];
+        let mut touched: Vec<u32> = Vec::new();
+        for (term, w) in qv.weights() {
+            let Some(&id) = self.term_ids.get(term) else {
+                continue;
+            };
+            let idf = self.vocab.idf(term);
+            for &(slot, tf) in &self.postings[id as usize] {
+                let s = slot as usize;
+                if dot[s] == 0.0 && common[s] == 0 {
+                    touched.push(slot);
+                }
+                dot[s] += w * tf * idf;
+            }
+        }
+        for term in &q_set {
+            let Some(&id) = self.term_ids.get(*term) else {
+                continue;
+            };
+            for &slot in &self.keyword_postings[id as usize] {
+                let s = slot as usize;
+                if dot[s] == 0.0 && common[s] == 0 {
+                    touched.push(slot);
+                }
+                common[s] += 1;
+            }
+        }
+        touched
+            .into_iter()
+            .filter_map(|slot| {
+                let s = slot as usize;
+                let doc = &self.docs[s];
+                let similarity = if q_norm > 0.0 && doc.norm > 0.0 {
+                    (dot[s] / (q_norm * doc.norm)).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                let c = f32::from(common[s]);
+                let union = q_set.len() as f32 + doc.keyword_terms as f32 - c;
+                let overlap = if union > 0.0 { c / union } else { 0.0 };
+                (similarity > 0.0 || overlap > 0.0).then_some((
+                    W_SIMILARITY * similarity + W_KEYWORDS * overlap,
+                    similarity,
+                    overlap,
+                    slot,
+                ))
+            })
+            .collect()
     }
 }
 

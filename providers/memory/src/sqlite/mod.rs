@@ -12,8 +12,8 @@
 //! and every write fails with [`MemoryError::ReadOnly`]. [`OpenOptions::read_only`] asks for
 //! that mode outright.
 //!
-//! Every method blocks; from async code use [`SqliteMemoryStore`](crate::SqliteMemoryStore),
-//! which runs them on tokio's blocking pool.
+//! Every method blocks; [`SqliteMemoryStore`](crate::SqliteMemoryStore), the public face of
+//! this core, runs them on tokio's blocking pool.
 
 mod episodes;
 mod history;
@@ -34,29 +34,30 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{MemoryError, Result};
 
-pub use maintenance::decayed_importance;
 pub use transfer::{ExportRecord, ImportReport};
 
-/// Upsert merges into an existing memory above this cosine similarity (seed 004 §4.3.1).
-pub const MERGE_SIMILARITY: f32 = 0.85;
+/// Upsert merges into an existing memory above this cosine similarity.
+const MERGE_SIMILARITY: f32 = 0.85;
 /// Compaction merges memories above this cosine similarity.
-pub const COMPACT_SIMILARITY: f32 = 0.90;
+const COMPACT_SIMILARITY: f32 = 0.90;
 /// The longest memory content accepted, in characters (the whole injection budget is 2,000).
-pub const MAX_CONTENT_CHARS: usize = 2000;
+const MAX_CONTENT_CHARS: usize = 2000;
 /// The highest access count kept: counting saturates here, and an import above it is refused
 /// (sums over a project stay far from overflowing).
-pub const MAX_ACCESS_COUNT: i64 = 1_000_000_000_000;
+const MAX_ACCESS_COUNT: i64 = 1_000_000_000_000;
 /// The latest timestamp accepted from an import, in Unix milliseconds (the end of year 9999);
 /// earlier than 0 is refused too.
-pub const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
+const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
 /// Importance, and the thresholds compared with it (`prune --min-importance`), lie in here.
-pub const IMPORTANCE_RANGE: std::ops::RangeInclusive<f32> = 0.0..=1.0;
+const IMPORTANCE_RANGE: std::ops::RangeInclusive<f32> = 0.0..=1.0;
+/// Connections kept open for reuse.
+const POOL_SIZE: usize = 4;
 
 impl From<rusqlite::Error> for MemoryError {
-    /// The path is filled in by [`MemoryDb`] before the error leaves it.
+    /// The path is filled in by the store before the error leaves it.
     fn from(source: rusqlite::Error) -> Self {
         MemoryError::Sqlite {
             path: PathBuf::new(),
@@ -65,22 +66,15 @@ impl From<rusqlite::Error> for MemoryError {
     }
 }
 
-/// How to open a [`MemoryDb`].
+/// How to open a [`SqliteMemoryStore`](crate::SqliteMemoryStore): built from the defaults with
+/// one method per setting, so new settings never break callers.
 #[derive(Clone, Debug)]
 pub struct OpenOptions {
-    /// Where "now" comes from (default: the system clock).
-    pub clock: Arc<dyn Clock>,
-    /// How long a write waits for another writer before failing (default 5 s).
-    pub busy_timeout: Duration,
-    /// How many candidates the full-text index hands to ranking (default 200).
-    pub candidate_limit: usize,
-    /// Connections kept open for reuse (default 4).
-    pub pool_size: usize,
-    /// Whether searches use an in-memory index of the project (default: built in the
-    /// background after the first search).
-    pub search_index: SearchIndex,
-    /// Open for reading only (default: only when the database cannot be written).
-    pub read_only: bool,
+    clock: Arc<dyn Clock>,
+    busy_timeout: Duration,
+    candidate_limit: usize,
+    search_index: SearchIndex,
+    read_only: bool,
 }
 
 /// How searches find their candidates.
@@ -109,7 +103,6 @@ impl Default for OpenOptions {
             clock: Arc::new(SystemClock),
             busy_timeout: Duration::from_secs(5),
             candidate_limit: 200,
-            pool_size: 4,
             search_index: SearchIndex::default(),
             read_only: false,
         }
@@ -117,36 +110,39 @@ impl Default for OpenOptions {
 }
 
 impl OpenOptions {
-    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+    /// Take "now" from this clock instead of the system's, to simulate days passing (decay,
+    /// recency) in tests.
+    pub fn clock(mut self, clock: ManualClock) -> Self {
         self.clock = Arc::new(clock);
         self
     }
 
+    /// How long a write waits for another writer before failing (default 5 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
     }
 
+    /// How many candidates the full-text index hands to ranking (default 200, at least 1):
+    /// more finds rarer matches in big projects, fewer searches faster.
     pub fn candidate_limit(mut self, limit: usize) -> Self {
         self.candidate_limit = limit.max(1);
         self
     }
 
+    /// Whether searches use an in-memory index of the project (default:
+    /// [`SearchIndex::Background`]).
     pub fn search_index(mut self, mode: SearchIndex) -> Self {
         self.search_index = mode;
         self
     }
 
     /// Open for reading only: reads work, writes fail with [`MemoryError::ReadOnly`], searches
-    /// do not count accesses, nothing is created or migrated.
+    /// do not count accesses, nothing is created or migrated (default: only when the database
+    /// cannot be written).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
         self
-    }
-
-    /// Open (creating and migrating when needed) the database at `path`.
-    pub fn open(self, path: impl AsRef<Path>) -> Result<MemoryDb> {
-        MemoryDb::open_with(path, self)
     }
 }
 
@@ -166,18 +162,8 @@ struct Inner {
 }
 
 /// The blocking SQLite memory store; cheap to clone (clones share connections and caches).
-///
-/// ```
-/// use ctxkit_memory::{MemoryCategory, MemoryDb, MemorySearchRequest, NewMemoryEntry};
-/// let dir = tempfile::tempdir()?;
-/// let db = MemoryDb::open(dir.path().join("memory.db"))?;
-/// db.add(NewMemoryEntry::new("/repo", MemoryCategory::Preference, "Always use pnpm, not npm").importance(0.9))?;
-/// let hits = db.search(&MemorySearchRequest::new("/repo", "which package manager, npm?"))?;
-/// assert_eq!(hits[0].entry.content, "Always use pnpm, not npm");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
 #[derive(Clone)]
-pub struct MemoryDb {
+pub(crate) struct MemoryDb {
     inner: Arc<Inner>,
 }
 
@@ -191,13 +177,14 @@ impl std::fmt::Debug for MemoryDb {
 
 impl MemoryDb {
     /// Open with default [`OpenOptions`].
-    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+    #[cfg(test)]
+    pub(crate) fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, OpenOptions::default())
     }
 
     /// Open with these options, creating the file and migrating the schema when needed. A
     /// database that exists but cannot be written is opened read-only.
-    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+    pub(crate) fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let read_only = options.read_only;
         let db = MemoryDb {
@@ -287,18 +274,8 @@ impl MemoryDb {
     }
 
     /// Whether this database was opened read-only (asked for, or because it can't be written).
-    pub fn is_read_only(&self) -> bool {
+    pub(crate) fn is_read_only(&self) -> bool {
         self.inner.read_only.load(Ordering::Relaxed)
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
-    }
-
-    /// The clock the store uses.
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.inner.options.clock
     }
 
     fn now(&self) -> i64 {
@@ -339,7 +316,7 @@ impl MemoryDb {
 
     fn release(&self, conn: Connection) {
         let mut pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.len() < self.inner.options.pool_size {
+        if pool.len() < POOL_SIZE {
             pool.push(conn);
         }
     }
@@ -423,75 +400,4 @@ fn file_uri(path: &Path, param: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_version_1_database_migrates_forward_keeping_its_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        {
-            let mut conn = Connection::open(&path).unwrap();
-            assert!(matches!(
-                schema::migrate_to(&mut conn, 1).unwrap(),
-                schema::Migrated::Ok
-            ));
-            assert_eq!(schema::user_version(&conn).unwrap(), 1);
-            let missing = conn.query_row("SELECT count(*) FROM project_state", [], |r| r.get::<_, i64>(0));
-            assert!(missing.is_err(), "version 1 has no project_state table");
-        }
-        // Write a memory with a version-1 database (the current code only uses v1 tables here).
-        {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute(
-                "INSERT INTO project_memories (id, project_path, category, content, created_at, updated_at, last_accessed_at)
-                 VALUES ('old1', '/p', 'fact', 'legacy row', 1, 1, 1)",
-                [],
-            )
-            .unwrap();
-        }
-        let db = MemoryDb::open(&path).unwrap();
-        let conn = Connection::open(&path).unwrap();
-        assert_eq!(schema::user_version(&conn).unwrap(), schema::LATEST);
-        assert_eq!(db.get("old1").unwrap().unwrap().content, "legacy row");
-        db.set_state("/p", "pm", &serde_json::json!("pnpm")).unwrap();
-        assert_eq!(
-            db.state_entries("/p").unwrap(),
-            [("pm".to_string(), serde_json::json!("pnpm"))]
-        );
-        // Opening again migrates nothing and keeps everything.
-        drop(db);
-        let db = MemoryDb::open(&path).unwrap();
-        assert_eq!(db.count("/p").unwrap(), 1);
-    }
-
-    #[test]
-    fn a_newer_schema_is_refused_with_the_file_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("future.db");
-        MemoryDb::open(&path).unwrap();
-        Connection::open(&path)
-            .unwrap()
-            .pragma_update(None, "user_version", 99)
-            .unwrap();
-        let err = MemoryDb::open(&path).unwrap_err();
-        assert!(
-            matches!(err, MemoryError::SchemaTooNew { found: 99, .. }),
-            "{err:?}"
-        );
-        assert!(err.to_string().contains("future.db"), "{err}");
-    }
-
-    #[test]
-    fn a_file_that_is_not_a_database_is_a_clear_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("garbage.db");
-        std::fs::write(&path, vec![0x42u8; 8192]).unwrap();
-        let err = MemoryDb::open(&path).unwrap_err();
-        let msg = err.to_string();
-        assert!(
-            msg.contains("garbage.db") && msg.contains("not a database"),
-            "{msg}"
-        );
-    }
-}
+mod tests;

@@ -5,8 +5,8 @@ use rusqlite::{params, OptionalExtension, Row, Transaction};
 
 use super::{history, index};
 use crate::error::{MemoryError, Result};
+use crate::types::HistoryAction;
 use crate::types::*;
-use crate::HistoryAction;
 
 pub(super) const COLS: &str =
     "num, id, project_path, category, content, keywords, importance, access_count, \

@@ -15,23 +15,29 @@ use crate::error::{MemoryError, Result};
 use crate::secrets;
 use crate::types::{EpisodicRecord, HistoryAction, MemoryEntry};
 
-/// One line of an export.
+/// One line of an export: a memory or an episodic record, tagged by `kind`, so a project's
+/// memories can move between databases and machines as plain JSON lines.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExportRecord {
+    /// A memory, with its id, counters and timestamps.
     Memory(MemoryEntry),
+    /// An episodic record.
     Episode(EpisodicRecord),
 }
 
 /// What an import did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ImportReport {
+    /// Memories added.
     pub memories_added: usize,
     /// Already present (same project and content).
     pub memories_skipped: usize,
     /// Added under a new id because their id was taken by another memory.
     pub memories_renamed: usize,
+    /// Episodic records added.
     pub episodes_added: usize,
+    /// Episodic records already present.
     pub episodes_skipped: usize,
 }
 
@@ -161,64 +167,12 @@ impl MemoryDb {
             secrets::check("memory", p)?;
         }
         let project = project.map(check_project).transpose()?;
-        let invalid = |n: usize, err: MemoryError| MemoryError::Import {
-            line: n + 1,
-            message: err.to_string(),
-        };
         let mut records = records.to_vec();
         for (n, r) in records.iter_mut().enumerate() {
-            match r {
-                ExportRecord::Memory(m) => {
-                    check_raw_secrets(
-                        &m.project_path,
-                        &m.content,
-                        &m.keywords,
-                        m.source_context.as_deref(),
-                        m.source_session_id.as_deref(),
-                    )
-                    .and_then(|()| secrets::check("memory", &m.id))
-                    .map_err(|e| invalid(n, e))?;
-                    if let Some(p) = &project {
-                        m.project_path = p.clone();
-                    }
-                    check_project(&m.project_path).map_err(|e| invalid(n, e))?;
-                    let content = check_content(&m.content).map_err(|e| invalid(n, e))?;
-                    if content != m.content {
-                        m.content = content;
-                    }
-                    check_importance(m.importance).map_err(|e| invalid(n, e))?;
-                    check_counters(m).map_err(|e| invalid(n, e))?;
-                    super::write::check_secrets(
-                        &m.content,
-                        &m.keywords,
-                        m.source_context.as_deref(),
-                        m.source_session_id.as_deref(),
-                    )
-                    .map_err(|e| invalid(n, e))?;
-                }
-                ExportRecord::Episode(e) => {
-                    secrets::check_all(
-                        "episodic record",
-                        [
-                            e.id.as_str(),
-                            &e.project_path,
-                            &e.session_id,
-                            &e.task_summary,
-                            &e.approach_summary,
-                            &e.outcome_summary,
-                        ]
-                        .into_iter()
-                        .chain(e.tools_used.iter().map(String::as_str))
-                        .chain(e.keywords.iter().map(String::as_str)),
-                    )
-                    .map_err(|err| invalid(n, err))?;
-                    if let Some(p) = &project {
-                        e.project_path = p.clone();
-                    }
-                    check_project(&e.project_path).map_err(|err| invalid(n, err))?;
-                    check_timestamp("created_at", e.created_at).map_err(|err| invalid(n, err))?;
-                }
-            }
+            check_record(r, project.as_deref()).map_err(|err| MemoryError::Import {
+                line: n + 1,
+                message: err.to_string(),
+            })?;
         }
         self.write(|tx, now| {
             let mut report = ImportReport::default();
@@ -269,4 +223,58 @@ impl MemoryDb {
             Ok(report)
         })
     }
+}
+
+/// Check one imported record like any write, moving it into `project` when one is given.
+fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> {
+    match record {
+        ExportRecord::Memory(m) => {
+            check_raw_secrets(
+                &m.project_path,
+                &m.content,
+                &m.keywords,
+                m.source_context.as_deref(),
+                m.source_session_id.as_deref(),
+            )
+            .and_then(|()| secrets::check("memory", &m.id))?;
+            if let Some(p) = project {
+                m.project_path = p.to_string();
+            }
+            check_project(&m.project_path)?;
+            let content = check_content(&m.content)?;
+            if content != m.content {
+                m.content = content;
+            }
+            check_importance(m.importance)?;
+            check_counters(m)?;
+            super::write::check_secrets(
+                &m.content,
+                &m.keywords,
+                m.source_context.as_deref(),
+                m.source_session_id.as_deref(),
+            )?;
+        }
+        ExportRecord::Episode(e) => {
+            secrets::check_all(
+                "episodic record",
+                [
+                    e.id.as_str(),
+                    &e.project_path,
+                    &e.session_id,
+                    &e.task_summary,
+                    &e.approach_summary,
+                    &e.outcome_summary,
+                ]
+                .into_iter()
+                .chain(e.tools_used.iter().map(String::as_str))
+                .chain(e.keywords.iter().map(String::as_str)),
+            )?;
+            if let Some(p) = project {
+                e.project_path = p.to_string();
+            }
+            check_project(&e.project_path)?;
+            check_timestamp("created_at", e.created_at)?;
+        }
+    }
+    Ok(())
 }

@@ -11,9 +11,9 @@ use super::{
     history, index, MemoryDb, IMPORTANCE_RANGE, MAX_ACCESS_COUNT, MAX_CONTENT_CHARS, MERGE_SIMILARITY,
 };
 use crate::error::{MemoryError, Result};
+use crate::secrets;
 use crate::text::{self, terms};
 use crate::types::*;
-use crate::{secrets, HistoryAction};
 
 /// Longest `source_context` kept, in characters (longer ones are cut).
 const MAX_SOURCE_CONTEXT_CHARS: usize = 500;

@@ -3,9 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use ctxkit_memory::retrieval::{compute_relevance_score, Vocabulary};
-use ctxkit_memory::text::terms;
-use ctxkit_memory::*;
+use rusqlite::Connection;
+
+use super::maintenance::decayed_importance;
+use super::*;
+use crate::clock::{ManualClock, DAY_MS};
+use crate::retrieval::{compute_relevance_score, Vocabulary};
+use crate::text::terms;
+use crate::types::*;
+use crate::{MemoryStore, SqliteMemoryStore};
 
 const P: &str = "/work/alpha";
 const Q: &str = "/work/beta";
@@ -18,11 +24,8 @@ fn open() -> (tempfile::TempDir, MemoryDb, ManualClock) {
 fn open_mode(mode: SearchIndex) -> (tempfile::TempDir, MemoryDb, ManualClock) {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(START);
-    let db = OpenOptions::default()
-        .clock(clock.clone())
-        .search_index(mode)
-        .open(dir.path().join("memory.db"))
-        .unwrap();
+    let options = OpenOptions::default().clock(clock.clone()).search_index(mode);
+    let db = MemoryDb::open_with(dir.path().join("memory.db"), options).unwrap();
     (dir, db, clock)
 }
 
@@ -922,18 +925,22 @@ fn both_search_paths_rank_alike_on_a_larger_corpus() {
         .collect();
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(START);
-    let fts = OpenOptions::default()
-        .clock(clock.clone())
-        .search_index(SearchIndex::Off)
-        .candidate_limit(10_000)
-        .open(dir.path().join("m.db"))
-        .unwrap();
+    let fts = MemoryDb::open_with(
+        dir.path().join("m.db"),
+        OpenOptions::default()
+            .clock(clock.clone())
+            .search_index(SearchIndex::Off)
+            .candidate_limit(10_000),
+    )
+    .unwrap();
     fts.add_many(entries).unwrap();
-    let mem = OpenOptions::default()
-        .clock(clock.clone())
-        .search_index(SearchIndex::Eager)
-        .open(dir.path().join("m.db"))
-        .unwrap();
+    let mem = MemoryDb::open_with(
+        dir.path().join("m.db"),
+        OpenOptions::default()
+            .clock(clock.clone())
+            .search_index(SearchIndex::Eager),
+    )
+    .unwrap();
     clock.advance_days(3.0);
     let mut compared = 0;
     for q in &queries {
@@ -1316,11 +1323,13 @@ fn a_read_only_database_reads_and_refuses_writes() {
         .unwrap();
         e
     };
-    let db = OpenOptions::default()
-        .read_only(true)
-        .search_index(SearchIndex::Eager)
-        .open(&path)
-        .unwrap();
+    let db = MemoryDb::open_with(
+        &path,
+        OpenOptions::default()
+            .read_only(true)
+            .search_index(SearchIndex::Eager),
+    )
+    .unwrap();
     assert!(db.is_read_only());
     let hits = db.search(&MemorySearchRequest::new(P, "docs mdbook")).unwrap();
     assert_eq!(hits[0].entry.id, e.id);
@@ -1346,10 +1355,7 @@ fn a_read_only_database_reads_and_refuses_writes() {
         );
     }
     // A database that does not exist yet cannot be opened read-only.
-    assert!(OpenOptions::default()
-        .read_only(true)
-        .open(dir.path().join("none.db"))
-        .is_err());
+    assert!(MemoryDb::open_with(dir.path().join("none.db"), OpenOptions::default().read_only(true)).is_err());
 }
 
 /// Without `read_only`, a file the process may not write is opened read-only by itself. Root
@@ -1377,4 +1383,75 @@ fn a_write_protected_database_file_opens_read_only_by_itself() {
         db.add(new("x")).unwrap_err(),
         MemoryError::ReadOnly { .. }
     ));
+}
+
+// ----- opening and migrating ------------------------------------------------------------
+
+#[test]
+fn a_version_1_database_migrates_forward_keeping_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        assert!(matches!(
+            schema::migrate_to(&mut conn, 1).unwrap(),
+            schema::Migrated::Ok
+        ));
+        assert_eq!(schema::user_version(&conn).unwrap(), 1);
+        let missing = conn.query_row("SELECT count(*) FROM project_state", [], |r| r.get::<_, i64>(0));
+        assert!(missing.is_err(), "version 1 has no project_state table");
+    }
+    // Write a memory with a version-1 database (the current code only uses v1 tables here).
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO project_memories (id, project_path, category, content, created_at, updated_at, last_accessed_at)
+             VALUES ('old1', '/p', 'fact', 'legacy row', 1, 1, 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let db = MemoryDb::open(&path).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    assert_eq!(schema::user_version(&conn).unwrap(), schema::LATEST);
+    assert_eq!(db.get("old1").unwrap().unwrap().content, "legacy row");
+    db.set_state("/p", "pm", &serde_json::json!("pnpm")).unwrap();
+    assert_eq!(
+        db.state_entries("/p").unwrap(),
+        [("pm".to_string(), serde_json::json!("pnpm"))]
+    );
+    // Opening again migrates nothing and keeps everything.
+    drop(db);
+    let db = MemoryDb::open(&path).unwrap();
+    assert_eq!(db.count("/p").unwrap(), 1);
+}
+
+#[test]
+fn a_newer_schema_is_refused_with_the_file_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    MemoryDb::open(&path).unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let err = MemoryDb::open(&path).unwrap_err();
+    assert!(
+        matches!(err, MemoryError::SchemaTooNew { found: 99, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("future.db"), "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("garbage.db");
+    std::fs::write(&path, vec![0x42u8; 8192]).unwrap();
+    let err = MemoryDb::open(&path).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("garbage.db") && msg.contains("not a database"),
+        "{msg}"
+    );
 }
