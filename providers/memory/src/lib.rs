@@ -10,9 +10,11 @@
 //! - Search ranks with `0.40 · TF-IDF cosine + 0.25 · keyword Jaccard + 0.20 · importance +
 //!   0.15 · recency`, over candidates that share a term with the query only (an important but
 //!   unrelated memory never surfaces).
-//! - [`MemoryContextProvider`] injects `## Project Memory` per request and carries out explicit
-//!   commands ("remember that …", "forget …"); [`MemoryHook`] runs a [`MemoryExtractor`] at
-//!   session end and compaction and persists `project:` state.
+//! - [`MemoryContextProvider`] injects `## Project Memory` per request (read-only, so previews
+//!   change nothing) and, once at the end of each run, counts the access of what it injected,
+//!   carries out explicit commands ("remember that …", "forget …"), persists `project:` state
+//!   and records an episode. [`MemoryHook`] loads `project:` state at session start and runs a
+//!   [`MemoryExtractor`] at session end and compaction.
 //! - [`secrets`] are refused on every write path, checking every field as given, before any
 //!   normalisation.
 //! - Projects are walls: a memory id names one memory of one project for the life of the
