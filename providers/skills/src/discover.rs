@@ -12,7 +12,7 @@ use crate::parse::CONVENTION_FILES;
 use crate::skill::Source;
 
 /// Directories never walked into (seed 004 §5.6.3).
-pub const IGNORED_DIRS: &[&str] = &[
+const IGNORED_DIRS: &[&str] = &[
     ".git",
     ".hg",
     ".svn",
@@ -33,7 +33,7 @@ const CONVENTION_DEPTH: usize = 3;
 
 /// What a root holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RootKind {
+pub(crate) enum RootKind {
     /// Folders with `SKILL.md` files, at any depth.
     Skills,
     /// Convention files (`AGENTS.md`, `CLAUDE.md`, …) in a project and its first levels.
@@ -44,7 +44,7 @@ pub enum RootKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillRoot {
     pub path: PathBuf,
-    pub kind: RootKind,
+    pub(crate) kind: RootKind,
     pub source: Source,
     pub priority: i64,
     /// A missing optional root is not a problem (the default project roots are optional).
@@ -60,6 +60,16 @@ impl SkillRoot {
             source,
             priority: source.default_priority(),
             optional: false,
+        }
+    }
+
+    /// A project whose convention files (`AGENTS.md`, `CLAUDE.md`, `AGENT.md`, `SKILLS.md`,
+    /// `COPILOT.md`, `GEMINI.md`) are skills, looked for in the folder and its first three
+    /// levels, at the tier's default priority; it must exist.
+    pub fn conventions(project: impl Into<PathBuf>, source: Source) -> Self {
+        SkillRoot {
+            kind: RootKind::Conventions,
+            ..SkillRoot::new(project, source)
         }
     }
 
@@ -80,10 +90,7 @@ impl SkillRoot {
             .iter()
             .map(|dir| SkillRoot::new(project.join(dir), Source::Project).optional())
             .collect();
-        roots.push(SkillRoot {
-            kind: RootKind::Conventions,
-            ..SkillRoot::new(project, Source::Project).optional()
-        });
+        roots.push(SkillRoot::conventions(project, Source::Project).optional());
         roots
     }
 }

@@ -24,6 +24,7 @@
 //! an output cap, offered with the skill (see `docs/skill-tools.md` in this crate).
 
 mod confined;
+mod descriptor;
 mod detect;
 mod diagnostic;
 mod discover;
@@ -37,17 +38,12 @@ mod select;
 mod skill;
 mod tools;
 
-pub use confined::MAX_FILE_BYTES;
+pub use descriptor::ToolSpec;
 pub use diagnostic::{Diagnostic, Severity};
-pub use discover::{RootKind, SkillRoot, IGNORED_DIRS};
-pub use exec::{
-    parse_descriptor, ExecOptions, ParamKind, ParamSpec, ParamType, Program, SkillTool, ToolSpec, ToolTrust,
-    SCRIPTS_DIR, SHELL_METACHARACTERS, TOOLS_FILE,
-};
-pub use index::{skill_id, SkillIndex, SkillLibrary};
-pub use matcher::{is_no_space_script, is_whole_word, is_word_char, trigger_boundaries};
-pub use parse::{parse_skill, split_frontmatter, strip_frontmatter, CONVENTION_FILES};
+pub use discover::SkillRoot;
+pub use exec::{ExecOptions, SkillTool, ToolTrust};
+pub use index::{SkillIndex, SkillLibrary};
+pub use parse::parse_skill;
 pub use provider::{Mode, SkillConfig, SkillContextProvider, DEFAULT_TOKEN_BUDGET};
 pub use select::{Reason, SelectOptions, Selection};
 pub use skill::{Detect, Skill, Source, Triggers};
-pub use tools::{ReadSkillTool, ReadSkillsTool};

@@ -38,13 +38,13 @@ pub(crate) struct Matcher {
 }
 
 /// A letter, digit or `_`.
-pub fn is_word_char(c: char) -> bool {
+pub(crate) fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
 /// Han, Hiragana, Katakana, Thai, Lao, Khmer and Myanmar are written without spaces between
 /// words, so a trigger in them matches anywhere.
-pub fn is_no_space_script(c: char) -> bool {
+fn is_no_space_script(c: char) -> bool {
     matches!(c as u32,
         0x0E00..=0x0EFF            // Thai, Lao
         | 0x1000..=0x109F | 0xA9E0..=0xA9FF | 0xAA60..=0xAA7F // Myanmar
@@ -60,14 +60,19 @@ fn needs_boundary(c: Option<char>) -> bool {
 }
 
 /// Whether `text[start..end]` stands as a whole word, given which ends need a boundary.
-pub fn is_whole_word(text: &str, start: usize, end: usize, (check_start, check_end): (bool, bool)) -> bool {
+pub(crate) fn is_whole_word(
+    text: &str,
+    start: usize,
+    end: usize,
+    (check_start, check_end): (bool, bool),
+) -> bool {
     let before_ok = !check_start || !text[..start].chars().next_back().is_some_and(is_word_char);
     let after_ok = !check_end || !text[end..].chars().next().is_some_and(is_word_char);
     before_ok && after_ok
 }
 
 /// Which ends of a (lowercased) trigger need a word boundary.
-pub fn trigger_boundaries(trigger: &str) -> (bool, bool) {
+pub(crate) fn trigger_boundaries(trigger: &str) -> (bool, bool) {
     (
         needs_boundary(trigger.chars().next()),
         needs_boundary(trigger.chars().next_back()),
@@ -232,5 +237,21 @@ impl Matcher {
         if let Some(set) = &self.regexes {
             hits.extend(set.matches(lowercased).iter().map(|i| self.regex_owners[i]));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_word_boundaries_apply_to_spaced_scripts_only() {
+        assert_eq!(trigger_boundaries("docker"), (true, true));
+        assert_eq!(trigger_boundaries("c++"), (true, false));
+        assert_eq!(trigger_boundaries(".net"), (false, true));
+        assert_eq!(trigger_boundaries("日本語"), (false, false));
+        assert!(is_whole_word("use docker now", 4, 10, (true, true)));
+        assert!(!is_whole_word("dockerfile", 0, 6, (true, true)));
+        assert!(is_whole_word("用日本語说", 3, 12, (false, false)));
     }
 }

@@ -9,13 +9,13 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
+use sha2::{Digest, Sha256};
 
 use crate::diagnostic::Diagnostic;
-use crate::index::{sha256_hex, skill_id};
 use crate::skill::{Detect, Skill, Source, Triggers};
 
 /// Files that are skills without frontmatter: name = file stem, description = first heading.
-pub const CONVENTION_FILES: &[&str] = &[
+pub(crate) const CONVENTION_FILES: &[&str] = &[
     "AGENTS.md",
     "CLAUDE.md",
     "AGENT.md",
@@ -49,7 +49,7 @@ const MAX_QUOTED_CHARS: usize = 60;
 /// after the opening `---`, the frontmatter runs to the first `\n---`; the body is what follows
 /// that line, trimmed. Without a closing `---` there is no frontmatter and the content is the
 /// body unchanged. Only a file that starts with `---` has frontmatter.
-pub fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
+fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     let content = content.strip_prefix('\u{feff}').unwrap_or(content);
     let Some(rest) = content.strip_prefix("---") else {
         return (None, content);
@@ -64,9 +64,24 @@ pub fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     (Some(frontmatter), body.trim())
 }
 
-/// The body of a skill file: [`split_frontmatter`]'s second half.
-pub fn strip_frontmatter(content: &str) -> &str {
-    split_frontmatter(content).1
+/// A skill's id: normalized name + `-` + the first 12 hex digits of the content's SHA-256.
+fn skill_id(name: &str, hash_hex: &str) -> String {
+    let mut normalized: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '-' })
+        .collect();
+    while normalized.contains("--") {
+        normalized = normalized.replace("--", "-");
+    }
+    format!("{}-{}", normalized.trim_matches('-'), &hash_hex[..12])
+}
+
+fn sha256_hex(content: &str) -> String {
+    Sha256::digest(content.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Parse one skill file. `folder` is the name of the folder holding a `SKILL.md` (the name
@@ -620,4 +635,37 @@ fn quote_colon_values(frontmatter: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_stripping_follows_seed_002() {
+        assert_eq!(
+            split_frontmatter("---\na: 1\n---\n\n# Title\n"),
+            (Some("a: 1"), "# Title")
+        );
+        assert_eq!(
+            split_frontmatter("---\r\na: 1\r\n---\r\nbody\r\n"),
+            (Some("a: 1\r"), "body")
+        );
+        // No closing marker: the content is returned unchanged.
+        assert_eq!(split_frontmatter("---\na: 1\nbody"), (None, "---\na: 1\nbody"));
+        // A rule later in a file without frontmatter is not frontmatter.
+        assert_eq!(
+            split_frontmatter("# T\n---\nx\n---\n"),
+            (None, "# T\n---\nx\n---\n")
+        );
+        // The body may itself contain `---` rules.
+        assert_eq!(split_frontmatter("---\na: 1\n---\nx\n---\ny").1, "x\n---\ny");
+    }
+
+    #[test]
+    fn a_skill_id_is_the_normalized_name_and_the_hash_prefix() {
+        let hash = sha256_hex("x");
+        assert_eq!(hash.len(), 64);
+        assert_eq!(skill_id("My  Skill!", &hash), format!("my-skill-{}", &hash[..12]));
+    }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::exec::ToolSpec;
+use crate::descriptor::ToolSpec;
 
 /// Where a skill came from; decides who wins when two skills share a name.
 ///
