@@ -178,10 +178,12 @@ impl ToolSpec {
         (Vec::new(), diagnostics)
     }
 
+    /// The tool name the model calls; unique among the tools offered in one request.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// What the model reads to decide when to call the tool.
     pub fn description(&self) -> &str {
         &self.description
     }

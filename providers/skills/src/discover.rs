@@ -43,9 +43,14 @@ pub(crate) enum RootKind {
 /// A place skills are loaded from, with its source tier and priority.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillRoot {
+    /// The folder walked.
     pub path: PathBuf,
+    /// Whether it holds skill folders or convention files.
     pub(crate) kind: RootKind,
+    /// The tier of every skill found here, which wins name clashes first.
     pub source: Source,
+    /// The priority of its skills that declare none; breaks name clashes within a tier and
+    /// orders the catalog.
     pub priority: i64,
     /// A missing optional root is not a problem (the default project roots are optional).
     pub optional: bool,
@@ -73,11 +78,13 @@ impl SkillRoot {
         }
     }
 
+    /// The same root with another priority.
     pub fn with_priority(mut self, priority: i64) -> Self {
         self.priority = priority;
         self
     }
 
+    /// The same root, skipped without a diagnostic when it does not exist.
     pub fn optional(mut self) -> Self {
         self.optional = true;
         self

@@ -143,10 +143,12 @@ impl SkillIndex {
         self.ranked.iter().map(|&i| &self.skills[i])
     }
 
+    /// How many skills the index holds after name clashes are resolved.
     pub fn len(&self) -> usize {
         self.skills.len()
     }
 
+    /// Whether no skill loaded (the provider then offers no catalog and no `read_skill`).
     pub fn is_empty(&self) -> bool {
         self.skills.is_empty()
     }
@@ -246,6 +248,7 @@ impl SkillLibrary {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = index;
     }
 
+    /// The roots every reload walks.
     pub fn roots(&self) -> &[SkillRoot] {
         &self.roots
     }

@@ -22,6 +22,25 @@
 //! A skill folder may also hold a `tools.json` declaring commands the skill brings as tools
 //! ([`ToolSpec`], [`SkillTool`]): allowlisted programs run without a shell, under a timeout and
 //! an output cap, offered with the skill (see `docs/skill-tools.md` in this crate).
+//!
+//! # Layering
+//!
+//! Each module uses only modules on lower lines, so any of them can be read (and tested)
+//! without the ones above it:
+//!
+//! ```text
+//! provider, tools      inject selected skills; `read_skill` / `read_skills`
+//! select, detect, exec choose skills for a message or a project; run a skill's tools
+//! index                dedupe, rank and compile one snapshot; the reloadable library
+//! discover, matcher, lexical   find skill files; compile triggers; score untriggered skills
+//! parse                SKILL.md text -> Skill
+//! skill                the data model (Skill, Source, Triggers, Detect)
+//! descriptor           tools.json text -> ToolSpec
+//! diagnostic, confined problems as diagnostics; reads that never leave a folder
+//! ```
+
+#![deny(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 mod confined;
 mod descriptor;
@@ -47,3 +66,28 @@ pub use parse::parse_skill;
 pub use provider::{Mode, SkillConfig, SkillContextProvider, DEFAULT_TOKEN_BUDGET};
 pub use select::{Reason, SelectOptions, Selection};
 pub use skill::{Detect, Skill, Source, Triggers};
+
+/// Every public type can be shared across threads: a library is reloaded while requests run,
+/// and an agent holds the provider behind an `Arc`. Checked at compile time.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Detect>();
+    send_sync::<Diagnostic>();
+    send_sync::<ExecOptions>();
+    send_sync::<Mode>();
+    send_sync::<Reason>();
+    send_sync::<SelectOptions>();
+    send_sync::<Selection>();
+    send_sync::<Severity>();
+    send_sync::<Skill>();
+    send_sync::<SkillConfig>();
+    send_sync::<SkillContextProvider>();
+    send_sync::<SkillIndex>();
+    send_sync::<SkillLibrary>();
+    send_sync::<SkillRoot>();
+    send_sync::<SkillTool>();
+    send_sync::<Source>();
+    send_sync::<ToolSpec>();
+    send_sync::<ToolTrust>();
+    send_sync::<Triggers>();
+};

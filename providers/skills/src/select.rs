@@ -29,7 +29,9 @@ pub struct Selection {
     /// Index into [`SkillIndex::skills`].
     #[serde(skip)]
     pub skill: usize,
+    /// The skill's name.
     pub name: String,
+    /// Why it was selected.
     pub reason: Reason,
     /// Distinct triggers that fired (for lexical selections, the rounded lexical score).
     pub score: usize,

@@ -118,6 +118,7 @@ impl SkillTool {
         }
     }
 
+    /// The declaration this tool runs.
     pub fn spec(&self) -> &ToolSpec {
         &self.spec
     }
