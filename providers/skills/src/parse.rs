@@ -112,6 +112,15 @@ pub fn parse_skill(path: &Path, content: &str, folder: Option<&str>) -> (Option<
     (skill, p.diags)
 }
 
+/// Frontmatter values settled only once every key has been read.
+#[derive(Default)]
+struct Pending {
+    name: Option<String>,
+    description: Option<String>,
+    /// `metadata.triggers`, merged after `triggers` so the top-level ones come first.
+    metadata_triggers: Option<Yaml>,
+}
+
 struct Parser<'a> {
     path: &'a Path,
     diags: Vec<Diagnostic>,
@@ -252,6 +261,7 @@ impl<'a> Parser<'a> {
         )
     }
 
+    /// Every frontmatter key into a skill, then the checks that need all of them.
     fn fields(
         &mut self,
         map: serde_yaml::Mapping,
@@ -263,64 +273,82 @@ impl<'a> Parser<'a> {
             body: body.to_string(),
             ..Default::default()
         };
-        let mut name = None;
-        let mut description = None;
-        let mut metadata_triggers = None;
+        let mut pending = Pending::default();
         for (key, value) in map {
             let key = match key {
                 Yaml::String(s) => s,
                 other => yaml_scalar(&other).unwrap_or_default(),
             };
-            let line = self.line_of(&key);
-            match key.as_str() {
-                "name" => name = self.string(&key, value, line),
-                "description" => description = self.string(&key, value, line),
-                "triggers" => {
-                    let t = self.triggers(value, line);
-                    merge_triggers(&mut skill.triggers, t);
-                }
-                "tags" => skill.tags = self.list(&key, value, line),
-                "priority" => match &value {
-                    Yaml::Number(n) if n.as_i64().is_some() => skill.declared_priority = n.as_i64(),
-                    _ => self.warn(
-                        line,
-                        "`priority` must be an integer; using the priority of the skill's root",
-                    ),
-                },
-                "version" => skill.version = self.string(&key, value, line),
-                "license" => skill.license = self.string(&key, value, line),
-                "compatibility" => skill.compatibility = self.string(&key, value, line),
-                "allowed-tools" => skill.allowed_tools = self.list(&key, value, line),
-                "user-invocable" => skill.user_invocable = self.flag(&key, value, line),
-                "disable-model-invocation" => skill.disable_model_invocation = self.flag(&key, value, line),
-                "always" => skill.always = self.flag(&key, value, line),
-                "detect" => skill.detect = self.detect(value, line),
-                "hooks" => skill.hooks = Some(yaml_to_json(value)),
-                "metadata" => {
-                    let Yaml::Mapping(m) = value else {
-                        self.warn(line, "`metadata` must be a mapping; ignored");
-                        continue;
-                    };
-                    for (k, v) in m {
-                        let k = yaml_scalar(&k).unwrap_or_default();
-                        if k == "triggers" {
-                            metadata_triggers = Some(v.clone());
-                        }
-                        skill.metadata.insert(k, yaml_to_json(v));
-                    }
-                }
-                _ => {
-                    skill.extra.insert(key, yaml_to_json(value));
-                }
-            }
+            self.field(&mut skill, &mut pending, key, value);
         }
-        if let Some(v) = metadata_triggers {
+        if let Some(v) = pending.metadata_triggers {
             let line = self.line_of("metadata");
             let t = self.triggers(v, line);
             merge_triggers(&mut skill.triggers, t);
         }
         self.cap_triggers(&mut skill.triggers);
-        skill.name = match name.filter(|n| !n.trim().is_empty()) {
+        skill.name = self.name(pending.name, default_name);
+        self.check_name(&skill.name, folder);
+        skill.description = self.description(pending.description)?;
+        if skill.disable_model_invocation && !skill.triggers.is_empty() {
+            self.warn(self.line_of("triggers"), "`disable-model-invocation` is set, so the triggers never fire; the skill is selected only by `$name` or `/name`");
+        }
+        Some(skill)
+    }
+
+    /// One top-level key, into `skill` or, when it is settled later, into `pending`.
+    fn field(&mut self, skill: &mut Skill, pending: &mut Pending, key: String, value: Yaml) {
+        let line = self.line_of(&key);
+        match key.as_str() {
+            "name" => pending.name = self.string(&key, value, line),
+            "description" => pending.description = self.string(&key, value, line),
+            "triggers" => {
+                let t = self.triggers(value, line);
+                merge_triggers(&mut skill.triggers, t);
+            }
+            "tags" => skill.tags = self.list(&key, value, line),
+            "priority" => match &value {
+                Yaml::Number(n) if n.as_i64().is_some() => skill.declared_priority = n.as_i64(),
+                _ => self.warn(
+                    line,
+                    "`priority` must be an integer; using the priority of the skill's root",
+                ),
+            },
+            "version" => skill.version = self.string(&key, value, line),
+            "license" => skill.license = self.string(&key, value, line),
+            "compatibility" => skill.compatibility = self.string(&key, value, line),
+            "allowed-tools" => skill.allowed_tools = self.list(&key, value, line),
+            "user-invocable" => skill.user_invocable = self.flag(&key, value, line),
+            "disable-model-invocation" => skill.disable_model_invocation = self.flag(&key, value, line),
+            "always" => skill.always = self.flag(&key, value, line),
+            "detect" => skill.detect = self.detect(value, line),
+            "hooks" => skill.hooks = Some(yaml_to_json(value)),
+            "metadata" => self.metadata(skill, pending, value, line),
+            _ => {
+                skill.extra.insert(key, yaml_to_json(value));
+            }
+        }
+    }
+
+    /// `metadata`, kept as JSON; its `triggers` are triggers too, merged after the top-level
+    /// ones.
+    fn metadata(&mut self, skill: &mut Skill, pending: &mut Pending, value: Yaml, line: Option<usize>) {
+        let Yaml::Mapping(m) = value else {
+            self.warn(line, "`metadata` must be a mapping; ignored");
+            return;
+        };
+        for (k, v) in m {
+            let k = yaml_scalar(&k).unwrap_or_default();
+            if k == "triggers" {
+                pending.metadata_triggers = Some(v.clone());
+            }
+            skill.metadata.insert(k, yaml_to_json(v));
+        }
+    }
+
+    /// The declared name, else `default_name` (from the file's location) with a warning.
+    fn name(&mut self, declared: Option<String>, default_name: String) -> String {
+        match declared.filter(|n| !n.trim().is_empty()) {
             Some(n) => n.trim().to_string(),
             None => {
                 self.warn(
@@ -329,26 +357,25 @@ impl<'a> Parser<'a> {
                 );
                 default_name
             }
+        }
+    }
+
+    /// The declared description; without one the skill is skipped, since neither the catalog
+    /// nor the model could tell what it is for.
+    fn description(&mut self, declared: Option<String>) -> Option<String> {
+        let Some(d) = declared.map(|d| d.trim().to_string()).filter(|d| !d.is_empty()) else {
+            return self.fail(
+                self.line_of("description").or(Some(1)),
+                "no `description`; add one line saying what the skill does and when to use it (the skill is skipped)",
+            );
         };
-        self.check_name(&skill.name, folder);
-        match description.map(|d| d.trim().to_string()).filter(|d| !d.is_empty()) {
-            Some(d) => {
-                if d.chars().count() > 1024 {
-                    self.warn(self.line_of("description"), "`description` is longer than 1024 characters; catalogs will show all of it");
-                }
-                skill.description = d;
-            }
-            None => {
-                return self.fail(
-                    self.line_of("description").or(Some(1)),
-                    "no `description`; add one line saying what the skill does and when to use it (the skill is skipped)",
-                )
-            }
+        if d.chars().count() > 1024 {
+            self.warn(
+                self.line_of("description"),
+                "`description` is longer than 1024 characters; catalogs will show all of it",
+            );
         }
-        if skill.disable_model_invocation && !skill.triggers.is_empty() {
-            self.warn(self.line_of("triggers"), "`disable-model-invocation` is set, so the triggers never fire; the skill is selected only by `$name` or `/name`");
-        }
-        Some(skill)
+        Some(d)
     }
 
     /// The agentskills.io name rules, as warnings.
