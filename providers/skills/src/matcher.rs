@@ -80,22 +80,12 @@ pub(crate) fn trigger_boundaries(trigger: &str) -> (bool, bool) {
 }
 
 impl Matcher {
+    /// One automaton over every distinct literal trigger (each remembering the skills that
+    /// declare it) and one set over every pattern; a part that cannot compile is a warning and
+    /// matching goes on without it.
     pub(crate) fn build(skills: &[Skill], diagnostics: &mut Vec<Diagnostic>) -> Matcher {
         let mut literal_ids: HashMap<String, usize> = HashMap::new();
         let mut literal_owners: Vec<Vec<TriggerRef>> = Vec::new();
-        let mut patterns: Vec<&str> = Vec::new();
-        let mut regex_owners: Vec<TriggerRef> = Vec::new();
-        // Patterns in priority order (stable), so the budget keeps the most important ones.
-        let mut by_priority: Vec<usize> = (0..skills.len()).collect();
-        by_priority.sort_by_key(|&s| std::cmp::Reverse(skills[s].priority));
-        for &s in &by_priority {
-            let skill = &skills[s];
-            let first_pattern = skill.triggers.keywords.len() + skill.triggers.verbs.len();
-            for (p, pattern) in skill.triggers.patterns.iter().enumerate() {
-                patterns.push(pattern);
-                regex_owners.push((s as u32, (first_pattern + p) as u16));
-            }
-        }
         for (s, skill) in skills.iter().enumerate() {
             let literals = skill.triggers.literals().map(str::to_lowercase);
             for (t, literal) in literals.enumerate() {
@@ -134,27 +124,7 @@ impl Matcher {
                 })
                 .ok()
         };
-
-        let regexes = if patterns.is_empty() {
-            None
-        } else {
-            match build_within_budget(&patterns) {
-                Ok((set, kept)) => {
-                    drop_over_budget(skills, &regex_owners[kept..], diagnostics);
-                    regex_owners.truncate(kept);
-                    Some(set)
-                }
-                Err(e) => {
-                    diagnostics.push(Diagnostic::warning(
-                        "<index>",
-                        None,
-                        format!("trigger patterns could not be compiled together ({e}); patterns are ignored, keywords still work"),
-                    ));
-                    regex_owners.clear();
-                    None
-                }
-            }
-        };
+        let (regexes, regex_owners) = compile_patterns(skills, diagnostics);
         Matcher {
             automaton,
             boundaries,
@@ -164,6 +134,49 @@ impl Matcher {
             regex_owners,
         }
     }
+}
+
+/// Every skill's patterns in one set, with the trigger each set entry stands for. Skills are
+/// taken in priority order (stable), so when the set is over [`MAX_INDEX_PATTERN_BYTES`] the
+/// most important patterns are the ones kept.
+fn compile_patterns(
+    skills: &[Skill],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Option<RegexSet>, Vec<TriggerRef>) {
+    let mut patterns: Vec<&str> = Vec::new();
+    let mut regex_owners: Vec<TriggerRef> = Vec::new();
+    let mut by_priority: Vec<usize> = (0..skills.len()).collect();
+    by_priority.sort_by_key(|&s| std::cmp::Reverse(skills[s].priority));
+    for &s in &by_priority {
+        let skill = &skills[s];
+        let first_pattern = skill.triggers.keywords.len() + skill.triggers.verbs.len();
+        for (p, pattern) in skill.triggers.patterns.iter().enumerate() {
+            patterns.push(pattern);
+            regex_owners.push((s as u32, (first_pattern + p) as u16));
+        }
+    }
+
+    let regexes = if patterns.is_empty() {
+        None
+    } else {
+        match build_within_budget(&patterns) {
+            Ok((set, kept)) => {
+                drop_over_budget(skills, &regex_owners[kept..], diagnostics);
+                regex_owners.truncate(kept);
+                Some(set)
+            }
+            Err(e) => {
+                diagnostics.push(Diagnostic::warning(
+                    "<index>",
+                    None,
+                    format!("trigger patterns could not be compiled together ({e}); patterns are ignored, keywords still work"),
+                ));
+                regex_owners.clear();
+                None
+            }
+        }
+    };
+    (regexes, regex_owners)
 }
 
 fn pattern_set(patterns: &[&str]) -> Result<RegexSet, regex::Error> {
