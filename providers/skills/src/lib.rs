@@ -29,14 +29,14 @@
 //! without the ones above it:
 //!
 //! ```text
-//! provider, tools      inject selected skills; `read_skill` / `read_skills`
-//! select, detect, exec choose skills for a message or a project; run a skill's tools
-//! index                dedupe, rank and compile one snapshot; the reloadable library
-//! discover, matcher, lexical   find skill files; compile triggers; score untriggered skills
-//! parse                SKILL.md text -> Skill
-//! skill                the data model (Skill, Source, Triggers, Detect)
-//! descriptor           tools.json text -> ToolSpec
-//! diagnostic, confined problems as diagnostics; reads that never leave a folder
+//! provider                      inject skills into each request, within a token budget
+//! select, detect, exec, tools   pick skills; detect projects; run skill tools; read_skill
+//! index                         one deduplicated, ranked, compiled snapshot; the library
+//! discover, matcher, lexical    find skill files; compile triggers; score untriggered skills
+//! parse                         SKILL.md text -> Skill
+//! skill                         the data model: Skill, Source, Triggers, Detect
+//! descriptor                    tools.json text -> ToolSpec
+//! diagnostic, confined          problems for authors; reads that never leave a folder
 //! ```
 
 #![deny(missing_docs)]
