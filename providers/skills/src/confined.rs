@@ -14,7 +14,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// The most bytes read from one skill file, `tools.json` or project file.
-pub const MAX_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Why a file was not read; callers word it for their file kind with [`ReadProblem::reason`].
 #[derive(Debug)]

@@ -9,21 +9,27 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// Something to fix; the skill (or its tools) still loads as described.
     Warning,
+    /// The file was skipped.
     Error,
 }
 
 /// One problem with one file: where it is and what to do about it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
+    /// The file at fault (`<index>` for a problem of the index as a whole).
     pub path: PathBuf,
     /// 1-based line in the file, when the problem has one.
     pub line: Option<usize>,
+    /// Whether the file was skipped.
     pub severity: Severity,
+    /// What is wrong and what to do about it, in one sentence.
     pub message: String,
 }
 
 impl Diagnostic {
+    /// A problem that keeps the file.
     pub fn warning(path: impl Into<PathBuf>, line: Option<usize>, message: impl Into<String>) -> Self {
         Diagnostic {
             path: path.into(),
@@ -33,6 +39,7 @@ impl Diagnostic {
         }
     }
 
+    /// A problem that skips the file.
     pub fn error(path: impl Into<PathBuf>, line: Option<usize>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,

@@ -12,7 +12,7 @@ use crate::parse::CONVENTION_FILES;
 use crate::skill::Source;
 
 /// Directories never walked into (seed 004 §5.6.3).
-pub const IGNORED_DIRS: &[&str] = &[
+const IGNORED_DIRS: &[&str] = &[
     ".git",
     ".hg",
     ".svn",
@@ -33,7 +33,7 @@ const CONVENTION_DEPTH: usize = 3;
 
 /// What a root holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RootKind {
+pub(crate) enum RootKind {
     /// Folders with `SKILL.md` files, at any depth.
     Skills,
     /// Convention files (`AGENTS.md`, `CLAUDE.md`, …) in a project and its first levels.
@@ -43,9 +43,14 @@ pub enum RootKind {
 /// A place skills are loaded from, with its source tier and priority.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillRoot {
+    /// The folder walked.
     pub path: PathBuf,
-    pub kind: RootKind,
+    /// Whether it holds skill folders or convention files.
+    pub(crate) kind: RootKind,
+    /// The tier of every skill found here, which wins name clashes first.
     pub source: Source,
+    /// The priority of its skills that declare none; breaks name clashes within a tier and
+    /// orders the catalog.
     pub priority: i64,
     /// A missing optional root is not a problem (the default project roots are optional).
     pub optional: bool,
@@ -63,11 +68,23 @@ impl SkillRoot {
         }
     }
 
+    /// A project whose convention files (`AGENTS.md`, `CLAUDE.md`, `AGENT.md`, `SKILLS.md`,
+    /// `COPILOT.md`, `GEMINI.md`) are skills, looked for in the folder and its first three
+    /// levels, at the tier's default priority; it must exist.
+    pub fn conventions(project: impl Into<PathBuf>, source: Source) -> Self {
+        SkillRoot {
+            kind: RootKind::Conventions,
+            ..SkillRoot::new(project, source)
+        }
+    }
+
+    /// The same root with another priority.
     pub fn with_priority(mut self, priority: i64) -> Self {
         self.priority = priority;
         self
     }
 
+    /// The same root, skipped without a diagnostic when it does not exist.
     pub fn optional(mut self) -> Self {
         self.optional = true;
         self
@@ -80,10 +97,7 @@ impl SkillRoot {
             .iter()
             .map(|dir| SkillRoot::new(project.join(dir), Source::Project).optional())
             .collect();
-        roots.push(SkillRoot {
-            kind: RootKind::Conventions,
-            ..SkillRoot::new(project, Source::Project).optional()
-        });
+        roots.push(SkillRoot::conventions(project, Source::Project).optional());
         roots
     }
 }

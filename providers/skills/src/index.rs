@@ -5,12 +5,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use sha2::{Digest, Sha256};
-
+use crate::descriptor::{load_descriptor, TOOLS_FILE};
 use crate::diagnostic::Diagnostic;
 use crate::discover::{discover, SkillRoot};
-use crate::exec::load_descriptor;
-use crate::lexical::LexicalDoc;
+use crate::lexical::Lexical;
 use crate::matcher::Matcher;
 use crate::parse::parse_skill;
 use crate::skill::Skill;
@@ -28,29 +26,9 @@ pub struct SkillIndex {
     pub(crate) rank: Vec<u32>,
     /// Skills in rank order (the catalog order).
     pub(crate) ranked: Vec<usize>,
-    /// Lexical documents of skills without triggers (for the opt-in fallback).
-    pub(crate) lexical: Vec<(usize, LexicalDoc)>,
+    /// Skills without triggers, for the opt-in lexical fallback.
+    pub(crate) lexical: Lexical,
     diagnostics: Vec<Diagnostic>,
-}
-
-/// A skill's id: normalized name + `-` + the first 12 hex digits of the content's SHA-256.
-pub fn skill_id(name: &str, hash_hex: &str) -> String {
-    let mut normalized: String = name
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { '-' })
-        .collect();
-    while normalized.contains("--") {
-        normalized = normalized.replace("--", "-");
-    }
-    format!("{}-{}", normalized.trim_matches('-'), &hash_hex[..12])
-}
-
-pub(crate) fn sha256_hex(content: &str) -> String {
-    Sha256::digest(content.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl SkillIndex {
@@ -142,10 +120,7 @@ impl SkillIndex {
             rank[i] = pos as u32;
         }
         let always = ranked.iter().copied().filter(|&i| kept[i].always).collect();
-        let lexical = (0..kept.len())
-            .filter(|&i| kept[i].triggers.is_empty() && !kept[i].disable_model_invocation)
-            .map(|i| (i, LexicalDoc::new(&kept[i])))
-            .collect();
+        let lexical = Lexical::new(&kept);
         SkillIndex {
             skills: kept,
             matcher,
@@ -168,10 +143,12 @@ impl SkillIndex {
         self.ranked.iter().map(|&i| &self.skills[i])
     }
 
+    /// How many skills the index holds after name clashes are resolved.
     pub fn len(&self) -> usize {
         self.skills.len()
     }
 
+    /// Whether no skill loaded (the provider then offers no catalog and no `read_skill`).
     pub fn is_empty(&self) -> bool {
         self.skills.is_empty()
     }
@@ -211,7 +188,7 @@ fn drop_shadowed_tools(skills: &mut [Skill], ranked: &[usize], diagnostics: &mut
                 let loser = &skills[i];
                 let winner = &skills[owner];
                 diagnostics.push(Diagnostic::warning(
-                    loser.path.with_file_name(crate::exec::TOOLS_FILE),
+                    loser.path.with_file_name(TOOLS_FILE),
                     None,
                     format!(
                         "tool `{}` of skill `{}` is dropped: skill `{}` (priority {} vs {}) declares a tool with that name",
@@ -271,6 +248,7 @@ impl SkillLibrary {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = index;
     }
 
+    /// The roots every reload walks.
     pub fn roots(&self) -> &[SkillRoot] {
         &self.roots
     }

@@ -5,12 +5,19 @@
 
 use std::collections::HashSet;
 
-use crate::index::SkillIndex;
 use crate::skill::Skill;
+
+/// The lexical documents of an index's skills that declare no triggers (the only ones the
+/// fallback scores), built once with the index.
+#[derive(Debug)]
+pub(crate) struct Lexical {
+    /// Position of the skill in the index, and its words.
+    docs: Vec<(usize, LexicalDoc)>,
+}
 
 /// Words of a skill's fields, lowercased, computed once at indexing.
 #[derive(Debug)]
-pub(crate) struct LexicalDoc {
+struct LexicalDoc {
     name: HashSet<String>,
     description: HashSet<String>,
     tags: HashSet<String>,
@@ -26,7 +33,7 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 impl LexicalDoc {
-    pub(crate) fn new(skill: &Skill) -> Self {
+    fn new(skill: &Skill) -> Self {
         LexicalDoc {
             name: words(&skill.name).collect(),
             description: words(&skill.description).collect(),
@@ -53,20 +60,32 @@ impl LexicalDoc {
     }
 }
 
-impl SkillIndex {
-    /// Skills without triggers that the lexical scorer finds relevant to `query` (lowercased),
-    /// best first by normalized score, each with its raw score.
-    pub(crate) fn lexical_scores(&self, query: &str) -> Vec<(usize, f64)> {
+impl Lexical {
+    /// The documents of `skills` that can be selected and declare no triggers.
+    pub(crate) fn new(skills: &[Skill]) -> Self {
+        let docs = skills
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.triggers.is_empty() && !s.disable_model_invocation)
+            .map(|(i, s)| (i, LexicalDoc::new(s)))
+            .collect();
+        Lexical { docs }
+    }
+
+    /// Skills the lexical scorer finds relevant to `query` (lowercased), best first by
+    /// normalized score, ties by `rank` (each skill's position in the catalog order), each
+    /// with its raw score.
+    pub(crate) fn scores(&self, query: &str, rank: &[u32]) -> Vec<(usize, f64)> {
         let query: HashSet<String> = words(query).collect();
         let mut scored: Vec<(usize, f64, f64)> = self
-            .lexical
+            .docs
             .iter()
             .filter_map(|(i, doc)| {
                 let raw = doc.score(&query);
                 (raw >= 1.0).then(|| (*i, raw, raw / (doc.body_words as f64).sqrt()))
             })
             .collect();
-        scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(self.rank[a.0].cmp(&self.rank[b.0])));
+        scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(rank[a.0].cmp(&rank[b.0])));
         scored.into_iter().map(|(i, raw, _)| (i, raw)).collect()
     }
 }

@@ -22,8 +22,28 @@
 //! A skill folder may also hold a `tools.json` declaring commands the skill brings as tools
 //! ([`ToolSpec`], [`SkillTool`]): allowlisted programs run without a shell, under a timeout and
 //! an output cap, offered with the skill (see `docs/skill-tools.md` in this crate).
+//!
+//! # Layering
+//!
+//! Each module uses only modules on lower lines, so any of them can be read (and tested)
+//! without the ones above it:
+//!
+//! ```text
+//! provider                      inject skills into each request, within a token budget
+//! select, detect, exec, tools   pick skills; detect projects; run skill tools; read_skill
+//! index                         one deduplicated, ranked, compiled snapshot; the library
+//! discover, matcher, lexical    find skill files; compile triggers; score untriggered skills
+//! parse                         SKILL.md text -> Skill
+//! skill                         the data model: Skill, Source, Triggers, Detect
+//! descriptor                    tools.json text -> ToolSpec
+//! diagnostic, confined          problems for authors; reads that never leave a folder
+//! ```
+
+#![deny(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 mod confined;
+mod descriptor;
 mod detect;
 mod diagnostic;
 mod discover;
@@ -37,17 +57,37 @@ mod select;
 mod skill;
 mod tools;
 
-pub use confined::MAX_FILE_BYTES;
+pub use descriptor::ToolSpec;
 pub use diagnostic::{Diagnostic, Severity};
-pub use discover::{RootKind, SkillRoot, IGNORED_DIRS};
-pub use exec::{
-    parse_descriptor, ExecOptions, ParamKind, ParamSpec, ParamType, Program, SkillTool, ToolSpec, ToolTrust,
-    SCRIPTS_DIR, SHELL_METACHARACTERS, TOOLS_FILE,
-};
-pub use index::{skill_id, SkillIndex, SkillLibrary};
-pub use matcher::{is_no_space_script, is_whole_word, is_word_char, trigger_boundaries};
-pub use parse::{parse_skill, split_frontmatter, strip_frontmatter, CONVENTION_FILES};
+pub use discover::SkillRoot;
+pub use exec::{ExecOptions, SkillTool, ToolTrust};
+pub use index::{SkillIndex, SkillLibrary};
+pub use parse::parse_skill;
 pub use provider::{Mode, SkillConfig, SkillContextProvider, DEFAULT_TOKEN_BUDGET};
 pub use select::{Reason, SelectOptions, Selection};
 pub use skill::{Detect, Skill, Source, Triggers};
-pub use tools::{ReadSkillTool, ReadSkillsTool};
+
+/// Every public type can be shared across threads: a library is reloaded while requests run,
+/// and an agent holds the provider behind an `Arc`. Checked at compile time.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Detect>();
+    send_sync::<Diagnostic>();
+    send_sync::<ExecOptions>();
+    send_sync::<Mode>();
+    send_sync::<Reason>();
+    send_sync::<SelectOptions>();
+    send_sync::<Selection>();
+    send_sync::<Severity>();
+    send_sync::<Skill>();
+    send_sync::<SkillConfig>();
+    send_sync::<SkillContextProvider>();
+    send_sync::<SkillIndex>();
+    send_sync::<SkillLibrary>();
+    send_sync::<SkillRoot>();
+    send_sync::<SkillTool>();
+    send_sync::<Source>();
+    send_sync::<ToolSpec>();
+    send_sync::<ToolTrust>();
+    send_sync::<Triggers>();
+};

@@ -38,13 +38,13 @@ pub(crate) struct Matcher {
 }
 
 /// A letter, digit or `_`.
-pub fn is_word_char(c: char) -> bool {
+pub(crate) fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
 /// Han, Hiragana, Katakana, Thai, Lao, Khmer and Myanmar are written without spaces between
 /// words, so a trigger in them matches anywhere.
-pub fn is_no_space_script(c: char) -> bool {
+fn is_no_space_script(c: char) -> bool {
     matches!(c as u32,
         0x0E00..=0x0EFF            // Thai, Lao
         | 0x1000..=0x109F | 0xA9E0..=0xA9FF | 0xAA60..=0xAA7F // Myanmar
@@ -60,14 +60,19 @@ fn needs_boundary(c: Option<char>) -> bool {
 }
 
 /// Whether `text[start..end]` stands as a whole word, given which ends need a boundary.
-pub fn is_whole_word(text: &str, start: usize, end: usize, (check_start, check_end): (bool, bool)) -> bool {
+pub(crate) fn is_whole_word(
+    text: &str,
+    start: usize,
+    end: usize,
+    (check_start, check_end): (bool, bool),
+) -> bool {
     let before_ok = !check_start || !text[..start].chars().next_back().is_some_and(is_word_char);
     let after_ok = !check_end || !text[end..].chars().next().is_some_and(is_word_char);
     before_ok && after_ok
 }
 
 /// Which ends of a (lowercased) trigger need a word boundary.
-pub fn trigger_boundaries(trigger: &str) -> (bool, bool) {
+pub(crate) fn trigger_boundaries(trigger: &str) -> (bool, bool) {
     (
         needs_boundary(trigger.chars().next()),
         needs_boundary(trigger.chars().next_back()),
@@ -75,22 +80,12 @@ pub fn trigger_boundaries(trigger: &str) -> (bool, bool) {
 }
 
 impl Matcher {
+    /// One automaton over every distinct literal trigger (each remembering the skills that
+    /// declare it) and one set over every pattern; a part that cannot compile is a warning and
+    /// matching goes on without it.
     pub(crate) fn build(skills: &[Skill], diagnostics: &mut Vec<Diagnostic>) -> Matcher {
         let mut literal_ids: HashMap<String, usize> = HashMap::new();
         let mut literal_owners: Vec<Vec<TriggerRef>> = Vec::new();
-        let mut patterns: Vec<&str> = Vec::new();
-        let mut regex_owners: Vec<TriggerRef> = Vec::new();
-        // Patterns in priority order (stable), so the budget keeps the most important ones.
-        let mut by_priority: Vec<usize> = (0..skills.len()).collect();
-        by_priority.sort_by_key(|&s| std::cmp::Reverse(skills[s].priority));
-        for &s in &by_priority {
-            let skill = &skills[s];
-            let first_pattern = skill.triggers.keywords.len() + skill.triggers.verbs.len();
-            for (p, pattern) in skill.triggers.patterns.iter().enumerate() {
-                patterns.push(pattern);
-                regex_owners.push((s as u32, (first_pattern + p) as u16));
-            }
-        }
         for (s, skill) in skills.iter().enumerate() {
             let literals = skill.triggers.literals().map(str::to_lowercase);
             for (t, literal) in literals.enumerate() {
@@ -129,27 +124,7 @@ impl Matcher {
                 })
                 .ok()
         };
-
-        let regexes = if patterns.is_empty() {
-            None
-        } else {
-            match build_within_budget(&patterns) {
-                Ok((set, kept)) => {
-                    drop_over_budget(skills, &regex_owners[kept..], diagnostics);
-                    regex_owners.truncate(kept);
-                    Some(set)
-                }
-                Err(e) => {
-                    diagnostics.push(Diagnostic::warning(
-                        "<index>",
-                        None,
-                        format!("trigger patterns could not be compiled together ({e}); patterns are ignored, keywords still work"),
-                    ));
-                    regex_owners.clear();
-                    None
-                }
-            }
-        };
+        let (regexes, regex_owners) = compile_patterns(skills, diagnostics);
         Matcher {
             automaton,
             boundaries,
@@ -159,6 +134,49 @@ impl Matcher {
             regex_owners,
         }
     }
+}
+
+/// Every skill's patterns in one set, with the trigger each set entry stands for. Skills are
+/// taken in priority order (stable), so when the set is over [`MAX_INDEX_PATTERN_BYTES`] the
+/// most important patterns are the ones kept.
+fn compile_patterns(
+    skills: &[Skill],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Option<RegexSet>, Vec<TriggerRef>) {
+    let mut patterns: Vec<&str> = Vec::new();
+    let mut regex_owners: Vec<TriggerRef> = Vec::new();
+    let mut by_priority: Vec<usize> = (0..skills.len()).collect();
+    by_priority.sort_by_key(|&s| std::cmp::Reverse(skills[s].priority));
+    for &s in &by_priority {
+        let skill = &skills[s];
+        let first_pattern = skill.triggers.keywords.len() + skill.triggers.verbs.len();
+        for (p, pattern) in skill.triggers.patterns.iter().enumerate() {
+            patterns.push(pattern);
+            regex_owners.push((s as u32, (first_pattern + p) as u16));
+        }
+    }
+
+    let regexes = if patterns.is_empty() {
+        None
+    } else {
+        match build_within_budget(&patterns) {
+            Ok((set, kept)) => {
+                drop_over_budget(skills, &regex_owners[kept..], diagnostics);
+                regex_owners.truncate(kept);
+                Some(set)
+            }
+            Err(e) => {
+                diagnostics.push(Diagnostic::warning(
+                    "<index>",
+                    None,
+                    format!("trigger patterns could not be compiled together ({e}); patterns are ignored, keywords still work"),
+                ));
+                regex_owners.clear();
+                None
+            }
+        }
+    };
+    (regexes, regex_owners)
 }
 
 fn pattern_set(patterns: &[&str]) -> Result<RegexSet, regex::Error> {
@@ -232,5 +250,21 @@ impl Matcher {
         if let Some(set) = &self.regexes {
             hits.extend(set.matches(lowercased).iter().map(|i| self.regex_owners[i]));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_word_boundaries_apply_to_spaced_scripts_only() {
+        assert_eq!(trigger_boundaries("docker"), (true, true));
+        assert_eq!(trigger_boundaries("c++"), (true, false));
+        assert_eq!(trigger_boundaries(".net"), (false, true));
+        assert_eq!(trigger_boundaries("日本語"), (false, false));
+        assert!(is_whole_word("use docker now", 4, 10, (true, true)));
+        assert!(!is_whole_word("dockerfile", 0, 6, (true, true)));
+        assert!(is_whole_word("用日本語说", 3, 12, (false, false)));
     }
 }

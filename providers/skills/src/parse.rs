@@ -9,13 +9,13 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 use serde_yaml::Value as Yaml;
+use sha2::{Digest, Sha256};
 
 use crate::diagnostic::Diagnostic;
-use crate::index::{sha256_hex, skill_id};
 use crate::skill::{Detect, Skill, Source, Triggers};
 
 /// Files that are skills without frontmatter: name = file stem, description = first heading.
-pub const CONVENTION_FILES: &[&str] = &[
+pub(crate) const CONVENTION_FILES: &[&str] = &[
     "AGENTS.md",
     "CLAUDE.md",
     "AGENT.md",
@@ -49,7 +49,7 @@ const MAX_QUOTED_CHARS: usize = 60;
 /// after the opening `---`, the frontmatter runs to the first `\n---`; the body is what follows
 /// that line, trimmed. Without a closing `---` there is no frontmatter and the content is the
 /// body unchanged. Only a file that starts with `---` has frontmatter.
-pub fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
+fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     let content = content.strip_prefix('\u{feff}').unwrap_or(content);
     let Some(rest) = content.strip_prefix("---") else {
         return (None, content);
@@ -64,9 +64,24 @@ pub fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     (Some(frontmatter), body.trim())
 }
 
-/// The body of a skill file: [`split_frontmatter`]'s second half.
-pub fn strip_frontmatter(content: &str) -> &str {
-    split_frontmatter(content).1
+/// A skill's id: normalized name + `-` + the first 12 hex digits of the content's SHA-256.
+fn skill_id(name: &str, hash_hex: &str) -> String {
+    let mut normalized: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '-' })
+        .collect();
+    while normalized.contains("--") {
+        normalized = normalized.replace("--", "-");
+    }
+    format!("{}-{}", normalized.trim_matches('-'), &hash_hex[..12])
+}
+
+fn sha256_hex(content: &str) -> String {
+    Sha256::digest(content.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Parse one skill file. `folder` is the name of the folder holding a `SKILL.md` (the name
@@ -95,6 +110,15 @@ pub fn parse_skill(path: &Path, content: &str, folder: Option<&str>) -> (Option<
         ));
     }
     (skill, p.diags)
+}
+
+/// Frontmatter values settled only once every key has been read.
+#[derive(Default)]
+struct Pending {
+    name: Option<String>,
+    description: Option<String>,
+    /// `metadata.triggers`, merged after `triggers` so the top-level ones come first.
+    metadata_triggers: Option<Yaml>,
 }
 
 struct Parser<'a> {
@@ -237,6 +261,7 @@ impl<'a> Parser<'a> {
         )
     }
 
+    /// Every frontmatter key into a skill, then the checks that need all of them.
     fn fields(
         &mut self,
         map: serde_yaml::Mapping,
@@ -248,64 +273,82 @@ impl<'a> Parser<'a> {
             body: body.to_string(),
             ..Default::default()
         };
-        let mut name = None;
-        let mut description = None;
-        let mut metadata_triggers = None;
+        let mut pending = Pending::default();
         for (key, value) in map {
             let key = match key {
                 Yaml::String(s) => s,
                 other => yaml_scalar(&other).unwrap_or_default(),
             };
-            let line = self.line_of(&key);
-            match key.as_str() {
-                "name" => name = self.string(&key, value, line),
-                "description" => description = self.string(&key, value, line),
-                "triggers" => {
-                    let t = self.triggers(value, line);
-                    merge_triggers(&mut skill.triggers, t);
-                }
-                "tags" => skill.tags = self.list(&key, value, line),
-                "priority" => match &value {
-                    Yaml::Number(n) if n.as_i64().is_some() => skill.declared_priority = n.as_i64(),
-                    _ => self.warn(
-                        line,
-                        "`priority` must be an integer; using the priority of the skill's root",
-                    ),
-                },
-                "version" => skill.version = self.string(&key, value, line),
-                "license" => skill.license = self.string(&key, value, line),
-                "compatibility" => skill.compatibility = self.string(&key, value, line),
-                "allowed-tools" => skill.allowed_tools = self.list(&key, value, line),
-                "user-invocable" => skill.user_invocable = self.flag(&key, value, line),
-                "disable-model-invocation" => skill.disable_model_invocation = self.flag(&key, value, line),
-                "always" => skill.always = self.flag(&key, value, line),
-                "detect" => skill.detect = self.detect(value, line),
-                "hooks" => skill.hooks = Some(yaml_to_json(value)),
-                "metadata" => {
-                    let Yaml::Mapping(m) = value else {
-                        self.warn(line, "`metadata` must be a mapping; ignored");
-                        continue;
-                    };
-                    for (k, v) in m {
-                        let k = yaml_scalar(&k).unwrap_or_default();
-                        if k == "triggers" {
-                            metadata_triggers = Some(v.clone());
-                        }
-                        skill.metadata.insert(k, yaml_to_json(v));
-                    }
-                }
-                _ => {
-                    skill.extra.insert(key, yaml_to_json(value));
-                }
-            }
+            self.field(&mut skill, &mut pending, key, value);
         }
-        if let Some(v) = metadata_triggers {
+        if let Some(v) = pending.metadata_triggers {
             let line = self.line_of("metadata");
             let t = self.triggers(v, line);
             merge_triggers(&mut skill.triggers, t);
         }
         self.cap_triggers(&mut skill.triggers);
-        skill.name = match name.filter(|n| !n.trim().is_empty()) {
+        skill.name = self.name(pending.name, default_name);
+        self.check_name(&skill.name, folder);
+        skill.description = self.description(pending.description)?;
+        if skill.disable_model_invocation && !skill.triggers.is_empty() {
+            self.warn(self.line_of("triggers"), "`disable-model-invocation` is set, so the triggers never fire; the skill is selected only by `$name` or `/name`");
+        }
+        Some(skill)
+    }
+
+    /// One top-level key, into `skill` or, when it is settled later, into `pending`.
+    fn field(&mut self, skill: &mut Skill, pending: &mut Pending, key: String, value: Yaml) {
+        let line = self.line_of(&key);
+        match key.as_str() {
+            "name" => pending.name = self.string(&key, value, line),
+            "description" => pending.description = self.string(&key, value, line),
+            "triggers" => {
+                let t = self.triggers(value, line);
+                merge_triggers(&mut skill.triggers, t);
+            }
+            "tags" => skill.tags = self.list(&key, value, line),
+            "priority" => match &value {
+                Yaml::Number(n) if n.as_i64().is_some() => skill.declared_priority = n.as_i64(),
+                _ => self.warn(
+                    line,
+                    "`priority` must be an integer; using the priority of the skill's root",
+                ),
+            },
+            "version" => skill.version = self.string(&key, value, line),
+            "license" => skill.license = self.string(&key, value, line),
+            "compatibility" => skill.compatibility = self.string(&key, value, line),
+            "allowed-tools" => skill.allowed_tools = self.list(&key, value, line),
+            "user-invocable" => skill.user_invocable = self.flag(&key, value, line),
+            "disable-model-invocation" => skill.disable_model_invocation = self.flag(&key, value, line),
+            "always" => skill.always = self.flag(&key, value, line),
+            "detect" => skill.detect = self.detect(value, line),
+            "hooks" => skill.hooks = Some(yaml_to_json(value)),
+            "metadata" => self.metadata(skill, pending, value, line),
+            _ => {
+                skill.extra.insert(key, yaml_to_json(value));
+            }
+        }
+    }
+
+    /// `metadata`, kept as JSON; its `triggers` are triggers too, merged after the top-level
+    /// ones.
+    fn metadata(&mut self, skill: &mut Skill, pending: &mut Pending, value: Yaml, line: Option<usize>) {
+        let Yaml::Mapping(m) = value else {
+            self.warn(line, "`metadata` must be a mapping; ignored");
+            return;
+        };
+        for (k, v) in m {
+            let k = yaml_scalar(&k).unwrap_or_default();
+            if k == "triggers" {
+                pending.metadata_triggers = Some(v.clone());
+            }
+            skill.metadata.insert(k, yaml_to_json(v));
+        }
+    }
+
+    /// The declared name, else `default_name` (from the file's location) with a warning.
+    fn name(&mut self, declared: Option<String>, default_name: String) -> String {
+        match declared.filter(|n| !n.trim().is_empty()) {
             Some(n) => n.trim().to_string(),
             None => {
                 self.warn(
@@ -314,26 +357,25 @@ impl<'a> Parser<'a> {
                 );
                 default_name
             }
+        }
+    }
+
+    /// The declared description; without one the skill is skipped, since neither the catalog
+    /// nor the model could tell what it is for.
+    fn description(&mut self, declared: Option<String>) -> Option<String> {
+        let Some(d) = declared.map(|d| d.trim().to_string()).filter(|d| !d.is_empty()) else {
+            return self.fail(
+                self.line_of("description").or(Some(1)),
+                "no `description`; add one line saying what the skill does and when to use it (the skill is skipped)",
+            );
         };
-        self.check_name(&skill.name, folder);
-        match description.map(|d| d.trim().to_string()).filter(|d| !d.is_empty()) {
-            Some(d) => {
-                if d.chars().count() > 1024 {
-                    self.warn(self.line_of("description"), "`description` is longer than 1024 characters; catalogs will show all of it");
-                }
-                skill.description = d;
-            }
-            None => {
-                return self.fail(
-                    self.line_of("description").or(Some(1)),
-                    "no `description`; add one line saying what the skill does and when to use it (the skill is skipped)",
-                )
-            }
+        if d.chars().count() > 1024 {
+            self.warn(
+                self.line_of("description"),
+                "`description` is longer than 1024 characters; catalogs will show all of it",
+            );
         }
-        if skill.disable_model_invocation && !skill.triggers.is_empty() {
-            self.warn(self.line_of("triggers"), "`disable-model-invocation` is set, so the triggers never fire; the skill is selected only by `$name` or `/name`");
-        }
-        Some(skill)
+        Some(d)
     }
 
     /// The agentskills.io name rules, as warnings.
@@ -620,4 +662,37 @@ fn quote_colon_values(frontmatter: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_stripping_follows_seed_002() {
+        assert_eq!(
+            split_frontmatter("---\na: 1\n---\n\n# Title\n"),
+            (Some("a: 1"), "# Title")
+        );
+        assert_eq!(
+            split_frontmatter("---\r\na: 1\r\n---\r\nbody\r\n"),
+            (Some("a: 1\r"), "body")
+        );
+        // No closing marker: the content is returned unchanged.
+        assert_eq!(split_frontmatter("---\na: 1\nbody"), (None, "---\na: 1\nbody"));
+        // A rule later in a file without frontmatter is not frontmatter.
+        assert_eq!(
+            split_frontmatter("# T\n---\nx\n---\n"),
+            (None, "# T\n---\nx\n---\n")
+        );
+        // The body may itself contain `---` rules.
+        assert_eq!(split_frontmatter("---\na: 1\n---\nx\n---\ny").1, "x\n---\ny");
+    }
+
+    #[test]
+    fn a_skill_id_is_the_normalized_name_and_the_hash_prefix() {
+        let hash = sha256_hex("x");
+        assert_eq!(hash.len(), 64);
+        assert_eq!(skill_id("My  Skill!", &hash), format!("my-skill-{}", &hash[..12]));
+    }
 }

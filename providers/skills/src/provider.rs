@@ -35,8 +35,10 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, for listing and parsing.
     pub const ALL: [Mode; 4] = [Mode::Full, Mode::Triggered, Mode::OnDemand, Mode::Hybrid];
 
+    /// The name `FromStr` and the CLI accept.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Full => "full",
@@ -74,7 +76,9 @@ impl std::fmt::Display for Mode {
 /// Settings of a [`SkillContextProvider`].
 #[derive(Clone)]
 pub struct SkillConfig {
+    /// How skills reach the model (default [`Mode::Hybrid`]).
     pub mode: Mode,
+    /// How skills are selected for a message.
     pub select: SelectOptions,
     /// Body lines kept per skill before the truncation marker (default 200).
     pub max_content_lines: usize,
@@ -86,6 +90,7 @@ pub struct SkillConfig {
     pub token_budget: Option<usize>,
     /// Tokens for the catalog (default 2,000); the catalog is cut to it in rank order.
     pub catalog_tokens: usize,
+    /// Counts tokens for the budgets (default: the o200k_base tokenizer).
     pub counter: Arc<dyn TokenCounter>,
     /// Whether and how skills' own tools (`tools.json`) are offered and run. By default no
     /// skill is trusted, so none is offered.
@@ -189,6 +194,7 @@ pub struct SkillContextProvider {
 }
 
 impl SkillContextProvider {
+    /// A provider over `library` (shared, so a reload reaches it) with `config`.
     pub fn new(library: Arc<SkillLibrary>, config: SkillConfig) -> Self {
         let tools: Vec<Arc<dyn Tool>> = if config.mode.has_catalog() {
             vec![
@@ -215,10 +221,12 @@ impl SkillContextProvider {
         }
     }
 
+    /// The library it reads a snapshot of on every request.
     pub fn library(&self) -> &Arc<SkillLibrary> {
         &self.library
     }
 
+    /// Its settings.
     pub fn config(&self) -> &SkillConfig {
         &self.config
     }

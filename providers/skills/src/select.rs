@@ -29,7 +29,9 @@ pub struct Selection {
     /// Index into [`SkillIndex::skills`].
     #[serde(skip)]
     pub skill: usize,
+    /// The skill's name.
     pub name: String,
+    /// Why it was selected.
     pub reason: Reason,
     /// Distinct triggers that fired (for lexical selections, the rounded lexical score).
     pub score: usize,
@@ -119,7 +121,8 @@ impl SkillIndex {
         if options.lexical_fallback && triggered < options.max_skills {
             let query = lowered.last().map(String::as_str).unwrap_or("");
             for (i, score) in self
-                .lexical_scores(query)
+                .lexical
+                .scores(query, &self.rank)
                 .into_iter()
                 .take(options.max_skills - triggered)
             {
@@ -166,5 +169,119 @@ impl SkillIndex {
                 .unwrap_or(rest.len());
             self.by_name.get(rest[..len].trim_end_matches('-')).copied()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::matcher::{is_whole_word, trigger_boundaries};
+    use crate::parse::parse_skill;
+    use crate::skill::{Skill, Source};
+
+    const VOCAB: &[&str] = &[
+        "hello",
+        "hell",
+        "othello",
+        "c++",
+        "c#",
+        ".net",
+        "docker",
+        "docker compose",
+        "compose",
+        "pod",
+        "podcast",
+        "sed",
+        "used",
+        "日本語",
+        "語",
+        "привет",
+        "größe",
+        "known_hosts",
+        "a",
+        "ab",
+        "std::vector",
+    ];
+    const GLUE: &[&str] = &[" ", "", ", ", "-", "_", "!", "\n", "日", "x", "ПРИ", "."];
+
+    /// A project skill named `name` with the literal `triggers` at `priority`.
+    fn skill(name: &str, triggers: &[&str], priority: i64) -> Skill {
+        let list: Vec<String> = triggers.iter().map(|t| format!("'{t}'")).collect();
+        let text = format!(
+            "---\nname: {name}\ndescription: The {name} skill\ntriggers: [{}]\npriority: {priority}\n---\nInstructions of {name}.",
+            list.join(", ")
+        );
+        let (parsed, diags) = parse_skill(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name));
+        let parsed = parsed.unwrap_or_else(|| panic!("{name} did not parse: {diags:?}"));
+        parsed.with_root(Source::Project, 250)
+    }
+
+    /// Reference: for each skill, for each trigger, scan every occurrence with `starts_with`
+    /// and apply the whole-word rule; score = distinct triggers; rank by score, priority, name.
+    fn naive(index: &SkillIndex, message: &str, max: usize) -> Vec<(String, usize)> {
+        let lower = message.to_lowercase();
+        let mut scored: Vec<(i64, String, usize)> = Vec::new();
+        for skill in index.skills() {
+            let mut fired = 0;
+            for trigger in skill.triggers.literals() {
+                let t = trigger.to_lowercase();
+                let bounds = trigger_boundaries(&t);
+                // match_indices skips overlaps of the same needle; check every start instead.
+                let hit = (0..lower.len())
+                    .filter(|&i| lower.is_char_boundary(i) && lower[i..].starts_with(&t))
+                    .any(|i| is_whole_word(&lower, i, i + t.len(), bounds));
+                fired += usize::from(hit);
+            }
+            if fired > 0 {
+                scored.push((skill.priority, skill.name.clone(), fired));
+            }
+        }
+        scored.sort_by(|a, b| b.2.cmp(&a.2).then(b.0.cmp(&a.0)).then(a.1.cmp(&b.1)));
+        scored.into_iter().take(max).map(|(_, n, s)| (n, s)).collect()
+    }
+
+    fn skills_strategy() -> impl Strategy<Value = Vec<(Vec<usize>, i64)>> {
+        prop::collection::vec((prop::collection::vec(0..VOCAB.len(), 1..4), 200i64..203), 1..8)
+    }
+
+    fn message_strategy() -> impl Strategy<Value = String> {
+        prop::collection::vec((0..VOCAB.len(), 0..GLUE.len(), any::<bool>()), 0..12).prop_map(|parts| {
+            parts
+                .into_iter()
+                .map(|(w, g, upper)| {
+                    let w = if upper {
+                        VOCAB[w].to_uppercase()
+                    } else {
+                        VOCAB[w].to_string()
+                    };
+                    format!("{w}{}", GLUE[g])
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// The automaton path agrees with a naive reference implementation of the same rules.
+        #[test]
+        fn automaton_agrees_with_reference(skills in skills_strategy(), message in message_strategy(), max in 1usize..5) {
+            let built = skills
+                .iter()
+                .enumerate()
+                .map(|(i, (triggers, priority))| {
+                    let words: Vec<&str> = triggers.iter().map(|&t| VOCAB[t]).collect();
+                    skill(&format!("s{i}"), &words, *priority)
+                })
+                .collect();
+            let index = SkillIndex::build(built, Vec::new());
+            let options = SelectOptions { max_skills: max, ..Default::default() };
+            let fast: Vec<(String, usize)> =
+                index.select(&[message.as_str()], &[], &options).into_iter().map(|s| (s.name, s.score)).collect();
+            let reference = naive(&index, &message, max);
+            prop_assert_eq!(fast, reference, "message {:?}", message);
+        }
     }
 }

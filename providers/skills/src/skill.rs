@@ -5,18 +5,22 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::exec::ToolSpec;
+use crate::descriptor::ToolSpec;
 
 /// Where a skill came from; decides who wins when two skills share a name.
 ///
 /// Tiers are ordered: a project skill beats a user skill beats an external one beats a
-/// builtin one (seed 004 §5.3).
+/// builtin one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
+    /// Shipped with the program that embeds ctxkit.
     Builtin,
+    /// Installed from elsewhere (a shared collection, a package).
     External,
+    /// The user's own skills, for every project.
     User,
+    /// The project's skills, which know the project best.
     #[default]
     Project,
 }
@@ -37,12 +41,18 @@ impl Source {
 /// What makes a skill fire: literal keywords and verbs, and regular expressions.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Triggers {
+    /// Words or phrases that fire when they appear as whole words (case-insensitive).
     pub keywords: Vec<String>,
+    /// Actions (`deploy`, `rebase`), matched exactly like keywords and kept apart so authors
+    /// can say what the skill does as well as what it is about.
     pub verbs: Vec<String>,
+    /// Regular expressions (case-insensitive), for triggers a word list cannot say.
     pub patterns: Vec<String>,
 }
 
 impl Triggers {
+    /// Whether nothing can fire: such a skill is selected only by name, `always`, detection
+    /// or the lexical fallback.
     pub fn is_empty(&self) -> bool {
         self.keywords.is_empty() && self.verbs.is_empty() && self.patterns.is_empty()
     }
@@ -53,10 +63,14 @@ impl Triggers {
     }
 }
 
-/// Files whose presence (and content) marks a project a skill applies to (seed 004 §5.5).
+/// Files whose presence (and content) marks a project a skill applies to, so the skill is
+/// injected for the whole thread without any trigger firing.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Detect {
+    /// Paths relative to the project root (`Cargo.toml`, `.github/workflows/ci.yml`); one
+    /// must exist. Absolute paths and `..` are ignored.
     pub files: Vec<String>,
+    /// Substrings one of the present files must contain; empty means presence is enough.
     pub patterns: Vec<String>,
 }
 
@@ -65,27 +79,44 @@ pub struct Detect {
 pub struct Skill {
     /// Normalized name + `-` + the first 12 hex digits of the file's SHA-256.
     pub id: String,
+    /// The name the model and `$name` / `/name` use; unique in an index (case-insensitive).
     pub name: String,
+    /// One line saying what the skill does and when to use it: what the catalog shows.
     pub description: String,
     /// Markdown body, frontmatter stripped.
     pub body: String,
+    /// The file it was read from (for diagnostics and for trusting its folder's tools).
     pub path: PathBuf,
+    /// The tier of the root it was found under.
     pub source: Source,
     /// Frontmatter `priority` when it is an integer, else the root's.
     pub priority: i64,
     /// Frontmatter `priority`, when it is an integer.
     pub declared_priority: Option<i64>,
+    /// What makes it fire (`triggers`, merged with `metadata.triggers`).
     pub triggers: Triggers,
+    /// Free labels; the lexical fallback weighs them above the body.
     pub tags: Vec<String>,
+    /// Frontmatter `version`, as written.
     pub version: Option<String>,
+    /// Frontmatter `license`, as written.
     pub license: Option<String>,
+    /// Frontmatter `compatibility`: what the skill needs from its environment.
     pub compatibility: Option<String>,
+    /// Frontmatter `allowed-tools` (agentskills.io), kept for hosts that enforce it.
     pub allowed_tools: Vec<String>,
+    /// Frontmatter `user-invocable`: the skill is meant to be called as `/name`.
     pub user_invocable: bool,
+    /// Frontmatter `disable-model-invocation`: never selected by triggers, detection,
+    /// `always` or the catalog, only by an explicit `$name` / `/name`.
     pub disable_model_invocation: bool,
+    /// Frontmatter `always`: injected with every request (within the budget).
     pub always: bool,
+    /// Frontmatter `detect`: the projects the skill applies to from the start.
     pub detect: Option<Detect>,
+    /// Frontmatter `hooks`, kept as JSON for hosts that run them; ctxkit does not.
     pub hooks: Option<serde_json::Value>,
+    /// Frontmatter `metadata`, as JSON.
     pub metadata: BTreeMap<String, serde_json::Value>,
     /// Frontmatter keys ctxkit does not know, kept as they were.
     pub extra: BTreeMap<String, serde_json::Value>,

@@ -10,7 +10,7 @@ use crate::index::SkillLibrary;
 
 /// Returns one skill's full instructions. Only names of loaded skills are accepted; the text
 /// comes from the index in memory, so no argument ever opens a file.
-pub struct ReadSkillTool {
+pub(crate) struct ReadSkillTool {
     library: Arc<SkillLibrary>,
 }
 
@@ -60,7 +60,7 @@ impl Tool for ReadSkillTool {
 }
 
 /// Lists every skill's name and description (seed 000's `ReadSkillsTool`).
-pub struct ReadSkillsTool {
+pub(crate) struct ReadSkillsTool {
     library: Arc<SkillLibrary>,
 }
 

@@ -8,7 +8,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ctxkit_skills::{RootKind, SkillIndex, SkillRoot, Source};
+use ctxkit_skills::{SkillIndex, SkillRoot, Source};
 
 fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
     let path = root.join(rel);
@@ -69,10 +69,7 @@ fn a_convention_file_linking_out_of_the_project_is_not_read() {
     fs::create_dir_all(&project).unwrap();
     symlink(&secret, project.join("AGENTS.md")).unwrap();
     write(&project, "CLAUDE.md", "# Notes\nUse tabs.");
-    let roots = [SkillRoot {
-        kind: RootKind::Conventions,
-        ..SkillRoot::new(&project, Source::Project)
-    }];
+    let roots = [SkillRoot::conventions(&project, Source::Project)];
     let index = SkillIndex::load(&roots);
     let names: Vec<&str> = index.skills().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["CLAUDE"], "{}", messages(&index));

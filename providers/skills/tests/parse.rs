@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use ctxkit_skills::{parse_skill, split_frontmatter, Diagnostic, Severity, Skill};
+use ctxkit_skills::{parse_skill, Diagnostic, Severity, Skill};
 
 fn parse(path: &str, text: &str) -> (Option<Skill>, Vec<Diagnostic>) {
     let folder = Path::new(path)
@@ -86,27 +86,6 @@ fn convention_file_without_frontmatter() {
         ("AGENTS", "Project rules")
     );
     assert_eq!(s.body, "# Project rules\n\nUse pnpm.");
-}
-
-#[test]
-fn frontmatter_stripping_follows_seed_002() {
-    assert_eq!(
-        split_frontmatter("---\na: 1\n---\n\n# Title\n"),
-        (Some("a: 1"), "# Title")
-    );
-    assert_eq!(
-        split_frontmatter("---\r\na: 1\r\n---\r\nbody\r\n"),
-        (Some("a: 1\r"), "body")
-    );
-    // No closing marker: the content is returned unchanged.
-    assert_eq!(split_frontmatter("---\na: 1\nbody"), (None, "---\na: 1\nbody"));
-    // A rule later in a file without frontmatter is not frontmatter.
-    assert_eq!(
-        split_frontmatter("# T\n---\nx\n---\n"),
-        (None, "# T\n---\nx\n---\n")
-    );
-    // The body may itself contain `---` rules.
-    assert_eq!(split_frontmatter("---\na: 1\n---\nx\n---\ny").1, "x\n---\ny");
 }
 
 #[test]

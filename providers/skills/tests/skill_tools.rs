@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use ctxkit::{ContextProvider, Error, Message, RunInfo, Tool};
 use ctxkit_skills::{
-    parse_descriptor, ExecOptions, Mode, ParamKind, ParamType, Program, Skill, SkillConfig,
-    SkillContextProvider, SkillIndex, SkillLibrary, SkillRoot, SkillTool, Source, ToolSpec, ToolTrust,
+    ExecOptions, Mode, Skill, SkillConfig, SkillContextProvider, SkillIndex, SkillLibrary, SkillRoot,
+    SkillTool, Source, ToolSpec, ToolTrust,
 };
 use serde_json::{json, Value};
 
 /// The specs of a descriptor that must be valid.
 fn specs(descriptor: &Value) -> Vec<ToolSpec> {
-    let (specs, diags) = parse_descriptor(Path::new("s/tools.json"), &descriptor.to_string());
+    let (specs, diags) = ToolSpec::parse(Path::new("s/tools.json"), &descriptor.to_string());
     assert!(diags.is_empty(), "{diags:?}");
     specs
 }
@@ -72,18 +72,7 @@ fn a_good_descriptor_becomes_specs_with_a_generated_schema() {
     assert_eq!(specs.len(), 1);
     let spec = &specs[0];
     assert_eq!((spec.name(), spec.description()), ("git_log", "Recent commits."));
-    assert_eq!(spec.program(), &Program::Binary("git".into()));
     assert_eq!(spec.args(), ["log", "--oneline"]);
-    let kinds: Vec<(ParamKind, ParamType)> = spec.params().iter().map(|p| (p.kind, p.ty)).collect();
-    assert_eq!(
-        kinds,
-        [
-            (ParamKind::Flag, ParamType::Integer),
-            (ParamKind::FlagIfBoolean, ParamType::Boolean),
-            (ParamKind::Positional, ParamType::String)
-        ],
-        "kind defaults to positional, type to string (boolean for flagifboolean)"
-    );
     assert_eq!(
         spec.schema(),
         json!({
@@ -192,7 +181,7 @@ fn every_bad_descriptor_is_one_warning_and_no_tools() {
         ),
     ];
     for (text, expected, line) in cases {
-        let (specs, diags) = parse_descriptor(Path::new("skills/x/tools.json"), &text);
+        let (specs, diags) = ToolSpec::parse(Path::new("skills/x/tools.json"), &text);
         assert!(specs.is_empty(), "{text}");
         assert_eq!(diags.len(), 1, "{text}: {diags:?}");
         let d = &diags[0];
@@ -211,7 +200,7 @@ fn one_bad_tool_drops_the_whole_descriptor() {
         {"name": "bad", "command": "rm"}
     ]})
     .to_string();
-    let (specs, diags) = parse_descriptor(Path::new("tools.json"), &text);
+    let (specs, diags) = ToolSpec::parse(Path::new("tools.json"), &text);
     assert!(specs.is_empty());
     assert_eq!(diags.len(), 1, "{diags:?}");
     assert!(diags[0].message.contains("tool `bad`"), "{}", diags[0]);

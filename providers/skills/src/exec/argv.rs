@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::descriptor::{ParamKind, ParamSpec, ParamType, ToolSpec};
 use super::guard::{self, PathPolicy};
+use crate::descriptor::{ParamKind, ParamSpec, ParamType, ToolSpec};
 
 /// The arguments after the program: fixed `args`, then each parameter present. The error is
 /// one sentence naming the argument at fault.

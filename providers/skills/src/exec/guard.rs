@@ -9,7 +9,7 @@
 use std::path::{Component, Path, PathBuf};
 
 /// Characters a shell would interpret, plus line breaks and NUL.
-pub const SHELL_METACHARACTERS: &[char] = &[
+const SHELL_METACHARACTERS: &[char] = &[
     ';', '|', '&', '$', '`', '<', '>', '(', ')', '{', '}', '!', '*', '?', '~', '\n', '\r', '\0',
 ];
 

@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use ctxkit::{Error, Result, Tool};
 use serde_json::Value;
 
+use crate::descriptor::{Program, ToolSpec, SCRIPTS_DIR};
+
 use super::argv::build_argv;
-use super::descriptor::{Program, ToolSpec, SCRIPTS_DIR};
 use super::guard::{absolute, PathPolicy};
 use super::process::{run, Outcome, RunError};
 use super::trust::{is_interpreter, script_inside, tool_env, ToolTrust};
@@ -83,7 +84,7 @@ impl ExecOptions {
 ///
 /// Refused before anything runs: unknown, missing or mistyped arguments; a NUL byte; a
 /// positional value starting with `-` (option injection); a shell metacharacter
-/// ([`crate::SHELL_METACHARACTERS`]) in a positional or path value; and, for `path`
+/// (``; | & $ ` < > ( ) { } ! * ? ~``, a line break or NUL) in a positional or path value; and, for `path`
 /// parameters, an absolute path or one whose `..` components leave the skill folder and the
 /// workspace root (judged lexically). Free text such as a regular expression belongs in a
 /// `flag` parameter, whose value is passed as one argument and never interpreted.
@@ -117,6 +118,7 @@ impl SkillTool {
         }
     }
 
+    /// The declaration this tool runs.
     pub fn spec(&self) -> &ToolSpec {
         &self.spec
     }

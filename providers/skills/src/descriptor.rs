@@ -1,6 +1,7 @@
 //! `tools.json`: how a skill declares the commands it may run, parsed and validated once at
 //! index time so that a request only ever sees specs that passed every load-time check. The
-//! format is documented on [`ToolSpec`] (public) and in `docs/skill-tools.md`.
+//! format is documented on [`ToolSpec`] and in `docs/skill-tools.md`; running a spec is
+//! `crate::exec`'s job.
 
 use std::collections::HashSet;
 use std::fs;
@@ -13,10 +14,10 @@ use crate::confined::Confined;
 use crate::diagnostic::Diagnostic;
 
 /// The descriptor's file name, next to `SKILL.md`.
-pub const TOOLS_FILE: &str = "tools.json";
+pub(crate) const TOOLS_FILE: &str = "tools.json";
 
 /// The folder, inside a skill, that `scripts/FILE` commands name.
-pub const SCRIPTS_DIR: &str = "scripts";
+pub(crate) const SCRIPTS_DIR: &str = "scripts";
 
 /// Tool names the provider itself uses; a skill cannot shadow them.
 const RESERVED_NAMES: &[&str] = &["read_skill", "read_skills"];
@@ -27,7 +28,7 @@ const CONSEQUENCE: &str = "the skill loads without its tools";
 /// The JSON type of a parameter's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ParamType {
+pub(crate) enum ParamType {
     String,
     Integer,
     Number,
@@ -49,7 +50,7 @@ impl ParamType {
 /// How a parameter becomes command-line arguments (seed 002's kinds).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ParamKind {
+pub(crate) enum ParamKind {
     /// The value as one argument.
     #[default]
     Positional,
@@ -61,7 +62,7 @@ pub enum ParamKind {
 
 /// One declared parameter of a tool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ParamSpec {
+pub(crate) struct ParamSpec {
     pub name: String,
     #[serde(rename = "type")]
     pub ty: ParamType,
@@ -77,14 +78,14 @@ pub struct ParamSpec {
 /// What a tool runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Program {
+pub(crate) enum Program {
     /// A bare program name from the descriptor's allowlist, found through `PATH`.
     Binary(String),
     /// A file name inside the skill's `scripts/` folder.
     Script(String),
 }
 
-/// One validated tool of a skill. Built only by [`parse_descriptor`], so every spec's command
+/// One validated tool of a skill. Built only by [`ToolSpec::parse`], so every spec's command
 /// is allowlisted (or a script) and every parameter is well-formed.
 ///
 /// The `tools.json` format, next to `SKILL.md`:
@@ -107,7 +108,7 @@ pub enum Program {
 ///
 /// - `allowlist`: bare program names (no slashes) the file's tools may run, resolved through
 ///   `PATH`. A tool's `command` is one of them, or `scripts/FILE` — an executable in the skill's
-///   own `scripts/` folder, run only when `SkillConfig::allow_scripts` is true.
+///   own `scripts/` folder, run only when [`ExecOptions::allow_scripts`](crate::ExecOptions::allow_scripts) is true.
 /// - `args`: fixed arguments, always first. Then each parameter, in declared order:
 ///   `positional` → the value as one argument; `flag` → the flag and the value as two;
 ///   `flagifboolean` → the flag alone, when the value is true. A missing optional parameter
@@ -129,15 +130,65 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// Parse and validate a descriptor's text; `path` only names the file in diagnostics. Every
+    /// problem found is reported, and any problem means no tools.
+    pub fn parse(path: &Path, text: &str) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
+        let raw: RawDescriptor = match serde_json::from_str(text) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let line = (e.line() > 0).then(|| e.line());
+                let message = format!("not a valid tool descriptor ({e}); {CONSEQUENCE}");
+                return (Vec::new(), vec![Diagnostic::warning(path, line, message)]);
+            }
+        };
+        let mut problems: Vec<(Option<usize>, String)> = Vec::new();
+        for entry in &raw.allowlist {
+            if !is_program_name(entry) {
+                problems.push((
+                    None,
+                    format!("allowlist entry `{entry}` is not a bare program name (letters, digits, `-`, `_`, `.`, `+`; no slashes)"),
+                ));
+            }
+        }
+        let mut names: HashSet<&str> = HashSet::new();
+        let mut tools = Vec::with_capacity(raw.tools.len());
+        for (i, tool) in raw.tools.iter().enumerate() {
+            let shared_with_param = raw
+                .tools
+                .iter()
+                .flat_map(|t| &t.parameters)
+                .any(|p| p.name == tool.name);
+            let earlier = raw.tools[..i].iter().filter(|t| t.name == tool.name).count();
+            let line = name_line(text, &tool.name, (!shared_with_param).then_some(earlier));
+            if !names.insert(&tool.name) {
+                problems.push((line, format!("tool `{}` is declared twice", tool.name)));
+            }
+            match validate_tool(tool, &raw.allowlist) {
+                Ok(spec) => tools.push(spec),
+                Err(found) => problems.extend(found.into_iter().map(|p| (line, p))),
+            }
+        }
+        if problems.is_empty() {
+            return (tools, Vec::new());
+        }
+        let diagnostics = problems
+            .into_iter()
+            .map(|(line, p)| Diagnostic::warning(path, line, format!("{p}; {CONSEQUENCE}")))
+            .collect();
+        (Vec::new(), diagnostics)
+    }
+
+    /// The tool name the model calls; unique among the tools offered in one request.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// What the model reads to decide when to call the tool.
     pub fn description(&self) -> &str {
         &self.description
     }
 
-    pub fn program(&self) -> &Program {
+    pub(crate) fn program(&self) -> &Program {
         &self.program
     }
 
@@ -146,7 +197,7 @@ impl ToolSpec {
         &self.args
     }
 
-    pub fn params(&self) -> &[ParamSpec] {
+    pub(crate) fn params(&self) -> &[ParamSpec] {
         &self.params
     }
 
@@ -225,7 +276,7 @@ pub(crate) fn load_descriptor(root: &Confined, skill_file: &Path) -> (Vec<ToolSp
         return (Vec::new(), Vec::new());
     }
     match root.read_text(&path) {
-        Ok(text) => parse_descriptor(&path, &text),
+        Ok(text) => ToolSpec::parse(&path, &text),
         Err(problem) => {
             let message = format!("{}; {CONSEQUENCE}", problem.reason(root.real()));
             (
@@ -234,54 +285,6 @@ pub(crate) fn load_descriptor(root: &Confined, skill_file: &Path) -> (Vec<ToolSp
             )
         }
     }
-}
-
-/// Parse and validate a descriptor's text; `path` only names the file in diagnostics. Every
-/// problem found is reported, and any problem means no tools.
-pub fn parse_descriptor(path: &Path, text: &str) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
-    let raw: RawDescriptor = match serde_json::from_str(text) {
-        Ok(raw) => raw,
-        Err(e) => {
-            let line = (e.line() > 0).then(|| e.line());
-            let message = format!("not a valid tool descriptor ({e}); {CONSEQUENCE}");
-            return (Vec::new(), vec![Diagnostic::warning(path, line, message)]);
-        }
-    };
-    let mut problems: Vec<(Option<usize>, String)> = Vec::new();
-    for entry in &raw.allowlist {
-        if !is_program_name(entry) {
-            problems.push((
-                None,
-                format!("allowlist entry `{entry}` is not a bare program name (letters, digits, `-`, `_`, `.`, `+`; no slashes)"),
-            ));
-        }
-    }
-    let mut names: HashSet<&str> = HashSet::new();
-    let mut tools = Vec::with_capacity(raw.tools.len());
-    for (i, tool) in raw.tools.iter().enumerate() {
-        let shared_with_param = raw
-            .tools
-            .iter()
-            .flat_map(|t| &t.parameters)
-            .any(|p| p.name == tool.name);
-        let earlier = raw.tools[..i].iter().filter(|t| t.name == tool.name).count();
-        let line = name_line(text, &tool.name, (!shared_with_param).then_some(earlier));
-        if !names.insert(&tool.name) {
-            problems.push((line, format!("tool `{}` is declared twice", tool.name)));
-        }
-        match validate_tool(tool, &raw.allowlist) {
-            Ok(spec) => tools.push(spec),
-            Err(found) => problems.extend(found.into_iter().map(|p| (line, p))),
-        }
-    }
-    if problems.is_empty() {
-        return (tools, Vec::new());
-    }
-    let diagnostics = problems
-        .into_iter()
-        .map(|(line, p)| Diagnostic::warning(path, line, format!("{p}; {CONSEQUENCE}")))
-        .collect();
-    (Vec::new(), diagnostics)
 }
 
 /// A tool's spec, or every problem with it (one sentence each).
@@ -426,4 +429,39 @@ fn name_line(text: &str, name: &str, skip: Option<usize>) -> Option<usize> {
     let re = regex::Regex::new(&pattern).ok()?;
     let at = re.find_iter(text).nth(skip?)?.start();
     Some(1 + text[..at].bytes().filter(|&b| b == b'\n').count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_types_default_and_the_command_is_the_allowlisted_binary() {
+        let text = json!({
+            "allowlist": ["git"],
+            "tools": [{
+                "name": "git_log",
+                "command": "git",
+                "parameters": [
+                    {"name": "count", "type": "integer", "kind": "flag", "flag": "-n"},
+                    {"name": "stat", "kind": "flagifboolean", "flag": "--stat"},
+                    {"name": "path", "path": true}
+                ]
+            }]
+        });
+        let (specs, diags) = ToolSpec::parse(Path::new("s/tools.json"), &text.to_string());
+        assert!(diags.is_empty(), "{diags:?}");
+        let spec = &specs[0];
+        assert_eq!(spec.program(), &Program::Binary("git".into()));
+        let kinds: Vec<(ParamKind, ParamType)> = spec.params().iter().map(|p| (p.kind, p.ty)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (ParamKind::Flag, ParamType::Integer),
+                (ParamKind::FlagIfBoolean, ParamType::Boolean),
+                (ParamKind::Positional, ParamType::String)
+            ],
+            "kind defaults to positional, type to string (boolean for flagifboolean)"
+        );
+    }
 }
