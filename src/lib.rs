@@ -24,6 +24,7 @@ mod message;
 pub mod model;
 pub mod provider;
 pub mod state;
+pub mod text;
 pub mod tokens;
 mod tool;
 

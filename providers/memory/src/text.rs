@@ -9,6 +9,7 @@
 //!   overlapping character bigrams (`日本語` → `日本`, `本語`); a single such character is a term.
 //! - There is no stemming: `test` and `tests` are different terms.
 
+use ctxkit::text::{is_word_char, is_written_without_spaces};
 use std::collections::BTreeSet;
 
 /// The longest a keyword may be, in characters.
@@ -211,23 +212,10 @@ pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
-/// Characters of scripts written without spaces between words.
-fn is_unspaced(c: char) -> bool {
-    matches!(c as u32,
-        0x0E00..=0x0EFF       // Thai, Lao
-        | 0x1000..=0x109F     // Myanmar
-        | 0x1780..=0x17FF     // Khmer
-        | 0x3040..=0x30FF     // Hiragana, Katakana
-        | 0x31F0..=0x31FF     // Katakana phonetic extensions
-        | 0x3400..=0x4DBF     // Han extension A
-        | 0x4E00..=0x9FFF     // Han
-        | 0xF900..=0xFAFF     // Han compatibility
-        | 0xFF66..=0xFF9F     // half-width Katakana
-        | 0x20000..=0x2FA1F) // Han extensions B-F, compatibility supplement
-}
-
-fn is_word_char(c: char) -> bool {
-    (c.is_alphanumeric() || c == '_') && !is_unspaced(c)
+/// A character of a word in a script written with spaces (a run of the others is split into
+/// pairs instead).
+fn is_spaced_word_char(c: char) -> bool {
+    is_word_char(c) && !is_written_without_spaces(c)
 }
 
 fn is_apostrophe(c: char) -> bool {
@@ -240,17 +228,19 @@ pub fn terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
-        if is_unspaced(c) {
-            let end = rest.find(|c: char| !is_unspaced(c)).unwrap_or(rest.len());
+        if is_written_without_spaces(c) {
+            let end = rest
+                .find(|c: char| !is_written_without_spaces(c))
+                .unwrap_or(rest.len());
             let run: Vec<char> = rest[..end].chars().collect();
             push_unspaced(&run, &mut out);
             rest = &rest[end..];
-        } else if is_word_char(c) {
+        } else if is_spaced_word_char(c) {
             let mut word = String::new();
             let mut chars = rest.char_indices().peekable();
             let mut end = rest.len();
             while let Some((i, c)) = chars.next() {
-                if is_word_char(c) {
+                if is_spaced_word_char(c) {
                     push_lower(&mut word, c);
                     continue;
                 }
@@ -259,7 +249,7 @@ pub fn terms(text: &str) -> Vec<String> {
                     // `'s` at the end of a word is a possessive: drop it; otherwise join.
                     let (j, n) = chars.next().unwrap_or((i, c));
                     let after = chars.peek().map(|&(_, a)| a);
-                    if (n == 's' || n == 'S') && !after.is_some_and(is_word_char) {
+                    if (n == 's' || n == 'S') && !after.is_some_and(is_spaced_word_char) {
                         end = j + n.len_utf8();
                         break;
                     }
@@ -274,7 +264,7 @@ pub fn terms(text: &str) -> Vec<String> {
             if word.chars().count() <= 2 {
                 let symbols = rest.len() - rest.trim_start_matches(['+', '#']).len();
                 let symbols = symbols.min(2);
-                if symbols > 0 && !rest[symbols..].chars().next().is_some_and(is_word_char) {
+                if symbols > 0 && !rest[symbols..].chars().next().is_some_and(is_spaced_word_char) {
                     word.push_str(&rest[..symbols]);
                     rest = &rest[symbols..];
                 }

@@ -7,6 +7,7 @@
 //! character of a script written with spaces, the neighbouring message character must not be a
 //! word character. Scripts written without spaces never need a boundary.
 
+use ctxkit::text::{is_word_char, is_written_without_spaces};
 use std::collections::HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -37,26 +38,9 @@ pub(crate) struct Matcher {
     regex_owners: Vec<TriggerRef>,
 }
 
-/// A letter, digit or `_`.
-pub(crate) fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// Han, Hiragana, Katakana, Thai, Lao, Khmer and Myanmar are written without spaces between
-/// words, so a trigger in them matches anywhere.
-fn is_no_space_script(c: char) -> bool {
-    matches!(c as u32,
-        0x0E00..=0x0EFF            // Thai, Lao
-        | 0x1000..=0x109F | 0xA9E0..=0xA9FF | 0xAA60..=0xAA7F // Myanmar
-        | 0x1780..=0x17FF | 0x19E0..=0x19FF // Khmer
-        | 0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F // Hiragana, Katakana
-        | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF // Han
-        | 0x20000..=0x2EBEF | 0x30000..=0x3134F)
-}
-
 /// Whether a trigger end with this character needs a word boundary in the message.
 fn needs_boundary(c: Option<char>) -> bool {
-    c.is_some_and(|c| is_word_char(c) && !is_no_space_script(c))
+    c.is_some_and(|c| is_word_char(c) && !is_written_without_spaces(c))
 }
 
 /// Whether `text[start..end]` stands as a whole word, given which ends need a boundary.

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::index::SkillIndex;
-use crate::matcher::is_word_char;
+use ctxkit::text::is_word_char;
 
 /// Why a skill was selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
