@@ -20,6 +20,14 @@ pub fn is_written_without_spaces(c: char) -> bool {
         | 0x20000..=0x2FA1F | 0x30000..=0x3134F) // Han extensions B-G
 }
 
+/// `a, b, c`, or `none` for an empty list: how messages and summaries name what they list.
+pub(crate) fn list_or_none<S: AsRef<str>>(items: &[S]) -> String {
+    if items.is_empty() {
+        return "none".into();
+    }
+    items.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -132,11 +132,8 @@ impl ToolRegistry {
     }
 
     fn names_list(&self) -> String {
-        if self.tools.is_empty() {
-            return "none".into();
-        }
         let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
-        names.join(", ")
+        crate::text::list_or_none(&names)
     }
 }
 

@@ -9,6 +9,7 @@ use clap::Args;
 use ctxkit::{Agent, ChatModel, RunReport, SectionKind, Thread};
 use ctxkit_skills::SkillLibrary;
 
+use crate::printable::list_or_none;
 use crate::setup::RequestOptions;
 use crate::CliError;
 
@@ -165,7 +166,7 @@ impl Chat<'_> {
                     out,
                     "{} skills loaded; last request carried: {}",
                     self.library.snapshot().len(),
-                    list(&injected)
+                    list_or_none(&injected)
                 )?;
             }
             "/memory" => {
@@ -177,7 +178,7 @@ impl Chat<'_> {
                         out,
                         "last request carried {} memories: {}",
                         injected.len(),
-                        list(&injected)
+                        list_or_none(&injected)
                     )?;
                 }
             }
@@ -236,12 +237,4 @@ impl Chat<'_> {
 /// One line on stderr; if stderr itself is gone there is nobody left to tell.
 fn warn(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-fn list(items: &[String]) -> String {
-    if items.is_empty() {
-        "none".into()
-    } else {
-        items.join(", ")
-    }
 }

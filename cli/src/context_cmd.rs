@@ -7,7 +7,7 @@ use clap::Args;
 use ctxkit::{DryRunModel, Role, SectionKind, Thread};
 use serde_json::{json, Value};
 
-use crate::printable::printable;
+use crate::printable::{list_or_none, printable};
 use crate::setup::RequestOptions;
 use crate::CliError;
 
@@ -88,7 +88,7 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
         "\n=== stats ===\ntokens: {} (full mode: {}, {reduction:.0}% fewer)\nskills: {}\nmemories: {memories}",
         report.tokens.total,
         tokens_full,
-        if skills.is_empty() { "none".to_string() } else { printable(&skills.join(", ")).into_owned() },
+        list_or_none(&skills),
     )?;
     for (section, tokens) in &report.tokens.by_section {
         writeln!(out, "  {section}: {tokens} tokens")?;

@@ -23,6 +23,15 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `a, b, c` made printable, or `none` for an empty list.
+pub fn list_or_none<S: AsRef<str>>(items: &[S]) -> String {
+    if items.is_empty() {
+        return "none".into();
+    }
+    let joined = items.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", ");
+    printable(&joined).into_owned()
+}
+
 /// C0 and C1 controls (ESC, CSI, BEL, backspace, carriage return, …) and the bidirectional
 /// overrides that reorder what a terminal shows.
 fn needs_escape(c: char) -> bool {

@@ -1,6 +1,7 @@
 use async_trait::async_trait;
 
 use super::{ChatModel, ModelRequest};
+use crate::text::list_or_none;
 use crate::{Message, Result, SectionKind};
 
 /// The offline default: answers with a one-paragraph summary of the request it received —
@@ -19,14 +20,6 @@ impl ChatModel for DryRunModel {
     }
 }
 
-fn list(items: &[&str]) -> String {
-    if items.is_empty() {
-        "none".into()
-    } else {
-        items.join(", ")
-    }
-}
-
 fn summarize(request: &ModelRequest) -> String {
     let meta = &request.meta;
     let mut sources: Vec<&str> = Vec::new();
@@ -40,9 +33,9 @@ fn summarize(request: &ModelRequest) -> String {
         "[dry-run] {} messages, {} tokens. Instructions from: {}. Skills: {}. Memories: {}. Tools: {}.",
         request.messages.len(),
         meta.tokens,
-        list(&sources),
-        list(&meta.items_of(&SectionKind::SKILLS)),
+        list_or_none(&sources),
+        list_or_none(&meta.items_of(&SectionKind::SKILLS)),
         meta.items_of(&SectionKind::MEMORIES).len(),
-        list(&tools),
+        list_or_none(&tools),
     )
 }
