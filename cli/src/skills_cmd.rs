@@ -64,82 +64,9 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
     let index = load(&args.dirs)?;
     let mut out = std::io::stdout().lock();
     match args.command {
-        SkillsCommand::List { json } => {
-            for s in index.ranked() {
-                if json {
-                    let v = json!({
-                        "name": s.name, "id": s.id, "description": s.description, "source": s.source,
-                        "priority": s.priority, "triggers": s.triggers, "path": s.path,
-                    });
-                    writeln!(out, "{v}")?;
-                } else {
-                    let n = s.triggers.literals().count() + s.triggers.patterns.len();
-                    writeln!(
-                        out,
-                        "{:<28} {:<8} {:>4}  {:>2} triggers  {}",
-                        printable(&s.name),
-                        format!("{:?}", s.source).to_lowercase(),
-                        s.priority,
-                        n,
-                        printable(&s.description)
-                    )?;
-                }
-            }
-            if index.is_empty() && !json {
-                writeln!(out, "no skills found")?;
-            }
-        }
-        SkillsCommand::Show { name, json } => {
-            let s = index.get(&name).ok_or_else(|| {
-                CliError::new(format!(
-                    "no skill is named `{name}`; `ctxkit skills list` shows the loaded ones"
-                ))
-            })?;
-            if json {
-                writeln!(out, "{}", serde_json::to_value(s)?)?;
-            } else {
-                writeln!(
-                    out,
-                    "name:        {}\nid:          {}\npath:        {}\nsource:      {:?} (priority {})\ndescription: {}",
-                    printable(&s.name),
-                    printable(&s.id),
-                    printable(&s.path.display().to_string()),
-                    s.source,
-                    s.priority,
-                    printable(&s.description)
-                )?;
-                let t = &s.triggers;
-                writeln!(
-                    out,
-                    "keywords:    {}\nverbs:       {}\npatterns:    {}",
-                    printable(&t.keywords.join(", ")),
-                    printable(&t.verbs.join(", ")),
-                    printable(&t.patterns.join(", "))
-                )?;
-                writeln!(out, "\n{}", printable(&s.body))?;
-            }
-        }
-        SkillsCommand::Validate { json } => {
-            for d in index.diagnostics() {
-                if json {
-                    writeln!(out, "{}", serde_json::to_value(d)?)?;
-                } else {
-                    writeln!(out, "{}", printable(&d.to_string()))?;
-                }
-            }
-            let errors = index.diagnostics().iter().filter(|d| d.is_error()).count();
-            let warnings = index.diagnostics().len() - errors;
-            if !json {
-                writeln!(
-                    out,
-                    "{} skills loaded, {warnings} warnings, {errors} skipped",
-                    index.len()
-                )?;
-            }
-            if errors > 0 {
-                return Err(CliError::quiet(format!("{errors} skill files were skipped")));
-            }
-        }
+        SkillsCommand::List { json } => list(&index, json, &mut out),
+        SkillsCommand::Show { name, json } => show(&index, &name, json, &mut out),
+        SkillsCommand::Validate { json } => validate(&index, json, &mut out),
         SkillsCommand::Match {
             message,
             batch,
@@ -151,10 +78,95 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
                 ..Default::default()
             };
             match batch {
-                Some(file) => return match_batch(&index, &file, &options, &mut out),
-                None => match_one(&index, &message.unwrap_or_default(), &options, json, &mut out)?,
+                Some(file) => match_batch(&index, &file, &options, &mut out),
+                None => match_one(&index, &message.unwrap_or_default(), &options, json, &mut out),
             }
         }
+    }
+}
+
+/// Every skill in rank order, one line (or JSON object) each.
+fn list(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    for s in index.ranked() {
+        if json {
+            let v = json!({
+                "name": s.name, "id": s.id, "description": s.description, "source": s.source,
+                "priority": s.priority, "triggers": s.triggers, "path": s.path,
+            });
+            writeln!(out, "{v}")?;
+        } else {
+            let n = s.triggers.literals().count() + s.triggers.patterns.len();
+            writeln!(
+                out,
+                "{:<28} {:<8} {:>4}  {:>2} triggers  {}",
+                printable(&s.name),
+                format!("{:?}", s.source).to_lowercase(),
+                s.priority,
+                n,
+                printable(&s.description)
+            )?;
+        }
+    }
+    if index.is_empty() && !json {
+        writeln!(out, "no skills found")?;
+    }
+    Ok(())
+}
+
+/// One skill: where it comes from, its triggers and its body.
+fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    let s = index.get(name).ok_or_else(|| {
+        CliError::new(format!(
+            "no skill is named `{}`; `ctxkit skills list` shows the loaded ones",
+            printable(name)
+        ))
+    })?;
+    if json {
+        writeln!(out, "{}", serde_json::to_value(s)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "name:        {}\nid:          {}\npath:        {}\nsource:      {:?} (priority {})\ndescription: {}",
+        printable(&s.name),
+        printable(&s.id),
+        printable(&s.path.display().to_string()),
+        s.source,
+        s.priority,
+        printable(&s.description)
+    )?;
+    let t = &s.triggers;
+    writeln!(
+        out,
+        "keywords:    {}\nverbs:       {}\npatterns:    {}",
+        printable(&t.keywords.join(", ")),
+        printable(&t.verbs.join(", ")),
+        printable(&t.patterns.join(", "))
+    )?;
+    writeln!(out, "\n{}", printable(&s.body))?;
+    Ok(())
+}
+
+/// Every diagnostic, then a count; exit 1 when a skill file was skipped.
+fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    for d in index.diagnostics() {
+        if json {
+            writeln!(out, "{}", serde_json::to_value(d)?)?;
+        } else {
+            writeln!(out, "{}", printable(&d.to_string()))?;
+        }
+    }
+    let errors = index.diagnostics().iter().filter(|d| d.is_error()).count();
+    let warnings = index.diagnostics().len() - errors;
+    if !json {
+        writeln!(
+            out,
+            "{} skills loaded, {warnings} warnings, {errors} skipped",
+            index.len()
+        )?;
+    }
+    if errors > 0 {
+        return Err(CliError::quiet(format!("{errors} skill files were skipped")));
     }
     Ok(())
 }
