@@ -16,6 +16,9 @@
 //! - [`Tool`] / [`ToolRegistry`], [`ChatModel`] with [`DryRunModel`] and [`ScriptedModel`];
 //! - [`TokenCounter`] with real BPE counts ([`BpeCounter`]) and an approximation.
 
+#![deny(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
 pub mod agent;
 pub mod context;
 mod error;
