@@ -16,7 +16,10 @@ use crate::{Message, Tool};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Placement {
+    /// The same on every request: part of the prefix a prompt cache can reuse.
     Stable,
+    /// Chosen for this message: after the stable sections, or in lazy mode in a transient
+    /// system message before the latest user message, never stored in the thread.
     PerMessage,
 }
 
@@ -65,7 +68,9 @@ pub struct Section {
     pub source: String,
     /// What it is.
     pub kind: SectionKind,
+    /// The text as it goes into the system message.
     pub text: String,
+    /// Whether it belongs in the cacheable prefix or to this message only.
     pub placement: Placement,
     /// What it carries, by name (selected skills, memory ids), for reports.
     pub items: Vec<String>,
@@ -104,7 +109,9 @@ impl Section {
 /// each request's context costs reference counts, not allocations.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct CatalogEntry {
+    /// What the model asks for to load the thing (e.g. a skill's name for `read_skill`).
     pub name: Arc<str>,
+    /// When the thing applies; the model decides whether to load it from this line alone.
     pub description: Arc<str>,
 }
 
@@ -131,9 +138,15 @@ impl CatalogEntry {
 /// catalog, each attributed to its source.
 #[derive(Clone, Default)]
 pub struct Context {
+    /// Instructions, each with its kind, placement and source.
     pub sections: Vec<Section>,
+    /// Things the model may load on demand, listed under [`CatalogEntry::HEADING`].
     pub catalog: Vec<CatalogEntry>,
+    /// Extra messages sent after the system text and before the conversation, never stored in
+    /// the thread.
     pub messages: Vec<Message>,
+    /// Tools offered for this run only, beside the agent's own; names must be unique across
+    /// the agent and every provider.
     pub tools: Vec<Arc<dyn Tool>>,
     /// How each composed provider fared (filled in by composition).
     pub reports: Vec<ProviderReport>,
@@ -158,6 +171,7 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
+    /// An empty contribution; add parts with the `with_*` methods.
     pub fn new() -> Self {
         Self::default()
     }
@@ -167,26 +181,31 @@ impl Context {
         self.with_section(Section::stable(SectionKind::INSTRUCTIONS, text))
     }
 
+    /// Add a section of any kind and placement.
     pub fn with_section(mut self, section: Section) -> Self {
         self.sections.push(section);
         self
     }
 
+    /// Add a message to send before the conversation.
     pub fn with_message(mut self, message: Message) -> Self {
         self.messages.push(message);
         self
     }
 
+    /// Offer a tool for this run.
     pub fn with_tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
         self
     }
 
+    /// Add entries to the catalog, after those already there.
     pub fn with_catalog(mut self, entries: impl IntoIterator<Item = CatalogEntry>) -> Self {
         self.catalog.extend(entries);
         self
     }
 
+    /// Whether there is nothing to send (reports and the baseline delta do not count).
     pub fn is_empty(&self) -> bool {
         self.sections.is_empty()
             && self.catalog.is_empty()

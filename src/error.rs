@@ -17,32 +17,65 @@ pub enum Error {
     /// A context provider returned an error.
     #[error("context provider `{provider}` failed: {source}")]
     Provider {
+        /// Which provider failed, by its [`name`](crate::ContextProvider::name).
         provider: String,
+        /// The provider's own error, kept whole so callers can inspect or downcast it.
         #[source]
         source: BoxError,
     },
     /// A context provider did not answer within its timeout.
     #[error("context provider `{provider}` timed out after {after:?}")]
-    Timeout { provider: String, after: Duration },
+    Timeout {
+        /// Which provider was cut off.
+        provider: String,
+        /// The limit it ran into: its own timeout, or what was left of the run's deadline.
+        after: Duration,
+    },
     /// A context provider panicked; the panic was contained.
     #[error("context provider `{provider}` panicked: {message}")]
-    Panic { provider: String, message: String },
+    Panic {
+        /// Which provider panicked; the other providers' contributions are unaffected.
+        provider: String,
+        /// The panic's message when it was a string, else `unknown panic`.
+        message: String,
+    },
     /// Two providers (or a provider and the agent) offer a tool with the same name.
     #[error("tool `{tool}` is offered by both `{first}` and `{second}`; tool names must be unique")]
     DuplicateTool {
+        /// The contested name; the model could not tell the two tools apart.
         tool: String,
+        /// Who offered the name first: `agent` or a provider's name.
         first: String,
+        /// Who offered it again: `agent`, a provider's name, or `a context provider` when a
+        /// provider's tool collides with one of the agent's.
         second: String,
     },
     /// The model asked for a tool nobody registered.
     #[error("unknown tool `{tool}`; available tools: {available}")]
-    UnknownTool { tool: String, available: String },
+    UnknownTool {
+        /// The name the model asked for.
+        tool: String,
+        /// The registered names, comma-separated (`none` when there are none), so the message
+        /// shows what the model could have called.
+        available: String,
+    },
     /// The arguments of a tool call do not fit the tool's parameter schema.
     #[error("invalid arguments for tool `{tool}`: {message}")]
-    ToolArguments { tool: String, message: String },
+    ToolArguments {
+        /// The tool the model called.
+        tool: String,
+        /// What is wrong: not JSON, not an object, a missing required argument or a wrong type.
+        message: String,
+    },
     /// A tool ran and failed.
     #[error("tool `{tool}` failed: {message}")]
-    Tool { tool: String, message: String },
+    Tool {
+        /// The tool that failed.
+        tool: String,
+        /// The tool's own account of the failure; the runner hands it back to the model as
+        /// an `error: …` tool result.
+        message: String,
+    },
     /// The model call failed.
     #[error("model `{model}` failed: {message}")]
     Model {
@@ -61,6 +94,7 @@ pub enum Error {
         byte_size(*.limit)
     )]
     ModelResponseTooLarge {
+        /// `backend:model` of the model whose reply was cut off.
         model: String,
         /// The endpoint, credentials masked.
         url: String,
@@ -75,9 +109,11 @@ pub enum Error {
         last_failure.as_ref().map(|f| format!(" (last failure: {f})")).unwrap_or_default()
     )]
     ModelTimeBudget {
+        /// `backend:model` of the model that ran out of time.
         model: String,
         /// The endpoint, credentials masked.
         url: String,
+        /// The whole call's allowance: every attempt and the pauses between them.
         budget: Duration,
         /// Attempts started, including one cut short by the budget.
         attempts: u32,
@@ -87,8 +123,11 @@ pub enum Error {
     /// A lifecycle hook returned an error; the run stops there.
     #[error("hook `{hook}` failed in {point}: {source}")]
     Hook {
+        /// Which hook failed, by its [`name`](crate::Hook::name).
         hook: String,
+        /// The lifecycle point it failed in, e.g. `before_model` or `after_tool`.
         point: &'static str,
+        /// The hook's own error, kept whole so callers can inspect or downcast it.
         #[source]
         source: BoxError,
     },

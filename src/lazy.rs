@@ -1,4 +1,5 @@
-//! Lazy injection (seeds 000 and 001): send the full context once, then only what changed.
+//! Lazy injection: send the full context once, then only what changed, so a long conversation
+//! does not pay for the same instructions, tools and catalog on every turn.
 //!
 //! The [`ContextManager`] remembers hashes of the preamble, the tools and the skills it last
 //! injected. On the first message (and after compact or reset) it produces one full
@@ -29,6 +30,8 @@ fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
 }
 
 impl ContextManager {
+    /// A manager that has injected nothing yet: the first [`prepare`](Self::prepare) gives
+    /// the full context.
     pub fn new() -> Self {
         Self::default()
     }

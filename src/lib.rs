@@ -16,6 +16,9 @@
 //! - [`Tool`] / [`ToolRegistry`], [`ChatModel`] with [`DryRunModel`] and [`ScriptedModel`];
 //! - [`TokenCounter`] with real BPE counts ([`BpeCounter`]) and an approximation.
 
+#![deny(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
 pub mod agent;
 pub mod context;
 mod error;
@@ -43,6 +46,79 @@ pub use provider::{
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, TokenCounter};
 pub use tool::{Tool, ToolDefinition, ToolRegistry};
+
+/// Compile-time proof that the public types can be shared across threads and tasks (an agent
+/// behind an `Arc` serving many conversations, a report sent to another task). Adding a field
+/// that is not `Send + Sync` fails the build here instead of in a user's `tokio::spawn`.
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+
+    /// A provider to instantiate the generic wrapper with.
+    struct Nothing;
+    #[async_trait::async_trait]
+    impl ContextProvider for Nothing {
+        fn name(&self) -> &str {
+            "nothing"
+        }
+        async fn invoking(&self, _: &[Message], _: &RunInfo) -> Result<Context> {
+            Ok(Context::new())
+        }
+    }
+
+    is::<Agent>();
+    is::<AgentBuilder>();
+    is::<Thread>();
+    is::<Limits>();
+    is::<Assembly>();
+    is::<RunOutput>();
+    is::<RunReport>();
+    is::<TokenReport>();
+    is::<HookContext<'static>>();
+    is::<SessionSummary>();
+    is::<Context>();
+    is::<Section>();
+    is::<SectionKind>();
+    is::<Placement>();
+    is::<CatalogEntry>();
+    is::<Error>();
+    is::<ContextManager>();
+    is::<Message>();
+    is::<Role>();
+    is::<ToolCall>();
+    is::<FunctionCall>();
+    is::<ModelRequest>();
+    is::<RequestMeta>();
+    is::<DryRunModel>();
+    is::<ScriptedModel>();
+    is::<RunInfo>();
+    is::<RunOutcome<'static>>();
+    is::<ThreadInfo>();
+    is::<Policy>();
+    is::<ProviderReport>();
+    is::<Outcome>();
+    is::<provider::WithPolicy<Nothing>>();
+    is::<State>();
+    is::<BpeCounter>();
+    is::<ApproxCounter>();
+    is::<ToolRegistry>();
+    is::<ToolDefinition>();
+    #[cfg(feature = "http")]
+    {
+        is::<model::OpenAiModel>();
+        is::<model::OllamaModel>();
+        is::<model::http::RetryPolicy>();
+    }
+
+    // The runner's futures too: an agent's work can be spawned onto a multi-threaded runtime.
+    fn is_send<T: Send>(_: &T) {}
+    let agent = Agent::builder().build().unwrap();
+    let mut thread = Thread::new();
+    is_send(&agent.preview(&thread, ""));
+    is_send(&agent.run(&mut thread, ""));
+    is_send(&agent.compact(&mut thread, 0));
+    is_send(&agent.end_session(&mut thread));
+}
 
 /// The README's code blocks, compiled as doc-tests so the README never shows code that does not build.
 #[doc = include_str!("../README.md")]

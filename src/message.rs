@@ -7,16 +7,22 @@ use serde_json::Value;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// Instructions and injected context.
     System,
+    /// The person talking to the agent (the default); context goes just before their latest
+    /// message.
     #[default]
     User,
+    /// The model: replies and requests for tool calls.
     Assistant,
+    /// A tool's output, answering one call by [`Message::tool_call_id`].
     Tool,
 }
 
 /// One chat message; serialises exactly as OpenAI's `messages[]` items.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who wrote it, which tells the model how to read it.
     pub role: Role,
     /// Text of the message; `null` in JSON reads as empty.
     #[serde(default, deserialize_with = "null_as_empty")]
@@ -44,12 +50,15 @@ impl Message {
             ..Default::default()
         }
     }
+    /// Instructions or injected context.
     pub fn system(content: impl Into<String>) -> Self {
         Self::new(Role::System, content)
     }
+    /// What the person said; a run adds its input as one.
     pub fn user(content: impl Into<String>) -> Self {
         Self::new(Role::User, content)
     }
+    /// A plain reply of the model, without tool calls.
     pub fn assistant(content: impl Into<String>) -> Self {
         Self::new(Role::Assistant, content)
     }
@@ -77,9 +86,12 @@ pub fn latest_user_message(messages: &[Message]) -> Option<&Message> {
 /// A tool call requested by the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// Pairs the call with its result ([`Message::tool_call_id`]).
     pub id: String,
+    /// Always `function` in OpenAI's format; kept so messages read back as they were written.
     #[serde(rename = "type", default = "function_kind")]
     pub kind: String,
+    /// Which tool to run, with what arguments.
     pub function: FunctionCall,
 }
 
@@ -90,12 +102,15 @@ fn function_kind() -> String {
 /// Name and JSON-encoded arguments of a tool call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FunctionCall {
+    /// The tool to run, by the name it was registered under.
     pub name: String,
     /// The arguments as JSON text, as OpenAI sends them.
     pub arguments: String,
 }
 
 impl ToolCall {
+    /// A call of tool `name` with `arguments` encoded as JSON text, as a model sends it (for
+    /// tests and scripted replies).
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: &Value) -> Self {
         ToolCall {
             id: id.into(),

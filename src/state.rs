@@ -1,4 +1,4 @@
-//! Scoped key-value state of a thread (seed 004 §8): `temp:` keys live for one tool round,
+//! Scoped key-value state of a thread: `temp:` keys live for one tool round,
 //! `session:` keys for the thread, `project:` keys are meant to outlive it (a memory
 //! provider persists them). Keys without a known prefix behave as `session:`.
 
@@ -6,8 +6,13 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+/// Prefix of keys for one tool round: the runner clears them after each round of tool calls.
 pub const TEMP: &str = "temp:";
+/// Prefix of keys that last as long as the thread; [`Thread::reset`](crate::Thread::reset)
+/// clears them.
 pub const SESSION: &str = "session:";
+/// Prefix of keys meant to outlive the thread: a reset keeps them and a memory provider
+/// persists them.
 pub const PROJECT: &str = "project:";
 
 /// Key-value state with scope prefixes.
@@ -17,14 +22,17 @@ pub struct State {
 }
 
 impl State {
+    /// Set `key`; its prefix decides how long the value lives.
     pub fn set(&mut self, key: impl Into<String>, value: Value) {
         self.values.insert(key.into(), value);
     }
 
+    /// The value of `key`, unless it was never set or its scope has been cleared.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.values.get(key)
     }
 
+    /// Drop `key` before its scope ends, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         self.values.remove(key)
     }
@@ -47,6 +55,7 @@ impl State {
             .map(|(k, v)| (k.as_str(), v))
     }
 
+    /// Whether no key of any scope is set.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }

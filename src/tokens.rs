@@ -8,6 +8,7 @@ use crate::Message;
 
 /// Counts tokens of text and of whole requests.
 pub trait TokenCounter: Send + Sync {
+    /// Tokens of plain text. The other counts build on it, so it is the one method to implement.
     fn count(&self, text: &str) -> usize;
 
     /// Tokens of one message, with the few tokens of per-message framing chat formats add.

@@ -15,7 +15,10 @@ use crate::{Error, Result};
 /// basic types before `call` runs, so `call` can rely on them.
 #[async_trait]
 pub trait Tool: Send + Sync {
+    /// What the model writes in a tool call to run it; unique among the agent's and its
+    /// providers' tools.
     fn name(&self) -> &str;
+    /// What the tool does and when to call it; the model chooses tools by it.
     fn description(&self) -> &str;
     /// JSON Schema of the arguments (default: no arguments).
     fn parameters(&self) -> Value {
@@ -37,8 +40,11 @@ pub trait Tool: Send + Sync {
 /// What the model sees of a tool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
+    /// What the model writes in a tool call to run the tool.
     pub name: String,
+    /// What the tool does and when to call it.
     pub description: String,
+    /// JSON Schema of the arguments; the registry checks calls against it.
     pub parameters: Value,
 }
 
@@ -57,6 +63,7 @@ pub struct ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// A registry with no tools.
     pub fn new() -> Self {
         Self::default()
     }
@@ -98,18 +105,22 @@ impl ToolRegistry {
         Some(tool)
     }
 
+    /// The tool a call by `name` would run.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.index.get(name).map(|&i| &self.tools[i])
     }
 
+    /// How many tools a request offers.
     pub fn len(&self) -> usize {
         self.tools.len()
     }
 
+    /// Whether a request offers no tools.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }
 
+    /// The tools in registration order, the order the model sees them in.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
         self.tools.iter()
     }

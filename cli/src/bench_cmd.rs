@@ -12,7 +12,8 @@ use serde_json::json;
 use crate::setup::{read_text, RequestOptions};
 use crate::CliError;
 
-/// The ADR's three example requests.
+/// The three requests the design record this project started from estimated its token savings
+/// on: two that no shipped skill serves and one that fires `hello-extended`.
 pub const ADR_QUERIES: [&str; 3] = ["What is 2+2?", "Say bonjour to Alice", "Calculate pi"];
 
 #[derive(Args, Debug)]
@@ -27,7 +28,8 @@ pub enum BenchCommand {
     Tokens {
         #[command(flatten)]
         request: RequestOptions,
-        /// A file with one query per line; default: the ADR's three requests.
+        /// A file with one query per line; default: "What is 2+2?", "Say bonjour to Alice" and
+        /// "Calculate pi".
         #[arg(long, value_name = "FILE")]
         queries: Option<PathBuf>,
         /// One JSON object per query per line.

@@ -1,4 +1,5 @@
-//! Lifecycle hooks (seed 004 §7): observe or steer the agentic loop at eight points.
+//! Lifecycle hooks: observe or steer the agentic loop at eight points (session start and end,
+//! each user message, before and after each model call and each tool call, and compaction).
 //!
 //! Hooks fire in registration order. An error stops the run and comes back as
 //! [`Error::Hook`] naming the hook and the point.
@@ -14,15 +15,21 @@ use crate::{BoxError, Error, Message, Result, ToolCall};
 
 /// What every hook can see, and the thread's scoped state it may change.
 pub struct HookContext<'a> {
+    /// The thread being run, as [`Thread::id`](crate::Thread::id) gives it.
     pub thread_id: &'a str,
+    /// The agent's project ([`AgentBuilder::project`](crate::AgentBuilder::project)), if set.
     pub project: Option<&'a str>,
+    /// `backend:model` of the agent's model.
     pub model: &'a str,
+    /// The thread's scoped state; what a hook changes here stays with the thread (a `temp:`
+    /// key until the tool round ends).
     pub state: &'a mut State,
 }
 
 /// A finished conversation, handed to `session_end` (memory extraction reads it).
 #[derive(Clone, Debug, Default)]
 pub struct SessionSummary {
+    /// The thread that ended, to key whatever is kept from it.
     pub thread_id: String,
     /// User turns run on the thread.
     pub turns: usize,
@@ -37,6 +44,7 @@ type HookResult<T = ()> = std::result::Result<T, BoxError>;
 /// Implement the points you need; every method defaults to doing nothing.
 #[async_trait]
 pub trait Hook: Send + Sync {
+    /// A short name that says which hook failed in [`Error::Hook`].
     fn name(&self) -> &str;
     /// Before the first run of a thread.
     async fn session_start(&self, _ctx: &mut HookContext<'_>) -> HookResult {

@@ -46,13 +46,18 @@ impl Default for Limits {
 /// The reply of one run and how it was produced.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
+    /// The model's final answer (its first reply without tool calls), also the thread's last
+    /// message.
     pub reply: Message,
+    /// Providers, injected items, tokens and call counts of the run.
     pub report: RunReport,
 }
 
 /// What a run did: provider timings and outcomes, what was injected, tokens of the request.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RunReport {
+    /// How each provider fared in `invoking` (time and outcome), leaves only, in registration
+    /// order.
     pub providers: Vec<ProviderReport>,
     /// Items injected by section kind, e.g. skills → the selected skill names.
     pub injected: BTreeMap<SectionKind, Vec<String>>,
@@ -62,7 +67,9 @@ pub struct RunReport {
     /// providers report it — when the agent was built with [`AgentBuilder::report_baseline`];
     /// `None` otherwise.
     pub tokens_full: Option<usize>,
+    /// Model calls the run made: one per tool round plus the final answer.
     pub model_calls: usize,
+    /// Tool calls the run carried out (or a `before_tool` hook answered), over all rounds.
     pub tool_calls: usize,
 }
 
@@ -118,10 +125,14 @@ pub struct AgentBuilder {
 }
 
 impl AgentBuilder {
+    /// The agent's own standing instructions: the first section of every request, with
+    /// source `agent`.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = text.into();
         self
     }
+    /// The model to call (default: [`DryRunModel`], which answers offline with a summary of
+    /// the request).
     pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
         self.model = Some(model);
         self
@@ -131,6 +142,8 @@ impl AgentBuilder {
         self.providers.push(Arc::new(provider));
         self
     }
+    /// Add a tool of the agent's own, offered on every request; [`build`](Self::build) fails
+    /// when two tools share a name.
     pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
         self.tools.push(Arc::new(tool));
         self
@@ -140,18 +153,25 @@ impl AgentBuilder {
         self.hooks.push(Arc::new(hook));
         self
     }
+    /// Replace every bound of a run at once.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
+    /// Set [`Limits::max_tool_rounds`] alone, keeping the other bounds.
     pub fn max_tool_rounds(mut self, rounds: usize) -> Self {
         self.limits.max_tool_rounds = rounds;
         self
     }
+    /// How context reaches the model: a fresh system message per request (the default) or
+    /// lazily, in full once and then as deltas.
     pub fn assembly(mut self, assembly: Assembly) -> Self {
         self.assembly = assembly;
         self
     }
+    /// The counter behind token reports and [`RequestMeta::tokens`](crate::RequestMeta::tokens)
+    /// (default: exact BPE, [`BpeCounter`](crate::BpeCounter));
+    /// [`ApproxCounter`](crate::ApproxCounter) trades accuracy for speed.
     pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = Some(counter);
         self
@@ -195,10 +215,12 @@ impl AgentBuilder {
 }
 
 impl Agent {
+    /// Start building an agent; see [`AgentBuilder`] for the defaults.
     pub fn builder() -> AgentBuilder {
         AgentBuilder::default()
     }
 
+    /// `backend:model` of the agent's model, as logs and errors name it.
     pub fn model_name(&self) -> &str {
         self.model.name()
     }

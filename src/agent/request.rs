@@ -17,7 +17,8 @@ pub enum Assembly {
     /// A fresh system message on every request (the default).
     #[default]
     PerRequest,
-    /// The full context once into the history, then only deltas (seeds 000/001).
+    /// The full context once into the history, then only deltas: a `[Context Update]` when
+    /// the instructions, tools or catalog changed, nothing when they did not.
     Lazy,
 }
 

@@ -37,6 +37,8 @@ impl Thread {
         Self::with_id(format!("t-{nanos:x}-{n}"))
     }
 
+    /// A new thread under an id of your choosing, e.g. one that must stay the same across
+    /// processes; providers see it as [`RunInfo::thread_id`](crate::RunInfo::thread_id).
     pub fn with_id(id: impl Into<String>) -> Self {
         Thread {
             id: id.into(),
@@ -49,10 +51,13 @@ impl Thread {
         }
     }
 
+    /// The id providers, hooks and tracing spans know this conversation by.
     pub fn id(&self) -> &str {
         &self.id
     }
 
+    /// The conversation so far: user messages, replies, tool calls and their results, and in
+    /// lazy mode the context messages injected into it.
     pub fn history(&self) -> &[Message] {
         &self.history
     }
@@ -61,10 +66,12 @@ impl Thread {
         &mut self.history
     }
 
+    /// The thread's scoped state, as hooks and [`state_mut`](Self::state_mut) left it.
     pub fn state(&self) -> &State {
         &self.state
     }
 
+    /// Change the state between runs, e.g. to restore `project:` keys kept elsewhere.
     pub fn state_mut(&mut self) -> &mut State {
         &mut self.state
     }

@@ -19,7 +19,10 @@ pub use scripted::ScriptedModel;
 /// One request to a model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ModelRequest {
+    /// Everything the model reads, in order: the conversation with the injected context in
+    /// its place.
     pub messages: Vec<Message>,
+    /// The tools the model may call in its reply: the agent's and this run's providers'.
     pub tools: Vec<ToolDefinition>,
     /// Where the request's parts came from; backends do not send it.
     #[serde(skip)]
@@ -52,5 +55,8 @@ impl RequestMeta {
 pub trait ChatModel: Send + Sync {
     /// `backend:model`, for logs and errors.
     fn name(&self) -> &str;
+    /// Answer one request with one assistant message. A failure names the model, and
+    /// [`Error::is_retryable`](crate::Error::is_retryable) tells the caller whether trying
+    /// again may help.
     async fn complete(&self, request: &ModelRequest) -> Result<Message>;
 }

@@ -16,6 +16,7 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
+    /// A model that answers with `replies` in order; queue more with [`push`](Self::push).
     pub fn new(replies: impl IntoIterator<Item = Message>) -> Self {
         ScriptedModel {
             replies: Mutex::new(replies.into_iter().map(Ok).collect()),

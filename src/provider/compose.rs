@@ -19,9 +19,13 @@ use crate::{Context, Error, Message, Result};
 /// How one provider fared in one call.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProviderReport {
+    /// The provider, by the [`name`](ContextProvider::name) logs and errors use.
     pub name: String,
+    /// Wall time of the call, to spot the provider that slows requests down (serialized in
+    /// microseconds as `elapsed_us`).
     #[serde(rename = "elapsed_us", serialize_with = "as_micros")]
     pub elapsed: Duration,
+    /// Whether its context made it into the request.
     pub outcome: Outcome,
 }
 
@@ -33,8 +37,12 @@ fn as_micros<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S:
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "status", content = "error")]
 pub enum Outcome {
+    /// It answered in time; its context was merged.
     Ok,
+    /// It returned an error or panicked (the message); fail-open, so the run went on without
+    /// it.
     Failed(String),
+    /// It ran past its timeout or the run's deadline and was left out.
     TimedOut,
 }
 

@@ -29,6 +29,7 @@ pub use compose::{Outcome, ProviderReport};
 /// What a provider may know about the run it serves.
 #[derive(Clone, Debug, Default)]
 pub struct RunInfo {
+    /// The thread the run belongs to, to key what a provider keeps per conversation.
     pub thread_id: String,
     /// The project the run works in (scopes memories); `None` when unknown.
     pub project: Option<String>,
@@ -65,7 +66,9 @@ pub struct RunOutcome<'a> {
 /// What a provider learns when a conversation starts.
 #[derive(Clone, Debug, Default)]
 pub struct ThreadInfo {
+    /// The new thread's id; its runs carry the same one in [`RunInfo::thread_id`].
     pub thread_id: String,
+    /// The project the agent works in (scopes memories); `None` when unknown.
     pub project: Option<String>,
 }
 
