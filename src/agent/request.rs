@@ -9,7 +9,7 @@ use super::thread::Thread;
 use crate::context::{join_blocks, Placement, Section, SectionKind};
 use crate::model::{ModelRequest, RequestMeta};
 use crate::tokens::TokenCounter;
-use crate::{CatalogEntry, Context, Message, Role, ToolRegistry};
+use crate::{CatalogEntry, Context, Message, Role, ToolDefinition, ToolRegistry};
 
 /// How context reaches the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,69 +72,102 @@ pub(crate) fn assemble(
         .filter(|s| s.placement == Placement::PerMessage)
         .collect();
     let definitions = tools.definitions();
-
-    let mut messages = Vec::with_capacity(thread.history().len() + ctx.messages.len() + 2);
     let catalog = catalog_section(&ctx.catalog);
-    let mut sent: Vec<&Section> = Vec::new();
-    match assembly {
-        Assembly::PerRequest => {
-            sent.extend(
-                stable
-                    .iter()
-                    .copied()
-                    .chain(catalog.as_ref())
-                    .chain(volatile.iter().copied()),
-            );
-            if let Some(system) = join_sections(sent.iter().copied()) {
-                messages.push(Message::system(system));
-            }
-            messages.extend(ctx.messages.iter().cloned());
-            messages.extend(thread.history().iter().cloned());
-        }
-        Assembly::Lazy => {
-            let preamble = join_sections(stable.iter().copied()).unwrap_or_default();
-            let tool_entries: Vec<CatalogEntry> = definitions
-                .iter()
-                .map(|d| CatalogEntry::new(d.name.as_str(), d.description.as_str()))
-                .collect();
-            let last_user = last_user_index(thread.history());
-            if let Some(text) = thread.context.prepare(&preamble, &tool_entries, &ctx.catalog) {
-                thread.history_mut().insert(last_user, Message::system(text));
-            }
-            // The preamble and catalog live in the history now; count them there.
-            messages.extend(ctx.messages.iter().cloned());
-            messages.extend(thread.history().iter().cloned());
-            if let Some(text) = join_sections(volatile.iter().copied()) {
-                let at = last_user_index(&messages);
-                messages.insert(at, Message::system(text));
-            }
-            sent.extend(volatile.iter().copied());
-        }
-    }
-
-    let mut request = ModelRequest {
-        messages,
-        tools: definitions,
-        meta: RequestMeta::default(),
+    let (messages, sent) = match assembly {
+        Assembly::PerRequest => per_request(ctx, &stable, catalog.as_ref(), &volatile, thread),
+        Assembly::Lazy => lazy(ctx, &stable, &volatile, &definitions, thread),
     };
-    let mut report = TokenReport::default();
-    for s in &sent {
-        *report.by_section.entry(s.kind.clone()).or_default() += counter.count(&s.text);
-    }
     let attributed = stable
         .iter()
         .copied()
         .chain(catalog.as_ref())
         .chain(volatile.iter().copied());
-    request.meta.sections = attributed.cloned().collect();
+    let mut request = ModelRequest {
+        messages,
+        tools: definitions,
+        meta: RequestMeta {
+            sections: attributed.cloned().collect(),
+            tokens: 0,
+        },
+    };
+    let report = count(&request, &sent, thread, counter);
+    request.meta.tokens = report.total;
+    (request, report)
+}
+
+/// One system message with every section (stable ones first), then the providers' messages
+/// and the conversation. Returns the messages and the sections sent.
+fn per_request<'a>(
+    ctx: &Context,
+    stable: &[&'a Section],
+    catalog: Option<&'a Section>,
+    volatile: &[&'a Section],
+    thread: &Thread,
+) -> (Vec<Message>, Vec<&'a Section>) {
+    let sent: Vec<&Section> = stable
+        .iter()
+        .copied()
+        .chain(catalog)
+        .chain(volatile.iter().copied())
+        .collect();
+    let mut messages = Vec::with_capacity(thread.history().len() + ctx.messages.len() + 1);
+    if let Some(system) = join_sections(sent.iter().copied()) {
+        messages.push(Message::system(system));
+    }
+    messages.extend(ctx.messages.iter().cloned());
+    messages.extend(thread.history().iter().cloned());
+    (messages, sent)
+}
+
+/// The stable part goes into the thread's history when it is new or changed (in full, or as
+/// a delta); the per-message sections go just before the latest user message, never stored.
+/// Returns the messages and the sections sent outside the history.
+fn lazy<'a>(
+    ctx: &Context,
+    stable: &[&Section],
+    volatile: &[&'a Section],
+    definitions: &[ToolDefinition],
+    thread: &mut Thread,
+) -> (Vec<Message>, Vec<&'a Section>) {
+    let preamble = join_sections(stable.iter().copied()).unwrap_or_default();
+    let tool_entries: Vec<CatalogEntry> = definitions
+        .iter()
+        .map(|d| CatalogEntry::new(d.name.as_str(), d.description.as_str()))
+        .collect();
+    let last_user = last_user_index(thread.history());
+    if let Some(text) = thread.context.prepare(&preamble, &tool_entries, &ctx.catalog) {
+        thread.history_mut().insert(last_user, Message::system(text));
+    }
+    // The preamble and catalog live in the history now; they are counted there.
+    let mut messages = Vec::with_capacity(thread.history().len() + ctx.messages.len() + 1);
+    messages.extend(ctx.messages.iter().cloned());
+    messages.extend(thread.history().iter().cloned());
+    if let Some(text) = join_sections(volatile.iter().copied()) {
+        let at = last_user_index(&messages);
+        messages.insert(at, Message::system(text));
+    }
+    (messages, volatile.to_vec())
+}
+
+/// Token counts of `request`: in total, per kind of section sent, for the tools and for the
+/// conversation.
+fn count(
+    request: &ModelRequest,
+    sent: &[&Section],
+    thread: &Thread,
+    counter: &dyn TokenCounter,
+) -> TokenReport {
+    let mut report = TokenReport::default();
+    for s in sent {
+        *report.by_section.entry(s.kind.clone()).or_default() += counter.count(&s.text);
+    }
     report
         .by_section
         .insert(SectionKind::TOOLS, counter.count_tools(&request.tools));
     let history: usize = thread.history().iter().map(|m| counter.count_message(m)).sum();
     report.by_section.insert(SectionKind::HISTORY, history);
-    report.total = counter.count_request(&request);
-    request.meta.tokens = report.total;
-    (request, report)
+    report.total = counter.count_request(request);
+    report
 }
 
 /// Where a context message goes: just before the latest user message (or at the end).
