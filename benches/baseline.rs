@@ -1,6 +1,7 @@
 //! The cost of reporting a baseline (`tokens_full`: what sending every skill in full would
-//! cost) on top of a preview, with the 650 real skills of `../shared/corpora` (or 1,000
-//! generated ones when the corpus is absent). Target: at most 10 % over a preview without it.
+//! cost) on top of a preview, with a corpus of 650 real skills kept beside the repository, when
+//! present (or 1,000 generated ones when it is absent). Target: at most 10 % over a preview
+//! without it.
 
 mod support;
 

@@ -1,7 +1,7 @@
 //! Skill matching + selection + injection (`SkillContextProvider::invoking`, hybrid mode) at
 //! 10 to 10,000 skills, on 200-byte and 2 KB messages, with and without hits — beside two
-//! baselines of the same selection rules: the ADR's loop (for each skill, for each trigger,
-//! search the message) and a `RegexSet` of `\b`-wrapped triggers.
+//! baselines of the same selection rules: the straightforward loop (for each skill, for each
+//! trigger, search the message) and a `RegexSet` of `\b`-wrapped triggers.
 //!
 //! DESIGN.md targets: p50 ≤ 20 µs at 1,000 skills and ≤ 100 µs at 10,000 on a 2 KB message.
 
@@ -43,7 +43,8 @@ fn whole_word(text: &str, start: usize, end: usize) -> bool {
     !word(text[..start].chars().next_back()) && !word(text[end..].chars().next())
 }
 
-/// The ADR's algorithm with the same rules: every trigger of every skill searched in turn.
+/// The straightforward algorithm with the same rules: every trigger of every skill searched in
+/// turn.
 fn adr_loop(index: &SkillIndex, message: &str, max: usize) -> Vec<usize> {
     let lower = message.to_lowercase();
     let mut scored: Vec<(usize, usize)> = Vec::new();

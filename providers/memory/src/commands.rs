@@ -1,4 +1,5 @@
-//! Explicit memory commands in user messages (seed 004 §4.3.4).
+//! Explicit memory commands in user messages: the user says in so many words what to
+//! remember, forget or recall.
 //!
 //! - Create: "remember that …", "remember: …", "note that …", "always …", "never …",
 //!   "from now on …";

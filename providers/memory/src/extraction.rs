@@ -1,5 +1,5 @@
-//! LLM-driven memory extraction (seed 004 §4.3.3): ask a [`ChatModel`] what in a session is
-//! worth remembering, read its JSON answer, and upsert what is new.
+//! LLM-driven memory extraction: ask a [`ChatModel`] what in a session is worth remembering,
+//! read its JSON answer, and upsert what is new.
 //!
 //! The reply is read leniently in form (a bare array, an array in a code fence or inside prose,
 //! or an object holding the array) and strictly in content: a missing or mistyped field is an
@@ -143,7 +143,8 @@ pub struct ExtractionReport {
     pub refused: Vec<&'static str>,
 }
 
-/// The seed's extraction prompt, with the rule against secrets.
+/// The extraction prompt: the session, the memories already known, the categories and the JSON
+/// to answer with, and a rule against secrets.
 pub(crate) fn build_prompt(input: &ExtractionInput, existing: &[MemoryEntry]) -> String {
     let list = |items: &[String], empty: &str| {
         if items.is_empty() {

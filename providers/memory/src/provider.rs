@@ -30,9 +30,9 @@ use crate::{secrets, ListOptions, ListOrder};
 
 /// The section heading.
 pub const HEADING: &str = "## Project Memory";
-/// The line under the heading (seed 004 §4.3.5).
+/// The line under the heading, telling the model where the facts come from.
 pub const INTRO: &str = "The following facts were learned from previous sessions:";
-/// The default injection budget in characters (seed 004 §4.3.5).
+/// The default injection budget in characters (about 500 tokens).
 pub const DEFAULT_MAX_CHARS: usize = 2000;
 const SUMMARY_CHARS: usize = 300;
 

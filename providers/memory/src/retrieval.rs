@@ -1,5 +1,5 @@
-//! Search and ranking (seed 004 §4.3.2): TF-IDF cosine similarity, keyword Jaccard, importance
-//! and recency, blended with the seed's weights.
+//! Search and ranking: TF-IDF cosine similarity, keyword Jaccard, importance and recency,
+//! blended with fixed weights that favour what the text says over how important or recent it is.
 //!
 //! ```text
 //! score = 0.40 · similarity + 0.25 · keyword_overlap + 0.20 · importance + 0.15 · recency
@@ -25,8 +25,8 @@ pub const W_IMPORTANCE: f32 = 0.20;
 /// Weight of recency.
 pub const W_RECENCY: f32 = 0.15;
 
-/// The seed's relevance formula: identical text, the same keywords, importance 1 and an
-/// access just now score 1.0, the maximum.
+/// The relevance formula, its weights summing to 1: identical text, the same keywords,
+/// importance 1 and an access just now score 1.0, the maximum.
 pub fn compute_relevance_score(
     embedding_similarity: f32,
     keyword_overlap: f32,

@@ -47,7 +47,7 @@ impl ParamType {
     }
 }
 
-/// How a parameter becomes command-line arguments (seed 002's kinds).
+/// How a parameter becomes command-line arguments: `positional`, `flag` or `flagifboolean`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum ParamKind {

@@ -1,6 +1,6 @@
-//! Auto-detection by project files (seed 004 §5.5): a skill with `detect.files` applies to a
-//! project that has one of those files at its root — and, when `detect.patterns` is set, one of
-//! the patterns (plain substrings) appears in such a file.
+//! Auto-detection by project files: a skill with `detect.files` applies to a project that has
+//! one of those files at its root — and, when `detect.patterns` is set, one of the patterns
+//! (plain substrings) appears in such a file.
 
 use std::path::{Component, Path};
 

@@ -11,7 +11,8 @@ use crate::diagnostic::Diagnostic;
 use crate::parse::CONVENTION_FILES;
 use crate::skill::Source;
 
-/// Directories never walked into (seed 004 §5.6.3).
+/// Directories never walked into: version control, build output, dependency and cache
+/// folders, and a planning tool's working folder.
 const IGNORED_DIRS: &[&str] = &[
     ".git",
     ".hg",

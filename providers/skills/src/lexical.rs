@@ -1,7 +1,7 @@
-//! The opt-in lexical fallback of seed 004 §5.6.4 for skills that declare no triggers: each
-//! query word found in the name scores 4.0, in the description 2.5, in the tags 2.0, in the body
-//! 1.0; the sum is normalized by the square root of the body's word count. A skill needs a raw
-//! score of at least 1.0 (one body hit) to be considered.
+//! The opt-in lexical fallback for skills that declare no triggers: each query word found in
+//! the name scores 4.0, in the description 2.5, in the tags 2.0, in the body 1.0; the sum is
+//! normalized by the square root of the body's word count. A skill needs a raw score of at
+//! least 1.0 (one body hit) to be considered.
 
 use std::collections::HashSet;
 

@@ -45,7 +45,7 @@ pub(crate) const MAX_WARNINGS: usize = 32;
 /// Longest excerpt of a trigger or pattern quoted in a diagnostic.
 const MAX_QUOTED_CHARS: usize = 60;
 
-/// Split `content` into frontmatter and body exactly as seed 002's `strip_skill_frontmatter`:
+/// Split `content` into frontmatter and body the way other agents that read `SKILL.md` do:
 /// after the opening `---`, the frontmatter runs to the first `\n---`; the body is what follows
 /// that line, trimmed. Without a closing `---` there is no frontmatter and the content is the
 /// body unchanged. Only a file that starts with `---` has frontmatter.

@@ -25,9 +25,11 @@ use crate::tools::{ReadSkillTool, ReadSkillsTool};
 pub enum Mode {
     /// Every body on every request: the static baseline.
     Full,
-    /// Only the bodies of selected skills (the ADR).
+    /// Only the bodies of the skills selected for the message (by trigger, explicit
+    /// invocation, `always` or auto-detection).
     Triggered,
-    /// A catalog of names and descriptions plus `read_skill` (seed 002's readOnDemand).
+    /// A catalog of names and descriptions plus `read_skill`, which the model calls to read a
+    /// body (the read-on-demand mode other agents use).
     OnDemand,
     /// Catalog + `read_skill` + the bodies of selected skills.
     #[default]

@@ -45,7 +45,8 @@ pub struct SelectOptions {
     /// Cap on trigger-matched (and lexical) skills; explicit, always and detected skills are
     /// outside it. Default 3.
     pub max_skills: usize,
-    /// How many of the latest user messages are matched. Default 1 (the ADR).
+    /// How many of the latest user messages are matched. Default 1: only the latest, so a
+    /// skill is selected for what the user asks now, not for an earlier turn.
     pub window: usize,
     /// Score skills without triggers lexically when slots remain. Default off.
     pub lexical_fallback: bool,

@@ -122,8 +122,9 @@ pub struct Skill {
     pub extra: BTreeMap<String, serde_json::Value>,
     /// Full SHA-256 of the file, hex.
     pub hash: String,
-    /// Tools from the `tools.json` next to the file (seed 002 §3), validated at load; a tool
-    /// whose name a higher-priority skill already uses is dropped when the index is built.
+    /// Tools from the `tools.json` next to the file (see `docs/skill-tools.md`), validated at
+    /// load; a tool whose name a higher-priority skill already uses is dropped when the index
+    /// is built.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
 }

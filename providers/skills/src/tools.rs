@@ -59,7 +59,8 @@ impl Tool for ReadSkillTool {
     }
 }
 
-/// Lists every skill's name and description (seed 000's `ReadSkillsTool`).
+/// Lists every skill's name and description, so the model can find a skill before reading it
+/// with `read_skill`.
 pub(crate) struct ReadSkillsTool {
     library: Arc<SkillLibrary>,
 }

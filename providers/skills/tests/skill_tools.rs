@@ -1,4 +1,4 @@
-//! Skill tools (seed 002 §3): `tools.json` parsing and its diagnostics, argv building, running
+//! Skill tools (a skill's `tools.json`): parsing and its diagnostics, argv building, running
 //! allowlisted programs and scripts under a timeout and an output cap, the refusals, and which
 //! tools the provider offers in each mode.
 

@@ -62,7 +62,7 @@ impl MemoryDb {
         })
     }
 
-    // ----- project: state (seed 004 §8) -------------------------------------------------
+    // ----- project: state (a thread's `project:` keys, kept across sessions) ------------
 
     /// Persist one `project:` state value; secrets are refused.
     pub fn set_state(&self, project: &str, key: &str, value: &serde_json::Value) -> Result<()> {

@@ -1,4 +1,5 @@
-//! Maintenance: decay, prune and compact (seed 004 §4.3.1), each one transaction.
+//! Maintenance: decay (importance fades without access), prune (delete what fell below a
+//! threshold) and compact (merge near-duplicates), each one transaction.
 
 use std::collections::{HashMap, HashSet};
 
@@ -12,7 +13,8 @@ use crate::error::Result;
 use crate::text::{self, terms};
 use crate::types::{HistoryAction, MemoryEntry};
 
-/// `importance × 0.95^(days / 7)`: the seed's decay, for `days` without access.
+/// `importance × 0.95^(days / 7)` for `days` without access: importance halves in about three
+/// months.
 pub fn decayed_importance(importance: f32, days: f64) -> f32 {
     (f64::from(importance) * 0.95f64.powf(days.max(0.0) / 7.0)) as f32
 }

@@ -4,10 +4,10 @@
 //! `BEGIN IMMEDIATE` transaction, so two processes opening a fresh file do not both migrate.
 //! A database newer than [`LATEST`] is refused rather than guessed at.
 //!
-//! Differences from seed 004 §4.2, each for a reason:
+//! Design choices, each for a reason:
 //! - timestamps are `INTEGER` Unix milliseconds (set from an injectable clock), not `TEXT`;
 //! - `project_memories` has an `INTEGER PRIMARY KEY` (`num`) so the full-text index can refer
-//!   to rows by a stable rowid; `id TEXT` is `NOT NULL UNIQUE`, the same key as the seed's;
+//!   to rows by a stable rowid; `id TEXT` is `NOT NULL UNIQUE`, the key callers know a memory by;
 //! - there is no `embedding` column: TF-IDF vectors are computed at query time from the content
 //!   and the project's live document frequencies (`memory_terms`), so they are never stale;
 //! - `decayed_at` remembers the last decay so repeated decays compound correctly.
@@ -96,7 +96,7 @@ CREATE VIRTUAL TABLE memory_fts USING fts5(
 "#;
 
 const V2: &str = r#"
--- Seed 004 §8: `project:` state of threads, persisted per project.
+-- The `project:` state of threads (keys meant to outlive a thread), persisted per project.
 CREATE TABLE project_state (
     project_path TEXT NOT NULL,
     key TEXT NOT NULL,

@@ -62,7 +62,7 @@ impl MemoryDb {
         })
     }
 
-    /// Find the memories of a project relevant to a query, best first (seed 004 §4.3.2).
+    /// Find the memories of a project relevant to a query, best first.
     ///
     /// Candidates come from the full-text index (the query's rarest terms, OR'ed, best BM25
     /// first, at most [`OpenOptions::candidate_limit`]); each is scored with

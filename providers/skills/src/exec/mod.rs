@@ -1,8 +1,9 @@
-//! Running skill tools (seed 002 §3): each [`ToolSpec`](crate::ToolSpec) a skill's `tools.json` declared
-//! (parsed and validated at index time by `crate::descriptor`) becomes a [`SkillTool`] that
-//! builds an argument vector from the declared parameters and runs an allowlisted program (or,
-//! when allowed, one of the skill's `scripts/`) without a shell, under a timeout and an output
-//! cap. See `docs/skill-tools.md` for the format.
+//! Running skill tools, the tools a skill brings for the model to call: each
+//! [`ToolSpec`](crate::ToolSpec) a skill's `tools.json` declared (parsed and validated at index
+//! time by `crate::descriptor`) becomes a [`SkillTool`] that builds an argument vector from the
+//! declared parameters and runs an allowlisted program (or, when allowed, one of the skill's
+//! `scripts/`) without a shell, under a timeout and an output cap. See `docs/skill-tools.md`
+//! for the format.
 //!
 //! - `guard`: the refusals — option injection, shell metacharacters, paths leaving the roots.
 //! - `argv`: JSON arguments → argument vector.

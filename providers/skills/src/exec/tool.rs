@@ -1,5 +1,5 @@
-//! [`SkillTool`]: one `tools.json` entry as a `ctxkit::Tool` — the generic executor of seed
-//! 002 §3, with no per-skill code.
+//! [`SkillTool`]: one `tools.json` entry as a `ctxkit::Tool` — one generic executor that runs
+//! whatever a skill declares, with no per-skill code.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
