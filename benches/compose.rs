@@ -1,5 +1,5 @@
 //! Composition overhead: a list of 2 or 8 no-op providers against calling them directly.
-//! DESIGN.md target: ≤ 5 µs of overhead for 2 providers.
+//! The project's target: ≤ 5 µs of overhead for 2 providers.
 
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};

@@ -1,6 +1,6 @@
 //! Index build from disk: discovery + parse + dedup + automaton, for 100 and 1,000 generated
 //! skills and for a corpus of 650 real skills kept beside the repository, when present.
-//! DESIGN.md target: ≤ 100 ms for 1,000 skills.
+//! The project's target: ≤ 100 ms for 1,000 skills.
 
 mod support;
 

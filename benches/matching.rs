@@ -3,7 +3,7 @@
 //! baselines of the same selection rules: the straightforward loop (for each skill, for each
 //! trigger, search the message) and a `RegexSet` of `\b`-wrapped triggers.
 //!
-//! DESIGN.md targets: p50 ≤ 20 µs at 1,000 skills and ≤ 100 µs at 10,000 on a 2 KB message.
+//! The project's targets: p50 ≤ 20 µs at 1,000 skills and ≤ 100 µs at 10,000 on a 2 KB message.
 
 mod support;
 

@@ -1,4 +1,4 @@
-//! Memory search at 1,000 / 10,000 / 100,000 memories (DESIGN.md targets: p50 ≤ 2 ms at
+//! Memory search at 1,000 / 10,000 / 100,000 memories (The project's targets: p50 ≤ 2 ms at
 //! 10,000 and ≤ 10 ms at 100,000).
 //!
 //! Memories are 6-14 words drawn from a 6,000-word vocabulary with Zipf-like frequencies (a

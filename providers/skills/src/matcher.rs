@@ -1,4 +1,4 @@
-//! Trigger matching (DESIGN.md "Matching", steps 1-3): one Aho-Corasick automaton over every
+//! Trigger matching (lowercase, find every occurrence, keep whole words): one Aho-Corasick automaton over every
 //! literal trigger of every skill and one `RegexSet` over the patterns, built once per index.
 //!
 //! A message is lowercased with Unicode rules (aho-corasick's own case folding is ASCII-only),

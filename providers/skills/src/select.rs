@@ -1,4 +1,4 @@
-//! Selection (DESIGN.md "Matching", steps 4-6): score, rank, cap, and the ways a skill is
+//! Selection: score, rank, cap, and the ways a skill is
 //! selected without its triggers — explicit `$name` / `/name`, `always`, auto-detection and the
 //! opt-in lexical fallback.
 

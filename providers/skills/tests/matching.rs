@@ -1,4 +1,4 @@
-//! Matching semantics of DESIGN.md steps 1-6, table-driven.
+//! Matching semantics (lowercasing, whole words, scoring, ranking, the cap, explicit invocation), table-driven.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Parser fixtures: every format DESIGN.md lists and every diagnostic.
+//! Parser fixtures: every frontmatter format the parser reads, and every diagnostic.
 
 use std::path::Path;
 
