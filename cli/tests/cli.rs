@@ -15,22 +15,26 @@ fn ctxkit(args: &[&str]) -> Output {
 }
 
 fn ctxkit_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    ctxkit_with_stdin_bytes(args, stdin.unwrap_or_default().as_bytes())
+}
+
+/// Run `ctxkit` in a fresh folder with its own memory database and no user config (which may
+/// trust tools) or log level from the environment, `stdin` piped in.
+fn ctxkit_with_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
         .args(args)
         .current_dir(dir.path())
         .env("CTXKIT_MEMORY_DB", dir.path().join("memory.db"))
-        // The user's own config (which may trust tools) never leaks into a test.
         .env("CTXKIT_CONFIG", dir.path().join("config.toml"))
+        .env_remove("CTXKIT_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut pipe = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        pipe.write_all(text.as_bytes()).unwrap();
-    }
+    pipe.write_all(stdin).unwrap();
     drop(pipe);
     child.wait_with_output().unwrap()
 }
@@ -381,25 +385,6 @@ fn model_server(replies: Vec<(u16, &'static str)>) -> (String, std::sync::Arc<st
         }
     });
     (addr, bodies)
-}
-
-fn ctxkit_with_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
-        .args(args)
-        .current_dir(dir.path())
-        .env("CTXKIT_MEMORY_DB", dir.path().join("memory.db"))
-        .env("CTXKIT_CONFIG", dir.path().join("config.toml"))
-        .env_remove("CTXKIT_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin).unwrap();
-    drop(pipe);
-    child.wait_with_output().unwrap()
 }
 
 #[test]
