@@ -7,10 +7,11 @@
 //! memory live in their own crates (`ctxkit-skills`, `ctxkit-memory`) and depend on this one
 //! alone.
 //!
-//! The crate's parts, one module each:
+//! The crate's parts, each at one path (the crate root; HTTP backends under `http` with the
+//! `http` feature; character classes shared by providers under [`text`]):
 //! - [`Message`] / [`Role`] — the OpenAI chat shape;
 //! - [`Context`] / [`Section`] — what providers contribute, with sources;
-//! - [`ContextProvider`] and composition ([`provider`]);
+//! - [`ContextProvider`] and its composition (a `Vec` of providers is a provider), [`WithPolicy`];
 //! - [`Agent`] / [`Thread`] — the runner, the tool loop, hooks, scoped [`State`];
 //! - [`ContextManager`] — lazy injection (full once, then deltas);
 //! - [`Tool`] / [`ToolRegistry`], [`ChatModel`] with [`DryRunModel`] and [`ScriptedModel`];
@@ -19,16 +20,16 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-pub mod agent;
-pub mod context;
+mod agent;
+mod context;
 mod error;
-pub mod lazy;
+mod lazy;
 mod message;
-pub mod model;
-pub mod provider;
-pub mod state;
+mod model;
+mod provider;
+mod state;
 pub mod text;
-pub mod tokens;
+mod tokens;
 mod tool;
 
 pub use agent::{
@@ -39,9 +40,12 @@ pub use context::{CatalogEntry, Context, Placement, Section, SectionKind};
 pub use error::{BoxError, Error, Result};
 pub use lazy::ContextManager;
 pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
+#[cfg(feature = "http")]
+pub use model::http;
 pub use model::{ChatModel, DryRunModel, ModelRequest, RequestMeta, ScriptedModel};
 pub use provider::{
     ContextProvider, Outcome, Policy, ProviderExt, ProviderReport, RunInfo, RunOutcome, ThreadInfo,
+    WithPolicy,
 };
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, TokenCounter};
@@ -97,7 +101,7 @@ fn _assert_send_sync() {
     is::<Policy>();
     is::<ProviderReport>();
     is::<Outcome>();
-    is::<provider::WithPolicy<Nothing>>();
+    is::<WithPolicy<Nothing>>();
     is::<State>();
     is::<BpeCounter>();
     is::<ApproxCounter>();
@@ -105,9 +109,9 @@ fn _assert_send_sync() {
     is::<ToolDefinition>();
     #[cfg(feature = "http")]
     {
-        is::<model::OpenAiModel>();
-        is::<model::OllamaModel>();
-        is::<model::http::RetryPolicy>();
+        is::<http::OpenAiModel>();
+        is::<http::OllamaModel>();
+        is::<http::RetryPolicy>();
     }
 
     // The runner's futures too: an agent's work can be spawned onto a multi-threaded runtime.

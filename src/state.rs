@@ -6,15 +6,6 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-/// Prefix of keys for one tool round: the runner clears them after each round of tool calls.
-pub const TEMP: &str = "temp:";
-/// Prefix of keys that last as long as the thread; [`Thread::reset`](crate::Thread::reset)
-/// clears them.
-pub const SESSION: &str = "session:";
-/// Prefix of keys meant to outlive the thread: a reset keeps them and a memory provider
-/// persists them.
-pub const PROJECT: &str = "project:";
-
 /// Key-value state with scope prefixes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct State {
@@ -22,6 +13,15 @@ pub struct State {
 }
 
 impl State {
+    /// Prefix of keys for one tool round: the runner clears them after each round of tool calls.
+    pub const TEMP: &'static str = "temp:";
+    /// Prefix of keys that last as long as the thread; [`Thread::reset`](crate::Thread::reset)
+    /// clears them.
+    pub const SESSION: &'static str = "session:";
+    /// Prefix of keys meant to outlive the thread: a reset keeps them and a memory provider
+    /// persists them.
+    pub const PROJECT: &'static str = "project:";
+
     /// Set `key`; its prefix decides how long the value lives.
     pub fn set(&mut self, key: impl Into<String>, value: Value) {
         self.values.insert(key.into(), value);
@@ -39,19 +39,19 @@ impl State {
 
     /// Drop every `temp:` key; the runner calls this after each tool round.
     pub fn clear_temp(&mut self) {
-        self.values.retain(|k, _| !k.starts_with(TEMP));
+        self.values.retain(|k, _| !k.starts_with(Self::TEMP));
     }
 
     /// Drop everything but `project:` keys; a thread reset calls this.
     pub fn clear_session(&mut self) {
-        self.values.retain(|k, _| k.starts_with(PROJECT));
+        self.values.retain(|k, _| k.starts_with(Self::PROJECT));
     }
 
     /// The `project:` entries, for persistence.
     pub fn project_entries(&self) -> impl Iterator<Item = (&str, &Value)> {
         self.values
             .iter()
-            .filter(|(k, _)| k.starts_with(PROJECT))
+            .filter(|(k, _)| k.starts_with(Self::PROJECT))
             .map(|(k, v)| (k.as_str(), v))
     }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ctxkit::model::http::{OllamaModel, OpenAiModel};
+use ctxkit::http::{OllamaModel, OpenAiModel};
 use ctxkit::{
     Agent, ChatModel, Context, ContextProvider, Error, Message, Outcome, Result, RunInfo, SectionKind, Thread,
 };

@@ -6,9 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use ctxkit::model::http::{
-    model_from_spec, OllamaModel, OpenAiModel, RetryPolicy, DEFAULT_MAX_RESPONSE_BYTES,
-};
+use ctxkit::http::{model_from_spec, OllamaModel, OpenAiModel, RetryPolicy, DEFAULT_MAX_RESPONSE_BYTES};
 use ctxkit::{ChatModel, Error, Message, ModelRequest, ToolCall, ToolDefinition};
 use serde_json::{json, Value};
 use support::capture::capture;

@@ -50,8 +50,7 @@ fn after_long_help() -> String {
 
 /// Exit status 1 if any message or command failed (each already said why on stderr).
 pub async fn run(args: ChatArgs) -> Result<(), CliError> {
-    let model: Arc<dyn ChatModel> =
-        ctxkit::model::http::model_from_spec(&args.model, args.base_url.as_deref())?;
+    let model: Arc<dyn ChatModel> = ctxkit::http::model_from_spec(&args.model, args.base_url.as_deref())?;
     let library = args.request.skill_dirs().library()?;
     let agent = args.request.agent(&library, args.request.mode, model, true)?;
     let mut chat = Chat {

@@ -12,8 +12,6 @@ use serde::Serialize;
 use crate::{Message, Result, Section, SectionKind, ToolDefinition};
 
 pub use dry_run::DryRunModel;
-#[cfg(feature = "http")]
-pub use http::{model_from_spec, OllamaModel, OpenAiModel};
 pub use scripted::ScriptedModel;
 
 /// One request to a model.

@@ -132,7 +132,7 @@ impl Hook for MemoryHook {
             return Ok(());
         };
         for (key, value) in self.store.state_entries(&project).await? {
-            let key = format!("{}{key}", ctxkit::state::PROJECT);
+            let key = format!("{}{key}", ctxkit::State::PROJECT);
             if ctx.state.get(&key).is_none() {
                 ctx.state.set(key, value);
             }

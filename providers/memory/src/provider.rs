@@ -290,7 +290,7 @@ impl MemoryContextProvider {
     /// Write the `project:` entries of `state` the store does not hold yet.
     async fn persist_state(&self, project: &str, state: &ctxkit::State) {
         for (key, value) in state.project_entries() {
-            let key = key.trim_start_matches(ctxkit::state::PROJECT);
+            let key = key.trim_start_matches(ctxkit::State::PROJECT);
             let cache_key = (project.to_string(), key.to_string());
             let known = self
                 .persisted

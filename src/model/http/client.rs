@@ -68,7 +68,7 @@ pub trait Protocol: sealed::Sealed + Send + Sync + 'static {
 ///
 /// ```no_run
 /// # use std::time::Duration;
-/// use ctxkit::model::http::OllamaModel;
+/// use ctxkit::http::OllamaModel;
 /// let model = OllamaModel::new("llama3.2")
 ///     .base_url("http://gpu-box:11434")
 ///     .timeout(Duration::from_secs(300))

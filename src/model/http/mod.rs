@@ -33,7 +33,7 @@ pub const MODEL_SPECS: &str = "`dry-run`, `openai:MODEL` or `ollama:MODEL`";
 /// backend's default URL and is ignored by `dry-run`, which makes no requests.
 ///
 /// ```
-/// let model = ctxkit::model::http::model_from_spec("ollama:llama3.2", Some("http://gpu-box:11434"))?;
+/// let model = ctxkit::http::model_from_spec("ollama:llama3.2", Some("http://gpu-box:11434"))?;
 /// assert_eq!(model.name(), "ollama:llama3.2");
 /// # Ok::<(), ctxkit::Error>(())
 /// ```

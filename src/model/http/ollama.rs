@@ -19,7 +19,7 @@ pub struct Ollama;
 /// A model served by Ollama; no API key by default.
 ///
 /// ```no_run
-/// use ctxkit::model::http::OllamaModel;
+/// use ctxkit::http::OllamaModel;
 /// let model = OllamaModel::new("llama3.2");
 /// ```
 pub type OllamaModel = HttpModel<Ollama>;

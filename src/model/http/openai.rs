@@ -16,7 +16,7 @@ pub struct OpenAi;
 /// An OpenAI-compatible chat model; the key comes from `OPENAI_API_KEY` unless configured.
 ///
 /// ```no_run
-/// use ctxkit::model::http::OpenAiModel;
+/// use ctxkit::http::OpenAiModel;
 /// let local = OpenAiModel::new("qwen2.5-7b").base_url("http://localhost:8000/v1").without_api_key();
 /// ```
 pub type OpenAiModel = HttpModel<OpenAi>;
