@@ -12,7 +12,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ctxkit::{ContextProvider, Message, RunInfo};
 use ctxkit_skills::{
-    parse_skill, SelectOptions, SkillConfig, SkillContextProvider, SkillIndex, SkillLibrary, Source,
+    SelectOptions, Skill, SkillConfig, SkillContextProvider, SkillIndex, SkillLibrary, Source,
 };
 use regex::RegexSetBuilder;
 
@@ -27,7 +27,7 @@ fn build_index(n: usize) -> (SkillIndex, Vec<String>) {
         .iter()
         .map(|(name, text)| {
             let path = format!("skills/{name}/SKILL.md");
-            let parsed = parse_skill(path.as_ref(), text, Some(name))
+            let parsed = Skill::parse(path.as_ref(), text, Some(name))
                 .0
                 .expect("generated skills parse");
             parsed.with_root(Source::Project, 250)

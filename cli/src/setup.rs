@@ -7,7 +7,6 @@ use clap::Args;
 use ctxkit::{Agent, Assembly, ChatModel};
 use ctxkit_skills::{
     Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
-    DEFAULT_TOKEN_BUDGET,
 };
 
 use crate::memory::open::{default_project, normalize_project, open_hook, open_provider};
@@ -142,7 +141,7 @@ impl RequestOptions {
                 ..Default::default()
             },
             // `full` is the baseline: what sending every skill costs, without a budget.
-            token_budget: (mode != Mode::Full).then_some(DEFAULT_TOKEN_BUDGET),
+            token_budget: (mode != Mode::Full).then_some(SkillConfig::DEFAULT_TOKEN_BUDGET),
             tools,
             ..Default::default()
         };

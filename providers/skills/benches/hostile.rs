@@ -9,11 +9,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use ctxkit_skills::{parse_skill, SkillIndex};
+use ctxkit_skills::{Skill, SkillIndex};
 use hostile::{AT_CAP, CASES, WHOLE_FILE};
 
 fn load(text: &str) -> SkillIndex {
-    let (skill, diags) = parse_skill(Path::new("skills/hostile/SKILL.md"), text, Some("hostile"));
+    let (skill, diags) = Skill::parse(Path::new("skills/hostile/SKILL.md"), text, Some("hostile"));
     SkillIndex::build(skill.into_iter().collect(), diags)
 }
 

@@ -10,7 +10,6 @@ use crate::diagnostic::Diagnostic;
 use crate::discover::{discover, SkillRoot};
 use crate::lexical::Lexical;
 use crate::matcher::Matcher;
-use crate::parse::parse_skill;
 use crate::skill::Skill;
 
 /// Every loaded skill and its compiled triggers.
@@ -51,7 +50,7 @@ impl SkillIndex {
                 .parent()
                 .and_then(|p| p.file_name())
                 .and_then(|n| n.to_str());
-            let (parsed, diags) = parse_skill(&f.path, &content, folder);
+            let (parsed, diags) = Skill::parse(&f.path, &content, folder);
             diagnostics.extend(diags);
             if let Some(parsed) = parsed {
                 let mut skill = parsed.with_root(root.source, root.priority);

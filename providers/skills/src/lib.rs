@@ -3,10 +3,10 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use ctxkit_skills::{SkillIndex, SkillLibrary, SkillContextProvider, SkillConfig, Skill, Source, parse_skill};
+//! use ctxkit_skills::{SkillIndex, SkillLibrary, SkillContextProvider, SkillConfig, Skill, Source};
 //!
 //! let text = "---\nname: greet\ndescription: Greetings in many languages\ntriggers: [hello, bonjour]\n---\nSay hello.";
-//! let (parsed, diagnostics) = parse_skill("skills/greet/SKILL.md".as_ref(), text, Some("greet"));
+//! let (parsed, diagnostics) = Skill::parse("skills/greet/SKILL.md".as_ref(), text, Some("greet"));
 //! assert!(diagnostics.is_empty());
 //! let skill = parsed.unwrap().with_root(Source::Project, 250);
 //! let index = SkillIndex::build(vec![skill], Vec::new());
@@ -62,8 +62,7 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use discover::SkillRoot;
 pub use exec::{ExecOptions, SkillTool, ToolTrust};
 pub use index::{SkillIndex, SkillLibrary};
-pub use parse::parse_skill;
-pub use provider::{Mode, SkillConfig, SkillContextProvider, DEFAULT_TOKEN_BUDGET};
+pub use provider::{Mode, SkillConfig, SkillContextProvider};
 pub use select::{Reason, SelectOptions, Selection};
 pub use skill::{Detect, Skill, Source, Triggers};
 

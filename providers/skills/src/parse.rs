@@ -84,11 +84,22 @@ fn sha256_hex(content: &str) -> String {
         .collect()
 }
 
-/// Parse one skill file. `folder` is the name of the folder holding a `SKILL.md` (the name
-/// rules compare against it). Returns the skill (or `None` when it must be skipped) and every
-/// problem found. The skill counts as a project skill until [`Skill::with_root`] says where it
-/// was found.
-pub fn parse_skill(path: &Path, content: &str, folder: Option<&str>) -> (Option<Skill>, Vec<Diagnostic>) {
+impl Skill {
+    /// Parse one skill file. `folder` is the name of the folder holding a `SKILL.md` (the name
+    /// rules compare against it). Returns the skill (or `None` when it must be skipped) and
+    /// every problem found. The skill counts as a project skill until [`Skill::with_root`] says
+    /// where it was found.
+    pub fn parse(path: &Path, content: &str, folder: Option<&str>) -> (Option<Skill>, Vec<Diagnostic>) {
+        parse_skill(path, content, folder)
+    }
+}
+
+/// See [`Skill::parse`].
+pub(crate) fn parse_skill(
+    path: &Path,
+    content: &str,
+    folder: Option<&str>,
+) -> (Option<Skill>, Vec<Diagnostic>) {
     let mut p = Parser {
         path,
         diags: Vec::new(),

@@ -87,7 +87,7 @@ pub struct SkillConfig {
     /// Body characters kept per skill before the truncation marker (default 20,000), so a
     /// body of a few enormous lines is cut too.
     pub max_content_chars: usize,
-    /// Tokens for everything the provider injects (default [`DEFAULT_TOKEN_BUDGET`]; `None`
+    /// Tokens for everything the provider injects (default [`SkillConfig::DEFAULT_TOKEN_BUDGET`]; `None`
     /// for no limit, as the `full`-mode baseline uses); the agent's budget, when smaller, wins.
     pub token_budget: Option<usize>,
     /// Tokens for the catalog (default 2,000); the catalog is cut to it in rank order.
@@ -99,9 +99,11 @@ pub struct SkillConfig {
     pub tools: ExecOptions,
 }
 
-/// The default [`SkillConfig::token_budget`]: room for the catalog and a few long skills,
-/// and a bound on what one hostile skill can cost every request.
-pub const DEFAULT_TOKEN_BUDGET: usize = 16_000;
+impl SkillConfig {
+    /// The default [`SkillConfig::token_budget`]: room for the catalog and a few long skills,
+    /// and a bound on what one hostile skill can cost every request.
+    pub const DEFAULT_TOKEN_BUDGET: usize = 16_000;
+}
 
 impl Default for SkillConfig {
     fn default() -> Self {
@@ -110,7 +112,7 @@ impl Default for SkillConfig {
             select: SelectOptions::default(),
             max_content_lines: 200,
             max_content_chars: 20_000,
-            token_budget: Some(DEFAULT_TOKEN_BUDGET),
+            token_budget: Some(SkillConfig::DEFAULT_TOKEN_BUDGET),
             catalog_tokens: 2_000,
             counter: Arc::new(BpeCounter),
             tools: ExecOptions::default(),

@@ -179,7 +179,6 @@ mod tests {
 
     use super::*;
     use crate::matcher::{is_whole_word, trigger_boundaries};
-    use crate::parse::parse_skill;
     use crate::skill::{Skill, Source};
 
     const VOCAB: &[&str] = &[
@@ -214,7 +213,7 @@ mod tests {
             "---\nname: {name}\ndescription: The {name} skill\ntriggers: [{}]\npriority: {priority}\n---\nInstructions of {name}.",
             list.join(", ")
         );
-        let (parsed, diags) = parse_skill(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name));
+        let (parsed, diags) = Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name));
         let parsed = parsed.unwrap_or_else(|| panic!("{name} did not parse: {diags:?}"));
         parsed.with_root(Source::Project, 250)
     }

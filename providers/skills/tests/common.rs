@@ -1,7 +1,7 @@
 //! Helpers shared by the skill tests: build skills and indexes from frontmatter text.
 #![allow(dead_code)]
 
-use ctxkit_skills::{parse_skill, SelectOptions, Skill, SkillIndex, Source};
+use ctxkit_skills::{SelectOptions, Skill, SkillIndex, Source};
 
 /// A skill from a name, triggers (YAML flow list or mapping) and extra frontmatter lines.
 pub fn skill(name: &str, triggers: &str, extra: &str) -> Skill {
@@ -16,7 +16,7 @@ pub fn skill_with_body(name: &str, triggers: &str, extra: &str, body: &str) -> S
     };
     let text = format!("---\nname: {name}\ndescription: The {name} skill\n{triggers}{extra}---\n{body}");
     let path = format!("skills/{name}/SKILL.md");
-    let (parsed, diags) = parse_skill(path.as_ref(), &text, Some(name));
+    let (parsed, diags) = Skill::parse(path.as_ref(), &text, Some(name));
     let parsed = parsed.unwrap_or_else(|| panic!("{name} did not parse: {diags:?}"));
     parsed.with_root(Source::Project, 250)
 }

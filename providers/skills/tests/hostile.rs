@@ -7,14 +7,14 @@ mod hostile;
 
 use std::path::Path;
 
-use ctxkit_skills::{parse_skill, Diagnostic, Severity, Skill, SkillIndex, Source};
+use ctxkit_skills::{Diagnostic, Severity, Skill, SkillIndex, Source};
 use hostile::{Case, AT_CAP, CASES, FILE_BYTES, WHOLE_FILE};
 use proptest::prelude::*;
 
 const PATH: &str = "skills/hostile/SKILL.md";
 
 fn parse(text: &str) -> (Option<Skill>, Vec<Diagnostic>) {
-    parse_skill(Path::new(PATH), text, Some("hostile"))
+    Skill::parse(Path::new(PATH), text, Some("hostile"))
 }
 
 fn with(diags: &[Diagnostic], needle: &str) -> Vec<String> {
@@ -171,7 +171,7 @@ fn the_index_pattern_budget_drops_low_priority_patterns() {
                 .file(AT_CAP)
                 .replace("name: hostile", &format!("name: s{i}"));
             let path = format!("skills/s{i}/SKILL.md");
-            let (skill, _) = parse_skill(Path::new(&path), &text, None);
+            let (skill, _) = Skill::parse(Path::new(&path), &text, None);
             skill.unwrap().with_root(Source::Project, 100 + i)
         })
         .collect();
@@ -279,7 +279,7 @@ fn the_corpus_hits_no_cap() {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .map(String::from);
-        let (skill, diags) = parse_skill(&path, &text, folder.as_deref());
+        let (skill, diags) = Skill::parse(&path, &text, folder.as_deref());
         hit.extend(
             diags
                 .iter()

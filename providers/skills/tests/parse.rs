@@ -2,14 +2,14 @@
 
 use std::path::Path;
 
-use ctxkit_skills::{parse_skill, Diagnostic, Severity, Skill};
+use ctxkit_skills::{Diagnostic, Severity, Skill};
 
 fn parse(path: &str, text: &str) -> (Option<Skill>, Vec<Diagnostic>) {
     let folder = Path::new(path)
         .parent()
         .and_then(|p| p.file_name())
         .and_then(|n| n.to_str());
-    parse_skill(Path::new(path), text, folder)
+    Skill::parse(Path::new(path), text, folder)
 }
 
 fn ok(path: &str, text: &str) -> (Skill, Vec<Diagnostic>) {

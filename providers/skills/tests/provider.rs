@@ -274,5 +274,8 @@ async fn a_body_of_one_enormous_line_is_cut_by_characters() {
         &text[text.len() - 200..]
     );
     let tokens = ctxkit::BpeCounter.count(&text);
-    assert!(tokens <= ctxkit_skills::DEFAULT_TOKEN_BUDGET, "{tokens} tokens");
+    assert!(
+        tokens <= ctxkit_skills::SkillConfig::DEFAULT_TOKEN_BUDGET,
+        "{tokens} tokens"
+    );
 }
