@@ -152,7 +152,10 @@ impl Skill {
             return body.into();
         }
         let left_out = if line_end <= char_end {
-            format!("{} more lines", rest[1..].lines().count())
+            format!(
+                "{} more lines",
+                rest.strip_prefix('\n').unwrap_or(rest).lines().count()
+            )
         } else {
             format!("{} more characters", rest.chars().count())
         };
@@ -161,5 +164,35 @@ impl Skill {
             self.name
         )
         .into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_body(body: &str) -> Skill {
+        let text = format!("---\nname: s\ndescription: d\n---\n{body}");
+        Skill::parse(std::path::Path::new("s/SKILL.md"), &text, Some("s"))
+            .0
+            .unwrap()
+    }
+
+    #[test]
+    fn bodies_are_cut_by_lines_or_characters_on_char_boundaries() {
+        let skill = with_body("éa\nb\nc\n");
+        assert_eq!(skill.truncated_body(3, 100), skill.body, "three lines fit");
+        assert!(skill
+            .truncated_body(1, 100)
+            .starts_with("éa\n\n[… 2 more lines not shown"));
+        assert!(skill
+            .truncated_body(0, 100)
+            .starts_with("\n\n[… 3 more lines not shown"));
+        let wide = with_body(&"日本語".repeat(10));
+        let cut = wide.truncated_body(200, 4);
+        assert!(
+            cut.starts_with("日本語日\n\n[… 26 more characters not shown"),
+            "{cut}"
+        );
     }
 }
