@@ -159,25 +159,12 @@ fn secrets(url: &Url) -> Vec<String> {
     found
 }
 
-/// Decode `%XX` escapes; `Err` when the result is not UTF-8.
-fn percent_decode(text: &str) -> Result<String, ()> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1).copied(), bytes.get(i + 2).copied()) {
-            (b'%', Some(h), Some(l)) if hex(h).is_some() && hex(l).is_some() => {
-                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map_err(|_| ())
+/// Decode `%XX` escapes; `None` when the result is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(|decoded| decoded.into_owned())
 }
 
 /// A base URL that does not parse, shown with `path` appended and anything that might be a
