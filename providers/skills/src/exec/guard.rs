@@ -65,15 +65,43 @@ impl PathPolicy {
                 "is the path `{value}`, which leads outside the allowed folders (the skill folder and the workspace root)"
             ));
         }
-        let real = real_prefix(&resolved);
+        let outside = || {
+            format!(
+                "is the path `{value}`, which leads through a symlink outside the allowed folders (the skill folder and the workspace root)"
+            )
+        };
+        let real = resolve_as_opened(&self.cwd, path).ok_or_else(outside)?;
         if self.roots.iter().any(|root| real.starts_with(real_prefix(root))) {
             Ok(())
         } else {
-            Err(format!(
-                "is the path `{value}`, which leads through a symlink outside the allowed folders (the skill folder and the workspace root)"
-            ))
+            Err(outside())
         }
     }
+}
+
+/// Where the program really ends up when it opens `relative` from `cwd`: components are
+/// followed one by one as the kernel does, so a symlink is resolved before a `..` after it
+/// (`link/../x` climbs from the link's target, not from `link`'s folder). A dangling symlink
+/// is `None`: creating through it would write wherever it points.
+fn resolve_as_opened(cwd: &Path, relative: &Path) -> Option<PathBuf> {
+    let mut at = real_prefix(cwd);
+    for component in relative.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::Normal(name) => {
+                let next = at.join(name);
+                at = match std::fs::symlink_metadata(&next) {
+                    Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(&next).ok()?,
+                    _ => next,
+                };
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(at)
 }
 
 /// `path` made absolute against the current directory, then normalised, without touching the
@@ -174,5 +202,17 @@ mod tests {
             "a link that stays inside is fine"
         );
         assert!(policy.check("notes/not-yet/created.md").is_ok());
+        // `up/..` climbs from the link's target, as the program's open would.
+        std::os::unix::fs::symlink("..", skill.join("notes/up")).unwrap();
+        assert!(policy.check("notes/up/../etc/passwd").is_err());
+        assert!(
+            policy.check("notes/up/skill/notes").is_ok(),
+            "back inside through the link"
+        );
+        std::os::unix::fs::symlink(tmp.path().join("nowhere/keys"), skill.join("dangling")).unwrap();
+        assert!(
+            policy.check("dangling").is_err(),
+            "a dangling link would write outside"
+        );
     }
 }
