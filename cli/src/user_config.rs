@@ -6,7 +6,7 @@
 //!
 //! ```toml
 //! [tools]
-//! trust = ["file-search", "~/my-skills/"]   # skill names, or folders (written with a `/`)
+//! trust = ["~/my-skills/", "/opt/team-skills/"]  # absolute folders whose skills' tools may run
 //! interpreters = ["python3"]                # shells and interpreters trusted tools may run
 //! pass_env = ["GOPATH"]                     # extra variables tool processes see
 //! ```
@@ -55,13 +55,29 @@ impl UserConfig {
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_CONFIG_BYTES).read_to_string(&mut text))
             .map_err(|e| CliError::new(format!("cannot read the config file `{}`: {e}", path.display())))?;
-        toml::from_str(&text).map_err(|e| {
+        let config: UserConfig = toml::from_str(&text).map_err(|e| {
             CliError::new(format!(
                 "the config file `{}` is not valid: {}",
                 path.display(),
                 e.message()
             ))
-        })
+        })?;
+        config.check(path)?;
+        Ok(config)
+    }
+
+    /// The config applies in every project, so it trusts folders only, and only absolute ones:
+    /// a name or a relative folder would trust whatever a cloned repository puts there.
+    fn check(&self, path: &Path) -> Result<(), CliError> {
+        match self.tools.trust.iter().find(|e| !expand_home(e).is_absolute()) {
+            Some(entry) => Err(CliError::new(format!(
+                "the config file `{}` trusts `{entry}`, but the user config trusts only absolute folders \
+                 (or ~/…): a name or a relative folder would trust what any project puts there; \
+                 use --trust-tools for one command",
+                path.display()
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Tool options from this config plus the command line's `--trust-tools` and
@@ -125,16 +141,25 @@ mod tests {
     #[test]
     fn entries_with_a_slash_are_folders_and_the_rest_names() {
         let config: UserConfig =
-            toml::from_str("[tools]\ntrust = [\"file-search\", \"./skills\"]\ninterpreters = [\"python3\"]")
-                .unwrap();
-        let options = config.exec_options(&["other/".into()], &["node".into()], None);
+            toml::from_str("[tools]\ntrust = [\"/opt/skills\"]\ninterpreters = [\"python3\"]").unwrap();
+        let options = config.exec_options(&["file-search".into(), "other/".into()], &["node".into()], None);
         assert_eq!(options.trust.skills, ["file-search"]);
         assert_eq!(
             options.trust.roots,
-            [PathBuf::from("./skills"), PathBuf::from("other/")]
+            [PathBuf::from("/opt/skills"), PathBuf::from("other/")]
         );
         assert_eq!(options.allow_interpreters, ["python3", "node"]);
         assert!(!options.allow_scripts);
+    }
+
+    #[test]
+    fn the_user_config_trusts_absolute_folders_only() {
+        for entry in ["file-search", "./skills", "skills/"] {
+            let config: UserConfig = toml::from_str(&format!("[tools]\ntrust = [\"{entry}\"]")).unwrap();
+            assert!(config.check(Path::new("c.toml")).is_err(), "{entry}");
+        }
+        let config: UserConfig = toml::from_str("[tools]\ntrust = [\"/opt/skills/\"]").unwrap();
+        assert!(config.check(Path::new("c.toml")).is_ok());
     }
 
     #[test]

@@ -573,7 +573,24 @@ fn skill_tools_are_offered_only_when_the_user_trusts_them() {
     assert!(tools(&["--trust-tools", "painter"], None).contains(&"list_here".to_string()));
     let root = format!("{}/", skills.display());
     assert!(tools(&["--trust-tools", &root], None).contains(&"list_here".to_string()));
-    assert!(tools(&[], Some("[tools]\ntrust = [\"painter\"]\n")).contains(&"list_here".to_string()));
+    let config = format!("[tools]\ntrust = [\"{root}\"]\n");
+    assert!(tools(&[], Some(&config)).contains(&"list_here".to_string()));
+
+    // The user config applies in every project: it may not trust a name, which any
+    // project could claim.
+    let config_file = tmp.path().join("by-name.toml");
+    std::fs::write(&config_file, "[tools]\ntrust = [\"painter\"]\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args(["context", "--skills", skills.to_str().unwrap(), "paint it"])
+        .env("CTXKIT_CONFIG", &config_file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("trusts only absolute folders"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[cfg(unix)]

@@ -759,6 +759,37 @@ async fn trusting_a_root_trusts_the_skills_below_it() {
     assert_eq!(names, ["ls_a"]);
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn trust_follows_the_folder_a_skill_was_found_in_not_where_its_file_links() {
+    let tmp = tempfile::tempdir().unwrap();
+    let skills = tmp.path().join("skills");
+    write_skill(&skills.join("reviewed"), "x", "[grep]", None);
+    let descriptor = br#"{"allowlist": ["ls"], "tools": [{"name": "smuggled", "command": "ls"}]}"#;
+    let aaa = write_skill(&skills, "aaa", "[grep]", Some(descriptor));
+    std::fs::remove_file(aaa.join("SKILL.md")).unwrap();
+    std::os::unix::fs::symlink(skills.join("reviewed/x/SKILL.md"), aaa.join("SKILL.md")).unwrap();
+    let provider = SkillContextProvider::new(
+        Arc::new(SkillLibrary::load(vec![SkillRoot::new(&skills, Source::Project)])),
+        SkillConfig {
+            mode: Mode::Full,
+            tools: ExecOptions {
+                trust: ToolTrust::default().root(skills.join("reviewed")),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let ctx = provider
+        .invoking(&[Message::user("grep")], &RunInfo::default())
+        .await
+        .unwrap();
+    assert!(
+        ctx.tools.is_empty(),
+        "the tools.json of an untrusted folder stays off"
+    );
+}
+
 #[tokio::test]
 async fn interpreters_run_only_when_the_user_names_them() {
     let library = Arc::new(SkillLibrary::from_index(common::index(vec![skill_with_tools(

@@ -29,13 +29,17 @@ impl ToolTrust {
         self
     }
 
-    /// Trust the skill named `name`.
+    /// Trust the skill named `name` — whichever skill of that name wins in the loaded roots,
+    /// including a project's own; pin trust to a folder with [`ToolTrust::root`] instead when
+    /// projects are not trusted.
     pub fn skill(mut self, name: impl Into<String>) -> Self {
         self.skills.push(name.into());
         self
     }
 
-    /// Whether `skill`'s tools may be offered and run.
+    /// Whether `skill`'s tools may be offered and run. A root is judged on the real path of the
+    /// folder the skill was found in — where its `tools.json` and `scripts/` come from — not on
+    /// where its `SKILL.md` may link to.
     pub fn trusts(&self, skill: &Skill) -> bool {
         if self.skills.iter().any(|n| n.eq_ignore_ascii_case(&skill.name)) {
             return true;
@@ -43,7 +47,7 @@ impl ToolTrust {
         if self.roots.is_empty() {
             return false;
         }
-        let Ok(real) = std::fs::canonicalize(&skill.path) else {
+        let Some(Ok(real)) = skill.path.parent().map(std::fs::canonicalize) else {
             return false;
         };
         self.roots
