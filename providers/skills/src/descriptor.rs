@@ -25,6 +25,14 @@ const RESERVED_NAMES: &[&str] = &["read_skill", "read_skills"];
 /// Suffix of every descriptor diagnostic, so an author knows what the problem cost.
 const CONSEQUENCE: &str = "the skill loads without its tools";
 
+/// Most tools, allowlist entries, and fixed arguments or parameters per tool a descriptor may
+/// declare: far above what a skill needs, and a bound on the work (and the diagnostics) a
+/// hostile file can cause before anyone trusts it.
+const MAX_ENTRIES: usize = 64;
+
+/// Most problems reported for one descriptor; the rest are counted in one line.
+const MAX_PROBLEMS: usize = 16;
+
 /// The JSON type of a parameter's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -141,6 +149,23 @@ impl ToolSpec {
                 return (Vec::new(), vec![Diagnostic::warning(path, line, message)]);
             }
         };
+        let too_many = [
+            ("tools", raw.tools.len()),
+            ("allowlist entries", raw.allowlist.len()),
+            (
+                "fixed arguments in one tool",
+                raw.tools.iter().map(|t| t.args.len()).max().unwrap_or(0),
+            ),
+            (
+                "parameters in one tool",
+                raw.tools.iter().map(|t| t.parameters.len()).max().unwrap_or(0),
+            ),
+        ];
+        if let Some((what, n)) = too_many.iter().find(|(_, n)| *n > MAX_ENTRIES) {
+            let message =
+                format!("the file declares {n} {what}, more than the {MAX_ENTRIES} allowed; {CONSEQUENCE}");
+            return (Vec::new(), vec![Diagnostic::warning(path, None, message)]);
+        }
         let mut problems: Vec<(Option<usize>, String)> = Vec::new();
         for entry in &raw.allowlist {
             if !is_program_name(entry) {
@@ -171,10 +196,19 @@ impl ToolSpec {
         if problems.is_empty() {
             return (tools, Vec::new());
         }
-        let diagnostics = problems
+        let more = problems.len().saturating_sub(MAX_PROBLEMS);
+        let mut diagnostics: Vec<Diagnostic> = problems
             .into_iter()
+            .take(MAX_PROBLEMS)
             .map(|(line, p)| Diagnostic::warning(path, line, format!("{p}; {CONSEQUENCE}")))
             .collect();
+        if more > 0 {
+            diagnostics.push(Diagnostic::warning(
+                path,
+                None,
+                format!("{more} more problems not shown"),
+            ));
+        }
         (Vec::new(), diagnostics)
     }
 
@@ -319,13 +353,8 @@ fn validate_tool(tool: &RawTool, allowlist: &[String]) -> Result<ToolSpec, Vec<S
         }
         None if !allowlist.contains(&tool.command) => {
             problems.push(format!(
-                "tool `{name}`: command `{}` is not in this file's allowlist ({})",
-                tool.command,
-                if allowlist.is_empty() {
-                    "empty".to_string()
-                } else {
-                    allowlist.join(", ")
-                }
+                "tool `{name}`: command `{}` is not in this file's allowlist",
+                tool.command
             ));
             None
         }

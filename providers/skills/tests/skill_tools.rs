@@ -113,7 +113,7 @@ fn every_bad_descriptor_is_one_warning_and_no_tools() {
         ),
         (
             json!({"allowlist": ["ls"], "tools": [{"name": "t", "command": "rm"}]}).to_string(),
-            "command `rm` is not in this file's allowlist (ls)",
+            "command `rm` is not in this file's allowlist",
             Some(1),
         ),
         (
@@ -757,6 +757,31 @@ async fn trusting_a_root_trusts_the_skills_below_it() {
         .unwrap();
     let names: Vec<&str> = ctx.tools.iter().map(|t| t.name()).collect();
     assert_eq!(names, ["ls_a"]);
+}
+
+#[test]
+fn a_huge_descriptor_is_one_warning_not_a_flood() {
+    let allowlist: Vec<String> = (0..20_000).map(|i| format!("p{i}")).collect();
+    let tools: Vec<Value> = (0..100)
+        .map(|i| json!({"name": format!("t{i}"), "command": "nope"}))
+        .collect();
+    let text = json!({"allowlist": allowlist, "tools": tools}).to_string();
+    let (specs, diags) = ToolSpec::parse(Path::new("s/tools.json"), &text);
+    assert!(specs.is_empty());
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert!(
+        diags[0].message.contains("100 tools, more than the 64 allowed"),
+        "{}",
+        diags[0]
+    );
+
+    let tools: Vec<Value> = (0..60)
+        .map(|i| json!({"name": format!("t{i}"), "command": "nope"}))
+        .collect();
+    let text = json!({"allowlist": ["ls"], "tools": tools}).to_string();
+    let (_, diags) = ToolSpec::parse(Path::new("s/tools.json"), &text);
+    assert_eq!(diags.len(), 17, "16 problems and a count");
+    assert_eq!(diags[16].message, "44 more problems not shown");
 }
 
 #[cfg(unix)]
