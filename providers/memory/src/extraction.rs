@@ -41,7 +41,7 @@ impl ExtractionInput {
         let task = messages
             .iter()
             .find(|m| m.role == Role::User)
-            .map(|m| secrets::redact(&truncate_chars(m.content.trim(), TASK_CHARS)))
+            .map(|m| truncate_chars(&secrets::redact(m.content.trim()), TASK_CHARS))
             .unwrap_or_default();
         let mut files: Vec<String> = Vec::new();
         for call in messages.iter().flat_map(|m| &m.tool_calls) {
@@ -75,7 +75,8 @@ impl ExtractionInput {
                     m.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
                 ),
             };
-            let content = truncate_chars(m.content.trim(), MESSAGE_CHARS).replace('\n', " ");
+            let content =
+                truncate_chars(&secrets::redact(m.content.trim()), MESSAGE_CHARS).replace('\n', " ");
             lines.push(format!("{who}: {content}"));
         }
         // Keep the latest part when the whole is too long.
@@ -277,7 +278,7 @@ fn find_array(text: &str) -> Result<Vec<Value>> {
             }
         }
     }
-    let start: String = secrets::redact(&truncate_chars(text.trim(), 80));
+    let start: String = truncate_chars(&secrets::redact(text.trim()), 80);
     Err(MemoryError::ExtractionParse(match first_error {
         Some(e) => format!("the reply's JSON array is malformed ({e})"),
         None if text.trim().is_empty() => "the reply is empty".to_string(),

@@ -341,7 +341,7 @@ impl MemoryContextProvider {
             Ok(reply) => (RecordType::Success, reply.content.clone()),
             Err(e) => (RecordType::Failure, format!("the run failed: {e}")),
         };
-        let clean = |s: &str| secrets::redact(&truncate_chars(s.trim(), SUMMARY_CHARS));
+        let clean = |s: &str| truncate_chars(&secrets::redact(s.trim()), SUMMARY_CHARS);
         let task = clean(&user.content);
         let approach = if tools.is_empty() {
             "answered directly".to_string()

@@ -514,3 +514,26 @@ async fn a_remember_command_is_checked_as_typed_before_it_is_recased() {
     assert!(!all.contains(&token[4..]), "the token was stored: {all}");
     assert_eq!(store.count(P).await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn a_secret_across_the_summary_cut_is_redacted_whole() {
+    let (_dir, store) = store().await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let token = github_token();
+    let task = format!("{} then use {token}", "x".repeat(290));
+    let reply = Message::assistant("done");
+    finish(
+        &provider,
+        &[Message::user(task)],
+        Ok(&reply),
+        &Context::new(),
+        &run(Some(P)),
+    )
+    .await;
+    let episodes = store.episodes(P, 10).await.unwrap();
+    assert!(
+        !episodes[0].task_summary.contains("ghp_"),
+        "{}",
+        episodes[0].task_summary
+    );
+}
