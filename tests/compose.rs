@@ -249,3 +249,36 @@ async fn invoked_reaches_every_provider_on_success_and_failure() {
     providers.invoked(&[], Err(&err), &run()).await.unwrap();
     assert_eq!(*seen.lock().unwrap(), ["ok:4", "err:model `m` failed: down"]);
 }
+
+/// Writes at the end of a run, slower than its context timeout.
+struct SlowFinisher(Arc<Mutex<bool>>);
+
+#[async_trait]
+impl ContextProvider for SlowFinisher {
+    fn name(&self) -> &str {
+        "slow-finisher"
+    }
+    async fn invoking(&self, _: &[Message], _: &RunInfo) -> Result<Context> {
+        Ok(Context::new())
+    }
+    async fn run_finished(&self, _: &RunInfo, _: &ctxkit::RunOutcome<'_>) -> Result<()> {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        *self.0.lock().unwrap() = true;
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_runs_end_is_not_cut_off_by_a_timeout_sized_for_context() {
+    let finished = Arc::new(Mutex::new(false));
+    let agent = ctxkit::Agent::builder()
+        .provider(
+            SlowFinisher(finished.clone())
+                .with_timeout(Duration::from_secs(1))
+                .fail_closed(),
+        )
+        .build()
+        .unwrap();
+    agent.run(&mut ctxkit::Thread::new(), "hi").await.unwrap();
+    assert!(*finished.lock().unwrap(), "10 s of writes fit the 30 s floor");
+}

@@ -117,7 +117,7 @@ fn settle<T>(name: &str, policy: Policy, stage: &str, result: Result<T>) -> Resu
 async fn run_all<'a, P, F, Fut>(
     providers: &'a [P],
     stage: &'static str,
-    deadline: Option<Instant>,
+    timeout: impl Fn(&Policy) -> Option<Duration>,
     call: F,
 ) -> Result<()>
 where
@@ -127,7 +127,11 @@ where
 {
     let calls = providers.iter().map(|p| {
         let span = tracing::debug_span!("provider", provider = p.name(), stage);
-        guarded(p.name(), p.policy(), deadline, call(p)).instrument(span)
+        let policy = Policy {
+            timeout: timeout(&p.policy()),
+            ..p.policy()
+        };
+        guarded(p.name(), policy, None, call(p)).instrument(span)
     });
     for (p, (result, _)) in providers.iter().zip(join_all(calls).await) {
         settle(p.name(), p.policy(), stage, result)?;
@@ -151,7 +155,13 @@ impl<P: ContextProvider> ContextProvider for Vec<P> {
     }
 
     async fn thread_created(&self, thread: &ThreadInfo) -> Result<()> {
-        run_all(self, "thread_created", None, |p| p.thread_created(thread)).await
+        run_all(
+            self,
+            "thread_created",
+            |p| p.timeout,
+            |p| p.thread_created(thread),
+        )
+        .await
     }
 
     async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context> {
@@ -236,14 +246,24 @@ impl<P: ContextProvider> ContextProvider for Vec<P> {
         response: std::result::Result<&[Message], &Error>,
         run: &RunInfo,
     ) -> Result<()> {
-        run_all(self, "invoked", run.deadline, |p| {
-            p.invoked(request, response, run)
-        })
+        // The context deadline is usually past after a model call: each provider's own
+        // timeout applies.
+        run_all(
+            self,
+            "invoked",
+            |p| p.timeout,
+            |p| p.invoked(request, response, run),
+        )
         .await
     }
 
-    /// The context deadline is long past when a run ends; each provider's own timeout applies.
+    /// The context deadline is long past when a run ends; each provider's own timeout applies,
+    /// but never less than 30 s, so a run's writes are not cut off by a timeout sized for
+    /// reading context.
     async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> Result<()> {
-        run_all(self, "run_finished", None, |p| p.run_finished(run, outcome)).await
+        run_all(self, "run_finished", Policy::finish_timeout, |p| {
+            p.run_finished(run, outcome)
+        })
+        .await
     }
 }

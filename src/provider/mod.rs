@@ -92,6 +92,18 @@ impl Policy {
     };
 }
 
+/// The least time `run_finished` gets, whatever a provider's timeout for context is: the writes
+/// a run's end carries (several database transactions, each of which may wait for another
+/// writer) must not be cut off by a timeout sized for reading context.
+const MIN_FINISH_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Policy {
+    /// The timeout of `run_finished`: the policy's, but at least 30 s.
+    pub(crate) fn finish_timeout(&self) -> Option<Duration> {
+        self.timeout.map(|t| t.max(MIN_FINISH_TIMEOUT))
+    }
+}
+
 impl Default for Policy {
     fn default() -> Self {
         Self::DEFAULT
@@ -186,7 +198,15 @@ pub struct WithPolicy<P> {
 
 impl<P: ContextProvider> WithPolicy<P> {
     async fn enforce<T>(&self, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-        match self.policy.timeout {
+        self.enforce_within(self.policy.timeout, call).await
+    }
+
+    async fn enforce_within<T>(
+        &self,
+        timeout: Option<Duration>,
+        call: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match timeout {
             Some(after) => tokio::time::timeout(after, call).await.unwrap_or_else(|_| {
                 Err(Error::Timeout {
                     provider: self.inner.name().to_string(),
@@ -221,7 +241,11 @@ impl<P: ContextProvider> ContextProvider for WithPolicy<P> {
         self.enforce(self.inner.invoked(request, response, run)).await
     }
     async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> Result<()> {
-        self.enforce(self.inner.run_finished(run, outcome)).await
+        self.enforce_within(
+            self.policy.finish_timeout(),
+            self.inner.run_finished(run, outcome),
+        )
+        .await
     }
 }
 
