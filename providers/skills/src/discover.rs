@@ -55,6 +55,9 @@ pub struct SkillRoot {
     pub priority: i64,
     /// A missing optional root is not a problem (the default project roots are optional).
     pub optional: bool,
+    /// A folder the root itself must lie in, links resolved: a project's default roots are the
+    /// project's choice, so `.claude/skills -> /` must not take the walk out of the project.
+    pub(crate) within: Option<PathBuf>,
 }
 
 impl SkillRoot {
@@ -66,6 +69,7 @@ impl SkillRoot {
             source,
             priority: source.default_priority(),
             optional: false,
+            within: None,
         }
     }
 
@@ -96,7 +100,10 @@ impl SkillRoot {
     pub fn project_defaults(project: &Path) -> Vec<SkillRoot> {
         let mut roots: Vec<SkillRoot> = ["skills", ".skills", ".agents/skills", ".claude/skills"]
             .iter()
-            .map(|dir| SkillRoot::new(project.join(dir), Source::Project).optional())
+            .map(|dir| SkillRoot {
+                within: Some(project.to_path_buf()),
+                ..SkillRoot::new(project.join(dir), Source::Project).optional()
+            })
             .collect();
         roots.push(SkillRoot::conventions(project, Source::Project).optional());
         roots
@@ -142,6 +149,14 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut seen_files: HashSet<PathBuf> = HashSet::new();
     for (r, root) in roots.iter().enumerate() {
+        if let Some(outer) = &root.within {
+            let inside = Confined::new(outer).map(|outer| outer.resolve(&root.path));
+            if let Ok(Err(problem @ ReadProblem::Outside)) = inside {
+                let message = format!("{}; this default skills folder is skipped", problem.reason(outer));
+                diags.push(Diagnostic::warning(&root.path, None, message));
+                continue;
+            }
+        }
         let confined = match Confined::new(&root.path) {
             Ok(c) if c.real().is_dir() => c,
             _ => {

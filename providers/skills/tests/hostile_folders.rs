@@ -175,3 +175,21 @@ fn detection_never_reads_project_files_through_links_or_pipes() {
     assert_eq!(index.len(), 2, "{}", messages(&index));
     assert!(index.detect(&project).is_empty());
 }
+
+#[test]
+fn a_default_skills_folder_linking_out_of_the_project_is_skipped() {
+    let (dir, _root, _secret) = fixture();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    write(dir.path(), "elsewhere/x/SKILL.md", &skill_md("elsewhere"));
+    symlink(dir.path().join("elsewhere"), project.join(".claude/skills")).unwrap();
+    write(&project, "skills/good/SKILL.md", &skill_md("good"));
+    let index = SkillIndex::load(&SkillRoot::project_defaults(&project));
+    let names: Vec<&str> = index.skills().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["good"], "{}", messages(&index));
+    assert!(
+        messages(&index).contains(".claude/skills"),
+        "{}",
+        messages(&index)
+    );
+}
