@@ -2,10 +2,16 @@
 //! one of those files at its root — and, when `detect.patterns` is set, one of the patterns
 //! (plain substrings) appears in such a file.
 
-use std::path::{Component, Path};
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
 
 use crate::confined::Confined;
 use crate::index::SkillIndex;
+
+/// Most files and patterns of one skill's detect rules that are looked at.
+const MAX_PER_SKILL: usize = 16;
+/// Most text one detection scans, across every skill, file and pattern.
+const MAX_SCAN_BYTES: usize = 64 << 20;
 
 /// A detect file must be a plain relative path inside the project.
 fn is_inside(file: &str) -> bool {
@@ -21,26 +27,46 @@ impl SkillIndex {
         let Ok(project) = Confined::new(project) else {
             return Vec::new();
         };
-        self.ranked()
-            .filter(|s| !s.disable_model_invocation)
-            .filter(|s| {
-                let Some(detect) = &s.detect else { return false };
-                let present: Vec<_> = detect
-                    .files
-                    .iter()
-                    .filter(|f| is_inside(f))
-                    .filter_map(|f| project.resolve(&project.real().join(f)).ok())
-                    .filter(|p| p.is_file())
-                    .collect();
-                if detect.patterns.is_empty() {
-                    return !present.is_empty();
-                }
+        // Each project file is read once, and the whole call scans a bounded amount of text,
+        // however many files and patterns the skills name.
+        let mut texts: HashMap<PathBuf, String> = HashMap::new();
+        let mut scan_left = MAX_SCAN_BYTES;
+        let mut found = Vec::new();
+        for skill in self.ranked().filter(|s| !s.disable_model_invocation) {
+            let Some(detect) = &skill.detect else { continue };
+            let mut present: Vec<PathBuf> = detect
+                .files
+                .iter()
+                .filter(|f| is_inside(f))
+                .take(MAX_PER_SKILL)
+                .filter_map(|f| project.resolve(&project.real().join(f)).ok())
+                .filter(|p| p.is_file())
+                .collect();
+            present.sort();
+            present.dedup();
+            let matched = if detect.patterns.is_empty() {
+                !present.is_empty()
+            } else {
                 present.iter().any(|p| {
-                    let text = project.read_text(p).unwrap_or_default();
-                    detect.patterns.iter().any(|pat| text.contains(pat.as_str()))
+                    let text = texts
+                        .entry(p.clone())
+                        .or_insert_with(|| project.read_text(p).unwrap_or_default());
+                    detect.patterns.iter().take(MAX_PER_SKILL).any(|pattern| {
+                        scan_left = scan_left.saturating_sub(text.len());
+                        scan_left > 0 && text.contains(pattern.as_str())
+                    })
                 })
-            })
-            .map(|s| s.name.clone())
-            .collect()
+            };
+            if matched {
+                found.push(skill.name.clone());
+            }
+            if scan_left == 0 {
+                tracing::warn!(
+                    "auto-detection stopped: the skills' detect rules asked to scan too much text"
+                );
+                break;
+            }
+        }
+        found
     }
 }
