@@ -242,7 +242,13 @@ impl Walk<'_> {
                 return;
             }
         };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+        // A folder of millions of entries costs no more than the walk has left (plus one, so
+        // the bound is still hit and reported).
+        let mut entries: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .take(self.entries_left.saturating_add(1))
+            .collect();
         entries.sort();
         for path in entries {
             if self.out_of_bounds(&path) {

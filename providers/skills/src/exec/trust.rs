@@ -58,7 +58,9 @@ impl ToolTrust {
 }
 
 /// Programs that run code given in their arguments or run another program: shells,
-/// language runtimes, and launchers like `env`, `xargs` or `sudo`. A version suffix counts
+/// language runtimes, launchers like `env`, `xargs` or `sudo`, and tools with an option or
+/// command that runs one (`find -exec`, `git -c alias.x=!…`, `tar --to-command`, GNU `sed`'s
+/// `e`, a pager's or editor's `!`, a package manager's scripts). A version suffix counts
 /// (`python3.12`, `perl5.36`).
 const INTERPRETERS: &[&str] = &[
     "sh",
@@ -126,6 +128,42 @@ const INTERPRETERS: &[&str] = &[
     "pipx",
     "docker",
     "podman",
+    "find",
+    "git",
+    "tar",
+    "rsync",
+    "sed",
+    "gsed",
+    "vim",
+    "vi",
+    "nvim",
+    "ex",
+    "less",
+    "more",
+    "man",
+    "npm",
+    "pnpm",
+    "yarn",
+    "cargo",
+    "go",
+    "flock",
+    "stdbuf",
+    "time",
+    "unshare",
+    "nsenter",
+    "runuser",
+    "systemd-run",
+    "tmux",
+    "screen",
+    "zip",
+    "ssh-agent",
+    "crontab",
+    "at",
+    "emacs",
+    "ed",
+    "scp",
+    "sftp",
+    "openssl",
 ];
 
 /// Whether `program` (a bare name) is a shell, an interpreter or a launcher.
@@ -159,6 +197,8 @@ const BASE_ENV: &[&str] = &[
 
 /// Name parts that mark a variable as a credential.
 const SECRET_PARTS: &[&str] = &[
+    "PASSPHRASE",
+    "JWT",
     "KEY",
     "KEYS",
     "APIKEY",
@@ -200,6 +240,7 @@ pub(crate) fn is_secret_name(name: &str) -> bool {
         || upper.ends_with("TOKEN")
         || upper.ends_with("SECRET")
         || upper.ends_with("PASSWORD")
+        || upper.ends_with("_PWD")
 }
 
 /// The environment of a tool process: the base variables and those the user `extra`-listed,
@@ -239,10 +280,15 @@ mod tests {
             "env",
             "perl5.36",
             "xargs",
+            "find",
+            "git",
+            "tar",
+            "sed",
+            "npm",
         ] {
             assert!(is_interpreter(name), "{name}");
         }
-        for name in ["grep", "ls", "rg", "git", "cat", "wc", "jq"] {
+        for name in ["grep", "ls", "rg", "cat", "wc", "jq", "head"] {
             assert!(!is_interpreter(name), "{name}");
         }
     }
@@ -261,6 +307,9 @@ mod tests {
             "SENTRY_DSN",
             "ANTHROPIC_APIKEY",
             "mysecretkey",
+            "MYSQL_PWD",
+            "GPG_PASSPHRASE",
+            "API_JWT",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
