@@ -22,6 +22,8 @@ const SECRET_PARAMS: &[&str] = &[
     "sig",
     "auth",
     "credential",
+    "code",
+    "jwt",
 ];
 
 /// Credentials shorter than this are masked in the URL but not searched for in free text,
@@ -170,22 +172,18 @@ fn percent_decode(text: &str) -> Option<String> {
 /// A base URL that does not parse, shown with `path` appended and anything that might be a
 /// credential masked: the user info before the last `@` and the whole query string.
 fn redacted_text(base: &str, path: &str) -> String {
-    let (before_query, query) = match base.split_once('?') {
-        Some((before, _)) => (before, format!("?{MASK}")),
-        None => (base, String::new()),
-    };
-    let shown = match before_query.rfind('@') {
+    // User info ends at the last `@`, wherever a `?` sits in it (`user:abc?def@host`).
+    let base = match base.rfind('@') {
         Some(at) => {
-            let start = before_query
-                .find("://")
-                .map(|i| i + 3)
-                .filter(|&start| start <= at)
-                .unwrap_or(0);
-            format!("{}{MASK}{}", &before_query[..start], &before_query[at..])
+            let start = base.find("://").map(|i| i + 3).filter(|&s| s <= at).unwrap_or(0);
+            format!("{}{MASK}{}", &base[..start], &base[at..])
         }
-        None => before_query.to_string(),
+        None => base.to_string(),
     };
-    format!("{shown}{path}{query}")
+    match base.split_once('?') {
+        Some((before, _)) => format!("{before}{path}?{MASK}"),
+        None => format!("{base}{path}"),
+    }
 }
 
 #[cfg(test)]
@@ -256,6 +254,12 @@ mod tests {
         assert!(e.url().is_err());
         assert_eq!(e.shown(), "***@host/v1/chat/completions?***");
         assert_eq!(shown_base("no scheme here"), "no scheme here");
+        // A `?` inside the password does not end the masking early.
+        assert_eq!(shown_base("https://user:abc?def@host/v1"), "https://***@host/v1");
+        assert_eq!(
+            shown_base("https://h/v1?code=azure-function-key"),
+            "https://h/v1?code=***"
+        );
         assert_eq!(shown_base("ftp://u:secretpw@h/x"), "ftp://u:***@h/x");
         assert!(endpoint("ftp://h/x")
             .url()
