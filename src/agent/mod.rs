@@ -328,14 +328,14 @@ impl Agent {
             .hooks
             .user_message(&mut self.hook_context(&thread_id, &mut thread.state), input)
             .await?;
-        thread.history_mut().push(Message::user(input));
+        // Kept aside: lazy assembly may insert a context message before it, moving its index.
+        let input = Message::user(input);
+        thread.history_mut().push(input.clone());
         thread.turns += 1;
-        let input_at = thread.history().len() - 1;
 
         let run = self.run_info(thread, false);
         let ctx = self.providers.invoking(thread.history(), &run).await?;
         let result = self.tool_loop(thread, &ctx, &run).await;
-        let input = thread.history()[input_at].clone();
         let outcome = RunOutcome {
             messages: thread.history(),
             input: &input,

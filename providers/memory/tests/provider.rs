@@ -537,3 +537,26 @@ async fn a_secret_across_the_summary_cut_is_redacted_whole() {
         episodes[0].task_summary
     );
 }
+
+#[tokio::test]
+async fn a_command_is_carried_out_under_lazy_assembly_too() {
+    // Lazy assembly inserts its context message before the user's: the run's end must still
+    // read the user's message.
+    let (_dir, store) = store().await;
+    let agent = Agent::builder()
+        .project(P)
+        .instructions("Be brief.")
+        .assembly(ctxkit::Assembly::Lazy)
+        .model(Arc::new(ScriptedModel::new([Message::assistant("Noted.")])))
+        .provider(MemoryContextProvider::new(store.clone()))
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    agent
+        .run(&mut thread, "remember that we deploy on Fridays")
+        .await
+        .unwrap();
+    let all = store.list(P, ListOptions::default()).await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].content, "We deploy on Fridays");
+}
