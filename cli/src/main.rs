@@ -125,9 +125,10 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         }
         // Whatever part of an argument clap quoted on its own.
         text = redact(&text);
-        eprint!("{text}");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
     } else {
-        print!("{text}");
+        // `--help | head` closes the pipe early; that is not an error worth a panic.
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     }
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }

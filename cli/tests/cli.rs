@@ -662,6 +662,21 @@ fn a_closed_stdout_ends_quietly() {
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
 
+#[cfg(unix)]
+#[test]
+fn help_into_a_closed_pipe_ends_quietly() {
+    // A pipe whose reader is gone before the program starts: its first write fails.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .arg("--help")
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
 // ----- memory: regressions of the security review -------------------------------------------
 
 /// `ctxkit memory --db DB --project P ARGS…`.
