@@ -5,6 +5,7 @@ mod bench_cmd;
 mod chat;
 mod context_cmd;
 mod memory;
+mod places;
 mod printable;
 mod setup;
 mod skills_cmd;

@@ -43,7 +43,7 @@ const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 impl UserConfig {
     /// The user's config, or the default when there is no file.
     pub fn load() -> Result<UserConfig, CliError> {
-        match config_path() {
+        match crate::places::user_config() {
             Some(path) if path.exists() => Self::read(&path),
             _ => Ok(UserConfig::default()),
         }
@@ -122,16 +122,6 @@ fn expand_home(entry: &str) -> PathBuf {
         (Some(rest), Some(home)) => Path::new(&home).join(rest),
         _ => PathBuf::from(entry),
     }
-}
-
-fn config_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("CTXKIT_CONFIG") {
-        return Some(PathBuf::from(path));
-    }
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")))?;
-    Some(base.join("ctxkit").join("config.toml"))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! and hook built on them. `ctxkit memory` and the agent-building commands (`context`, `chat`)
 //! both start here, so every command finds the same database and scopes it to the same project.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use ctxkit::ChatModel;
@@ -12,33 +12,6 @@ use ctxkit_memory::{
 };
 
 use crate::CliError;
-
-/// The database used when `--db` is not given: `$CTXKIT_MEMORY_DB`, else `ctxkit/memory.db`
-/// under `$XDG_DATA_HOME` (or `~/.local/share`; `~/Library/Application Support` on macOS;
-/// `%APPDATA%` on Windows).
-fn default_db() -> Result<PathBuf, CliError> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(p) = var("CTXKIT_MEMORY_DB") {
-        return Ok(p);
-    }
-    let base = if cfg!(windows) {
-        var("APPDATA").or_else(|| var("LOCALAPPDATA"))
-    } else if cfg!(target_os = "macos") {
-        var("HOME").map(|h| h.join("Library").join("Application Support"))
-    } else {
-        var("XDG_DATA_HOME")
-            .filter(|p| p.is_absolute())
-            .or_else(|| var("HOME").map(|h| h.join(".local").join("share")))
-    };
-    let base = base.ok_or_else(|| {
-        CliError::new("cannot find the user's data directory (HOME is not set); pass --db FILE")
-    })?;
-    Ok(base.join("ctxkit").join("memory.db"))
-}
 
 /// A project key: an existing path canonicalised, anything else as given.
 pub fn normalize_project(project: &str) -> String {
@@ -58,7 +31,7 @@ fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<SqliteMemoryS
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => {
-            let p = default_db()?;
+            let p = crate::places::memory_db()?;
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", parent.display())))?;
