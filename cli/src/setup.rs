@@ -51,12 +51,18 @@ impl SkillDirs {
 
     /// Load the library; diagnostics are logged as warnings (use `skills validate` to see them).
     pub fn library(&self) -> Result<Arc<SkillLibrary>, CliError> {
-        let library = SkillLibrary::load(self.roots()?);
-        for d in library.snapshot().diagnostics() {
-            tracing::warn!("{d}");
-        }
-        Ok(Arc::new(library))
+        Ok(load_library(self.roots()?))
     }
+}
+
+/// Load a library from `roots`: the one way every command gets its skills. Diagnostics are
+/// logged as warnings (use `skills validate` to see them).
+pub fn load_library(roots: Vec<SkillRoot>) -> Arc<SkillLibrary> {
+    let library = SkillLibrary::load(roots);
+    for d in library.snapshot().diagnostics() {
+        tracing::warn!("{d}");
+    }
+    Arc::new(library)
 }
 
 /// Options of every command that assembles a request.
