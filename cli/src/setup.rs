@@ -55,10 +55,14 @@ impl SkillDirs {
     }
 }
 
-/// Load a library from `roots`: the one way every command gets its skills. Diagnostics are
-/// logged as warnings (use `skills validate` to see them).
+/// Load a library from `roots`: the one way every command gets its skills, through the index
+/// cache in the user's cache folder (see `crate::places`). Diagnostics are logged as warnings
+/// (use `skills validate` to see them).
 pub fn load_library(roots: Vec<SkillRoot>) -> Arc<SkillLibrary> {
-    let library = SkillLibrary::load(roots);
+    let library = match crate::places::cache_dir() {
+        Some(dir) => SkillLibrary::load_cached(roots, dir),
+        None => SkillLibrary::load(roots),
+    };
     for d in library.snapshot().diagnostics() {
         tracing::warn!("{d}");
     }

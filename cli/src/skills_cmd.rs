@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
@@ -56,8 +57,8 @@ pub enum SkillsCommand {
     },
 }
 
-fn load(dirs: &SkillDirs) -> Result<SkillIndex, CliError> {
-    Ok(SkillIndex::load(&dirs.roots()?))
+fn load(dirs: &SkillDirs) -> Result<Arc<SkillIndex>, CliError> {
+    Ok(dirs.library()?.snapshot())
 }
 
 pub fn run(args: SkillsArgs) -> Result<(), CliError> {

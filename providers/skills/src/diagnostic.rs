@@ -3,10 +3,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How bad a problem is: a warning keeps the skill, an error skips it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Something to fix; the skill (or its tools) still loads as described.
@@ -16,7 +16,7 @@ pub enum Severity {
 }
 
 /// One problem with one file: where it is and what to do about it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// The file at fault (`<index>` for a problem of the index as a whole).
     pub path: PathBuf,

@@ -144,9 +144,10 @@ const MAX_WALK: Duration = Duration::from_secs(10);
 /// A walk never leaves its root: a symlink (to a folder or a file) whose real path lies
 /// outside the root's real path is a diagnostic, not followed; anything but a folder or a
 /// regular file is skipped; depth, entries and time are bounded.
-pub(crate) fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
+pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
     let mut found = Vec::new();
     let mut diags = Vec::new();
+    let mut folders = Vec::new();
     let mut seen_files: HashSet<PathBuf> = HashSet::new();
     for (r, root) in roots.iter().enumerate() {
         if let Some(outer) = &root.within {
@@ -186,6 +187,7 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
             MAX_DEPTH
         };
         walk.dir(&root.path, depth);
+        folders.extend(walk.visited);
         for (path, real) in walk.files {
             // The same file reached through two roots (or a symlink) loads once.
             if seen_files.insert(real.clone()) {
@@ -198,7 +200,21 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> (Vec<Found>, Vec<Diagnostic>) {
             }
         }
     }
-    (found, diags)
+    Discovery {
+        found,
+        diagnostics: diags,
+        folders,
+    }
+}
+
+/// What a walk of every root found.
+pub(crate) struct Discovery {
+    /// The skill files, in root order and then path order.
+    pub found: Vec<Found>,
+    /// Every problem met on the way.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The real path of every folder walked: a file added or removed changes one of them.
+    pub folders: Vec<PathBuf>,
 }
 
 struct Walk<'a> {

@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod cache;
 mod confined;
 mod descriptor;
 mod detect;
@@ -53,6 +54,7 @@ mod lexical;
 mod matcher;
 mod parse;
 mod provider;
+mod scan;
 mod select;
 mod skill;
 mod tools;

@@ -122,7 +122,7 @@ impl SkillIndex {
         if options.lexical_fallback && triggered < options.max_skills {
             let query = lowered.last().map(String::as_str).unwrap_or("");
             for (i, score) in self
-                .lexical
+                .lexical()
                 .scores(query, &self.rank)
                 .into_iter()
                 .take(options.max_skills - triggered)

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::descriptor::ToolSpec;
 
@@ -11,7 +11,7 @@ use crate::descriptor::ToolSpec;
 ///
 /// Tiers are ordered: a project skill beats a user skill beats an external one beats a
 /// builtin one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// Shipped with the program that embeds ctxkit.
@@ -39,7 +39,7 @@ impl Source {
 }
 
 /// What makes a skill fire: literal keywords and verbs, and regular expressions.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Triggers {
     /// Words or phrases that fire when they appear as whole words (case-insensitive).
     pub keywords: Vec<String>,
@@ -65,7 +65,7 @@ impl Triggers {
 
 /// Files whose presence (and content) marks a project a skill applies to, so the skill is
 /// injected for the whole thread without any trigger firing.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Detect {
     /// Paths relative to the project root (`Cargo.toml`, `.github/workflows/ci.yml`); one
     /// must exist. Absolute paths and `..` are ignored.
@@ -75,7 +75,10 @@ pub struct Detect {
 }
 
 /// One skill: what its file says, and where it was found.
-#[derive(Debug, Default, Serialize)]
+///
+/// A deserialized skill has no [`tools`](Skill::tools): tools come only from a `tools.json`
+/// validated by [`ToolSpec::parse`].
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Skill {
     /// Normalized name + `-` + the first 12 hex digits of the file's SHA-256.
     pub id: String,
@@ -125,7 +128,7 @@ pub struct Skill {
     /// Tools from the `tools.json` next to the file (see `docs/skill-tools.md`), validated at
     /// load; a tool whose name a higher-priority skill already uses is dropped when the index
     /// is built.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", skip_deserializing)]
     pub tools: Vec<ToolSpec>,
 }
 

@@ -1,0 +1,74 @@
+//! The expensive, cacheable part of loading: find every skill file under the roots, read it
+//! and parse it. What follows (each skill's `tools.json`, name clashes, the automaton) is built
+//! from a scan every time, so a scan from the cache and a fresh one give the same index.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostic::Diagnostic;
+use crate::discover::{discover, Discovery, SkillRoot};
+use crate::skill::Skill;
+
+/// Every skill parsed under a list of roots, with the problems met on the way.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Scan {
+    /// Problems of discovery, reading and parsing, in the order they were met.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Each parsed skill, in discovery order, with its root's tier and priority applied.
+    pub skills: Vec<Scanned>,
+    /// Every path whose change could change the scan: each folder walked and each file read.
+    #[serde(skip)]
+    pub watched: Vec<PathBuf>,
+}
+
+/// One parsed skill and the root it was found under.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Scanned {
+    /// Index of its root in the list scanned.
+    pub root: usize,
+    /// The skill, without tools (they are read from `tools.json` when the index is built).
+    pub skill: Skill,
+}
+
+impl Scan {
+    /// Walk, read and parse everything under `roots` now.
+    pub fn run(roots: &[SkillRoot]) -> Scan {
+        let Discovery {
+            found,
+            mut diagnostics,
+            folders,
+        } = discover(roots);
+        let mut watched = folders;
+        let mut skills = Vec::with_capacity(found.len());
+        for f in found {
+            watched.push(f.real.clone());
+            let content = match f.read() {
+                Ok(c) => c,
+                Err(d) => {
+                    diagnostics.push(d);
+                    continue;
+                }
+            };
+            let folder = f
+                .path
+                .parent()
+                .and_then(|p| p.file_name())
+                .and_then(|n| n.to_str());
+            let (parsed, diags) = Skill::parse(&f.path, &content, folder);
+            diagnostics.extend(diags);
+            if let Some(parsed) = parsed {
+                let root = &roots[f.root_index];
+                skills.push(Scanned {
+                    root: f.root_index,
+                    skill: parsed.with_root(root.source, root.priority),
+                });
+            }
+        }
+        Scan {
+            diagnostics,
+            skills,
+            watched,
+        }
+    }
+}
