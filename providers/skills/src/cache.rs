@@ -137,10 +137,7 @@ pub(crate) fn scan(dir: &Path, roots: &[SkillRoot]) -> Scan {
 fn key(roots: &[SkillRoot]) -> String {
     let mut hash = Sha256::new();
     hash.update(format!("{FORMAT} {} {roots:?}", env!("CARGO_PKG_VERSION")));
-    hash.finalize()[..12]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hash.finalize()[..12].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The cached scan, when the file is readable, of this version and current.

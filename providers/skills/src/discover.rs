@@ -200,6 +200,7 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
             }
         }
     }
+    folders.sort();
     Discovery {
         found,
         diagnostics: diags,

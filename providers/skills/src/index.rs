@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
-use crate::descriptor::{load_descriptor, TOOLS_FILE};
-use crate::diagnostic::Diagnostic;
 use crate::cache;
 use crate::confined::Confined;
+use crate::descriptor::{load_descriptor, TOOLS_FILE};
+use crate::diagnostic::Diagnostic;
 use crate::discover::SkillRoot;
-use crate::scan::{Scan, Scanned};
 use crate::lexical::Lexical;
 use crate::matcher::Matcher;
+use crate::scan::{Scan, Scanned};
 use crate::skill::Skill;
 
 /// Every loaded skill and its compiled triggers.
