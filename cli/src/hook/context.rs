@@ -78,7 +78,10 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
                     text.push(&memories);
                 }
             }
-            add_skills(&mut text, &mut session, request, args, prompt, |_| true)?;
+            // `always` skills belong to the session start, not to every prompt.
+            add_skills(&mut text, &mut session, request, args, prompt, |r| {
+                r != Reason::Always
+            })?;
         }
     }
     if let Err(e) = session.save() {
