@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod chat;
 mod context_cmd;
+mod hook;
 mod memory;
 mod places;
 mod printable;
@@ -41,6 +42,10 @@ enum Command {
     /// Measure: request tokens per injection mode.
     #[command(after_help = EXIT_CODES)]
     Bench(bench_cmd::BenchArgs),
+    /// Run inside an agent host: answer its hook events (claude-code, codex, gemini), or
+    /// install / uninstall the hook entries in its settings.
+    #[command(after_help = EXIT_CODES)]
+    Hook(hook::HookArgs),
 }
 
 /// An error for the user: one sentence, printed to stderr (unless already reported).
@@ -66,6 +71,10 @@ impl CliError {
             quiet: true,
             ..CliError::new(message)
         }
+    }
+    /// The sentence shown to the user.
+    pub fn message(&self) -> &str {
+        &self.message
     }
     fn broken_pipe() -> Self {
         CliError {
@@ -147,6 +156,7 @@ async fn main() -> ExitCode {
         Command::Memory(args) => memory::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Bench(args) => bench_cmd::run(args).await,
+        Command::Hook(args) => hook::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,7 +23,7 @@ pub fn normalize_project(project: &str) -> String {
 
 /// Open the store at `db`, or at the default path (creating its folder), for one command:
 /// searches use the on-disk full-text index only.
-pub(super) fn open_store(db: Option<&Path>) -> Result<SqliteMemoryStore, CliError> {
+pub(crate) fn open_store(db: Option<&Path>) -> Result<SqliteMemoryStore, CliError> {
     open_store_with(db, SearchIndex::Off)
 }
 

@@ -1,0 +1,346 @@
+//! The one function every host shares: from a checked event to the text put in front of the
+//! model, within a character budget.
+//!
+//! - A prompt: the skills its triggers fire (minus those this session already has, unless they
+//!   changed), the project memories relevant to it, and memory commands in it carried out
+//!   through [`MemoryContextProvider`] (secrets refused there, as on every write path).
+//! - A session start: the always-on context — `always: true` skills and the project's pinned
+//!   memories (importance ≥ 0.8). No skill catalog: every host already lists its skills.
+//! - A compaction: nothing is printed; the session's record is cleared so the next prompt sends
+//!   its skills again.
+//!
+//! The budget counts characters as they appear in the host's JSON (escapes included), so the
+//! whole answer fits in it. A skill longer than [`LONG_BODY_CHARS`], or one that does not fit
+//! whole, is sent as its start plus the path of its `SKILL.md`, which the agent can read itself.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ctxkit::{ContextProvider, Message, RunInfo, RunOutcome, State};
+use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
+use ctxkit_skills::{Reason, SelectOptions, Skill, SkillRoot, Source};
+
+use super::event::EventKind;
+use super::session::SessionState;
+use super::EventArgs;
+use crate::memory::open::{normalize_project, open_store};
+use crate::setup::{load_library, SkillDirs};
+use crate::CliError;
+
+/// Bodies longer than this are sent as their start and the file's path.
+pub const LONG_BODY_CHARS: usize = 6_000;
+/// A skill is not started in less room than this.
+const MIN_SKILL_CHARS: usize = 400;
+/// Memories at least this important are pinned: sent at every session start.
+const PINNED_IMPORTANCE: f32 = 0.8;
+/// The most pinned memories sent at a session start.
+const MAX_PINNED: usize = 10;
+/// A session id longer than this is not recorded with remembered memories.
+const MAX_SESSION_ID_CHARS: usize = 128;
+
+/// One checked event, ready to answer.
+pub struct Request<'a> {
+    pub kind: EventKind,
+    pub session_id: Option<&'a str>,
+    /// The project: canonical, an existing folder.
+    pub cwd: &'a Path,
+    /// Characters the context may take, as JSON-escaped text.
+    pub budget: usize,
+}
+
+/// The context for `request`, or `None` when there is nothing to add.
+pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<String>, CliError> {
+    let cache = crate::places::cache_dir();
+    let mut session = SessionState::load(cache.as_deref(), request.session_id);
+    let project = normalize_project(&request.cwd.to_string_lossy());
+    let mut text = Text::new(request.budget);
+    match &request.kind {
+        EventKind::Compacting => {
+            session.clear();
+        }
+        EventKind::SessionStart { fresh } => {
+            if *fresh {
+                session.clear();
+            }
+            if !args.no_memory {
+                if let Some(pinned) = warn_on_error(pinned_memories(args, &project).await) {
+                    text.push(&pinned);
+                }
+            }
+            add_skills(&mut text, &mut session, request, args, "", |r| {
+                r == Reason::Always
+            })?;
+        }
+        EventKind::Prompt(prompt) => {
+            if !args.no_memory {
+                let memories = prompt_memories(args, &project, prompt, request.session_id).await;
+                if let Some(memories) = warn_on_error(memories) {
+                    text.push(&memories);
+                }
+            }
+            // `always` skills belong to the session start, not to every prompt.
+            add_skills(&mut text, &mut session, request, args, prompt, |r| {
+                r != Reason::Always
+            })?;
+        }
+    }
+    if let Err(e) = session.save() {
+        eprintln!("ctxkit hook: the session record was not saved: {e}");
+    }
+    Ok(text.finish())
+}
+
+/// A failure of an optional part (memory) is one line on stderr, not a failed hook.
+fn warn_on_error(result: Result<Option<String>, CliError>) -> Option<String> {
+    result.unwrap_or_else(|e| {
+        eprintln!("ctxkit hook: project memory skipped: {}", e.message());
+        None
+    })
+}
+
+/// The skill roots: `--skills` folders, else the project's default roots plus the user's
+/// `~/.claude/skills` in the user tier.
+fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
+    if !args.skills.is_empty() {
+        return SkillDirs {
+            dirs: args.skills.clone(),
+        }
+        .roots();
+    }
+    let mut roots = SkillRoot::project_defaults(cwd);
+    if let Some(home) = dirs::home_dir() {
+        roots.push(SkillRoot::new(home.join(".claude").join("skills"), Source::User).optional());
+    }
+    Ok(roots)
+}
+
+/// Add the skills `message` selects (those whose reason passes `keep`) that this session has
+/// not been sent in this version, as far as the budget allows; record what was added.
+fn add_skills(
+    text: &mut Text,
+    session: &mut SessionState,
+    request: &Request<'_>,
+    args: &EventArgs,
+    message: &str,
+    keep: impl Fn(Reason) -> bool,
+) -> Result<(), CliError> {
+    let library = load_library(roots(args, request.cwd)?);
+    let index = library.snapshot();
+    let options = SelectOptions {
+        max_skills: args.max_skills,
+        ..SelectOptions::default()
+    };
+    let mut intro = Some(SKILLS_INTRO);
+    for selection in index.select(&[message], &[], &options) {
+        let skill = &index.skills()[selection.skill];
+        if !keep(selection.reason) || session.was_sent(&skill.name, &skill.hash) {
+            continue;
+        }
+        // The first skill carries the intro line, so the intro never stands alone.
+        let lead = intro.map(|i| format!("{i}{SEPARATOR}")).unwrap_or_default();
+        let room = text.room().saturating_sub(json_len(&lead));
+        if let Some(block) = skill_block(skill, room) {
+            if text.push(&format!("{lead}{block}")) {
+                session.mark_sent(&skill.name, &skill.hash);
+                intro = None;
+            }
+        }
+    }
+    Ok(())
+}
+
+const SKILLS_INTRO: &str =
+    "ctxkit selected these skills for this request by their trigger keywords; follow them where they apply.";
+
+/// A skill as sent: name, description, file and body; a long body, or one that does not fit
+/// in `room`, is cut at a line with a note naming the file that holds the rest.
+fn skill_block(skill: &Skill, room: usize) -> Option<String> {
+    let path = display_path(&skill.path);
+    let head = format!(
+        "## Skill: {}\n{}\nFile: {}\n\n",
+        skill.name,
+        skill.description.trim(),
+        path.display()
+    );
+    let body = skill.body.trim();
+    let whole = format!("{head}{body}");
+    if body.chars().count() <= LONG_BODY_CHARS && json_len(&whole) <= room {
+        return Some(whole);
+    }
+    if room < MIN_SKILL_CHARS {
+        return None;
+    }
+    let note = |left: usize| {
+        format!(
+            "\n\n[… {left} more characters not shown. The whole skill is in {}: read it with your file-reading tool before following it.]",
+            path.display()
+        )
+    };
+    // Room for the body's start: what the head and the longest possible note leave.
+    let fixed = json_len(&head) + json_len(&note(body.chars().count()));
+    let mut left = room.saturating_sub(fixed).min(LONG_BODY_CHARS);
+    let mut end = 0;
+    for (i, c) in body.char_indices() {
+        let cost = json_char_len(c);
+        if cost > left {
+            break;
+        }
+        left -= cost;
+        end = i + c.len_utf8();
+    }
+    // End at a line when one is in the second half of what fits, so no line is cut in two.
+    let kept = match body[..end].rfind('\n') {
+        Some(nl) if nl >= end / 2 => &body[..nl],
+        _ => &body[..end],
+    };
+    if kept.trim().is_empty() {
+        return None;
+    }
+    let rest = body[kept.len()..].chars().count();
+    Some(format!("{head}{}{}", kept.trim_end(), note(rest)))
+}
+
+/// The skill file's absolute path when it can be resolved, so the agent can open it from
+/// anywhere.
+fn display_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The memories relevant to `prompt`, after carrying out a memory command in it. The provider
+/// does both: `invoking` finds the memories (and says when a "remember" was refused for a
+/// secret), `run_finished` stores or forgets and counts what was shown.
+async fn prompt_memories(
+    args: &EventArgs,
+    project: &str,
+    prompt: &str,
+    session_id: Option<&str>,
+) -> Result<Option<String>, CliError> {
+    let store: Arc<dyn MemoryStore> = Arc::new(open_store(args.memory.as_deref())?);
+    let provider = MemoryContextProvider::new(store)
+        .with_project(project)
+        .without_episodes()
+        .without_state();
+    let messages = [Message::user(prompt)];
+    let run = RunInfo {
+        thread_id: session_id
+            .filter(|s| s.chars().count() <= MAX_SESSION_ID_CHARS)
+            .unwrap_or_default()
+            .to_string(),
+        project: Some(project.to_string()),
+        ..RunInfo::default()
+    };
+    let context = provider.invoking(&messages, &run).await?;
+    let reply = Message::assistant("");
+    let outcome = RunOutcome {
+        messages: &messages,
+        input: &messages[0],
+        result: Ok(&reply),
+        context: &context,
+        state: &State::default(),
+    };
+    provider.run_finished(&run, &outcome).await?;
+    Ok(context.instructions())
+}
+
+/// The project's pinned memories, most important first.
+async fn pinned_memories(args: &EventArgs, project: &str) -> Result<Option<String>, CliError> {
+    let store = open_store(args.memory.as_deref())?;
+    let options = ListOptions {
+        limit: MAX_PINNED,
+        order: ListOrder::Importance,
+        ..ListOptions::default()
+    };
+    let pinned: Vec<String> = store
+        .list(project, options)
+        .await?
+        .iter()
+        .filter(|m| m.importance >= PINNED_IMPORTANCE)
+        .map(|m| format!("- {} {}", m.category.badge(), m.content.trim()))
+        .collect();
+    if pinned.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "## Project memory\nWhat the user asked to keep in mind in this project:\n{}",
+        pinned.join("\n")
+    )))
+}
+
+/// Blocks joined by blank lines, never longer than the budget as JSON-escaped text.
+struct Text {
+    blocks: Vec<String>,
+    left: usize,
+}
+
+const SEPARATOR: &str = "\n\n";
+
+impl Text {
+    fn new(budget: usize) -> Self {
+        Text {
+            blocks: Vec::new(),
+            left: budget,
+        }
+    }
+
+    /// Characters the next block may take.
+    fn room(&self) -> usize {
+        if self.blocks.is_empty() {
+            self.left
+        } else {
+            self.left.saturating_sub(json_len(SEPARATOR))
+        }
+    }
+
+    /// Add `block` if it fits; whether it was added.
+    fn push(&mut self, block: &str) -> bool {
+        let cost = json_len(block);
+        if block.is_empty() || cost > self.room() {
+            return false;
+        }
+        self.left = self.room() - cost;
+        self.blocks.push(block.to_string());
+        true
+    }
+
+    /// The text, or `None` when nothing was added.
+    fn finish(self) -> Option<String> {
+        (!self.blocks.is_empty()).then(|| self.blocks.join(SEPARATOR))
+    }
+}
+
+/// Characters `c` takes in a JSON string (serde_json escapes quotes, backslashes and controls).
+fn json_char_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        _ => 1,
+    }
+}
+
+/// Characters `text` takes in a JSON string.
+fn json_len(text: &str) -> usize {
+    text.chars().map(json_char_len).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lengths_match_serde() {
+        for s in ["plain", "quo\"te\\", "line\nfeed\ttab", "bell\u{7}", "é中"] {
+            let encoded = serde_json::to_string(s).unwrap();
+            assert_eq!(json_len(s), encoded.chars().count() - 2, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn text_never_exceeds_its_budget() {
+        let mut text = Text::new(50);
+        assert!(text.push(&"a\n".repeat(10)));
+        assert!(!text.push(&"b".repeat(40)));
+        assert!(text.push("c"));
+        let out = text.finish().unwrap();
+        assert!(json_len(&out) <= 50);
+    }
+}

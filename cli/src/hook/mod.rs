@@ -1,0 +1,173 @@
+//! `ctxkit hook HOST`: ctxkit inside an agent that already runs (Claude Code, Codex, Gemini
+//! CLI). The host starts one process per event, writes the event as JSON on standard input and
+//! adds what the process prints, in the host's protocol, to the model's context.
+//!
+//! - [`event`] reads and checks the event (bounded, untrusted);
+//! - [`context`] is the one function that decides the text: the skills a prompt fires, the
+//!   project memories, memory commands carried out, the always-on context at session start;
+//! - [`session`] remembers per session which skills were already sent;
+//! - [`claude_code`], [`codex`], [`gemini`] map their host's event names and format its answer;
+//! - [`install`] writes the hook entries into Claude Code's `settings.json`.
+//!
+//! A hook must never block the user's prompt: every problem with the input or the setup is one
+//! line on standard error and exit code 0 with nothing on standard output, unless `--strict`.
+
+mod claude_code;
+mod codex;
+mod context;
+mod event;
+mod gemini;
+mod install;
+mod session;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use self::event::{Event, EventType};
+use crate::CliError;
+
+#[derive(Args, Debug)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum HookCommand {
+    /// Answer one Claude Code hook event (UserPromptSubmit, SessionStart) read from stdin.
+    ClaudeCode(EventArgs),
+    /// Answer one Codex hook event (UserPromptSubmit, SessionStart, PreCompact) read from stdin.
+    Codex(EventArgs),
+    /// Answer one Gemini CLI hook event (BeforeAgent, SessionStart, PreCompress) read from stdin.
+    Gemini(EventArgs),
+    /// Add ctxkit's hook entries to a host's settings (other settings and hooks are kept).
+    Install(InstallArgs),
+    /// Remove ctxkit's hook entries from a host's settings (nothing else is touched).
+    Uninstall(InstallArgs),
+}
+
+/// Options of every event command.
+#[derive(Args, Debug, Clone)]
+pub struct EventArgs {
+    /// A folder of skills (repeatable). Default: the project roots under the event's `cwd`
+    /// (.claude/skills, skills/, .skills/, .agents/skills/, convention files) plus the user's
+    /// ~/.claude/skills.
+    #[arg(long = "skills", value_name = "DIR")]
+    pub skills: Vec<PathBuf>,
+    /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
+    /// data directory).
+    #[arg(long, value_name = "DB", conflicts_with = "no_memory")]
+    pub memory: Option<PathBuf>,
+    /// Inject no project memories and carry out no memory commands.
+    #[arg(long)]
+    pub no_memory: bool,
+    /// The most characters printed on stdout (the host cuts longer output to a preview).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
+    pub budget: u64,
+    /// The most skills selected by their triggers per prompt.
+    #[arg(long, default_value_t = 3)]
+    pub max_skills: usize,
+    /// Exit 1 on bad input or setup instead of 0 (for tests; a host hook must not fail).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// The host whose settings are changed.
+    host: InstallHost,
+    /// The project whose `.claude/settings.json` is changed (default: the current directory).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    project: Option<PathBuf>,
+    /// Change the user's `~/.claude/settings.json` instead of a project's.
+    #[arg(long)]
+    user: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum InstallHost {
+    ClaudeCode,
+}
+
+/// What a host module provides: how its events are named and how it answers.
+pub trait Host {
+    /// The name after `ctxkit hook`, for messages.
+    fn name(&self) -> &'static str;
+    /// Our event for the host's `hook_event_name` and `source`, if it is one we answer.
+    fn event_type(&self, event_name: &str, source: Option<&str>) -> Option<EventType>;
+    /// The answer printed on stdout for `event_name` carrying `context`.
+    fn answer(&self, event_name: &str, context: &str) -> serde_json::Value;
+}
+
+pub async fn run(args: HookArgs) -> Result<(), CliError> {
+    match args.command {
+        HookCommand::ClaudeCode(a) => answer_event(&claude_code::ClaudeCode, &a).await,
+        HookCommand::Codex(a) => answer_event(&codex::Codex, &a).await,
+        HookCommand::Gemini(a) => answer_event(&gemini::Gemini, &a).await,
+        HookCommand::Install(a) => install::install(&settings_path(&a)?),
+        HookCommand::Uninstall(a) => install::uninstall(&settings_path(&a)?),
+    }
+}
+
+/// `DIR/.claude/settings.json` or the user's `~/.claude/settings.json`.
+fn settings_path(args: &InstallArgs) -> Result<PathBuf, CliError> {
+    let InstallHost::ClaudeCode = args.host;
+    let base = if args.user {
+        dirs::home_dir().ok_or_else(|| CliError::new("cannot find the home directory (HOME is not set)"))?
+    } else {
+        match &args.project {
+            Some(dir) if dir.is_dir() => dir.clone(),
+            Some(dir) => {
+                return Err(CliError::new(format!(
+                    "project folder `{}` does not exist or is not a folder",
+                    dir.display()
+                )))
+            }
+            None => std::env::current_dir()
+                .map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?,
+        }
+    };
+    Ok(base.join(".claude").join("settings.json"))
+}
+
+/// Read one event, answer it; any problem is one stderr line and, unless `--strict`, exit 0.
+async fn answer_event(host: &dyn Host, args: &EventArgs) -> Result<(), CliError> {
+    match respond(host, args).await {
+        Ok(Some(answer)) => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{answer}")?;
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(e) if args.strict => Err(e),
+        Err(e) => {
+            eprintln!("ctxkit hook {}: {}", host.name(), e.message());
+            Ok(())
+        }
+    }
+}
+
+async fn respond(host: &dyn Host, args: &EventArgs) -> Result<Option<serde_json::Value>, CliError> {
+    let input = event::read_stdin()?;
+    let Event {
+        name,
+        kind,
+        session_id,
+        cwd,
+    } = event::parse(&input, host)?;
+    // The envelope's own characters count against the budget too.
+    let envelope = host.answer(&name, "").to_string().chars().count();
+    let budget = usize::try_from(args.budget)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(envelope);
+    let request = context::Request {
+        kind,
+        session_id: session_id.as_deref(),
+        cwd: &cwd,
+        budget,
+    };
+    let text = context::build(&request, args).await?;
+    Ok(text.filter(|t| !t.is_empty()).map(|t| host.answer(&name, &t)))
+}

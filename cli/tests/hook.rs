@@ -1,0 +1,618 @@
+//! `ctxkit hook HOST` and `ctxkit hook install|uninstall`: the hosts' protocols as a host sees
+//! them (stdin event → stdout answer, exit code), with every user folder (HOME, cache, memory
+//! database, config) moved into a temporary folder.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+/// A user's machine in a temporary folder: a project with skills, a home with a user skill.
+struct Machine {
+    dir: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new() -> Machine {
+        let m = Machine {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(m.project()).unwrap();
+        m.skill(
+            ".claude/skills/greet",
+            "---\nname: greet\ndescription: Greetings in many languages\ntriggers: [bonjour, hello]\n---\n# Greet\nGREET-BODY: answer with the right greeting word.\n",
+        );
+        m.skill(
+            "skills/house-style",
+            "---\nname: house-style\ndescription: How this project writes\nalways: true\n---\nHOUSE-STYLE-BODY: short sentences.\n",
+        );
+        let user = m.home().join(".claude/skills/zebra");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::write(
+            user.join("SKILL.md"),
+            "---\nname: zebra\ndescription: Stripes\ntriggers: [zebra]\n---\nZEBRA-BODY\n",
+        )
+        .unwrap();
+        m
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    fn project(&self) -> PathBuf {
+        self.root().join("proj")
+    }
+    fn home(&self) -> PathBuf {
+        self.root().join("home")
+    }
+    fn cache(&self) -> PathBuf {
+        self.root().join("cache")
+    }
+    fn db(&self) -> PathBuf {
+        self.root().join("memory.db")
+    }
+
+    /// Write a skill file at `folder` (relative to the project).
+    fn skill(&self, folder: &str, text: &str) {
+        let dir = self.project().join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), text).unwrap();
+    }
+
+    fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+            .args(args)
+            .current_dir(self.root())
+            .env("HOME", self.home())
+            .env("CTXKIT_CACHE_DIR", self.cache())
+            .env("CTXKIT_MEMORY_DB", self.db())
+            .env("CTXKIT_CONFIG", self.root().join("config.toml"))
+            .env_remove("CTXKIT_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        // The hook may stop reading early (oversized input): a closed pipe is expected.
+        let _ = pipe.write_all(stdin);
+        drop(pipe);
+        child.wait_with_output().unwrap()
+    }
+
+    /// Run `ctxkit hook HOST` on an event with this machine's project as `cwd`.
+    fn hook(&self, host: &str, extra: &[&str], event: Value) -> Output {
+        let mut args = vec!["hook", host];
+        args.extend_from_slice(extra);
+        self.run(&args, event.to_string().as_bytes())
+    }
+
+    fn prompt(&self, host_event: &str, session: &str, prompt: &str) -> Value {
+        json!({
+            "session_id": session,
+            "transcript_path": self.root().join("t.jsonl"),
+            "cwd": self.project(),
+            "hook_event_name": host_event,
+            "prompt": prompt,
+        })
+    }
+
+    fn start(&self, session: &str, source: &str) -> Value {
+        json!({
+            "session_id": session,
+            "transcript_path": self.root().join("t.jsonl"),
+            "cwd": self.project(),
+            "hook_event_name": "SessionStart",
+            "source": source,
+        })
+    }
+
+    fn memories(&self) -> String {
+        let project = self.project().canonicalize().unwrap();
+        let o = self.run(&["memory", "--project", project.to_str().unwrap(), "list"], b"");
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// The answer's `additionalContext`, after checking the protocol's shape and event name.
+fn context_of(o: &Output, event: &str) -> String {
+    assert!(o.status.success(), "exit {:?}: {}", o.status, stderr(o));
+    let answer: Value =
+        serde_json::from_str(stdout(o).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)));
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["hookEventName"], event, "{answer}");
+    specific["additionalContext"].as_str().unwrap().to_string()
+}
+
+/// Nothing injected, exit 0, one line on stderr.
+fn assert_quiet_refusal(o: &Output) {
+    assert!(o.status.success(), "exit {:?}", o.status);
+    assert_eq!(stdout(o), "");
+    assert_eq!(stderr(o).lines().count(), 1, "{}", stderr(o));
+}
+
+#[test]
+fn a_matching_prompt_gets_the_skill_body_in_claude_codes_shape() {
+    let m = Machine::new();
+    let o = m.hook(
+        "claude-code",
+        &[],
+        m.prompt("UserPromptSubmit", "s1", "Say bonjour to Alice"),
+    );
+    let context = context_of(&o, "UserPromptSubmit");
+    assert!(context.contains("## Skill: greet"), "{context}");
+    assert!(context.contains("GREET-BODY"), "{context}");
+    let path = m
+        .project()
+        .canonicalize()
+        .unwrap()
+        .join(".claude/skills/greet/SKILL.md");
+    assert!(context.contains(path.to_str().unwrap()), "{context}");
+    assert!(!context.contains("ZEBRA-BODY"));
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn user_skills_come_from_home_dot_claude() {
+    let m = Machine::new();
+    let o = m.hook(
+        "claude-code",
+        &[],
+        m.prompt("UserPromptSubmit", "s1", "draw a zebra"),
+    );
+    assert!(context_of(&o, "UserPromptSubmit").contains("ZEBRA-BODY"));
+}
+
+#[test]
+fn a_prompt_that_matches_nothing_prints_nothing() {
+    let m = Machine::new();
+    for host in ["claude-code", "codex"] {
+        let o = m.hook(host, &[], m.prompt("UserPromptSubmit", "s1", "What is 2+2?"));
+        assert!(o.status.success());
+        assert_eq!(stdout(&o), "", "{host}");
+        assert_eq!(stderr(&o), "", "{host}");
+    }
+    let o = m.hook("gemini", &[], m.prompt("BeforeAgent", "s1", "What is 2+2?"));
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
+fn bad_input_is_one_stderr_line_exit_0_and_exit_1_with_strict() {
+    let m = Machine::new();
+    let mut unknown = m.prompt("PreToolUse", "s1", "hello");
+    unknown["tool_name"] = json!("Bash");
+    let mut no_cwd = m.prompt("UserPromptSubmit", "s1", "hello");
+    no_cwd.as_object_mut().unwrap().remove("cwd");
+    let mut missing_cwd = m.prompt("UserPromptSubmit", "s1", "hello");
+    missing_cwd["cwd"] = json!(m.root().join("nowhere"));
+    let mut relative_cwd = m.prompt("UserPromptSubmit", "s1", "hello");
+    relative_cwd["cwd"] = json!("proj");
+    let mut no_prompt = m.prompt("UserPromptSubmit", "s1", "hello");
+    no_prompt.as_object_mut().unwrap().remove("prompt");
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", b"".to_vec()),
+        ("blank", b" \n".to_vec()),
+        (
+            "malformed",
+            b"{\"hook_event_name\": \"UserPromptSubmit\", ".to_vec(),
+        ),
+        ("not an object", b"[1, 2]".to_vec()),
+        ("not UTF-8", b"{\"prompt\": \"\xff\xfe\"}".to_vec()),
+        ("unknown event", unknown.to_string().into_bytes()),
+        ("no cwd", no_cwd.to_string().into_bytes()),
+        ("cwd missing", missing_cwd.to_string().into_bytes()),
+        ("relative cwd", relative_cwd.to_string().into_bytes()),
+        ("no prompt", no_prompt.to_string().into_bytes()),
+    ];
+    for (what, input) in &cases {
+        for host in ["claude-code", "codex", "gemini"] {
+            let o = m.run(&["hook", host], input);
+            assert_quiet_refusal(&o);
+            let strict = m.run(&["hook", host, "--strict"], input);
+            assert_eq!(strict.status.code(), Some(1), "{what} {host}");
+            assert_eq!(stdout(&strict), "", "{what} {host}");
+            assert_eq!(
+                stderr(&strict).lines().count(),
+                1,
+                "{what} {host}: {}",
+                stderr(&strict)
+            );
+        }
+    }
+}
+
+#[test]
+fn an_oversized_event_is_refused_without_injecting_anything() {
+    let m = Machine::new();
+    let prompt = "bonjour ".repeat(140_000); // 1.1 MB
+    let o = m.hook("claude-code", &[], m.prompt("UserPromptSubmit", "s1", &prompt));
+    assert_quiet_refusal(&o);
+    assert!(stderr(&o).contains("larger than 1024 KiB"), "{}", stderr(&o));
+}
+
+#[test]
+fn remember_with_a_secret_is_refused_and_never_echoed() {
+    let m = Machine::new();
+    for secret in ["AKIAIOSFODNN7EXAMPLE", "ghp_0123456789abcdefghijABCDEFGHIJ012345"] {
+        let prompt = format!("remember that the deploy credential is {secret}");
+        let o = m.hook("claude-code", &[], m.prompt("UserPromptSubmit", "s1", &prompt));
+        let context = context_of(&o, "UserPromptSubmit");
+        assert!(context.contains("It was not stored"), "{context}");
+        for shown in [stdout(&o), stderr(&o)] {
+            assert!(!shown.contains(secret), "echoed: {shown}");
+            assert!(
+                !shown.to_lowercase().contains(&secret.to_lowercase()[4..]),
+                "echoed: {shown}"
+            );
+        }
+    }
+    assert!(!m.memories().contains("deploy credential"), "{}", m.memories());
+}
+
+#[test]
+fn memory_commands_are_carried_out_and_pinned_memories_come_at_session_start() {
+    let m = Machine::new();
+    let o = m.hook(
+        "claude-code",
+        &[],
+        m.prompt("UserPromptSubmit", "s1", "remember that we deploy on Fridays"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(m.memories().contains("We deploy on Fridays"), "{}", m.memories());
+
+    // A later prompt about deploys gets it as a relevant memory.
+    let o = m.hook(
+        "claude-code",
+        &[],
+        m.prompt("UserPromptSubmit", "s1", "when do we deploy?"),
+    );
+    assert!(context_of(&o, "UserPromptSubmit").contains("We deploy on Fridays"));
+
+    // A new session starts with it (explicit memories are pinned) and the always-on skill.
+    let o = m.hook("claude-code", &[], m.start("s2", "startup"));
+    let context = context_of(&o, "SessionStart");
+    assert!(context.contains("We deploy on Fridays"), "{context}");
+    assert!(context.contains("HOUSE-STYLE-BODY"), "{context}");
+    assert!(
+        !context.contains("GREET-BODY"),
+        "no catalog, no triggered skills: {context}"
+    );
+
+    m.hook(
+        "claude-code",
+        &[],
+        m.prompt("UserPromptSubmit", "s1", "forget that we deploy on Fridays"),
+    );
+    assert!(!m.memories().contains("We deploy on Fridays"), "{}", m.memories());
+
+    // --no-memory neither reads nor writes.
+    let o = m.hook(
+        "claude-code",
+        &["--no-memory"],
+        m.prompt("UserPromptSubmit", "s1", "remember that tabs are forbidden"),
+    );
+    assert_eq!(stdout(&o), "");
+    assert!(!m.memories().contains("Tabs are forbidden"));
+}
+
+#[test]
+fn the_answer_fits_the_budget_and_long_skills_point_to_their_file() {
+    let m = Machine::new();
+    for i in 0..20 {
+        let body = format!("Step {i}: \"quoted\" text\twith tabs.\n").repeat(200); // ~7 KB
+        m.skill(
+            &format!("skills/widget-{i:02}"),
+            &format!(
+                "---\nname: widget-{i:02}\ndescription: Widgets part {i}\ntriggers: [widget]\n---\n{body}"
+            ),
+        );
+    }
+    for budget in ["10000", "3000"] {
+        let o = m.hook(
+            "claude-code",
+            &["--budget", budget, "--max-skills", "20"],
+            m.prompt("UserPromptSubmit", budget, "build a widget"),
+        );
+        let out = stdout(&o);
+        let budget: usize = budget.parse().unwrap();
+        assert!(
+            out.trim_end().chars().count() <= budget,
+            "{} > {budget}",
+            out.chars().count()
+        );
+        let context = context_of(&o, "UserPromptSubmit");
+        assert!(context.contains("## Skill: widget-"), "{context}");
+        assert!(context.contains("more characters not shown"), "{context}");
+        assert!(context.contains("/SKILL.md: read it"), "{context}");
+    }
+}
+
+#[test]
+fn a_skill_is_sent_once_per_session_until_it_changes_or_the_session_is_compacted() {
+    let m = Machine::new();
+    let ask = || {
+        m.hook(
+            "claude-code",
+            &[],
+            m.prompt("UserPromptSubmit", "s1", "hello there"),
+        )
+    };
+    assert!(context_of(&ask(), "UserPromptSubmit").contains("GREET-BODY"));
+    assert_eq!(stdout(&ask()), "", "already sent in this session");
+
+    // Another session gets it.
+    let other = m.hook(
+        "claude-code",
+        &[],
+        m.prompt("UserPromptSubmit", "s2", "hello there"),
+    );
+    assert!(context_of(&other, "UserPromptSubmit").contains("GREET-BODY"));
+
+    // Resuming keeps the record; compacting clears it and resends the always-on context.
+    assert!(context_of(
+        &m.hook("claude-code", &[], m.start("s1", "resume")),
+        "SessionStart"
+    )
+    .contains("HOUSE-STYLE-BODY"));
+    assert_eq!(stdout(&ask()), "");
+    let compacted = m.hook("claude-code", &[], m.start("s1", "compact"));
+    assert!(context_of(&compacted, "SessionStart").contains("HOUSE-STYLE-BODY"));
+    assert!(context_of(&ask(), "UserPromptSubmit").contains("GREET-BODY"));
+
+    // An edited skill is sent again.
+    assert_eq!(stdout(&ask()), "");
+    m.skill(
+        ".claude/skills/greet",
+        "---\nname: greet\ndescription: Greetings\ntriggers: [hello]\n---\nGREET-BODY-V2\n",
+    );
+    assert!(context_of(&ask(), "UserPromptSubmit").contains("GREET-BODY-V2"));
+}
+
+#[test]
+fn a_hostile_session_id_stays_inside_the_cache() {
+    let m = Machine::new();
+    for id in ["../../x", "../escape", "/tmp/absolute", "a\\..\\b", ".."] {
+        let o = m.hook("claude-code", &[], m.prompt("UserPromptSubmit", id, "hello"));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let sessions = m.cache().join("sessions");
+    let names: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    assert!(
+        names.iter().all(|n| n.ends_with(".json") && !n.contains('/')),
+        "{names:?}"
+    );
+    // Nothing was written beside the cache or above it.
+    for entry in std::fs::read_dir(m.root()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            ["cache", "home", "proj"].contains(&name.as_str()) || name.starts_with("memory.db"),
+            "{name}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(m.cache()).unwrap().count(), 1);
+    assert!(!Path::new("/tmp/absolute.json").exists());
+}
+
+#[test]
+fn codex_answers_like_claude_code_and_forgets_on_compaction() {
+    let m = Machine::new();
+    let o = m.hook("codex", &[], m.prompt("UserPromptSubmit", "c1", "Say hello"));
+    assert!(context_of(&o, "UserPromptSubmit").contains("GREET-BODY"));
+    let start = m.hook("codex", &[], m.start("c1", "startup"));
+    assert!(context_of(&start, "SessionStart").contains("HOUSE-STYLE-BODY"));
+    assert!(context_of(
+        &m.hook("codex", &[], m.prompt("UserPromptSubmit", "c1", "Say hello")),
+        "UserPromptSubmit"
+    )
+    .contains("GREET-BODY"));
+    assert_eq!(
+        stdout(&m.hook("codex", &[], m.prompt("UserPromptSubmit", "c1", "Say hello"))),
+        ""
+    );
+    let compact =
+        json!({"session_id": "c1", "cwd": m.project(), "hook_event_name": "PreCompact", "trigger": "auto"});
+    let o = m.hook("codex", &[], compact);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "");
+    assert!(context_of(
+        &m.hook("codex", &[], m.prompt("UserPromptSubmit", "c1", "Say hello")),
+        "UserPromptSubmit"
+    )
+    .contains("GREET-BODY"));
+}
+
+#[test]
+fn gemini_answers_before_agent_and_session_start() {
+    let m = Machine::new();
+    let mut event = m.prompt("BeforeAgent", "g1", "Say bonjour");
+    event["timestamp"] = json!("2026-01-01T00:00:00Z");
+    let o = m.hook("gemini", &[], event.clone());
+    assert!(context_of(&o, "BeforeAgent").contains("GREET-BODY"));
+    assert_eq!(stdout(&m.hook("gemini", &[], event.clone())), "");
+    let o = m.hook(
+        "gemini",
+        &[],
+        json!({"session_id": "g1", "cwd": m.project(), "hook_event_name": "PreCompress", "trigger": "auto"}),
+    );
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "");
+    assert!(context_of(&m.hook("gemini", &[], event), "BeforeAgent").contains("GREET-BODY"));
+    let start = m.hook("gemini", &[], m.start("g2", "startup"));
+    assert!(context_of(&start, "SessionStart").contains("HOUSE-STYLE-BODY"));
+    // Claude Code's prompt event is not Gemini's.
+    assert_quiet_refusal(&m.hook("gemini", &[], m.prompt("UserPromptSubmit", "g1", "hello")));
+}
+
+// ---- hook install / uninstall ----
+
+fn settings(m: &Machine) -> PathBuf {
+    m.project().join(".claude/settings.json")
+}
+
+fn install(m: &Machine, verb: &str) -> Output {
+    let project = m.project();
+    m.run(
+        &[
+            "hook",
+            verb,
+            "claude-code",
+            "--project",
+            project.to_str().unwrap(),
+        ],
+        b"",
+    )
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// ctxkit's commands under `event`.
+fn ours(settings: &Value, event: &str) -> Vec<String> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter_map(|h| h["command"].as_str().map(String::from))
+        .filter(|c| c.ends_with(" hook claude-code"))
+        .collect()
+}
+
+#[test]
+fn install_creates_settings_with_both_events_and_the_absolute_binary() {
+    let m = Machine::new();
+    let o = install(&m, "install");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = read_json(&settings(&m));
+    let exe = Path::new(env!("CARGO_BIN_EXE_ctxkit")).canonicalize().unwrap();
+    for event in ["UserPromptSubmit", "SessionStart"] {
+        let commands = ours(&s, event);
+        assert_eq!(commands.len(), 1, "{s}");
+        let program = commands[0]
+            .trim_end_matches(" hook claude-code")
+            .trim_matches('\'');
+        assert_eq!(Path::new(program), exe);
+        assert!(Path::new(program).is_absolute());
+        assert_eq!(s["hooks"][event][0]["hooks"][0]["type"], "command");
+    }
+}
+
+#[test]
+fn install_keeps_other_settings_and_hooks_and_replaces_a_previous_entry() {
+    let m = Machine::new();
+    std::fs::create_dir_all(settings(&m).parent().unwrap()).unwrap();
+    let before = json!({
+        "model": "opus",
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {
+            "UserPromptSubmit": [
+                {"hooks": [
+                    {"type": "command", "command": "/old/place/ctxkit hook claude-code", "timeout": 5},
+                    {"type": "command", "command": "/usr/bin/notify-send prompt"}
+                ]}
+            ],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}]
+        }
+    });
+    std::fs::write(settings(&m), serde_json::to_string_pretty(&before).unwrap()).unwrap();
+    assert!(install(&m, "install").status.success());
+    let once = std::fs::read(settings(&m)).unwrap();
+    assert!(install(&m, "install").status.success());
+    assert_eq!(
+        std::fs::read(settings(&m)).unwrap(),
+        once,
+        "installing twice changes nothing"
+    );
+
+    let s = read_json(&settings(&m));
+    assert_eq!(s["model"], "opus");
+    assert_eq!(s["permissions"], before["permissions"]);
+    assert_eq!(s["hooks"]["PreToolUse"], before["hooks"]["PreToolUse"]);
+    let prompt_commands: Vec<&str> = s["hooks"]["UserPromptSubmit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["hooks"].as_array().unwrap())
+        .map(|h| h["command"].as_str().unwrap())
+        .collect();
+    assert!(prompt_commands.contains(&"/usr/bin/notify-send prompt"), "{s}");
+    assert!(
+        !prompt_commands.contains(&"/old/place/ctxkit hook claude-code"),
+        "{s}"
+    );
+    assert_eq!(ours(&s, "UserPromptSubmit").len(), 1, "{s}");
+    assert_eq!(ours(&s, "SessionStart").len(), 1, "{s}");
+
+    // Uninstall removes only ctxkit's entries.
+    let o = install(&m, "uninstall");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = read_json(&settings(&m));
+    assert!(
+        ours(&s, "UserPromptSubmit").is_empty() && ours(&s, "SessionStart").is_empty(),
+        "{s}"
+    );
+    assert!(
+        s["hooks"].get("SessionStart").is_none(),
+        "an emptied event is removed: {s}"
+    );
+    assert_eq!(s["hooks"]["PreToolUse"], before["hooks"]["PreToolUse"]);
+    assert_eq!(
+        s["hooks"]["UserPromptSubmit"][0]["hooks"],
+        json!([{"type": "command", "command": "/usr/bin/notify-send prompt"}])
+    );
+    assert_eq!(s["model"], "opus");
+}
+
+#[test]
+fn install_refuses_an_invalid_settings_file_and_leaves_it_untouched() {
+    let m = Machine::new();
+    std::fs::create_dir_all(settings(&m).parent().unwrap()).unwrap();
+    for bad in ["{\"model\": \"opus\",, }", "[1, 2]", "{\"hooks\": []}"] {
+        std::fs::write(settings(&m), bad).unwrap();
+        for verb in ["install", "uninstall"] {
+            let o = install(&m, verb);
+            assert_eq!(o.status.code(), Some(1), "{bad} {verb}");
+            assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+            assert!(stderr(&o).contains("nothing was written"), "{}", stderr(&o));
+            assert_eq!(std::fs::read_to_string(settings(&m)).unwrap(), bad);
+        }
+    }
+    let mut leftovers: Vec<String> = std::fs::read_dir(settings(&m).parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    leftovers.sort();
+    assert_eq!(
+        leftovers,
+        ["settings.json", "skills"],
+        "no temporary file left behind"
+    );
+}
+
+#[test]
+fn install_user_writes_home_dot_claude() {
+    let m = Machine::new();
+    let o = m.run(&["hook", "install", "claude-code", "--user"], b"");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = read_json(&m.home().join(".claude/settings.json"));
+    assert_eq!(ours(&s, "UserPromptSubmit").len(), 1);
+    let o = m.run(&["hook", "uninstall", "claude-code", "--user"], b"");
+    assert!(o.status.success());
+    let s = read_json(&m.home().join(".claude/settings.json"));
+    assert_eq!(s, json!({}));
+}
