@@ -143,14 +143,30 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     init_tracing();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    let result = match cli.command {
+    // One thread: a command serves one request at a time, and a hook starts a process per
+    // prompt, so worker threads would only cost start-up time.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(cli.command));
+    // Every task was awaited, so nothing is left to finish: don't wait for idle blocking
+    // threads to wind down (milliseconds of every hook call).
+    runtime.shutdown_background();
+    code
+}
+
+async fn run(command: Command) -> ExitCode {
+    let result = match command {
         Command::Context(args) => context_cmd::run(args).await,
         Command::Skills(args) => skills_cmd::run(args),
         Command::Memory(args) => memory::run(args).await,

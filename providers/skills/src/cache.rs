@@ -10,16 +10,18 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::body::Body;
 use crate::discover::SkillRoot;
 use crate::scan::Scan;
 
 /// Bumped whenever what a cache file holds changes shape.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// The largest cache file read (10,000 skills take about 20 MB).
 const MAX_CACHE_BYTES: u64 = 256 << 20;
 /// The most cache files kept in the folder (one per distinct list of roots); the least
@@ -29,13 +31,20 @@ const MAX_CACHE_FILES: usize = 64;
 /// tick, unseen: such a scan is used but not saved (the next process saves it).
 const RACY: Duration = Duration::from_secs(2);
 
-/// What a cache file holds.
+/// A cache file: [`MAGIC`], the length of the metadata, the metadata (MessagePack) and then
+/// every skill's body, back to back. Bodies are read from the file only when used.
+const MAGIC: &[u8; 8] = b"ctxkidx\0";
+
+/// The metadata of a cache file.
 #[derive(Serialize, Deserialize)]
-struct CacheFile {
+struct Meta {
     format: u32,
     version: String,
     stamps: Vec<Stamp>,
+    /// The scan, its skills' bodies left empty.
     scan: Scan,
+    /// Where each skill's body is, after the metadata: offset and length.
+    bodies: Vec<(u64, usize)>,
 }
 
 /// A path and what it looked like when the scan was made.
@@ -110,7 +119,7 @@ pub(crate) fn scan(dir: &Path, roots: &[SkillRoot]) -> Scan {
         return scan;
     }
     let start = SystemTime::now();
-    let scan = Scan::run(roots);
+    let mut scan = Scan::run(roots);
     let stamps: Vec<Stamp> = roots
         .iter()
         .map(|r| r.path.as_path())
@@ -121,16 +130,10 @@ pub(crate) fn scan(dir: &Path, roots: &[SkillRoot]) -> Scan {
         tracing::debug!("index cache not saved: a file changed in the last seconds");
         return scan;
     }
-    let cache = CacheFile {
-        format: FORMAT,
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        stamps,
-        scan,
-    };
-    if let Err(e) = write(dir, &file, &cache) {
+    if let Err(e) = write(dir, &file, stamps, &mut scan) {
         tracing::debug!("index cache not saved: {e}");
     }
-    cache.scan
+    scan
 }
 
 /// One cache file per list of roots (with their tiers and priorities), and per format.
@@ -140,39 +143,93 @@ fn key(roots: &[SkillRoot]) -> String {
     hash.finalize()[..12].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The cached scan, when the file is readable, of this version and current.
-fn read(file: &Path) -> Option<Scan> {
-    let mut bytes = Vec::new();
-    fs::File::open(file)
-        .ok()?
-        .take(MAX_CACHE_BYTES)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    let cache: CacheFile = match rmp_serde::from_slice(&bytes) {
-        Ok(cache) => cache,
+/// The cached scan, when the file is readable, of this version and current. Only the
+/// metadata is read; each body stays in the file until used.
+fn read(path: &Path) -> Option<Scan> {
+    let mut file = fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut header = [0u8; 16];
+    file.read_exact(&mut header).ok()?;
+    let meta_len = u64::from_le_bytes(header[8..].try_into().ok()?);
+    if &header[..8] != MAGIC || meta_len > MAX_CACHE_BYTES.min(len.saturating_sub(16)) {
+        return None;
+    }
+    let mut bytes = vec![0; meta_len as usize];
+    file.read_exact(&mut bytes).ok()?;
+    let meta: Meta = match rmp_serde::from_slice(&bytes) {
+        Ok(meta) => meta,
         Err(e) => {
             tracing::debug!("index cache unreadable ({e}); rebuilding");
             return None;
         }
     };
-    if cache.format != FORMAT || cache.version != env!("CARGO_PKG_VERSION") {
+    if meta.format != FORMAT || meta.version != env!("CARGO_PKG_VERSION") {
         return None;
     }
-    if let Some(stale) = cache.stamps.iter().find(|s| !s.is_current()) {
+    if let Some(stale) = meta.stamps.iter().find(|s| !s.is_current()) {
         tracing::debug!(changed = %stale.path.display(), "index cache stale");
         return None;
     }
-    Some(cache.scan)
+    let base = 16 + meta_len;
+    let fits =
+        |&(offset, n): &(u64, usize)| offset.checked_add(n as u64).is_some_and(|end| base + end <= len);
+    if meta.bodies.len() != meta.scan.skills.len() || !meta.bodies.iter().all(fits) {
+        return None;
+    }
+    let file = Arc::new(file);
+    let mut scan = meta.scan;
+    for (scanned, (offset, n)) in scan.skills.iter_mut().zip(meta.bodies) {
+        scanned.skill.body = Body::deferred(file.clone(), base + offset, n);
+    }
+    Some(scan)
 }
 
 /// Write the cache atomically: a reader sees the old file or the new one, never a part, and
-/// two processes writing at once leave one whole file.
-fn write(dir: &Path, file: &Path, cache: &CacheFile) -> std::io::Result<()> {
-    let bytes = rmp_serde::to_vec_named(cache).map_err(std::io::Error::other)?;
+/// two processes writing at once leave one whole file. The scan's bodies are lent to the
+/// file's body section and given back.
+fn write(dir: &Path, path: &Path, stamps: Vec<Stamp>, scan: &mut Scan) -> std::io::Result<()> {
+    let texts: Vec<Body> = scan
+        .skills
+        .iter_mut()
+        .map(|s| std::mem::take(&mut s.skill.body))
+        .collect();
+    let mut bodies = Vec::with_capacity(texts.len());
+    let mut offset = 0u64;
+    for text in &texts {
+        bodies.push((offset, text.len()));
+        offset += text.len() as u64;
+    }
+    let meta = Meta {
+        format: FORMAT,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        stamps,
+        scan: std::mem::take(scan),
+        bodies,
+    };
+    let encoded = rmp_serde::to_vec_named(&meta);
+    *scan = meta.scan;
+    let written = encoded
+        .map_err(std::io::Error::other)
+        .and_then(|encoded| save(dir, path, &encoded, &texts));
+    for (scanned, text) in scan.skills.iter_mut().zip(texts) {
+        scanned.skill.body = text;
+    }
+    written
+}
+
+fn save(dir: &Path, path: &Path, meta: &[u8], bodies: &[Body]) -> std::io::Result<()> {
     fs::create_dir_all(dir)?;
     let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(&bytes)?;
-    temp.persist(file).map_err(|e| e.error)?;
+    let mut out = std::io::BufWriter::new(temp.as_file_mut());
+    out.write_all(MAGIC)?;
+    out.write_all(&(meta.len() as u64).to_le_bytes())?;
+    out.write_all(meta)?;
+    for body in bodies {
+        out.write_all(body.as_bytes())?;
+    }
+    out.flush()?;
+    drop(out);
+    temp.persist(path).map_err(|e| e.error)?;
     prune(dir);
     Ok(())
 }

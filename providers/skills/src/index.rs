@@ -50,18 +50,24 @@ impl SkillIndex {
         let skills = scan
             .skills
             .into_iter()
-            .map(|Scanned { root, mut skill }| {
-                // Only skill folders carry tools; a convention file's folder is a project.
-                if skill.path.file_name().is_some_and(|n| n == "SKILL.md") {
-                    let folder = confined[root].get_or_insert_with(|| Confined::new(&roots[root].path).ok());
-                    if let Some(folder) = folder {
-                        let (tools, diags) = load_descriptor(folder, &skill.path);
-                        skill.tools = tools;
-                        diagnostics.extend(diags);
+            .map(
+                |Scanned {
+                     root,
+                     mut skill,
+                     tools_file,
+                 }| {
+                    if tools_file {
+                        let folder =
+                            confined[root].get_or_insert_with(|| Confined::new(&roots[root].path).ok());
+                        if let Some(folder) = folder {
+                            let (tools, diags) = load_descriptor(folder, &skill.path);
+                            skill.tools = tools;
+                            diagnostics.extend(diags);
+                        }
                     }
-                }
-                skill
-            })
+                    skill
+                },
+            )
             .collect();
         Self::build(skills, diagnostics)
     }

@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod body;
 mod cache;
 mod confined;
 mod descriptor;
@@ -59,6 +60,7 @@ mod select;
 mod skill;
 mod tools;
 
+pub use body::Body;
 pub use descriptor::ToolSpec;
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::SkillRoot;

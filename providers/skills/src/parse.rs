@@ -227,7 +227,7 @@ impl<'a> Parser<'a> {
         Some(Skill {
             name,
             description,
-            body: content.trim().to_string(),
+            body: content.trim().into(),
             ..Default::default()
         })
     }
@@ -281,7 +281,7 @@ impl<'a> Parser<'a> {
         body: &str,
     ) -> Option<Skill> {
         let mut skill = Skill {
-            body: body.to_string(),
+            body: body.into(),
             ..Default::default()
         };
         let mut pending = Pending::default();

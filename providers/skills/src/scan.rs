@@ -2,10 +2,12 @@
 //! and parse it. What follows (each skill's `tools.json`, name clashes, the automaton) is built
 //! from a scan every time, so a scan from the cache and a fresh one give the same index.
 
+use std::fs;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::descriptor::TOOLS_FILE;
 use crate::diagnostic::Diagnostic;
 use crate::discover::{discover, Discovery, SkillRoot};
 use crate::skill::Skill;
@@ -29,6 +31,9 @@ pub(crate) struct Scanned {
     pub root: usize,
     /// The skill, without tools (they are read from `tools.json` when the index is built).
     pub skill: Skill,
+    /// Its folder has a `tools.json` (only skill folders do; a convention file's folder is a
+    /// project). Creating or deleting one changes the folder, so a cached scan knows too.
+    pub tools_file: bool,
 }
 
 impl Scan {
@@ -59,9 +64,12 @@ impl Scan {
             diagnostics.extend(diags);
             if let Some(parsed) = parsed {
                 let root = &roots[f.root_index];
+                let tools_file = f.path.file_name().is_some_and(|n| n == "SKILL.md")
+                    && fs::symlink_metadata(f.path.with_file_name(TOOLS_FILE)).is_ok();
                 skills.push(Scanned {
                     root: f.root_index,
                     skill: parsed.with_root(root.source, root.priority),
+                    tools_file,
                 });
             }
         }

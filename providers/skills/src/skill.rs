@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::body::Body;
 use crate::descriptor::ToolSpec;
 
 /// Where a skill came from; decides who wins when two skills share a name.
@@ -87,7 +88,7 @@ pub struct Skill {
     /// One line saying what the skill does and when to use it: what the catalog shows.
     pub description: String,
     /// Markdown body, frontmatter stripped.
-    pub body: String,
+    pub body: Body,
     /// The file it was read from (for diagnostics and for trusting its folder's tools).
     pub path: PathBuf,
     /// The tier of the root it was found under.
@@ -184,7 +185,11 @@ mod tests {
     #[test]
     fn bodies_are_cut_by_lines_or_characters_on_char_boundaries() {
         let skill = with_body("éa\nb\nc\n");
-        assert_eq!(skill.truncated_body(3, 100), skill.body, "three lines fit");
+        assert_eq!(
+            skill.truncated_body(3, 100),
+            skill.body.as_str(),
+            "three lines fit"
+        );
         assert!(skill
             .truncated_body(1, 100)
             .starts_with("éa\n\n[… 2 more lines not shown"));

@@ -207,3 +207,19 @@ fn an_unwritable_cache_folder_only_costs_the_cache() {
         summary(&SkillIndex::load(&roots(&root)))
     );
 }
+
+#[test]
+fn bodies_read_later_come_from_the_version_loaded_even_after_a_rewrite() {
+    let (dir, root) = fixture();
+    let cache = dir.path().join("cache");
+    settle();
+    let fresh = summary(&SkillIndex::load(&roots(&root)));
+    cached(&root, &cache);
+    // Loaded from the cache: bodies stay in the file until read.
+    let library = SkillLibrary::load_cached(roots(&root), &cache);
+    let (file, _) = cache_files(&cache).pop().unwrap();
+    let replacement = dir.path().join("replacement");
+    fs::write(&replacement, vec![b'x'; 64]).unwrap();
+    fs::rename(&replacement, &file).unwrap();
+    assert_eq!(summary(&library.snapshot()), fresh);
+}
