@@ -10,6 +10,15 @@ fn skills_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills")
 }
 
+/// The binary, with an index cache of this test run's own (never the user's).
+fn ctxkit_command() -> Command {
+    static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
+    command.env("CTXKIT_CACHE_DIR", cache.path());
+    command
+}
+
 fn ctxkit(args: &[&str]) -> Output {
     ctxkit_with_stdin(args, None)
 }
@@ -22,7 +31,7 @@ fn ctxkit_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
 /// trust tools) or log level from the environment, `stdin` piped in.
 fn ctxkit_with_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+    let mut child = ctxkit_command()
         .args(args)
         .current_dir(dir.path())
         .env("CTXKIT_MEMORY_DB", dir.path().join("memory.db"))
@@ -543,7 +552,7 @@ fn skill_tools_are_offered_only_when_the_user_trusts_them() {
         let mut args = vec!["context", "--skills", skills.to_str().unwrap(), "--json"];
         args.extend_from_slice(extra);
         args.push("paint it");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
+        let mut command = ctxkit_command();
         command.args(&args).current_dir(tmp.path());
         let config_file = tmp.path().join("user-config.toml");
         match config {
@@ -580,7 +589,7 @@ fn skill_tools_are_offered_only_when_the_user_trusts_them() {
     // project could claim.
     let config_file = tmp.path().join("by-name.toml");
     std::fs::write(&config_file, "[tools]\ntrust = [\"painter\"]\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+    let o = ctxkit_command()
         .args(["context", "--skills", skills.to_str().unwrap(), "paint it"])
         .env("CTXKIT_CONFIG", &config_file)
         .output()
@@ -618,7 +627,7 @@ fn a_skill_linking_to_the_environment_leaks_nothing() {
         vec!["skills", "show", "env", "--dir", skills.to_str().unwrap()],
         vec!["skills", "validate", "--dir", skills.to_str().unwrap()],
     ] {
-        let o = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        let o = ctxkit_command()
             .args(&args)
             .env("OPENAI_API_KEY", "sk-test-must-not-appear")
             .output()
@@ -632,7 +641,7 @@ fn a_skill_linking_to_the_environment_leaks_nothing() {
 #[test]
 fn a_closed_stdout_ends_quietly() {
     // The reader is gone before the first line is written, so the write fails with EPIPE.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+    let mut child = ctxkit_command()
         .args([
             "skills",
             "match",
@@ -668,11 +677,7 @@ fn help_into_a_closed_pipe_ends_quietly() {
     // A pipe whose reader is gone before the program starts: its first write fails.
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let o = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
-        .arg("--help")
-        .stdout(writer)
-        .output()
-        .unwrap();
+    let o = ctxkit_command().arg("--help").stdout(writer).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
@@ -881,6 +886,7 @@ fn ctxkit_unprivileged(cwd: &Path, args: &[&str]) -> Option<Output> {
         .args(args)
         .current_dir(cwd)
         .env_remove("CTXKIT_MEMORY_DB")
+        .env("CTXKIT_CACHE_DIR", cwd.join("cache"))
         .stdin(Stdio::null())
         .output()
         .ok()?;
@@ -1004,4 +1010,55 @@ fn context_shows_the_auto_detected_skills_a_chat_injects() {
     let o = ctxkit_with_stdin(&[&["chat"], &args[..]].concat(), Some("hello\n"));
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("Skills: rust."), "{}", stdout(&o));
+}
+
+#[test]
+fn concurrent_processes_share_one_index_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills");
+    for name in ["alpha", "beta", "gamma"] {
+        let folder = skills.join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        let text = format!(
+            "---\nname: {name}\ndescription: The {name} skill\ntriggers: [{name}]\n---\nBody of {name}."
+        );
+        std::fs::write(folder.join("SKILL.md"), text).unwrap();
+    }
+    // Files changed in the last two seconds are not cached (their next edit could go unseen).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let cache = dir.path().join("cache");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+            .args(args)
+            .env("CTXKIT_CACHE_DIR", &cache)
+            .env("CTXKIT_CONFIG", dir.path().join("config.toml"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let dir_arg = skills.to_str().unwrap();
+    let children: Vec<_> = (0..6)
+        .map(|_| run(&["skills", "show", "beta", "--dir", dir_arg]))
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success());
+        assert!(String::from_utf8_lossy(&o.stdout).contains("Body of beta."));
+    }
+    let files: Vec<_> = std::fs::read_dir(&cache).unwrap().collect();
+    assert_eq!(
+        files.len(),
+        1,
+        "one whole cache file, no temporary left: {files:?}"
+    );
+    // A cached run shows what a fresh one does, after an edit too.
+    std::fs::write(
+        skills.join("beta/SKILL.md"),
+        "---\nname: beta\ndescription: The beta skill\ntriggers: [beta]\n---\nEdited body.",
+    )
+    .unwrap();
+    let o = run(&["skills", "show", "beta", "--dir", dir_arg])
+        .wait_with_output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Edited body."));
 }
