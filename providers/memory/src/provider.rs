@@ -142,6 +142,7 @@ pub struct MemoryContextProvider {
     commands: bool,
     episodes: bool,
     persist_state: bool,
+    count_access: bool,
     /// `project:` state values already persisted, per project and key.
     persisted: Mutex<HashMap<(String, String), serde_json::Value>>,
 }
@@ -174,6 +175,7 @@ impl MemoryContextProvider {
             commands: true,
             episodes: true,
             persist_state: true,
+            count_access: true,
             persisted: Mutex::default(),
         }
     }
@@ -236,6 +238,16 @@ impl MemoryContextProvider {
     /// Do not record episodic records.
     pub fn without_episodes(mut self) -> Self {
         self.episodes = false;
+        self
+    }
+
+    /// Write nothing: no access counts, commands, episodic records or `project:` state; for a
+    /// database opened read-only.
+    pub fn read_only(mut self) -> Self {
+        self.commands = false;
+        self.episodes = false;
+        self.persist_state = false;
+        self.count_access = false;
         self
     }
 
@@ -658,7 +670,7 @@ impl ContextProvider for MemoryContextProvider {
             })
             .flat_map(|s| s.items.iter().cloned())
             .collect();
-        if !used.is_empty() {
+        if !used.is_empty() && self.count_access {
             self.store.touch(&used).await.map_err(|e| self.err(e))?;
         }
         if self.commands {
