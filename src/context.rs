@@ -37,8 +37,13 @@ impl SectionKind {
     pub const SKILLS: SectionKind = SectionKind(Cow::Borrowed("skills"));
     /// The catalog of things the model may load on demand, and its introduction.
     pub const CATALOG: SectionKind = SectionKind(Cow::Borrowed("catalog"));
-    /// Project memories.
+    /// Project memories chosen for this message.
     pub const MEMORIES: SectionKind = SectionKind(Cow::Borrowed("memories"));
+    /// Project memories sent with every request of the project (standing preferences and
+    /// corrections): stable, so they sit in the cacheable prefix.
+    pub const ESSENTIALS: SectionKind = SectionKind(Cow::Borrowed("essentials"));
+    /// Past runs similar to this message ("avoid" / "worked before").
+    pub const EPISODES: SectionKind = SectionKind(Cow::Borrowed("episodes"));
     /// Tool definitions (token accounting only).
     pub const TOOLS: SectionKind = SectionKind(Cow::Borrowed("tools"));
     /// The conversation itself (token accounting only).

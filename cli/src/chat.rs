@@ -23,7 +23,7 @@ terminal, each line is one message and each reply is printed on one line. A mess
 that fails (e.g. the model is unreachable) prints one sentence on stderr and the session goes \
 on (with the next line when piped), but the exit status is then 1. A line that is not valid \
 UTF-8 is read with its bad bytes replaced by U+FFFD, with a warning naming the line. The \
-session always ends properly (memory extraction with --memory), whether input ends, /quit is \
+session always ends properly (memory extraction and maintenance), whether input ends, /quit is \
 typed or an error stops it.";
 
 #[derive(Args, Debug)]
@@ -169,13 +169,16 @@ impl Chat<'_> {
                 )?;
             }
             "/memory" => {
-                if self.args.request.memory.is_none() {
-                    writeln!(out, "no memory database (start with --memory DB)")?;
+                if self.args.request.no_memory {
+                    writeln!(out, "memory is off (--no-memory)")?;
                 } else {
+                    let essentials = self.injected(&SectionKind::ESSENTIALS);
                     let injected = self.injected(&SectionKind::MEMORIES);
                     writeln!(
                         out,
-                        "last request carried {} memories: {}",
+                        "last request carried {} essentials: {}; {} memories: {}",
+                        essentials.len(),
+                        list_or_none(&essentials),
                         injected.len(),
                         list_or_none(&injected)
                     )?;

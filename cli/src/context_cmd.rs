@@ -51,12 +51,16 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
         .cloned()
         .unwrap_or_default();
     let memories = report.injected.get(&SectionKind::MEMORIES).map_or(0, Vec::len);
+    let essentials = report.injected.get(&SectionKind::ESSENTIALS).map_or(0, Vec::len);
+    let episodes = report.injected.get(&SectionKind::EPISODES).map_or(0, Vec::len);
     let stats = json!({
         "tokens": report.tokens.total,
         "tokens_full": tokens_full,
         "by_section": report.tokens.by_section,
         "skills": skills,
         "memories": memories,
+        "essentials": essentials,
+        "episodes": episodes,
         "providers": providers,
     });
 
@@ -85,7 +89,7 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     let reduction = 100.0 * (1.0 - report.tokens.total as f64 / tokens_full.max(1) as f64);
     writeln!(
         out,
-        "\n=== stats ===\ntokens: {} (full mode: {}, {reduction:.0}% fewer)\nskills: {}\nmemories: {memories}",
+        "\n=== stats ===\ntokens: {} (full mode: {}, {reduction:.0}% fewer)\nskills: {}\nmemories: {memories} (+ {essentials} essentials, {episodes} past runs)",
         report.tokens.total,
         tokens_full,
         list_or_none(&skills),

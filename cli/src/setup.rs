@@ -9,7 +9,9 @@ use ctxkit_skills::{
     Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
 };
 
-use crate::memory::open::{default_project, normalize_project, open_hook, open_provider};
+use crate::memory::open::{
+    default_project, memory_db_path, normalize_project, open_hook, open_provider, open_provider_with,
+};
 use crate::user_config::UserConfig;
 use crate::CliError;
 
@@ -84,9 +86,17 @@ pub struct RequestOptions {
     /// The most skills selected by their triggers per message.
     #[arg(long, default_value_t = 3)]
     pub max_skills: usize,
-    /// A memory database (SQLite) whose project memories are injected.
-    #[arg(long, value_name = "DB")]
+    /// The memory database (SQLite) whose project memories are injected (default: the one
+    /// `ctxkit memory` uses: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's data folder).
+    #[arg(long, value_name = "DB", conflicts_with = "no_memory")]
     pub memory: Option<PathBuf>,
+    /// No project memory: nothing injected, nothing remembered.
+    #[arg(long)]
+    pub no_memory: bool,
+    /// Use project memory without writing to it: no access counts, no "remember …", no episodes,
+    /// no maintenance at the end of the session.
+    #[arg(long)]
+    pub read_only: bool,
     /// The project memories are scoped to; default: the current directory.
     #[arg(long, value_name = "P")]
     pub project: Option<String>,
@@ -122,6 +132,19 @@ impl RequestOptions {
         }
     }
 
+    /// The memory database the agent uses: `--memory`, else the default one; none with
+    /// `--no-memory`, or with `--read-only` when the default database does not exist yet.
+    pub fn memory_db(&self) -> Result<Option<PathBuf>, CliError> {
+        if self.no_memory {
+            return Ok(None);
+        }
+        if self.read_only && self.memory.is_none() {
+            let db = crate::places::memory_db()?;
+            return Ok(db.is_file().then_some(db));
+        }
+        memory_db_path(self.memory.as_deref()).map(Some)
+    }
+
     pub fn project(&self) -> Result<String, CliError> {
         match &self.project {
             Some(p) => Ok(normalize_project(p)),
@@ -129,7 +152,7 @@ impl RequestOptions {
         }
     }
 
-    /// An agent over `library` in `mode`, with memory when `--memory` is given; with
+    /// An agent over `library` in `mode`, with project memory unless `--no-memory`; with
     /// `baseline`, its run reports also give the tokens `full` mode would have sent.
     pub fn agent(
         &self,
@@ -166,13 +189,19 @@ impl RequestOptions {
                 Assembly::PerRequest
             })
             .provider(SkillContextProvider::new(library.clone(), config));
-        if let Some(db) = &self.memory {
+        if let Some(db) = self.memory_db()? {
             let project = self.project()?;
-            builder = builder.provider(open_provider(db, &project)?);
-            // The dry-run model's replies are summaries, not extraction JSON: extract only
-            // with a real model.
-            let extractor = (model_name != "dry-run").then_some(extraction_model);
-            builder = builder.hook(open_hook(db, &project, extractor)?);
+            builder = builder.provider(if self.read_only {
+                open_provider_with(&db, &project, true)?
+            } else {
+                open_provider(&db, &project)?
+            });
+            if !self.read_only {
+                // The dry-run model's replies are summaries, not extraction JSON: extract only
+                // with a real model.
+                let extractor = (model_name != "dry-run").then_some(extraction_model);
+                builder = builder.hook(open_hook(&db, &project, extractor)?);
+            }
         }
         if baseline {
             builder = builder.report_baseline();

@@ -410,6 +410,8 @@ fn chat_exits_1_when_a_message_fails_and_goes_on_without_showing_url_credentials
             "openai:test-model",
             "--base-url",
             &base,
+            // Model failures only: no memory, so no extraction at the session's end.
+            "--no-memory",
         ],
         b"first\nsecond\n",
     );
@@ -444,6 +446,8 @@ fn chat_exits_1_when_the_model_is_unreachable() {
             "openai:test-model",
             "--base-url",
             &base,
+            // Model failures only: no memory, so no extraction at the session's end.
+            "--no-memory",
         ],
         b"hello\n/stats\n",
     );
@@ -553,7 +557,10 @@ fn skill_tools_are_offered_only_when_the_user_trusts_them() {
         args.extend_from_slice(extra);
         args.push("paint it");
         let mut command = ctxkit_command();
-        command.args(&args).current_dir(tmp.path());
+        command
+            .args(&args)
+            .current_dir(tmp.path())
+            .env("CTXKIT_MEMORY_DB", tmp.path().join("memory.db"));
         let config_file = tmp.path().join("user-config.toml");
         match config {
             Some(text) => std::fs::write(&config_file, text).unwrap(),
@@ -592,6 +599,7 @@ fn skill_tools_are_offered_only_when_the_user_trusts_them() {
     let o = ctxkit_command()
         .args(["context", "--skills", skills.to_str().unwrap(), "paint it"])
         .env("CTXKIT_CONFIG", &config_file)
+        .env("CTXKIT_MEMORY_DB", tmp.path().join("memory.db"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -630,6 +638,7 @@ fn a_skill_linking_to_the_environment_leaks_nothing() {
         let o = ctxkit_command()
             .args(&args)
             .env("OPENAI_API_KEY", "sk-test-must-not-appear")
+            .env("CTXKIT_MEMORY_DB", tmp.path().join("memory.db"))
             .output()
             .unwrap();
         let all = format!("{}{}", stdout(&o), stderr(&o));
@@ -885,7 +894,7 @@ fn ctxkit_unprivileged(cwd: &Path, args: &[&str]) -> Option<Output> {
     let o = cmd
         .args(args)
         .current_dir(cwd)
-        .env_remove("CTXKIT_MEMORY_DB")
+        .env("CTXKIT_MEMORY_DB", cwd.join("never-used.db"))
         .env("CTXKIT_CACHE_DIR", cwd.join("cache"))
         .stdin(Stdio::null())
         .output()
@@ -1061,4 +1070,96 @@ fn concurrent_processes_share_one_index_cache() {
         .wait_with_output()
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("Edited body."));
+}
+
+/// `ctxkit` in `dir` with `dir/memory.db` as the default memory database (never the user's).
+fn ctxkit_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = ctxkit_command()
+        .args(args)
+        .current_dir(dir)
+        .env("CTXKIT_MEMORY_DB", dir.join("memory.db"))
+        .env("CTXKIT_CONFIG", dir.join("config.toml"))
+        .env_remove("CTXKIT_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn chat_remembers_a_preference_and_sends_it_with_an_unrelated_question_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = skills_dir();
+    let chat = ["chat", "--skills", skills.to_str().unwrap()];
+    let o = ctxkit_in(
+        dir.path(),
+        &chat,
+        "remember that we always use pnpm, not npm\nhow do I install lodash?\n/memory\n",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    // No word in common with the preference, and still the request carries it.
+    assert!(lines[1].contains("Memories: 1."), "{out}");
+    let listed = ctxkit_in(dir.path(), &["memory", "list", "--json"], "");
+    let memories = json_lines(&listed);
+    assert_eq!(memories.len(), 1, "{}", stdout(&listed));
+    assert_eq!(memories[0]["content"], "We always use pnpm, not npm");
+    let id = memories[0]["id"].as_str().unwrap();
+    assert_eq!(
+        lines[2],
+        format!("last request carried 1 essentials: {id}; 0 memories: none"),
+        "{out}"
+    );
+    let o = ctxkit_in(dir.path(), &["context", "--json", "how do I install lodash?"], "");
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["stats"]["essentials"], 1);
+    assert!(v["system"]
+        .as_str()
+        .unwrap()
+        .contains("- [PREF] We always use pnpm, not npm"));
+
+    // --no-memory: nothing sent, nothing remembered.
+    let o = ctxkit_in(
+        dir.path(),
+        &[&chat[..], &["--no-memory"]].concat(),
+        "how do I install lodash?\n/memory\n",
+    );
+    let out = stdout(&o);
+    assert!(out.lines().next().unwrap().contains("Memories: 0."), "{out}");
+    assert!(out.contains("memory is off"), "{out}");
+}
+
+#[test]
+fn memory_list_all_shows_what_a_newer_memory_superseded() {
+    let dir = tempfile::tempdir().unwrap();
+    let add = |content: &str| {
+        let o = ctxkit_in(
+            dir.path(),
+            &["memory", "add", "--category", "preference", content],
+            "",
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).trim().to_string()
+    };
+    let old = add("Always use pnpm");
+    let new = add("Use bun instead of pnpm");
+    let current = stdout(&ctxkit_in(dir.path(), &["memory", "list"], ""));
+    assert!(!current.contains("Always use pnpm"), "{current}");
+    let all = stdout(&ctxkit_in(dir.path(), &["memory", "list", "--all"], ""));
+    assert!(
+        all.contains(&format!(
+            "Always use pnpm  (importance 0.50, superseded by {new})"
+        )),
+        "{all}"
+    );
+    let history = stdout(&ctxkit_in(dir.path(), &["memory", "history", &old], ""));
+    let line = history.lines().find(|l| l.contains("supersede")).expect(&history);
+    let entry = line.trim_start_matches('#').split_whitespace().next().unwrap();
+    let o = ctxkit_in(dir.path(), &["memory", "undo", entry], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&ctxkit_in(dir.path(), &["memory", "list"], "")).contains("Always use pnpm"));
 }

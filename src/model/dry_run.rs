@@ -5,7 +5,8 @@ use crate::text::list_or_none;
 use crate::{Message, Result, SectionKind};
 
 /// The offline default: answers with a one-paragraph summary of the request it received —
-/// which instructions, skills, memories and tools, and how many tokens.
+/// which instructions, skills, memories (per message and essential) and tools, and how many
+/// tokens.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DryRunModel;
 
@@ -35,7 +36,7 @@ fn summarize(request: &ModelRequest) -> String {
         meta.tokens,
         list_or_none(&sources),
         list_or_none(&meta.items_of(&SectionKind::SKILLS)),
-        meta.items_of(&SectionKind::MEMORIES).len(),
+        meta.items_of(&SectionKind::MEMORIES).len() + meta.items_of(&SectionKind::ESSENTIALS).len(),
         list_or_none(&tools),
     )
 }

@@ -74,6 +74,9 @@ pub enum MemoryCommand {
     List {
         #[arg(long, value_parser = parse_category)]
         category: Option<MemoryCategory>,
+        /// Also superseded memories (replaced by newer ones, kept for history and undo).
+        #[arg(long)]
+        all: bool,
         #[arg(long, default_value_t = 100)]
         limit: usize,
         #[arg(long, default_value_t = 0)]
@@ -139,7 +142,8 @@ pub enum MemoryCommand {
         #[arg(long)]
         all_projects: bool,
     },
-    /// Read JSON lines written by export ('-' for stdin); memories already present are skipped.
+    /// Read JSON lines ('-' for stdin): records written by export, or minimal ones such as
+    /// {"content": "…", "category": "preference"}; memories already present are skipped.
     Import {
         file: PathBuf,
         /// Keep each record's own project instead of moving it into --project.
@@ -225,6 +229,7 @@ async fn execute(
         }
         MemoryCommand::List {
             category,
+            all,
             limit,
             offset,
             json,
@@ -233,6 +238,7 @@ async fn execute(
                 category,
                 limit,
                 offset,
+                include_superseded: all,
                 ..ListOptions::default()
             };
             list(store, project, options, json, out).await?;

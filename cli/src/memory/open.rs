@@ -2,7 +2,7 @@
 //! and hook built on them. `ctxkit memory` and the agent-building commands (`context`, `chat`)
 //! both start here, so every command finds the same database and scopes it to the same project.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxkit::ChatModel;
@@ -28,32 +28,54 @@ pub(crate) fn open_store(db: Option<&Path>) -> Result<SqliteMemoryStore, CliErro
 }
 
 fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<SqliteMemoryStore, CliError> {
-    let path = match db {
-        Some(p) => p.to_path_buf(),
-        None => {
-            let p = crate::places::memory_db()?;
-            if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", parent.display())))?;
-            }
-            p
-        }
-    };
+    let path = memory_db_path(db)?;
     Ok(SqliteMemoryStore::open_with(
         &path,
         OpenOptions::default().search_index(mode),
     )?)
 }
 
-/// The memory provider for `ctxkit context` / `ctxkit chat --memory DB`, scoped to `project`.
-pub fn open_provider(db: &Path, project: &str) -> Result<MemoryContextProvider, CliError> {
-    let store = Arc::new(open_store_with(Some(db), SearchIndex::Background)?);
-    Ok(MemoryContextProvider::new(store).with_project(normalize_project(project)))
+/// The database a command uses: `db` when given, else the default one (`$CTXKIT_MEMORY_DB`,
+/// else the user's data folder), whose folder is created. Every command (`memory`, `context`,
+/// `chat`, the agent hook) finds its database here, so they all see the same memories.
+pub fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
+    match db {
+        Some(p) => Ok(p.to_path_buf()),
+        None => {
+            let p = crate::places::memory_db()?;
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", parent.display())))?;
+            }
+            Ok(p)
+        }
+    }
 }
 
-/// The lifecycle hook for `ctxkit chat --memory DB`: loads and persists `project:` state and,
-/// given a model, extracts memories at `/new`, `/compact` and the end of the session. Give it
-/// no model with the offline dry-run model, whose replies are not extraction JSON.
+/// The memory provider for `ctxkit context` / `ctxkit chat`, scoped to `project`.
+pub fn open_provider(db: &Path, project: &str) -> Result<MemoryContextProvider, CliError> {
+    open_provider_with(db, project, false)
+}
+
+/// [`open_provider`], or with `read_only` a provider that writes nothing on a database opened
+/// read-only.
+pub fn open_provider_with(
+    db: &Path,
+    project: &str,
+    read_only: bool,
+) -> Result<MemoryContextProvider, CliError> {
+    let options = OpenOptions::default()
+        .search_index(SearchIndex::Background)
+        .read_only(read_only);
+    let store = Arc::new(SqliteMemoryStore::open_with(db, options)?);
+    let provider = MemoryContextProvider::new(store).with_project(normalize_project(project));
+    Ok(if read_only { provider.read_only() } else { provider })
+}
+
+/// The lifecycle hook for `ctxkit chat`: loads `project:` state, given a model extracts
+/// memories at `/new`, `/compact` and the end of the session, and decays and prunes the project
+/// at the end of the session. Give it no model with the offline dry-run model, whose replies
+/// are not extraction JSON.
 pub fn open_hook(
     db: &Path,
     project: &str,

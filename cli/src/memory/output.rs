@@ -13,8 +13,13 @@ use crate::CliError;
 
 /// A memory on one line: id, badge, content and importance.
 pub(super) fn line(e: &MemoryEntry) -> String {
+    let superseded = e
+        .superseded_by
+        .as_ref()
+        .map(|s| format!(", superseded by {}", printable(s)))
+        .unwrap_or_default();
     format!(
-        "{}  {} {}  (importance {:.2})",
+        "{}  {} {}  (importance {:.2}{superseded})",
         printable(&e.id),
         e.category.badge(),
         printable(&e.content),

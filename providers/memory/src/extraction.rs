@@ -126,7 +126,12 @@ pub struct ExtractedMemory {
     pub content: String,
     pub keywords: Vec<String>,
     pub importance: f32,
+    /// Ids of known memories the model says this one replaces.
+    pub supersedes: Vec<String>,
 }
+
+/// At most this many `supersedes` ids per proposed memory.
+const MAX_SUPERSEDES: usize = 8;
 
 /// What an extraction did, so a caller of [`MemoryHook::finish`](crate::MemoryHook::finish)
 /// can see what was learned, what was already known and what was refused.
@@ -160,7 +165,7 @@ pub(crate) fn build_prompt(input: &ExtractionInput, existing: &[MemoryEntry]) ->
     };
     let known: Vec<String> = existing
         .iter()
-        .map(|e| format!("{} {}", e.category.badge(), e.content))
+        .map(|e| format!("{} {} (id {})", e.category.badge(), e.content, e.id))
         .collect();
     let or_none = |s: &str| {
         if s.trim().is_empty() {
@@ -201,7 +206,8 @@ Return a JSON array:
     "category": "preference|convention|pattern|correction|fact",
     "content": "concise factual statement",
     "keywords": ["keyword1", "keyword2"],
-    "importance": 0.0-1.0
+    "importance": 0.0-1.0,
+    "supersedes": ["id of a known memory this one replaces, if any"]
   }}
 ]
 
@@ -212,6 +218,7 @@ Rules:
 - "correction": mistakes to avoid (e.g., "editing executor.rs requires cargo check due to type complexity")
 - "fact": general project facts (e.g., "frontend uses Zustand for state management")
 - importance: 0.9+ for explicit user instructions, 0.5-0.8 for discovered patterns, 0.3-0.5 for general facts
+- "supersedes": when a new fact contradicts or replaces a known one (e.g. the project moved from pnpm to bun), list the known memory's id; otherwise omit it
 - Do NOT extract secrets, credentials, API keys, or passwords
 - Return empty array [] if nothing worth extracting
 "#,
@@ -333,11 +340,35 @@ fn parse_item(n: usize, v: &Value) -> Result<ExtractedMemory> {
             )))
         }
     };
+    let supersedes = match obj.get("supersedes") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(id)) => vec![id.clone()],
+        Some(Value::Array(items)) if items.len() <= MAX_SUPERSEDES => items
+            .iter()
+            .map(|k| {
+                k.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(format!("`supersedes` must hold memory ids, found {}", kind(k))))
+            })
+            .collect::<Result<Vec<_>>>()?,
+        Some(Value::Array(_)) => {
+            return Err(bad(format!(
+                "`supersedes` names more than {MAX_SUPERSEDES} memories"
+            )))
+        }
+        Some(other) => {
+            return Err(bad(format!(
+                "`supersedes` must be a list of memory ids, found {}",
+                kind(other)
+            )))
+        }
+    };
     Ok(ExtractedMemory {
         category,
         content,
         keywords,
         importance,
+        supersedes,
     })
 }
 
@@ -430,6 +461,7 @@ impl MemoryExtractor {
             let mut entry = NewMemoryEntry::new(project, m.category, m.content)
                 .importance(m.importance)
                 .keywords(m.keywords)
+                .supersedes(m.supersedes)
                 .context("extracted from a session by the model");
             entry.source_session_id = input.session_id.clone();
             match self.store.upsert(entry).await {

@@ -5,7 +5,11 @@
 //! - `session_end` extracts memories from the conversation (the thread's `project:` state is
 //!   persisted by [`MemoryContextProvider`](crate::MemoryContextProvider) at the end of every
 //!   run, so it survives a session that never ends cleanly);
-//! - `compaction` extracts memories from the messages that were compacted away.
+//! - `compaction` extracts memories from the messages that were compacted away;
+//! - `session_end` then keeps the project tidy (seed 004 §3.2): decay, then prune below
+//!   [`MemoryHook::DEFAULT_PRUNE_BELOW`] ([`MemoryHook::with_maintenance`] sets it,
+//!   [`MemoryHook::without_maintenance`] turns it off, e.g. for read-only use). A failed
+//!   maintenance is logged and never fails the session's end.
 //!
 //! By default extraction runs inside the hook, so a failure comes back from
 //! `Agent::end_session` / `Agent::compact` as a hook error (and is logged). With
@@ -22,12 +26,15 @@ use crate::error::Result;
 use crate::extraction::{ExtractionInput, ExtractionReport, MemoryExtractor};
 use crate::store::MemoryStore;
 
-/// Loads `project:` state at session start and runs extraction at session end and compaction.
+/// Loads `project:` state at session start, runs extraction at session end and compaction,
+/// and decays and prunes at session end.
 pub struct MemoryHook {
     store: Arc<dyn MemoryStore>,
     extractor: Option<Arc<MemoryExtractor>>,
     project: Option<String>,
     background: bool,
+    /// Prune threshold of session-end maintenance; `None`: no maintenance.
+    maintenance: Option<f32>,
     pending: Mutex<Vec<JoinHandle<Result<ExtractionReport>>>>,
 }
 
@@ -37,20 +44,39 @@ impl std::fmt::Debug for MemoryHook {
             .field("project", &self.project)
             .field("extracts", &self.extractor.is_some())
             .field("background", &self.background)
+            .field("maintenance", &self.maintenance)
             .finish_non_exhaustive()
     }
 }
 
 impl MemoryHook {
-    /// A hook that only loads `project:` state.
+    /// Memories whose importance decayed below this are deleted at session end (an importance
+    /// of 0.5 gets there after about 45 weeks without use).
+    pub const DEFAULT_PRUNE_BELOW: f32 = 0.05;
+
+    /// A hook that loads `project:` state and maintains the project at session end.
     pub fn new(store: Arc<dyn MemoryStore>) -> Self {
         MemoryHook {
             store,
             extractor: None,
             project: None,
             background: false,
+            maintenance: Some(Self::DEFAULT_PRUNE_BELOW),
             pending: Mutex::default(),
         }
+    }
+
+    /// At session end, decay and then delete memories below `prune_below` (default
+    /// [`MemoryHook::DEFAULT_PRUNE_BELOW`]).
+    pub fn with_maintenance(mut self, prune_below: f32) -> Self {
+        self.maintenance = Some(prune_below);
+        self
+    }
+
+    /// No decay or prune at session end.
+    pub fn without_maintenance(mut self) -> Self {
+        self.maintenance = None;
+        self
     }
 
     /// Also extract memories with this extractor at session end and compaction.
@@ -152,7 +178,19 @@ impl Hook for MemoryHook {
             return Ok(());
         }
         let input = ExtractionInput::from_session(summary, ctx.state);
-        self.extract(project, input, "session_end").await
+        let extracted = self.extract(project.clone(), input, "session_end").await;
+        if let Some(prune_below) = self.maintenance {
+            match self.store.maintain(&project, prune_below).await {
+                Ok(r) => tracing::info!(
+                    project,
+                    decayed = r.decayed,
+                    pruned = r.pruned,
+                    "memory maintenance"
+                ),
+                Err(e) => tracing::warn!(project, error = %e, "memory maintenance failed"),
+            }
+        }
+        extracted
     }
 
     async fn compaction(

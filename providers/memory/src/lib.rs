@@ -64,6 +64,7 @@ mod retrieval;
 pub mod secrets;
 mod sqlite;
 mod store;
+mod supersede;
 mod text;
 mod types;
 
@@ -111,6 +112,7 @@ const _: () = {
         assert_send_sync::<records::ImportReport>();
         assert_send_sync::<records::ExtractionReport>();
         assert_send_sync::<records::MemoryStats>();
+        assert_send_sync::<records::MaintenanceReport>();
         assert_send_sync::<secrets::SecretFinding>();
         assert_send_sync::<Box<dyn MemoryStore>>();
     }

@@ -1,13 +1,20 @@
 //! [`MemoryContextProvider`]: project memory as a ctxkit context provider.
 //!
-//! - `invoking` injects `## Project Memory` with the memories most relevant to the latest user
-//!   message (category badges, best first) within 2,000 characters and the run's token budget;
-//!   for "what do you remember about …" it injects what matches that query instead, and for a
-//!   "remember …" holding a secret it tells the model the request was refused and why.
+//! - `invoking` injects, in the stable prefix of every request, `## Project Essentials`: the
+//!   project's preferences and corrections of importance ≥ 0.8 (an explicit "remember that …"
+//!   is 0.95), most important then newest first, within their own 1,000 characters — a
+//!   standing preference applies whether or not the message shares a word with it. Then, per
+//!   message, `## Project Memory` with the other memories most relevant to the latest user
+//!   message (category badges, best first) and `## Past Runs`, similar earlier runs as short
+//!   "avoid" / "worked before" / "found" lines, together within 2,000 characters and the run's
+//!   token budget; for "what do you remember about …" it injects what matches that query
+//!   instead, and for a "remember …" holding a secret it tells the model the request was
+//!   refused and why. Text matching a secret rule is redacted when read, whenever it was stored.
 //! - `invoking` only reads: previews call it too, and nothing a preview does is recorded.
 //! - `run_finished`, once per run, does every write: it counts an access for each memory the
 //!   run injected, carries out explicit commands ("remember …", "forget …"), persists the
-//!   thread's `project:` state and records one episodic record.
+//!   thread's `project:` state and records one episodic record: a failure when the run
+//!   failed, a discovery when a tool failed and the run still got its answer, else a success.
 //!
 //! Memories are scoped by `RunInfo::project` (or the provider's own project); without a
 //! project the provider contributes nothing and writes nothing.
@@ -35,6 +42,23 @@ pub const INTRO: &str = "The following facts were learned from previous sessions
 /// The default injection budget in characters (about 500 tokens).
 pub const DEFAULT_MAX_CHARS: usize = 2000;
 const SUMMARY_CHARS: usize = 300;
+/// The heading of the memories sent with every request.
+pub const ESSENTIALS_HEADING: &str = "## Project Essentials";
+/// The line under it.
+pub const ESSENTIALS_INTRO: &str =
+    "Standing preferences and corrections for this project; always apply them:";
+/// The essentials' own budget in characters.
+pub const DEFAULT_ESSENTIAL_CHARS: usize = 1000;
+/// Preferences and corrections at least this important are essentials.
+pub const DEFAULT_ESSENTIAL_IMPORTANCE: f32 = 0.8;
+/// The heading of similar earlier runs.
+pub const EPISODES_HEADING: &str = "## Past Runs";
+/// Earlier runs at least this similar to the message are shown…
+const EPISODE_SIMILARITY: f32 = 0.35;
+/// …at most this many, from the latest this many.
+const MAX_EPISODES: usize = 3;
+const EPISODE_WINDOW: usize = 200;
+const EPISODE_LINE_CHARS: usize = 240;
 
 /// The line a command is read from, as typed: the message's first line.
 fn command_line(message: &str) -> &str {
@@ -49,12 +73,31 @@ pub fn render_memories(
     max_chars: usize,
     max_tokens: Option<(usize, &dyn TokenCounter)>,
 ) -> (String, Vec<String>) {
-    let head = format!("{HEADING}\n{INTRO}\n");
-    let mut text = head.clone();
+    let lines: Vec<(String, String)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e.id.clone(),
+                format!("{} {}", e.category.badge(), e.content.trim()),
+            )
+        })
+        .collect();
+    render_lines(&format!("{HEADING}\n{INTRO}\n"), &lines, max_chars, max_tokens)
+}
+
+/// Render `head` and as many `(id, line)` as fit in `max_chars` characters and (when given)
+/// `max_tokens` tokens, in order, skipping a line that does not fit. Nothing fits → empty.
+fn render_lines(
+    head: &str,
+    lines: &[(String, String)],
+    max_chars: usize,
+    max_tokens: Option<(usize, &dyn TokenCounter)>,
+) -> (String, Vec<String>) {
+    let mut text = head.to_string();
     let mut chars = text.chars().count();
     let mut ids = Vec::new();
-    for e in entries {
-        let line = format!("\n- {} {}", e.category.badge(), e.content.trim());
+    for (id, body) in lines {
+        let line = format!("\n- {body}");
         let line_chars = line.chars().count();
         if chars + line_chars > max_chars {
             continue;
@@ -67,7 +110,7 @@ pub fn render_memories(
         }
         text.push_str(&line);
         chars += line_chars;
-        ids.push(e.id.clone());
+        ids.push(id.clone());
     }
     if ids.is_empty() {
         return (String::new(), ids);
@@ -93,10 +136,13 @@ pub struct MemoryContextProvider {
     max_chars: usize,
     max_memories: usize,
     min_importance: f32,
+    essential_chars: usize,
+    essential_importance: f32,
     counter: Arc<dyn TokenCounter>,
     commands: bool,
     episodes: bool,
     persist_state: bool,
+    count_access: bool,
     /// `project:` state values already persisted, per project and key.
     persisted: Mutex<HashMap<(String, String), serde_json::Value>>,
 }
@@ -123,10 +169,13 @@ impl MemoryContextProvider {
             max_chars: DEFAULT_MAX_CHARS,
             max_memories: 10,
             min_importance: 0.1,
+            essential_chars: DEFAULT_ESSENTIAL_CHARS,
+            essential_importance: DEFAULT_ESSENTIAL_IMPORTANCE,
             counter: Arc::new(BpeCounter),
             commands: true,
             episodes: true,
             persist_state: true,
+            count_access: true,
             persisted: Mutex::default(),
         }
     }
@@ -161,6 +210,19 @@ impl MemoryContextProvider {
         self
     }
 
+    /// Character budget of the essentials sent with every request (default 1,000; 0 turns
+    /// them off).
+    pub fn with_essential_chars(mut self, chars: usize) -> Self {
+        self.essential_chars = chars;
+        self
+    }
+
+    /// Preferences and corrections at least this important are essentials (default 0.8).
+    pub fn with_essential_importance(mut self, importance: f32) -> Self {
+        self.essential_importance = importance;
+        self
+    }
+
     /// How the run's token budget is counted (default: real BPE counts).
     pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = counter;
@@ -176,6 +238,16 @@ impl MemoryContextProvider {
     /// Do not record episodic records.
     pub fn without_episodes(mut self) -> Self {
         self.episodes = false;
+        self
+    }
+
+    /// Write nothing: no access counts, commands, episodic records or `project:` state; for a
+    /// database opened read-only.
+    pub fn read_only(mut self) -> Self {
+        self.commands = false;
+        self.episodes = false;
+        self.persist_state = false;
+        self.count_access = false;
         self
     }
 
@@ -196,6 +268,65 @@ impl MemoryContextProvider {
 
     fn err(&self, e: MemoryError) -> Error {
         Error::provider(self.name.clone(), e)
+    }
+
+    /// The project's essentials: current preferences and corrections of at least the
+    /// essential importance, most important then newest first.
+    async fn essentials(&self, project: &str) -> Result<Vec<MemoryEntry>, MemoryError> {
+        if self.essential_chars == 0 {
+            return Ok(Vec::new());
+        }
+        let options = ListOptions {
+            limit: 64,
+            order: ListOrder::Importance,
+            ..ListOptions::default()
+        };
+        let mut entries = self.store.list(project, options).await?;
+        entries.retain(|e| {
+            matches!(
+                e.category,
+                MemoryCategory::Preference | MemoryCategory::Correction
+            ) && e.importance >= self.essential_importance.max(self.min_importance)
+        });
+        Ok(entries)
+    }
+
+    /// Earlier runs of the project similar to `message`, most similar first: failures and
+    /// discoveries always, successes only when they used tools (an answer alone teaches little).
+    async fn similar_episodes(
+        &self,
+        project: &str,
+        message: &str,
+    ) -> Result<Vec<EpisodicRecord>, MemoryError> {
+        let q_terms = crate::text::terms(message);
+        if q_terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let episodes = self.store.episodes(project, EPISODE_WINDOW).await?;
+        let tasks: Vec<Vec<String>> = episodes
+            .iter()
+            .map(|e| crate::text::terms(&e.task_summary))
+            .collect();
+        let mut df: HashMap<String, u32> = HashMap::new();
+        for t in &tasks {
+            for term in t.iter().collect::<std::collections::BTreeSet<_>>() {
+                *df.entry(term.clone()).or_default() += 1;
+            }
+        }
+        let vocab = crate::retrieval::Vocabulary::new(tasks.len() as u64, df);
+        let qv = vocab.vector(&q_terms);
+        let mut scored: Vec<(f32, EpisodicRecord)> = episodes
+            .into_iter()
+            .zip(&tasks)
+            .filter(|(e, _)| e.record_type != RecordType::Success || !e.tools_used.is_empty())
+            .map(|(e, t)| (qv.cosine(&vocab.vector(t)), e))
+            .filter(|(s, _)| *s >= EPISODE_SIMILARITY)
+            .collect();
+        scored.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| b.1.created_at.cmp(&a.1.created_at))
+        });
+        Ok(scored.into_iter().take(MAX_EPISODES).map(|(_, e)| e).collect())
     }
 
     /// The memories to consider for this message, best first.
@@ -337,9 +468,23 @@ impl MemoryContextProvider {
             }
         }
         let user = outcome.input;
-        let (record_type, ending) = match outcome.result {
-            Ok(reply) => (RecordType::Success, reply.content.clone()),
-            Err(e) => (RecordType::Failure, format!("the run failed: {e}")),
+        // A tool that failed (its error went back to the model) in a run that still ended
+        // with an answer: the way around it is worth finding again.
+        let failed_tool = outcome.messages[start..]
+            .iter()
+            .find(|m| m.role == Role::Tool && m.content.trim_start().starts_with("error:"));
+        let (record_type, ending) = match (outcome.result, failed_tool) {
+            (Ok(reply), Some(t)) => (
+                RecordType::Discovery,
+                format!(
+                    "`{}` failed ({}), then: {}",
+                    t.name.as_deref().unwrap_or("a tool"),
+                    truncate_chars(t.content.trim(), 80),
+                    reply.content
+                ),
+            ),
+            (Ok(reply), None) => (RecordType::Success, reply.content.clone()),
+            (Err(e), _) => (RecordType::Failure, format!("the run failed: {e}")),
         };
         let clean = |s: &str| truncate_chars(&secrets::redact(s.trim()), SUMMARY_CHARS);
         let task = clean(&user.content);
@@ -385,13 +530,80 @@ impl ContextProvider for MemoryContextProvider {
         } else {
             None
         };
-        let entries = self
+        let essentials = self.essentials(&project).await.map_err(|e| self.err(e))?;
+        let essential_lines: Vec<(String, String)> = essentials
+            .iter()
+            .map(|e| {
+                (
+                    e.id.clone(),
+                    format!("{} {}", e.category.badge(), e.content.trim()),
+                )
+            })
+            .collect();
+        let tokens = run.token_budget.map(|b| (b, &*self.counter));
+        let (essential_text, essential_ids) = render_lines(
+            &format!("{ESSENTIALS_HEADING}\n{ESSENTIALS_INTRO}\n"),
+            &essential_lines,
+            self.essential_chars,
+            tokens,
+        );
+        // What the essentials used is not there for the rest.
+        let tokens = run.token_budget.map(|b| {
+            let used = if essential_text.is_empty() {
+                0
+            } else {
+                self.counter.count(&essential_text)
+            };
+            (b.saturating_sub(used), &*self.counter)
+        });
+        let mut entries = self
             .select(&project, &user.content, command.as_ref())
             .await
             .map_err(|e| self.err(e))?;
+        entries.retain(|e| !essential_ids.contains(&e.id));
         let refs: Vec<&MemoryEntry> = entries.iter().collect();
-        let tokens = run.token_budget.map(|b| (b, &*self.counter));
         let (mut text, ids) = render_memories(&refs, self.max_chars, tokens);
+
+        // Similar earlier runs, in what the memories left of the budget.
+        let episodes = if command.is_none() {
+            self.similar_episodes(&project, &user.content)
+                .await
+                .map_err(|e| self.err(e))?
+        } else {
+            Vec::new()
+        };
+        let episode_lines: Vec<(String, String)> = episodes
+            .iter()
+            .map(|e| {
+                let task = secrets::redact(&e.task_summary);
+                let line = match e.record_type {
+                    RecordType::Failure => {
+                        format!("[AVOID] {task} — failed: {}", secrets::redact(&e.outcome_summary))
+                    }
+                    RecordType::Discovery => {
+                        format!("[FOUND] {task} — {}", secrets::redact(&e.outcome_summary))
+                    }
+                    RecordType::Success => {
+                        format!("[WORKED] {task} — {}", secrets::redact(&e.approach_summary))
+                    }
+                };
+                (
+                    e.id.clone(),
+                    truncate_chars(&line.replace('\n', " "), EPISODE_LINE_CHARS),
+                )
+            })
+            .collect();
+        let left = self.max_chars.saturating_sub(text.chars().count());
+        let tokens_left = tokens.map(|(b, c)| {
+            let used = if text.is_empty() { 0 } else { c.count(&text) };
+            (b.saturating_sub(used), c)
+        });
+        let (episode_text, episode_ids) = render_lines(
+            &format!("{EPISODES_HEADING}\nEarlier runs of similar tasks in this project:\n"),
+            &episode_lines,
+            left,
+            tokens_left,
+        );
 
         let mut notes = Vec::new();
         match &command {
@@ -425,10 +637,21 @@ impl ContextProvider for MemoryContextProvider {
                 text.push_str(&note);
             }
         }
-        if text.is_empty() {
-            return Ok(Context::new());
+        let mut ctx = Context::new();
+        if !essential_text.is_empty() {
+            ctx = ctx.with_section(
+                Section::stable(SectionKind::ESSENTIALS, essential_text).with_items(essential_ids),
+            );
         }
-        Ok(Context::new().with_section(Section::per_message(SectionKind::MEMORIES, text).with_items(ids)))
+        if !text.is_empty() {
+            ctx = ctx.with_section(Section::per_message(SectionKind::MEMORIES, text).with_items(ids));
+        }
+        if !episode_text.is_empty() {
+            ctx = ctx.with_section(
+                Section::per_message(SectionKind::EPISODES, episode_text).with_items(episode_ids),
+            );
+        }
+        Ok(ctx)
     }
 
     async fn run_finished(&self, run: &RunInfo, outcome: &RunOutcome<'_>) -> ctxkit::Result<()> {
@@ -441,10 +664,13 @@ impl ContextProvider for MemoryContextProvider {
             .iter()
             // Its own sections: attributed to it by composition, or unattributed when the
             // provider is called on its own.
-            .filter(|s| s.kind == SectionKind::MEMORIES && (s.source == self.name || s.source.is_empty()))
+            .filter(|s| {
+                (s.kind == SectionKind::MEMORIES || s.kind == SectionKind::ESSENTIALS)
+                    && (s.source == self.name || s.source.is_empty())
+            })
             .flat_map(|s| s.items.iter().cloned())
             .collect();
-        if !used.is_empty() {
+        if !used.is_empty() && self.count_access {
             self.store.touch(&used).await.map_err(|e| self.err(e))?;
         }
         if self.commands {

@@ -6,5 +6,6 @@
 pub use crate::extraction::ExtractionReport;
 pub use crate::sqlite::{ExportRecord, ImportReport};
 pub use crate::types::{
-    EpisodicRecord, HistoryAction, HistoryEntry, MemoryStats, NewEpisodicRecord, RecordType,
+    EpisodicRecord, HistoryAction, HistoryEntry, MaintenanceReport, MemoryStats, NewEpisodicRecord,
+    RecordType,
 };

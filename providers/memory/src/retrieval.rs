@@ -94,23 +94,19 @@ impl Vocabulary {
 
     /// Smoothed inverse document frequency: `ln((1 + N) / (1 + df)) + 1`.
     pub fn idf(&self, term: &str) -> f32 {
-        (((1 + self.docs) as f64 / (1 + self.df(term) as u64) as f64).ln() + 1.0) as f32
+        idf(self.docs, self.df(term))
     }
 
     /// The TF-IDF vector of a list of terms.
     pub fn vector(&self, terms: &[String]) -> TfIdf {
-        let mut sorted: Vec<&str> = terms.iter().map(String::as_str).collect();
-        sorted.sort_unstable();
-        let mut weights: Vec<(String, f32)> = Vec::new();
-        for term in sorted {
-            match weights.last_mut() {
-                Some((t, w)) if t == term => *w += self.idf(term),
-                _ => weights.push((term.to_string(), self.idf(term))),
-            }
-        }
-        let norm = weights.iter().map(|(_, w)| w * w).sum::<f32>().sqrt();
-        TfIdf { weights, norm }
+        TfIdf::build(terms, |t| self.idf(t))
     }
+}
+
+/// Smoothed inverse document frequency of a term found in `df` of `docs` documents:
+/// `ln((1 + N) / (1 + df)) + 1`. The one formula every index computes IDF with.
+pub fn idf(docs: u64, df: u32) -> f32 {
+    (((1 + docs) as f64 / (1 + u64::from(df)) as f64).ln() + 1.0) as f32
 }
 
 /// A sparse TF-IDF vector, terms sorted.
@@ -121,6 +117,22 @@ pub struct TfIdf {
 }
 
 impl TfIdf {
+    /// The vector of `terms` with each term's IDF from `idf`: a repeated term adds its IDF
+    /// once per occurrence.
+    pub fn build(terms: &[String], idf: impl Fn(&str) -> f32) -> TfIdf {
+        let mut sorted: Vec<&str> = terms.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        let mut weights: Vec<(String, f32)> = Vec::new();
+        for term in sorted {
+            match weights.last_mut() {
+                Some((t, w)) if t == term => *w += idf(term),
+                _ => weights.push((term.to_string(), idf(term))),
+            }
+        }
+        let norm = weights.iter().map(|(_, w)| w * w).sum::<f32>().sqrt();
+        TfIdf { weights, norm }
+    }
+
     /// The terms with their weights, sorted by term.
     pub fn weights(&self) -> &[(String, f32)] {
         &self.weights
@@ -204,7 +216,7 @@ mod tests {
 
     #[test]
     fn idf_and_cosine_by_hand() {
-        let v = Vocabulary::from_texts(["pnpm workspaces", "pnpm lockfile", "cargo build"]);
+        let v = Vocabulary::from_texts(["pnpm yarn", "pnpm lockfile", "cargo build"]);
         assert_eq!(v.docs(), 3);
         assert_eq!(v.df("pnpm"), 2);
         // idf(pnpm) = ln(4/3) + 1, idf(workspaces) = ln(4/2) + 1
@@ -212,7 +224,7 @@ mod tests {
         assert!((v.idf("pnpm") - i_p).abs() < 1e-6);
         assert!((v.idf("unknown") - (4.0f32.ln() + 1.0)).abs() < 1e-6);
         let q = v.vector(&["pnpm".to_string()]);
-        let d = v.vector(&["pnpm".to_string(), "workspaces".to_string()]);
+        let d = v.vector(&["pnpm".to_string(), "yarn".to_string()]);
         let expected = i_p / (i_p * i_p + i_w * i_w).sqrt();
         assert!((q.cosine(&d) - expected).abs() < 1e-6);
         assert_eq!(q.cosine(&v.vector(&["cargo".to_string()])), 0.0);

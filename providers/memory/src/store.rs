@@ -65,6 +65,13 @@ pub trait MemoryStore: Send + Sync {
     /// write; ones already present are skipped, and an id another project holds is re-minted.
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport>;
 
+    /// Session-end upkeep of a project (seed 004 §3.2): decay importance, then delete what fell
+    /// below `prune_below`. The default does nothing: a server database schedules its own.
+    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
+        let _ = (project, prune_below);
+        Ok(MaintenanceReport::default())
+    }
+
     /// Add one memory: [`add_many`](Self::add_many) of one.
     async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
         let mut added = self.add_many(vec![entry]).await?;
@@ -262,6 +269,16 @@ impl MemoryStore for SqliteMemoryStore {
         let project = project.map(str::to_string);
         self.blocking(move |db| db.import(&records, project.as_deref()))
             .await
+    }
+
+    /// Decay then prune; nothing on a read-only database.
+    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
+        if self.is_read_only() {
+            return Ok(MaintenanceReport::default());
+        }
+        let decayed = self.decay(project).await?;
+        let pruned = self.prune(project, prune_below).await?;
+        Ok(MaintenanceReport { decayed, pruned })
     }
 
     // The SQLite core answers these directly: one query instead of a whole list or history,

@@ -7,10 +7,15 @@
 //! - `+` and `#` right after a short word stay on it (`C++`, `C#`, `F#`).
 //! - Scripts written without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) give
 //!   overlapping character bigrams (`日本語` → `日本`, `本語`); a single such character is a term.
-//! - There is no stemming: `test` and `tests` are different terms.
+//! - Words of letters only are stemmed (Snowball English, Porter 2): `webhooks` and `webhook`,
+//!   `storing` and `stored` are one term each. People ask in other inflections than they wrote
+//!   the memory in, and without stemming a plural alone made a right memory invisible. Words
+//!   with digits or symbols (`v2`, `c++`, `snake_case`) are kept as they are.
 
 use ctxkit::text::{is_word_char, is_written_without_spaces};
+use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 /// The longest a keyword may be, in characters.
 const MAX_KEYWORD_CHARS: usize = 64;
@@ -225,6 +230,11 @@ fn is_apostrophe(c: char) -> bool {
 /// The terms of `text`, in order, repeats kept, stop words removed; a run of Han or kana
 /// becomes its overlapping pairs ("日本語" → "日本", "本語").
 pub fn terms(text: &str) -> Vec<String> {
+    words(text, true)
+}
+
+/// The words of `text` as [`terms`] finds them, stemmed or as written (lowercased).
+fn words(text: &str, stem: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
@@ -269,7 +279,7 @@ pub fn terms(text: &str) -> Vec<String> {
                     rest = &rest[symbols..];
                 }
             }
-            push_word(word, &mut out);
+            push_word(word, stem, &mut out);
         } else {
             rest = &rest[c.len_utf8()..];
         }
@@ -285,9 +295,19 @@ fn push_lower(word: &mut String, c: char) {
     }
 }
 
-fn push_word(word: String, out: &mut Vec<String>) {
+fn push_word(word: String, stem: bool, out: &mut Vec<String>) {
     let trimmed = word.trim_matches('_');
     if trimmed.chars().nth(1).is_none() || is_stop_word(trimmed) {
+        return;
+    }
+    if stem && trimmed.chars().all(char::is_alphabetic) {
+        let stem = stemmer().stem(trimmed);
+        // A stem of one character ("as" is a stop word, but "is"-like leftovers) says nothing.
+        if stem.chars().nth(1).is_some() {
+            out.push(stem.into_owned());
+        } else {
+            out.push(trimmed.to_string());
+        }
         return;
     }
     out.push(if trimmed.len() == word.len() {
@@ -295,6 +315,12 @@ fn push_word(word: String, out: &mut Vec<String>) {
     } else {
         trimmed.to_string()
     });
+}
+
+/// The English Snowball stemmer, built once.
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
 fn push_unspaced(run: &[char], out: &mut Vec<String>) {
@@ -334,12 +360,16 @@ pub fn normalize_keywords<S: AsRef<str>>(keywords: &[S]) -> Vec<String> {
     out
 }
 
-/// Keywords for a memory given without any: its first distinct terms.
+/// Keywords for a memory given without any: its first words of distinct terms, as written
+/// (lowercased), so they read as words; they are stemmed when compared, like everything else.
 pub fn derive_keywords(content: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for t in terms(content) {
-        if !out.contains(&t) {
-            out.push(t);
+    let mut seen: Vec<String> = Vec::new();
+    for w in words(content, false) {
+        let stem = terms(&w).pop().unwrap_or_else(|| w.clone());
+        if !seen.contains(&stem) {
+            seen.push(stem);
+            out.push(w);
             if out.len() == DERIVED_KEYWORDS {
                 break;
             }
@@ -371,7 +401,7 @@ mod tests {
     fn terms_lowercase_drop_stop_words_and_pair_han() {
         assert_eq!(
             terms("Don't use NPM; we use pnpm in C++ builds"),
-            ["use", "npm", "use", "pnpm", "c++", "builds"]
+            ["use", "npm", "use", "pnpm", "c++", "build"]
         );
         assert_eq!(terms("日本語"), ["日本", "本語"]);
     }
@@ -389,7 +419,7 @@ mod tests {
     fn words_are_lowercased_and_filtered() {
         assert_eq!(
             terms("The API routes live in src/routes/"),
-            ["api", "routes", "live", "src", "routes"]
+            ["api", "rout", "live", "src", "rout"]
         );
         assert_eq!(terms("a b c"), Vec::<String>::new());
         assert_eq!(terms("snake_case and __init__"), ["snake_case", "init"]);
@@ -399,7 +429,7 @@ mod tests {
 
     #[test]
     fn apostrophes_and_symbols() {
-        assert_eq!(terms("the user's tests don't pass"), ["user", "tests", "pass"]);
+        assert_eq!(terms("the user's tests don't pass"), ["user", "test", "pass"]);
         assert_eq!(terms("it’s Rust’s borrow checker"), ["rust", "borrow", "checker"]);
         assert_eq!(terms("C++ and C# but not a+b"), ["c++", "c#"]);
         assert_eq!(terms("g++ x++y"), ["g++"]);
@@ -425,6 +455,13 @@ mod tests {
             ["use", "pnpm", "npm", "workspaces"]
         );
         assert_eq!(keyword_terms(&["package manager", "pnpm"]).len(), 3);
+    }
+
+    #[test]
+    fn inflections_share_a_stem() {
+        assert_eq!(terms("webhooks"), terms("webhook"));
+        assert_eq!(terms("storing prices"), terms("stored price"));
+        assert_eq!(terms("v2 c++ snake_case"), ["v2", "c++", "snake_case"]);
     }
 
     #[test]

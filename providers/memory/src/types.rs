@@ -115,6 +115,14 @@ pub struct MemoryEntry {
     /// `last_accessed_at`, so running it often compounds to the same result as running it once.
     #[serde(default)]
     pub decayed_at: Option<i64>,
+    /// The memory that replaced this one (a newer, contradicting statement on the same
+    /// subject). A superseded memory is kept for history and undo but never injected or found
+    /// by a search; `list` shows it only when asked ([`ListOptions::include_superseded`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// When it was superseded (Unix milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_at: Option<i64>,
 }
 
 /// A memory to create.
@@ -138,6 +146,11 @@ pub struct NewMemoryEntry {
     /// How it was learned, for whoever reads the memory later.
     #[serde(default)]
     pub source_context: Option<String>,
+    /// Ids of memories of the same project this one replaces (the extraction model's
+    /// `supersedes`); they are marked superseded when it is stored. Contradictions stated in
+    /// the content ("… instead of …", "no longer …") are found without it.
+    #[serde(default)]
+    pub supersedes: Vec<String>,
 }
 
 fn default_importance() -> f32 {
@@ -159,6 +172,7 @@ impl NewMemoryEntry {
             importance: default_importance(),
             source_session_id: None,
             source_context: None,
+            supersedes: Vec::new(),
         }
     }
 
@@ -183,6 +197,12 @@ impl NewMemoryEntry {
     /// Record how it was learned.
     pub fn context(mut self, context: impl Into<String>) -> Self {
         self.source_context = Some(context.into());
+        self
+    }
+
+    /// Mark these memories (by id) as replaced by this one when it is stored.
+    pub fn supersedes<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> Self {
+        self.supersedes = ids.into_iter().map(Into::into).collect();
         self
     }
 }
@@ -314,6 +334,8 @@ pub struct ListOptions {
     pub limit: usize,
     /// Which come first.
     pub order: ListOrder,
+    /// Also list superseded memories (default false: only what is current).
+    pub include_superseded: bool,
 }
 
 impl Default for ListOptions {
@@ -323,6 +345,7 @@ impl Default for ListOptions {
             offset: 0,
             limit: 100,
             order: ListOrder::Newest,
+            include_superseded: false,
         }
     }
 }
@@ -333,7 +356,7 @@ pub enum ListOrder {
     /// Most recently created first.
     #[default]
     Newest,
-    /// Most important first.
+    /// Most important first, then most recently created.
     Importance,
 }
 
@@ -354,10 +377,21 @@ pub struct MemoryStats {
     pub episodes: usize,
     /// History entries of the project.
     pub history_entries: usize,
+    /// Memories replaced by newer ones (kept, not counted in `total`).
+    pub superseded: usize,
     /// When the oldest memory was stored.
     pub oldest_created_at: Option<i64>,
     /// When a memory last changed.
     pub newest_updated_at: Option<i64>,
+}
+
+/// What [`maintain`](crate::MemoryStore::maintain) did to a project.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MaintenanceReport {
+    /// Memories whose importance decay lowered.
+    pub decayed: usize,
+    /// Memories deleted for falling below the threshold.
+    pub pruned: usize,
 }
 
 /// The kind of an episodic record.
@@ -452,6 +486,9 @@ pub enum HistoryAction {
     Decay,
     /// An undo put a memory back as it was before an earlier entry.
     Restore,
+    /// A newer memory replaced it (`related_id`), or it became current again because that
+    /// newer memory was removed.
+    Supersede,
 }
 
 impl HistoryAction {
@@ -464,16 +501,18 @@ impl HistoryAction {
             HistoryAction::Delete => "delete",
             HistoryAction::Decay => "decay",
             HistoryAction::Restore => "restore",
+            HistoryAction::Supersede => "supersede",
         }
     }
 
-    const ALL: [HistoryAction; 6] = [
+    const ALL: [HistoryAction; 7] = [
         HistoryAction::Insert,
         HistoryAction::Merge,
         HistoryAction::Update,
         HistoryAction::Delete,
         HistoryAction::Decay,
         HistoryAction::Restore,
+        HistoryAction::Supersede,
     ];
 
     /// The inverse of [`HistoryAction::as_str`].
@@ -497,7 +536,7 @@ pub struct HistoryEntry {
     pub before: Option<MemoryEntry>,
     /// `None` when the memory was removed.
     pub after: Option<MemoryEntry>,
-    /// For merges: the other memory.
+    /// For merges and supersessions: the other memory.
     pub related_id: Option<String>,
     /// Why, in a few words ("forgotten on request: …").
     pub reason: Option<String>,

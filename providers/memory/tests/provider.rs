@@ -61,6 +61,15 @@ async fn finish(
     provider.run_finished(run, &outcome).await.unwrap();
 }
 
+/// The text of the context's per-message memory section.
+fn per_message(ctx: &ctxkit::Context) -> String {
+    ctx.sections
+        .iter()
+        .filter(|s| s.kind == SectionKind::MEMORIES)
+        .map(|s| s.text.clone())
+        .collect()
+}
+
 fn github_token() -> String {
     format!("ghp_{}", "Zx9Yw8Vu7T".repeat(4))
 }
@@ -83,7 +92,8 @@ async fn injects_project_memory_with_badges_ranked_by_relevance() {
     )
     .await;
     add(&store, MemoryCategory::Fact, "Deploys happen on Fridays", 1.0).await;
-    let provider = MemoryContextProvider::new(store.clone());
+    // Per-message ranking alone: no essentials in the stable prefix.
+    let provider = MemoryContextProvider::new(store.clone()).with_essential_chars(0);
     let request = [Message::user("Should I install lodash with npm?")];
     let ctx = provider.invoking(&request, &run(Some(P))).await.unwrap();
     assert_eq!(ctx.sections.len(), 1);
@@ -230,11 +240,13 @@ async fn remember_forget_and_query_commands() {
         .invoking(&[Message::user("What do you remember about staging?")], &r)
         .await
         .unwrap();
-    let text = ctx.instructions().unwrap();
+    // The per-message section answers the query; the essentials stay in the stable prefix.
+    let text = per_message(&ctx);
     assert!(
         text.contains("- [FACT] Staging runs on fly.io") && !text.contains("pnpm"),
         "{text}"
     );
+    assert!(ctx.instructions().unwrap().starts_with("## Project Essentials"));
     let ctx = provider
         .invoking(&[Message::user("what are my preferences?")], &r)
         .await
@@ -470,17 +482,23 @@ async fn the_agent_loop_remembers_and_injects_across_threads() {
         .run(&mut second, "How do I add lodash with npm?")
         .await
         .unwrap();
-    let memories = out
+    // An explicit preference is an essential: in the stable prefix, not repeated per message.
+    let essentials = out
         .report
         .injected
-        .get(&SectionKind::MEMORIES)
+        .get(&SectionKind::ESSENTIALS)
         .cloned()
         .unwrap_or_default();
-    assert_eq!(memories.len(), 1);
+    assert_eq!(essentials.len(), 1);
+    assert!(!out.report.injected.contains_key(&SectionKind::MEMORIES));
     let requests = model.requests();
     let system = &requests[1].messages[0];
     assert_eq!(system.role, ctxkit::Role::System);
-    assert!(system.content.contains("## Project Memory"), "{}", system.content);
+    assert!(
+        system.content.contains("## Project Essentials"),
+        "{}",
+        system.content
+    );
     assert!(
         system.content.contains("- [PREF] We always use pnpm, not npm"),
         "{}",

@@ -116,6 +116,8 @@ fn the_prompt_is_the_seeds_with_the_secrets_rule() {
         updated_at: 0,
         last_accessed_at: 0,
         decayed_at: None,
+        superseded_by: None,
+        superseded_at: None,
     };
     let prompt = build_prompt(&input, &[known]);
     for part in [

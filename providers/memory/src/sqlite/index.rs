@@ -46,7 +46,7 @@ pub(crate) fn add(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()>
     for term in term_set(&entry.content) {
         df.execute(params![entry.project_path, term])?;
     }
-    bump_project(tx, &entry.project_path, 1)
+    bump_project(tx, &entry.project_path, 1, num, Op::Add)
 }
 
 /// Remove the index of a memory stored at row `num`.
@@ -65,7 +65,7 @@ pub(crate) fn remove(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<
             del.execute(params![entry.project_path, term])?;
         }
     }
-    bump_project(tx, &entry.project_path, -1)
+    bump_project(tx, &entry.project_path, -1, num, Op::Remove)
 }
 
 /// Re-index after a change, when the content or keywords changed.
@@ -77,12 +77,102 @@ pub(crate) fn replace(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Memor
     Ok(())
 }
 
-fn bump_project(tx: &Transaction, project: &str, docs: i64) -> Result<()> {
+/// What one generation of a project's index changed (see `memory_index_log`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Row `num` was indexed.
+    Add,
+    /// Row `num` left the index.
+    Remove,
+    /// Every row of the project left the index.
+    Clear,
+}
+
+impl Op {
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Add => "add",
+            Op::Remove => "remove",
+            Op::Clear => "clear",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [Op::Add, Op::Remove, Op::Clear]
+            .into_iter()
+            .find(|o| o.as_str() == s)
+    }
+}
+
+/// Log entries older than this many generations are dropped: an in-memory index further
+/// behind is rebuilt instead of caught up.
+pub(crate) const LOG_KEEP: i64 = 4096;
+
+/// Move the project to its next generation, counting `docs` more (or fewer) memories, and log
+/// what changed so in-memory indexes can catch up.
+fn bump_project(tx: &Transaction, project: &str, docs: i64, num: i64, op: Op) -> Result<()> {
+    let generation: i64 = tx
+        .prepare_cached(
+            "INSERT INTO memory_projects(project_path, docs, generation) VALUES (?1, max(?2, 0), 1)
+             ON CONFLICT(project_path) DO UPDATE SET docs = max(docs + ?2, 0), generation = generation + 1
+             RETURNING generation",
+        )?
+        .query_row(params![project, docs], |r| r.get(0))?;
     tx.prepare_cached(
-        "INSERT INTO memory_projects(project_path, docs, generation) VALUES (?1, max(?2, 0), 1)
-         ON CONFLICT(project_path) DO UPDATE SET docs = max(docs + ?2, 0), generation = generation + 1",
+        "INSERT OR REPLACE INTO memory_index_log(project_path, generation, num, op) VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![project, docs])?;
+    .execute(params![project, generation, num, op.as_str()])?;
+    if generation % 256 == 0 {
+        tx.prepare_cached("DELETE FROM memory_index_log WHERE project_path = ?1 AND generation <= ?2")?
+            .execute(params![project, generation - LOG_KEEP])?;
+    }
+    Ok(())
+}
+
+/// The changes that take a project's index from generation `from` to `to`, in order; `None`
+/// when the log no longer holds all of them (then the index is rebuilt).
+pub(crate) fn changes_between(
+    tx: &Transaction,
+    project: &str,
+    from: i64,
+    to: i64,
+) -> Result<Option<Vec<(i64, Op)>>> {
+    if to < from {
+        return Ok(None);
+    }
+    let mut stmt = tx.prepare_cached(
+        "SELECT generation, num, op FROM memory_index_log
+         WHERE project_path = ?1 AND generation > ?2 AND generation <= ?3 ORDER BY generation",
+    )?;
+    let rows = stmt.query_map(params![project, from, to], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+    })?;
+    let mut out = Vec::new();
+    let mut expected = from + 1;
+    for row in rows {
+        let (generation, num, op) = row?;
+        let Some(op) = Op::parse(&op) else {
+            return Ok(None);
+        };
+        if generation != expected {
+            return Ok(None);
+        }
+        expected += 1;
+        out.push((num, op));
+    }
+    Ok((expected == to + 1).then_some(out))
+}
+
+/// Index every memory again, from an emptied index (the v3 migration: terms became stemmed).
+pub(crate) fn reindex_all(tx: &Transaction) -> Result<()> {
+    let rows = super::rows::select_entries(
+        tx,
+        &format!("SELECT {} FROM project_memories ORDER BY num", super::rows::COLS),
+        [],
+    )?;
+    for (num, entry) in &rows {
+        add(tx, *num, entry)?;
+    }
     Ok(())
 }
 
@@ -94,10 +184,19 @@ pub(crate) fn clear_project(tx: &Transaction, project: &str, nums: &[i64]) -> Re
     }
     tx.prepare_cached("DELETE FROM memory_terms WHERE project_path = ?1")?
         .execute(params![project])?;
-    tx.prepare_cached(
-        "UPDATE memory_projects SET docs = 0, generation = generation + 1 WHERE project_path = ?1",
-    )?
-    .execute(params![project])?;
+    let generation: Option<i64> = tx
+        .prepare_cached(
+            "UPDATE memory_projects SET docs = 0, generation = generation + 1 WHERE project_path = ?1
+             RETURNING generation",
+        )?
+        .query_row(params![project], |r| r.get(0))
+        .optional()?;
+    if let Some(generation) = generation {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO memory_index_log(project_path, generation, num, op) VALUES (?1, ?2, 0, 'clear')",
+        )?
+        .execute(params![project, generation])?;
+    }
     Ok(())
 }
 
@@ -142,11 +241,6 @@ impl VocabularyCache {
         let vocab = Arc::new(Vocabulary::new(version.1.max(0) as u64, df));
         self.lock().insert(project.to_string(), (version, vocab.clone()));
         Ok(vocab)
-    }
-
-    /// Remember a vocabulary read elsewhere (by the in-memory index) at `version`.
-    pub(crate) fn put(&self, project: &str, version: Version, vocab: Arc<Vocabulary>) {
-        self.lock().insert(project.to_string(), (version, vocab));
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {

@@ -1,44 +1,56 @@
 //! The in-memory search index of a project: an inverted index of content terms (with term
-//! frequencies) and keyword terms, and each memory's TF-IDF norm, built from the database and
-//! valid for one `(generation, docs)` version of the project.
+//! frequencies) and keyword terms, valid for one `(generation, docs)` version of the project,
+//! and kept current by applying the project's change log (`memory_index_log`) in place.
 //!
 //! With it a search is exact and never touches rows it will not return: it accumulates cosine
 //! dot products and keyword overlaps over the postings of the query's terms only, orders the
 //! memories by the part of the score the index knows (`0.40 · similarity + 0.25 · overlap`),
 //! and reads rows best-first until even a perfect importance and recency (`+ 0.35`) could not
 //! beat the k-th score found.
+//!
+//! **Why norms are computed per search.** A memory's TF-IDF norm depends on every term's IDF,
+//! which moves with the number of memories: any write would make every stored norm stale, and
+//! refreshing them is the cost of a rebuild. So the index keeps each memory's terms and
+//! frequencies and computes norms of the candidates a search touches, with IDF memoised per
+//! term for that search. A write then costs the postings of one memory (microseconds at
+//! 100,000 memories), and results are exactly those of an index built from scratch.
 
 use std::collections::{BTreeSet, HashMap};
 
-use rusqlite::{params, Transaction};
+use rusqlite::{params, OptionalExtension, Transaction};
 
 use crate::clock::days_between;
 use crate::error::Result;
 use crate::retrieval::{
-    compute_relevance_score, Vocabulary, W_IMPORTANCE, W_KEYWORDS, W_RECENCY, W_SIMILARITY,
+    compute_relevance_score, idf, TfIdf, W_IMPORTANCE, W_KEYWORDS, W_RECENCY, W_SIMILARITY,
 };
 use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryCategory, MemorySearchResult};
 
-use super::index::Version;
+use super::index::{changes_between, Op, Version};
 use super::rows::{row_to_entry, COLS};
 
 struct Doc {
     num: i64,
-    norm: f32,
-    keyword_terms: u32,
+    /// Content term ids with their frequency in the content.
+    terms: Vec<(u32, f32)>,
+    /// Keyword term ids (distinct).
+    keywords: Vec<u32>,
 }
 
 /// One project's index; see the [module docs](self).
+#[derive(Default)]
 pub(crate) struct ProjectIndex {
     pub(crate) version: Version,
-    pub(crate) vocab: Vocabulary,
     term_ids: HashMap<String, u32>,
-    /// Term id → (doc, term frequency in the content).
+    /// Term id → (slot, term frequency in the content), slots ascending.
     postings: Vec<Vec<(u32, f32)>>,
-    /// Term id → docs whose keywords have the term.
+    /// Term id → slots whose keywords have the term, ascending.
     keyword_postings: Vec<Vec<u32>>,
-    docs: Vec<Doc>,
+    /// Slot → memory; `None` once removed (slots are never reused, so postings stay sorted).
+    docs: Vec<Option<Doc>>,
+    slot_of: HashMap<i64, u32>,
+    live: usize,
 }
 
 /// How many ranked candidates are read from the database per round.
@@ -47,90 +59,137 @@ const CHUNK: usize = 32;
 impl ProjectIndex {
     /// Read every memory of `project` as of `tx`.
     pub(crate) fn build(tx: &Transaction, project: &str, version: Version) -> Result<Self> {
-        let mut term_ids: HashMap<String, u32> = HashMap::new();
-        let mut postings: Vec<Vec<(u32, f32)>> = Vec::new();
-        let mut keyword_postings: Vec<Vec<u32>> = Vec::new();
-        let mut docs: Vec<Doc> = Vec::new();
-        let mut doc_terms: Vec<Vec<(u32, f32)>> = Vec::new();
-        let mut id_of = |term: String, postings: &mut Vec<Vec<(u32, f32)>>, kp: &mut Vec<Vec<u32>>| -> u32 {
-            let next = term_ids.len() as u32;
-            *term_ids.entry(term).or_insert_with(|| {
-                postings.push(Vec::new());
-                kp.push(Vec::new());
-                next
-            })
+        let mut ix = ProjectIndex {
+            version,
+            ..ProjectIndex::default()
         };
         let mut stmt = tx.prepare_cached(
             "SELECT num, content, keywords FROM project_memories WHERE project_path = ?1 ORDER BY num",
         )?;
         let mut rows = stmt.query(params![project])?;
         while let Some(row) = rows.next()? {
-            let slot = docs.len() as u32;
-            let num: i64 = row.get(0)?;
-            let content: String = row.get(1)?;
             let keywords: String = row.get(2)?;
-            let keywords: Vec<String> = serde_json::from_str(&keywords).unwrap_or_default();
-            let mut counted: Vec<(u32, f32)> = Vec::new();
-            for term in terms(&content) {
-                let id = id_of(term, &mut postings, &mut keyword_postings);
-                match counted.iter_mut().find(|(t, _)| *t == id) {
-                    Some((_, n)) => *n += 1.0,
-                    None => counted.push((id, 1.0)),
+            ix.insert(row.get(0)?, &row.get::<_, String>(1)?, &keywords);
+        }
+        Ok(ix)
+    }
+
+    /// Apply the change log from this index's generation up to `target` as of `tx`. False when
+    /// the log no longer covers the gap (the caller rebuilds).
+    pub(crate) fn catch_up(&mut self, tx: &Transaction, project: &str, target: Version) -> Result<bool> {
+        if target == self.version {
+            return Ok(true);
+        }
+        let Some(changes) = changes_between(tx, project, self.version.0, target.0)? else {
+            return Ok(false);
+        };
+        let mut read = tx.prepare_cached("SELECT content, keywords FROM project_memories WHERE num = ?1")?;
+        for (num, op) in changes {
+            match op {
+                Op::Add => {
+                    // The row as it is now: a later change in the same catch-up removes or
+                    // replaces it again, so the end state is the current one.
+                    let row: Option<(String, String)> = read
+                        .query_row(params![num], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()?;
+                    self.remove(num);
+                    if let Some((content, keywords)) = row {
+                        self.insert(num, &content, &keywords);
+                    }
                 }
-            }
-            for &(id, tf) in &counted {
-                postings[id as usize].push((slot, tf));
-            }
-            let kw = keyword_terms(&keywords);
-            for term in &kw {
-                let id = id_of(term.clone(), &mut postings, &mut keyword_postings);
-                keyword_postings[id as usize].push(slot);
-            }
-            docs.push(Doc {
-                num,
-                norm: 0.0,
-                keyword_terms: kw.len() as u32,
-            });
-            doc_terms.push(counted);
-        }
-        let mut df: HashMap<String, u32> = HashMap::with_capacity(term_ids.len());
-        for (term, &id) in &term_ids {
-            let n = postings[id as usize].len() as u32;
-            if n > 0 {
-                df.insert(term.clone(), n);
+                Op::Remove => self.remove(num),
+                Op::Clear => *self = ProjectIndex::default(),
             }
         }
-        let vocab = Vocabulary::new(docs.len() as u64, df);
-        let mut idf = vec![0.0f32; term_ids.len()];
-        for (term, &id) in &term_ids {
-            idf[id as usize] = vocab.idf(term);
-        }
-        for (doc, counted) in docs.iter_mut().zip(&doc_terms) {
-            doc.norm = counted
-                .iter()
-                .map(|&(id, tf)| (tf * idf[id as usize]).powi(2))
-                .sum::<f32>()
-                .sqrt();
-        }
-        Ok(ProjectIndex {
-            version,
-            vocab,
-            term_ids,
-            postings,
-            keyword_postings,
-            docs,
+        self.version = target;
+        Ok(self.live as i64 == target.1)
+    }
+
+    fn term_id(&mut self, term: String) -> u32 {
+        let next = self.term_ids.len() as u32;
+        *self.term_ids.entry(term).or_insert_with(|| {
+            self.postings.push(Vec::new());
+            self.keyword_postings.push(Vec::new());
+            next
         })
+    }
+
+    /// Index the memory of row `num`.
+    fn insert(&mut self, num: i64, content: &str, keywords_json: &str) {
+        let slot = self.docs.len() as u32;
+        let mut counted: Vec<(u32, f32)> = Vec::new();
+        for term in terms(content) {
+            let id = self.term_id(term);
+            match counted.iter_mut().find(|(t, _)| *t == id) {
+                Some((_, n)) => *n += 1.0,
+                None => counted.push((id, 1.0)),
+            }
+        }
+        for &(id, tf) in &counted {
+            self.postings[id as usize].push((slot, tf));
+        }
+        let keywords: Vec<String> = serde_json::from_str(keywords_json).unwrap_or_default();
+        let kw: Vec<u32> = keyword_terms(&keywords)
+            .into_iter()
+            .map(|t| self.term_id(t))
+            .collect();
+        for &id in &kw {
+            self.keyword_postings[id as usize].push(slot);
+        }
+        self.docs.push(Some(Doc {
+            num,
+            terms: counted,
+            keywords: kw,
+        }));
+        self.slot_of.insert(num, slot);
+        self.live += 1;
+    }
+
+    /// Drop the memory of row `num`, if indexed.
+    fn remove(&mut self, num: i64) {
+        let Some(slot) = self.slot_of.remove(&num) else {
+            return;
+        };
+        let Some(doc) = self.docs[slot as usize].take() else {
+            return;
+        };
+        for (id, _) in doc.terms {
+            let list = &mut self.postings[id as usize];
+            if let Ok(at) = list.binary_search_by_key(&slot, |p| p.0) {
+                list.remove(at);
+            }
+        }
+        for id in doc.keywords {
+            let list = &mut self.keyword_postings[id as usize];
+            if let Ok(at) = list.binary_search(&slot) {
+                list.remove(at);
+            }
+        }
+        self.live -= 1;
     }
 
     /// Approximate memory use in bytes.
     pub(crate) fn weight(&self) -> usize {
         self.postings.iter().map(|p| p.len() * 8).sum::<usize>()
             + self.keyword_postings.iter().map(|p| p.len() * 4).sum::<usize>()
-            + self.docs.len() * 16
+            + self
+                .docs
+                .iter()
+                .flatten()
+                .map(|d| 40 + d.terms.len() * 8 + d.keywords.len() * 4)
+                .sum::<usize>()
             + self.term_ids.keys().map(|k| k.len() + 32).sum::<usize>()
     }
 
-    /// The top `top_k` memories for the query terms, reading rows from `tx`.
+    /// IDF of a term id under the index's current counts (the same formula as
+    /// [`Vocabulary`](crate::retrieval::Vocabulary): df is the number of memories whose content
+    /// has the term).
+    fn idf_of(&self, id: u32) -> f32 {
+        idf(self.live as u64, self.postings[id as usize].len() as u32)
+    }
+
+    /// The top `top_k` current (not superseded) memories for the query terms, reading rows
+    /// from `tx`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn search(
         &self,
@@ -162,8 +221,12 @@ impl ProjectIndex {
                         break 'rounds;
                     }
                 }
-                let (_, entry) = stmt.query_row(params![self.docs[slot as usize].num], row_to_entry)?;
+                let Some(doc) = &self.docs[slot as usize] else {
+                    continue;
+                };
+                let (_, entry) = stmt.query_row(params![doc.num], row_to_entry)?;
                 if entry.importance < min_importance
+                    || entry.superseded_by.is_some()
                     || categories.is_some_and(|c| !c.contains(&entry.category))
                 {
                     continue;
@@ -189,24 +252,32 @@ impl ProjectIndex {
     /// Every memory sharing a term or keyword with the query, as (the part of its score known
     /// without reading its row, similarity, keyword overlap, slot).
     fn candidates(&self, q_terms: &[String]) -> Vec<(f32, f32, f32, u32)> {
-        let qv = self.vocab.vector(q_terms);
+        let qv = TfIdf::build(q_terms, |t| match self.term_ids.get(t) {
+            Some(&id) => self.idf_of(id),
+            None => idf(self.live as u64, 0),
+        });
         let q_norm = qv.norm();
         let q_set: BTreeSet<&str> = q_terms.iter().map(String::as_str).collect();
         let n = self.docs.len();
         let mut dot = vec![0.0f32; n];
         let mut common = vec![0u16; n];
+        let mut seen = vec![false; n];
         let mut touched: Vec<u32> = Vec::new();
+        // IDF per term id, computed once per search.
+        let mut idf_memo: HashMap<u32, f32> = HashMap::new();
         for (term, w) in qv.weights() {
             let Some(&id) = self.term_ids.get(term) else {
                 continue;
             };
-            let idf = self.vocab.idf(term);
+            let term_idf = self.idf_of(id);
+            idf_memo.insert(id, term_idf);
             for &(slot, tf) in &self.postings[id as usize] {
                 let s = slot as usize;
-                if dot[s] == 0.0 && common[s] == 0 {
+                if !seen[s] {
+                    seen[s] = true;
                     touched.push(slot);
                 }
-                dot[s] += w * tf * idf;
+                dot[s] += w * tf * term_idf;
             }
         }
         for term in &q_set {
@@ -215,24 +286,34 @@ impl ProjectIndex {
             };
             for &slot in &self.keyword_postings[id as usize] {
                 let s = slot as usize;
-                if dot[s] == 0.0 && common[s] == 0 {
+                if !seen[s] {
+                    seen[s] = true;
                     touched.push(slot);
                 }
-                common[s] += 1;
+                common[s] = common[s].saturating_add(1);
             }
         }
         touched
             .into_iter()
             .filter_map(|slot| {
                 let s = slot as usize;
-                let doc = &self.docs[s];
-                let similarity = if q_norm > 0.0 && doc.norm > 0.0 {
-                    (dot[s] / (q_norm * doc.norm)).clamp(0.0, 1.0)
+                let doc = self.docs[s].as_ref()?;
+                let norm = doc
+                    .terms
+                    .iter()
+                    .map(|&(id, tf)| {
+                        let i = *idf_memo.entry(id).or_insert_with(|| self.idf_of(id));
+                        (tf * i).powi(2)
+                    })
+                    .sum::<f32>()
+                    .sqrt();
+                let similarity = if q_norm > 0.0 && norm > 0.0 {
+                    (dot[s] / (q_norm * norm)).clamp(0.0, 1.0)
                 } else {
                     0.0
                 };
                 let c = f32::from(common[s]);
-                let union = q_set.len() as f32 + doc.keyword_terms as f32 - c;
+                let union = q_set.len() as f32 + doc.keywords.len() as f32 - c;
                 let overlap = if union > 0.0 { c / union } else { 0.0 };
                 (similarity > 0.0 || overlap > 0.0).then_some((
                     W_SIMILARITY * similarity + W_KEYWORDS * overlap,

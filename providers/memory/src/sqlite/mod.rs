@@ -151,8 +151,10 @@ struct Inner {
     options: OpenOptions,
     pool: Mutex<Vec<Connection>>,
     vocab: index::VocabularyCache,
-    /// In-memory indexes by project.
-    indexes: Mutex<HashMap<String, Arc<memindex::ProjectIndex>>>,
+    /// In-memory indexes by project, each caught up in place after writes.
+    indexes: Mutex<HashMap<String, Arc<std::sync::RwLock<memindex::ProjectIndex>>>>,
+    /// Memories already reported as holding a secret when read (each is reported once).
+    redacted: Mutex<HashSet<String>>,
     /// Projects whose index is being built in the background.
     building: Mutex<HashSet<String>>,
     /// Connections are read-only and writes are refused.
@@ -194,6 +196,7 @@ impl MemoryDb {
                 pool: Mutex::new(Vec::new()),
                 vocab: index::VocabularyCache::default(),
                 indexes: Mutex::default(),
+                redacted: Mutex::default(),
                 building: Mutex::default(),
                 read_only: AtomicBool::new(read_only),
                 immutable: AtomicBool::new(false),

@@ -10,7 +10,8 @@ use crate::types::*;
 
 pub(super) const COLS: &str =
     "num, id, project_path, category, content, keywords, importance, access_count, \
-                    source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at";
+                    source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at, \
+                    superseded_by, superseded_at";
 
 /// A fresh 12-hex-digit id not yet used in `table`; a memory id is also unused in the history
 /// of every project, so it can never alias a memory that was deleted (see [`id_is_free`]).
@@ -56,8 +57,9 @@ pub(super) fn id_is_free(tx: &Transaction, id: &str, project: Option<&str>) -> R
 pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
     tx.prepare_cached(
         "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
-             source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
+             superseded_by, superseded_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         e.id,
@@ -73,6 +75,8 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
         e.updated_at,
         e.last_accessed_at,
         e.decayed_at,
+        e.superseded_by,
+        e.superseded_at,
     ])?;
     let num = tx.last_insert_rowid();
     index::add(tx, num, e)?;
@@ -84,7 +88,7 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
     tx.prepare_cached(
         "UPDATE project_memories SET id = ?2, project_path = ?3, category = ?4, content = ?5, keywords = ?6,
              importance = ?7, access_count = ?8, source_session_id = ?9, source_context = ?10, created_at = ?11,
-             updated_at = ?12, last_accessed_at = ?13, decayed_at = ?14
+             updated_at = ?12, last_accessed_at = ?13, decayed_at = ?14, superseded_by = ?15, superseded_at = ?16
          WHERE num = ?1",
     )?
     .execute(params![
@@ -102,10 +106,14 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
         new.updated_at,
         new.last_accessed_at,
         new.decayed_at,
+        new.superseded_by,
+        new.superseded_at,
     ])?;
     index::replace(tx, num, old, new)
 }
 
+/// Delete row `num` (which holds `old`). The memories it had superseded become current again:
+/// with the newer statement gone, the older one is the best the project knows.
 pub(super) fn delete_row(
     tx: &Transaction,
     num: i64,
@@ -126,7 +134,31 @@ pub(super) fn delete_row(
         None,
         Some(reason),
         now,
-    )
+    )?;
+    let predecessors = select_entries(
+        tx,
+        &format!("SELECT {COLS} FROM project_memories WHERE superseded_by = ?1 AND project_path = ?2"),
+        params![old.id, old.project_path],
+    )?;
+    for (pnum, before) in predecessors {
+        let mut after = before.clone();
+        after.superseded_by = None;
+        after.superseded_at = None;
+        after.updated_at = now;
+        store_row(tx, pnum, &before, &after)?;
+        history::record(
+            tx,
+            HistoryAction::Supersede,
+            &after.id,
+            &after.project_path,
+            Some(&before),
+            Some(&after),
+            Some(&old.id),
+            Some("current again: the memory that superseded it was removed"),
+            now,
+        )?;
+    }
+    Ok(())
 }
 
 fn keywords_json(keywords: &[String]) -> String {
@@ -199,6 +231,8 @@ pub(super) fn row_to_entry(r: &Row) -> rusqlite::Result<(i64, MemoryEntry)> {
             updated_at: r.get(11)?,
             last_accessed_at: r.get(12)?,
             decayed_at: r.get(13)?,
+            superseded_by: r.get(14)?,
+            superseded_at: r.get(15)?,
         },
     ))
 }

@@ -10,12 +10,18 @@
 //!   to rows by a stable rowid; `id TEXT` is `NOT NULL UNIQUE`, the key callers know a memory by;
 //! - there is no `embedding` column: TF-IDF vectors are computed at query time from the content
 //!   and the project's live document frequencies (`memory_terms`), so they are never stale;
-//! - `decayed_at` remembers the last decay so repeated decays compound correctly.
+//! - `decayed_at` remembers the last decay so repeated decays compound correctly;
+//! - `superseded_by` / `superseded_at` (v3) keep a replaced memory with a link to its successor
+//!   instead of deleting it, so history shows it and undo brings it back;
+//! - `memory_index_log` (v3) lists, per project and generation, which row was added to or
+//!   removed from the index, so an in-memory index catches up with a few changes instead of
+//!   being rebuilt from every row;
+//! - v3 also re-indexes every memory, because terms became stemmed.
 
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this build writes.
-pub const LATEST: i64 = 2;
+pub const LATEST: i64 = 3;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -106,7 +112,45 @@ CREATE TABLE project_state (
 ) WITHOUT ROWID;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2];
+const V3: &str = r#"
+ALTER TABLE project_memories ADD COLUMN superseded_by TEXT;
+ALTER TABLE project_memories ADD COLUMN superseded_at INTEGER;
+CREATE INDEX idx_project_memories_superseded ON project_memories(superseded_by) WHERE superseded_by IS NOT NULL;
+
+-- History learns the `supersede` action: SQLite cannot change a CHECK, so the table is copied.
+CREATE TABLE memory_history_v3 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id TEXT NOT NULL,
+    project_path TEXT NOT NULL,
+    action TEXT NOT NULL CHECK(action IN ('insert', 'merge', 'update', 'delete', 'decay', 'restore', 'supersede')),
+    before TEXT,
+    after TEXT,
+    related_id TEXT,
+    reason TEXT,
+    at INTEGER NOT NULL
+);
+INSERT INTO memory_history_v3 SELECT * FROM memory_history;
+DROP TABLE memory_history;
+ALTER TABLE memory_history_v3 RENAME TO memory_history;
+CREATE INDEX idx_memory_history_memory ON memory_history(memory_id, id);
+CREATE INDEX idx_memory_history_project ON memory_history(project_path, id);
+
+-- One row per generation of a project's index: the row added or removed ('clear' for all).
+CREATE TABLE memory_index_log (
+    project_path TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    num INTEGER NOT NULL,
+    op TEXT NOT NULL CHECK(op IN ('add', 'remove', 'clear')),
+    PRIMARY KEY(project_path, generation)
+) WITHOUT ROWID;
+
+-- Terms are stemmed from v3 on: the index is rebuilt from the rows (in Rust, after this).
+INSERT INTO memory_fts(memory_fts) VALUES('delete-all');
+DELETE FROM memory_terms;
+UPDATE memory_projects SET docs = 0, generation = generation + 1;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {
@@ -130,6 +174,12 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result
             return Ok(Migrated::Ok);
         }
         tx.execute_batch(MIGRATIONS[version as usize])?;
+        if version + 1 == 3 {
+            super::index::reindex_all(&tx).map_err(|e| match e {
+                crate::MemoryError::Sqlite { source, .. } => source,
+                other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+            })?;
+        }
         tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
     }

@@ -2,7 +2,7 @@
 //! then ranking), warm-up and stats.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Transaction};
 
@@ -12,6 +12,7 @@ use super::{index, memindex, MemoryDb, SearchIndex};
 use crate::clock::days_between;
 use crate::error::Result;
 use crate::retrieval::{compute_relevance_score, jaccard, Vocabulary};
+use crate::secrets;
 use crate::text::{keyword_terms, terms};
 use crate::types::*;
 
@@ -24,12 +25,16 @@ const MAX_INDEXED_PROJECTS: usize = 8;
 impl MemoryDb {
     // ----- reads ------------------------------------------------------------------------
 
-    /// A memory by id.
+    /// A memory by id (secrets redacted, see [`MemoryDb::redact_read`]).
     pub fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))
+        let mut entry = self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))?;
+        if let Some(e) = &mut entry {
+            self.redact_read(e);
+        }
+        Ok(entry)
     }
 
-    /// Memories of a project, filtered by category and paged.
+    /// Memories of a project, filtered and paged; superseded ones only when asked for.
     pub fn list(&self, project: &str, options: &ListOptions) -> Result<Vec<MemoryEntry>> {
         let order = match options.order {
             ListOrder::Newest => "created_at DESC, id",
@@ -38,36 +43,78 @@ impl MemoryDb {
         let category = options.category.map(|c| c.as_str());
         let sql = format!(
             "SELECT {COLS} FROM project_memories WHERE project_path = ?1 AND (?2 IS NULL OR category = ?2)
+             AND (?5 OR superseded_by IS NULL)
              ORDER BY {order} LIMIT ?3 OFFSET ?4"
         );
         let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
         let offset = i64::try_from(options.offset).unwrap_or(i64::MAX);
-        self.read(|tx| {
-            Ok(
-                select_entries(tx, &sql, params![project, category, limit, offset])?
-                    .into_iter()
-                    .map(|(_, e)| e)
-                    .collect(),
-            )
-        })
+        let mut entries: Vec<MemoryEntry> = self.read(|tx| {
+            Ok(select_entries(
+                tx,
+                &sql,
+                params![project, category, limit, offset, options.include_superseded],
+            )?
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect())
+        })?;
+        for e in &mut entries {
+            self.redact_read(e);
+        }
+        Ok(entries)
     }
 
-    /// How many memories a project has.
+    /// How many current (not superseded) memories a project has.
     pub fn count(&self, project: &str) -> Result<usize> {
         self.read(|tx| {
             let n: i64 = tx
-                .prepare_cached("SELECT COUNT(*) FROM project_memories WHERE project_path = ?1")?
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL",
+                )?
                 .query_row(params![project], |r| r.get(0))?;
             Ok(n as usize)
         })
     }
 
-    /// Find the memories of a project relevant to a query, best first.
+    /// Redact what a secret rule matches in a memory read from the database: a row stored
+    /// before the rule existed must not reach a request, a search result or an export. Each
+    /// such memory is reported once per open database (a warning naming it and the rule, never
+    /// the text).
+    pub(super) fn redact_read(&self, e: &mut MemoryEntry) {
+        let mut rule = None;
+        let mut clean = |text: &mut String| {
+            if let Some(found) = secrets::find_secret(text) {
+                rule.get_or_insert(found.rule);
+                *text = secrets::redact(text);
+            }
+        };
+        clean(&mut e.content);
+        for k in &mut e.keywords {
+            clean(k);
+        }
+        if let Some(c) = &mut e.source_context {
+            clean(c);
+        }
+        if let Some(rule) = rule {
+            if lock(&self.inner.redacted).insert(e.id.clone()) {
+                tracing::warn!(
+                    memory = %e.id,
+                    rule,
+                    "a stored memory holds what looks like a secret; it is redacted wherever it is read \
+                     (forget or update it to remove it for good)"
+                );
+            }
+        }
+    }
+
+    /// Find the current memories of a project relevant to a query, best first.
     ///
-    /// Candidates come from the full-text index (the query's rarest terms, OR'ed, best BM25
-    /// first, at most [`OpenOptions::candidate_limit`]); each is scored with
+    /// Candidates come from the project's in-memory index when there is one (caught up with
+    /// the latest writes first), else from the full-text index (the query's rarest terms,
+    /// OR'ed, best BM25 first, at most [`OpenOptions::candidate_limit`]); each is scored with
     /// [`compute_relevance_score`] and only those with a cosine or keyword overlap above zero
-    /// are kept. Returned memories have their access counted unless the request says not to.
+    /// are kept. Superseded memories are never returned. Returned memories have their access
+    /// counted unless the request says not to.
     ///
     /// [`OpenOptions::candidate_limit`]: super::OpenOptions::candidate_limit
     pub fn search(&self, req: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
@@ -78,39 +125,25 @@ impl MemoryDb {
         }
         let now = self.now();
         let mut results = self.read(|tx| {
-            let version = index::project_version(tx, &project)?;
-            let cached = lock(&self.inner.indexes)
-                .get(&project)
-                .filter(|ix| ix.version == version)
-                .cloned();
-            let ready = match (cached, self.inner.options.search_index) {
-                (Some(ix), _) => Some(ix),
-                (None, SearchIndex::Eager) => Some(self.install_index(tx, &project, version)?),
-                (None, SearchIndex::Background) => {
-                    self.build_index_in_background(&project);
-                    None
-                }
-                (None, SearchIndex::Off) => None,
-            };
-            if let Some(ix) = ready {
-                return ix.search(
-                    tx,
-                    &q_terms,
-                    req.min_importance,
-                    req.categories.as_deref(),
-                    now,
-                    req.top_k,
-                );
+            let categories = req.categories.as_deref();
+            let indexed = self.with_index(tx, &project, |ix| {
+                ix.search(tx, &q_terms, req.min_importance, categories, now, req.top_k)
+            })?;
+            if let Some(hits) = indexed {
+                return Ok(hits);
             }
             let vocab = self.inner.vocab.get(tx, &project)?;
             let filter = Filter {
                 project: &project,
                 min_importance: req.min_importance,
-                categories: req.categories.as_deref(),
+                categories,
             };
             let candidates = self.candidates(tx, &filter, &q_terms, &vocab)?;
             Ok(rank(&q_terms, &vocab, candidates, now, req.top_k))
         })?;
+        for r in &mut results {
+            self.redact_read(&mut r.entry);
+        }
         // A read-only database answers searches without counting them.
         if req.touch && !results.is_empty() && !self.is_read_only() {
             let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
@@ -124,26 +157,78 @@ impl MemoryDb {
         Ok(results)
     }
 
+    /// Run `f` on the project's in-memory index brought to the version `tx` sees: caught up in
+    /// place from the change log, or built (now with [`SearchIndex::Eager`], on a background
+    /// thread with [`SearchIndex::Background`]). `None` when there is no index to use: the
+    /// caller reads the full-text index instead.
+    pub(super) fn with_index<T>(
+        &self,
+        tx: &Transaction,
+        project: &str,
+        f: impl FnOnce(&memindex::ProjectIndex) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let version = index::project_version(tx, project)?;
+        let mode = self.inner.options.search_index;
+        let cached = lock(&self.inner.indexes).get(project).cloned();
+        let Some(ix) = cached else {
+            return match mode {
+                SearchIndex::Eager => {
+                    let ix = self.install_index(tx, project, version)?;
+                    let guard = ix.read().unwrap_or_else(|p| p.into_inner());
+                    f(&guard).map(Some)
+                }
+                SearchIndex::Background => {
+                    self.build_index_in_background(project);
+                    Ok(None)
+                }
+                SearchIndex::Off => Ok(None),
+            };
+        };
+        {
+            let guard = ix.read().unwrap_or_else(|p| p.into_inner());
+            if guard.version == version {
+                return f(&guard).map(Some);
+            }
+        }
+        let mut guard = ix.write().unwrap_or_else(|p| p.into_inner());
+        if guard.version.0 < version.0 && !guard.catch_up(tx, project, version)? {
+            // The log no longer covers the gap (or the counts disagree): start over.
+            if mode == SearchIndex::Background {
+                drop(guard);
+                lock(&self.inner.indexes).remove(project);
+                self.build_index_in_background(project);
+                return Ok(None);
+            }
+            *guard = memindex::ProjectIndex::build(tx, project, version)?;
+        }
+        if guard.version == version {
+            f(&guard).map(Some)
+        } else {
+            // Another search caught the index up past this transaction's snapshot.
+            Ok(None)
+        }
+    }
+
     /// Build the in-memory index of `project` as of `tx` and keep it.
     fn install_index(
         &self,
         tx: &Transaction,
         project: &str,
         version: index::Version,
-    ) -> Result<Arc<memindex::ProjectIndex>> {
-        let ix = Arc::new(memindex::ProjectIndex::build(tx, project, version)?);
-        self.inner.vocab.put(project, version, Arc::new(ix.vocab.clone()));
+    ) -> Result<Arc<RwLock<memindex::ProjectIndex>>> {
+        let built = memindex::ProjectIndex::build(tx, project, version)?;
+        tracing::debug!(
+            project,
+            docs = version.1,
+            bytes = built.weight(),
+            "memory search index built"
+        );
+        let ix = Arc::new(RwLock::new(built));
         let mut indexes = lock(&self.inner.indexes);
         if indexes.len() >= MAX_INDEXED_PROJECTS && !indexes.contains_key(project) {
             indexes.clear();
         }
         indexes.insert(project.to_string(), ix.clone());
-        tracing::debug!(
-            project,
-            docs = ix.version.1,
-            bytes = ix.weight(),
-            "memory search index built"
-        );
         Ok(ix)
     }
 
@@ -171,11 +256,18 @@ impl MemoryDb {
         }
     }
 
-    /// Build the in-memory search index of a project now (whatever [`SearchIndex`] says), so
-    /// the next search is fast.
+    /// Bring the in-memory search index of a project up to date now (catching up with recent
+    /// writes, or building it), whatever [`SearchIndex`] says, so the next search is fast.
     pub fn warm_up(&self, project: &str) -> Result<()> {
         self.read(|tx| {
             let version = index::project_version(tx, project)?;
+            let cached = lock(&self.inner.indexes).get(project).cloned();
+            if let Some(ix) = cached {
+                let mut guard = ix.write().unwrap_or_else(|p| p.into_inner());
+                if guard.version.0 <= version.0 && guard.catch_up(tx, project, version)? {
+                    return Ok(());
+                }
+            }
             self.install_index(tx, project, version).map(|_| ())
         })
     }
@@ -229,7 +321,8 @@ impl MemoryDb {
             // CROSS JOIN keeps the full-text index as the outer loop: SQLite must not run the
             // MATCH once per row of the project.
             "SELECT {cols} FROM memory_fts CROSS JOIN project_memories m ON m.num = memory_fts.rowid
-             WHERE memory_fts MATCH ?1 AND m.project_path = ?2 AND m.importance >= ?3{categories}
+             WHERE memory_fts MATCH ?1 AND m.project_path = ?2 AND m.importance >= ?3
+               AND m.superseded_by IS NULL{categories}
              ORDER BY bm25(memory_fts, 0.0, 1.0) LIMIT ?4"
         );
         let limit = i64::try_from(self.inner.options.candidate_limit).unwrap_or(i64::MAX);
@@ -254,7 +347,7 @@ impl MemoryDb {
             let mut importance = 0.0f64;
             let mut stmt = tx.prepare_cached(
                 "SELECT category, COUNT(*), SUM(importance), TOTAL(access_count), MIN(created_at), MAX(updated_at)
-                 FROM project_memories WHERE project_path = ?1 GROUP BY category",
+                 FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL GROUP BY category",
             )?;
             let rows = stmt.query_map(params![project], |r| {
                 Ok((
@@ -286,6 +379,9 @@ impl MemoryDb {
             };
             stats.episodes = count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?;
             stats.history_entries = count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?;
+            stats.superseded = count(
+                "SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NOT NULL",
+            )?;
             Ok(stats)
         })
     }

@@ -13,7 +13,7 @@ use super::write::{check_content, check_importance, check_project, check_raw_sec
 use super::{history, MemoryDb, MAX_ACCESS_COUNT, MAX_TIMESTAMP_MS};
 use crate::error::{MemoryError, Result};
 use crate::secrets;
-use crate::types::{EpisodicRecord, HistoryAction, MemoryEntry};
+use crate::types::{EpisodicRecord, HistoryAction, MemoryCategory, MemoryEntry};
 
 /// One line of an export: a memory or an episodic record, tagged by `kind`, so a project's
 /// memories can move between databases and machines as plain JSON lines.
@@ -54,25 +54,99 @@ impl ExportRecord {
         out.flush()
     }
 
-    /// Read JSON lines; blank lines are skipped, anything else that is not a record is an
-    /// error naming its line.
+    /// Read JSON lines; blank lines are skipped. A line is a full record (with `kind`, as
+    /// [`write_jsonl`](Self::write_jsonl) writes) or a minimal one: an object with `content`
+    /// and optionally `category`, `importance`, `keywords`, `created_at` and `project` (the
+    /// format is `providers/memory/docs/record.schema.json`). Anything else is an error naming
+    /// its line. At most [`MAX_LINE_BYTES`] per line are read.
     pub fn read_jsonl(input: impl BufRead) -> Result<Vec<ExportRecord>> {
         let mut out = Vec::new();
         for (i, line) in input.lines().enumerate() {
-            let line = line.map_err(|e| MemoryError::Import {
-                line: i + 1,
-                message: e.to_string(),
-            })?;
+            let at = |message: String| MemoryError::Import { line: i + 1, message };
+            let line = line.map_err(|e| at(e.to_string()))?;
             if line.trim().is_empty() {
                 continue;
             }
-            let record = serde_json::from_str(&line).map_err(|e| MemoryError::Import {
-                line: i + 1,
-                message: e.to_string(),
-            })?;
+            if line.len() > MAX_LINE_BYTES {
+                return Err(at(format!(
+                    "the line is {} bytes long; a record is at most {MAX_LINE_BYTES}",
+                    line.len()
+                )));
+            }
+            let value: serde_json::Value = serde_json::from_str(&line).map_err(|e| at(e.to_string()))?;
+            let record = if value.get("kind").is_some() {
+                serde_json::from_value(value).map_err(|e| at(e.to_string()))?
+            } else {
+                let minimal: MinimalRecord = serde_json::from_value(value).map_err(|e| at(e.to_string()))?;
+                minimal.into_record().map_err(|e| at(e.to_string()))?
+            };
             out.push(record);
         }
         Ok(out)
+    }
+}
+
+/// The longest line `read_jsonl` accepts: a memory is at most 2,000 characters, so a record
+/// is far below this; a longer line is not a record.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// A memory as another tool writes it: the content and, if known, a few fields. Stored with
+/// a new id, importance 0.5 and category `fact` unless given.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MinimalRecord {
+    content: String,
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    importance: Option<f32>,
+    #[serde(default)]
+    keywords: Vec<String>,
+    #[serde(default)]
+    created_at: Option<i64>,
+    #[serde(default)]
+    project: Option<String>,
+}
+
+impl MinimalRecord {
+    /// A full memory record with an empty id (the import mints one) and its project empty
+    /// unless given (the import's target project fills it).
+    fn into_record(self) -> Result<ExportRecord> {
+        let category = match self.category {
+            Some(c) => c.parse()?,
+            None => MemoryCategory::Fact,
+        };
+        let importance = match self.importance {
+            Some(i) => check_importance(i)?,
+            None => 0.5,
+        };
+        let at = self.created_at.unwrap_or(0);
+        if self.created_at.is_some() {
+            check_timestamp("created_at", at)?;
+        }
+        let keywords = if self.keywords.iter().all(|k| k.trim().is_empty()) {
+            crate::text::derive_keywords(&self.content)
+        } else {
+            crate::text::normalize_keywords(&self.keywords)
+        };
+        Ok(ExportRecord::Memory(MemoryEntry {
+            id: String::new(),
+            project_path: self.project.unwrap_or_default(),
+            category,
+            content: self.content,
+            keywords,
+            importance,
+            access_count: 0,
+            source_session_id: None,
+            source_context: Some("imported".into()),
+            // 0 = "when imported": filled in by the import.
+            created_at: at,
+            updated_at: at,
+            last_accessed_at: at,
+            decayed_at: None,
+            superseded_by: None,
+            superseded_at: None,
+        }))
     }
 }
 
@@ -113,6 +187,9 @@ fn check_counters(m: &MemoryEntry) -> Result<()> {
     if let Some(d) = m.decayed_at {
         check_timestamp("decayed_at", d)?;
     }
+    if let Some(s) = m.superseded_at {
+        check_timestamp("superseded_at", s)?;
+    }
     Ok(())
 }
 
@@ -129,7 +206,10 @@ impl MemoryDb {
                 params![project],
             )?
             .into_iter()
-            .map(|(_, e)| ExportRecord::Memory(e))
+            .map(|(_, mut e)| {
+                self.redact_read(&mut e);
+                ExportRecord::Memory(e)
+            })
             .collect();
             let mut stmt = tx.prepare_cached(
                 "SELECT id, project_path, session_id, record_type, task_summary, approach_summary,
@@ -183,9 +263,20 @@ impl MemoryDb {
                             report.memories_skipped += 1;
                             continue;
                         }
-                        if !well_formed_id(&m.id) || !id_is_free(tx, &m.id, Some(&m.project_path))? {
+                        if m.id.is_empty() {
+                            // A minimal record: a new memory, with the import's time when it
+                            // gave none.
+                            m.id = new_unique_id(tx, "project_memories")?;
+                            if m.created_at == 0 {
+                                (m.created_at, m.updated_at, m.last_accessed_at) = (now, now, now);
+                            }
+                        } else if !well_formed_id(&m.id) || !id_is_free(tx, &m.id, Some(&m.project_path))? {
                             m.id = new_unique_id(tx, "project_memories")?;
                             report.memories_renamed += 1;
+                        }
+                        if m.superseded_by.as_deref().is_some_and(|s| !well_formed_id(s)) {
+                            m.superseded_by = None;
+                            m.superseded_at = None;
                         }
                         insert_entry(tx, &m)?;
                         history::record(
@@ -236,9 +327,15 @@ fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> 
                 m.source_context.as_deref(),
                 m.source_session_id.as_deref(),
             )
-            .and_then(|()| secrets::check("memory", &m.id))?;
+            .and_then(|()| secrets::check("memory", &m.id))
+            .and_then(|()| secrets::check_all("memory", m.superseded_by.as_deref()))?;
             if let Some(p) = project {
                 m.project_path = p.to_string();
+            }
+            if m.project_path.trim().is_empty() && m.id.is_empty() {
+                return Err(MemoryError::Invalid(
+                    "a minimal record needs a `project` when it is not imported into one".into(),
+                ));
             }
             check_project(&m.project_path)?;
             let content = check_content(&m.content)?;

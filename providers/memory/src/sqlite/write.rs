@@ -80,13 +80,26 @@ impl MemoryDb {
 
     // ----- writes -----------------------------------------------------------------------
 
-    /// Add a memory. An identical content in the same project is [`MemoryError::Duplicate`].
+    /// Add a memory, marking the older memories it contradicts as superseded (see
+    /// [`supersede`](crate::supersede)). An identical content in the same project is
+    /// [`MemoryError::Duplicate`].
     pub fn add(&self, new: NewMemoryEntry) -> Result<MemoryEntry> {
         let checked = self.check_new(&new)?;
-        self.write(|tx, now| insert_checked(tx, checked, now, "added"))
+        self.write(|tx, now| {
+            let similar = if may_supersede(&checked) {
+                self.similar_current(tx, &checked.project_path, &checked.content)?
+            } else {
+                Vec::new()
+            };
+            let entry = insert_checked(tx, checked, now, "added")?;
+            self.supersede(tx, &entry, similar, &new.supersedes, now)?;
+            Ok(entry)
+        })
     }
 
-    /// Add several memories in one transaction: all are stored or none.
+    /// Add several memories in one transaction: all are stored or none. A bulk load marks as
+    /// superseded only what a memory names ([`NewMemoryEntry::supersedes`]) or says it replaces
+    /// ("instead of …"); comparing every memory with its neighbours is left to single adds.
     pub fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
         let checked = entries
             .iter()
@@ -95,12 +108,130 @@ impl MemoryDb {
             .collect::<Result<Vec<_>>>()?;
         self.write(|tx, now| {
             let total = checked.len();
-            checked
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| insert_checked(tx, c, now, "added").map_err(|err| numbered(i, total, err)))
-                .collect()
+            let mut out = Vec::with_capacity(total);
+            for (i, (c, new)) in checked.into_iter().zip(&entries).enumerate() {
+                let explicit = crate::supersede::replaced_terms(&c.content).is_some();
+                let similar = if explicit {
+                    self.similar_current(tx, &c.project_path, &c.content)?
+                } else {
+                    Vec::new()
+                };
+                let entry = insert_checked(tx, c, now, "added").map_err(|err| numbered(i, total, err))?;
+                if explicit || !new.supersedes.is_empty() {
+                    self.supersede(tx, &entry, similar, &new.supersedes, now)?;
+                }
+                out.push(entry);
+            }
+            Ok(out)
         })
+    }
+
+    /// The current memories of a project most similar to `content`, with their TF-IDF cosine:
+    /// what a new memory may supersede. Call before the transaction writes anything (the
+    /// in-memory index is brought to the transaction's snapshot).
+    fn similar_current(
+        &self,
+        tx: &Transaction,
+        project: &str,
+        content: &str,
+    ) -> Result<Vec<(f32, MemoryEntry)>> {
+        let q_terms = terms(content);
+        if q_terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.now();
+        let n = crate::supersede::CANDIDATES;
+        if let Some(hits) = self.with_index(tx, project, |ix| ix.search(tx, &q_terms, 0.0, None, now, n))? {
+            return Ok(hits.into_iter().map(|h| (h.similarity, h.entry)).collect());
+        }
+        let vocab = self.inner.vocab.get(tx, project)?;
+        let filter = Filter {
+            project,
+            min_importance: 0.0,
+            categories: None,
+        };
+        let qv = vocab.vector(&q_terms);
+        let mut scored: Vec<(f32, MemoryEntry)> = self
+            .candidates(tx, &filter, &q_terms, &vocab)?
+            .into_iter()
+            .map(|(_, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), e))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+        scored.truncate(n);
+        Ok(scored)
+    }
+
+    /// Mark as superseded by `new` the memories it names (`named`) and those among `similar`
+    /// it contradicts; each is recorded in the history (action `supersede`) and can be undone.
+    fn supersede(
+        &self,
+        tx: &Transaction,
+        new: &MemoryEntry,
+        similar: Vec<(f32, MemoryEntry)>,
+        named: &[String],
+        now: i64,
+    ) -> Result<()> {
+        use crate::supersede::{
+            claims_differ, names_replaced, replaced_terms, EXPLICIT_SIMILARITY, SUPERSEDE_SIMILARITY,
+        };
+        let mut targets: Vec<(i64, MemoryEntry, &'static str)> = Vec::new();
+        for id in named {
+            match load(tx, id)? {
+                Some((num, old))
+                    if old.project_path == new.project_path
+                        && old.superseded_by.is_none()
+                        && old.id != new.id =>
+                {
+                    targets.push((num, old, "superseded: named by the newer memory"));
+                }
+                _ => {
+                    tracing::debug!(memory = %new.id, named = %id, "a superseded id is not a current memory of the project")
+                }
+            }
+        }
+        let replaced = replaced_terms(&new.content);
+        for (sim, old) in similar {
+            if old.id == new.id || old.superseded_by.is_some() || targets.iter().any(|t| t.1.id == old.id) {
+                continue;
+            }
+            let said = replaced.as_ref().is_some_and(|r| {
+                names_replaced(&old.content, r)
+                    && (old.category == new.category || sim >= EXPLICIT_SIMILARITY)
+            });
+            let contradicts = old.category == new.category
+                && crate::supersede::single_valued(new.category)
+                && sim >= SUPERSEDE_SIMILARITY
+                && claims_differ(&new.content, &old.content);
+            let reason = if said {
+                "superseded: the newer memory says it replaces this"
+            } else if contradicts {
+                "superseded: a newer memory on the same subject says otherwise"
+            } else {
+                continue;
+            };
+            if let Some((num, current)) = load(tx, &old.id)? {
+                targets.push((num, current, reason));
+            }
+        }
+        for (num, old, reason) in targets {
+            let mut after = old.clone();
+            after.superseded_by = Some(new.id.clone());
+            after.superseded_at = Some(now);
+            after.updated_at = now;
+            store_row(tx, num, &old, &after)?;
+            history::record(
+                tx,
+                HistoryAction::Supersede,
+                &after.id,
+                &after.project_path,
+                Some(&old),
+                Some(&after),
+                Some(&new.id),
+                Some(reason),
+                now,
+            )?;
+        }
+        Ok(())
     }
 
     /// Change fields of a memory. Changing the content keeps the keywords unless new ones are
@@ -168,7 +299,8 @@ impl MemoryDb {
         })
     }
 
-    /// Insert, or merge into a memory more than 0.85 similar, or skip an identical one.
+    /// Insert (marking what the new memory supersedes, as [`add`](Self::add) does), or merge
+    /// into a memory more than 0.85 similar, or skip an identical one.
     ///
     /// A merge keeps the more informative content (the new one when it has at least as many
     /// distinct terms), the union of the keywords and the higher importance; the history keeps
@@ -182,6 +314,11 @@ impl MemoryDb {
                     existing_id: Some(existing),
                 });
             }
+            let similar = if may_supersede(&checked) {
+                self.similar_current(tx, &checked.project_path, &checked.content)?
+            } else {
+                Vec::new()
+            };
             let vocab = self.inner.vocab.get(tx, &checked.project_path)?;
             let new_terms = terms(&checked.content);
             let new_vec = vocab.vector(&new_terms);
@@ -231,7 +368,11 @@ impl MemoryDb {
                         similarity: sim,
                     })
                 }
-                _ => Ok(UpsertResult::Inserted(insert_checked(tx, checked, now, "added")?)),
+                _ => {
+                    let entry = insert_checked(tx, checked, now, "added")?;
+                    self.supersede(tx, &entry, similar, &new.supersedes, now)?;
+                    Ok(UpsertResult::Inserted(entry))
+                }
             }
         })
     }
@@ -356,6 +497,12 @@ fn merge_into(old: &MemoryEntry, new: &Checked, now: i64) -> MemoryEntry {
     merged
 }
 
+/// Whether a new memory could supersede anything found by similarity: it says it replaces
+/// something, or its category holds one statement per subject.
+fn may_supersede(c: &Checked) -> bool {
+    crate::supersede::single_valued(c.category) || crate::supersede::replaced_terms(&c.content).is_some()
+}
+
 /// Error of the `i`-th of `total` batch items.
 fn numbered(i: usize, total: usize, err: MemoryError) -> MemoryError {
     match err {
@@ -460,6 +607,8 @@ fn insert_checked(tx: &Transaction, c: Checked, now: i64, reason: &str) -> Resul
         updated_at: now,
         last_accessed_at: now,
         decayed_at: None,
+        superseded_by: None,
+        superseded_at: None,
     };
     insert_entry(tx, &entry)?;
     history::record(
