@@ -43,8 +43,10 @@
 //! let provider = MemoryContextProvider::new(store.clone());
 //! let run = RunInfo { project: Some("/repo".into()), ..RunInfo::default() };
 //! let ctx = provider.invoking(&[Message::user("How do I add a dependency with npm?")], &run).await?;
+//! // An important preference is an essential: in every request of the project, whatever
+//! // the message says.
 //! let text = ctx.instructions().unwrap();
-//! assert!(text.starts_with("## Project Memory"));
+//! assert!(text.starts_with("## Project Essentials"));
 //! assert!(text.contains("- [PREF] Always use pnpm, not npm"));
 //! # Ok(()) }
 //! ```
