@@ -48,7 +48,7 @@ pub use provider::{
     WithPolicy,
 };
 pub use state::State;
-pub use tokens::{ApproxCounter, BpeCounter, TokenCounter};
+pub use tokens::{ApproxCounter, BpeCounter, MemoCounter, TokenCounter};
 pub use tool::{Tool, ToolDefinition, ToolRegistry};
 
 /// Compile-time proof that the public types can be shared across threads and tasks (an agent
@@ -105,6 +105,7 @@ fn _assert_send_sync() {
     is::<State>();
     is::<BpeCounter>();
     is::<ApproxCounter>();
+    is::<MemoCounter>();
     is::<ToolRegistry>();
     is::<ToolDefinition>();
     #[cfg(feature = "http")]

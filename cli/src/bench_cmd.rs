@@ -9,7 +9,7 @@ use ctxkit::{DryRunModel, SectionKind, Thread};
 use ctxkit_skills::Mode;
 use serde_json::json;
 
-use crate::setup::{read_text, RequestOptions};
+use crate::setup::{read_text, save_counts, token_counter, RequestOptions};
 use crate::CliError;
 
 /// The three requests the design record this project started from estimated its token savings
@@ -54,9 +54,10 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
         None => ADR_QUERIES.iter().map(|q| q.to_string()).collect(),
     };
     let library = request.skill_dirs().library()?;
+    let counter = token_counter();
     let agents = Mode::ALL
         .iter()
-        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel), false))
+        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel), false, &counter))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = std::io::stdout().lock();
     if !json {
@@ -99,5 +100,6 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             )?;
         }
     }
+    save_counts(&counter);
     Ok(())
 }

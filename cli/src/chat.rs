@@ -10,7 +10,7 @@ use ctxkit::{Agent, ChatModel, RunReport, SectionKind, Thread};
 use ctxkit_skills::SkillLibrary;
 
 use crate::printable::list_or_none;
-use crate::setup::RequestOptions;
+use crate::setup::{save_counts, token_counter, RequestOptions};
 use crate::CliError;
 
 const HELP: &str =
@@ -52,7 +52,10 @@ fn after_long_help() -> String {
 pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model: Arc<dyn ChatModel> = ctxkit::http::model_from_spec(&args.model, args.base_url.as_deref())?;
     let library = args.request.skill_dirs().library()?;
-    let agent = args.request.agent(&library, args.request.mode, model, true)?;
+    let counter = token_counter();
+    let agent = args
+        .request
+        .agent(&library, args.request.mode, model, true, &counter)?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,
@@ -64,6 +67,7 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let result = chat.converse().await;
     // The session ends on every way out of the loop: end of input, /quit, or an error.
     let ended = agent.end_session(&mut chat.thread).await;
+    save_counts(&counter);
     match (result, ended) {
         (Err(e), Err(end)) => {
             warn(&format!("error: ending the session failed too: {end}"));

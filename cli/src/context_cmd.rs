@@ -8,7 +8,7 @@ use ctxkit::{DryRunModel, Role, SectionKind, Thread};
 use serde_json::{json, Value};
 
 use crate::printable::{list_or_none, printable};
-use crate::setup::RequestOptions;
+use crate::setup::{save_counts, token_counter, RequestOptions};
 use crate::CliError;
 
 #[derive(Args, Debug)]
@@ -24,10 +24,12 @@ pub struct ContextArgs {
 
 pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     let library = args.request.skill_dirs().library()?;
+    let counter = token_counter();
     let agent = args
         .request
-        .agent(&library, args.request.mode, Arc::new(DryRunModel), true)?;
+        .agent(&library, args.request.mode, Arc::new(DryRunModel), true, &counter)?;
     let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
+    save_counts(&counter);
     let tokens_full = report.tokens_full.unwrap_or(report.tokens.total);
 
     let system = request

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{Agent, Assembly, ChatModel};
+use ctxkit::{Agent, Assembly, BpeCounter, ChatModel, MemoCounter};
 use ctxkit_skills::{
     Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
 };
@@ -160,6 +160,7 @@ impl RequestOptions {
         mode: Mode,
         model: Arc<dyn ChatModel>,
         baseline: bool,
+        counter: &Arc<MemoCounter>,
     ) -> Result<Agent, CliError> {
         // Skill tools (e.g. file search) work on the project the CLI runs in.
         let tools = UserConfig::load()?.exec_options(
@@ -176,12 +177,14 @@ impl RequestOptions {
             // `full` is the baseline: what sending every skill costs, without a budget.
             token_budget: (mode != Mode::Full).then_some(SkillConfig::DEFAULT_TOKEN_BUDGET),
             tools,
+            counter: counter.clone(),
             ..Default::default()
         };
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());
         let mut builder = Agent::builder()
             .instructions(self.instructions()?)
             .model(model)
+            .token_counter(counter.clone())
             .project(self.project()?)
             .assembly(if self.lazy {
                 Assembly::Lazy
@@ -207,6 +210,23 @@ impl RequestOptions {
             builder = builder.report_baseline();
         }
         Ok(builder.build()?)
+    }
+}
+
+/// Token counts remembered across commands in the cache folder: without them every command
+/// would count every skill body again (a second for 650 skills).
+pub fn token_counter() -> Arc<MemoCounter> {
+    let bpe = Arc::new(BpeCounter);
+    Arc::new(match crate::places::cache_dir() {
+        Some(dir) => MemoCounter::open(bpe, dir.join("tokens-o200k.bin")),
+        None => MemoCounter::new(bpe),
+    })
+}
+
+/// Keep what `counter` counted for the next command; a cache, so a failure is only logged.
+pub fn save_counts(counter: &MemoCounter) {
+    if let Err(e) = counter.save() {
+        tracing::debug!("token counts not saved: {e}");
     }
 }
 
