@@ -40,10 +40,13 @@ pub enum BenchCommand {
 
 pub async fn run(args: BenchArgs) -> Result<(), CliError> {
     let BenchCommand::Tokens {
-        request,
+        mut request,
         queries,
         json,
     } = args.command;
+    // The modes differ in skills only: project memory (the same in every mode) is left out
+    // unless a database is named, and measuring never creates the user's default database.
+    request.no_memory |= request.memory.is_none();
     let queries: Vec<String> = match &queries {
         Some(file) => read_text(file)?
             .lines()
