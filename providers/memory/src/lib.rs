@@ -23,6 +23,8 @@
 //!   counters and timestamps are range-checked; a read-only database opens for reading.
 //! - [`records`] holds what the store keeps besides memories (history, episodes, exports) and
 //!   the reports it returns.
+//! - [`eval`] measures retrieval on a labelled set against a plain full-text baseline
+//!   (`ctxkit bench memory`).
 //!
 //! Timestamps are Unix milliseconds (UTC); give [`OpenOptions::clock`] a [`ManualClock`] to
 //! simulate time.
@@ -44,7 +46,8 @@
 //! let run = RunInfo { project: Some("/repo".into()), ..RunInfo::default() };
 //! let ctx = provider.invoking(&[Message::user("How do I add a dependency with npm?")], &run).await?;
 //! let text = ctx.instructions().unwrap();
-//! assert!(text.starts_with("## Project Memory"));
+//! // An important preference is an essential: sent with every request of the project.
+//! assert!(text.starts_with("## Project Essentials"));
 //! assert!(text.contains("- [PREF] Always use pnpm, not npm"));
 //! # Ok(()) }
 //! ```
@@ -55,6 +58,7 @@
 mod clock;
 mod commands;
 mod error;
+pub mod eval;
 mod extraction;
 mod hook;
 mod ids;
@@ -114,6 +118,8 @@ const _: () = {
         assert_send_sync::<records::MemoryStats>();
         assert_send_sync::<records::MaintenanceReport>();
         assert_send_sync::<secrets::SecretFinding>();
+        assert_send_sync::<eval::EvalSet>();
+        assert_send_sync::<eval::EvalReport>();
         assert_send_sync::<Box<dyn MemoryStore>>();
     }
     let _ = assert_all;

@@ -22,10 +22,10 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use crate::clock::days_between;
 use crate::error::Result;
 use crate::retrieval::{
-    compute_relevance_score, idf, TfIdf, W_IMPORTANCE, W_KEYWORDS, W_RECENCY, W_SIMILARITY,
+    compute_relevance_score, idf as idf_formula, TfIdf, W_IMPORTANCE, W_KEYWORDS, W_RECENCY, W_SIMILARITY,
 };
 use crate::text::{keyword_terms, terms};
-use crate::types::{MemoryCategory, MemorySearchResult};
+use crate::types::{MemoryCategory, MemoryEntry, MemorySearchResult};
 
 use super::index::{changes_between, Op, Version};
 use super::rows::{row_to_entry, COLS};
@@ -185,7 +185,7 @@ impl ProjectIndex {
     /// [`Vocabulary`](crate::retrieval::Vocabulary): df is the number of memories whose content
     /// has the term).
     fn idf_of(&self, id: u32) -> f32 {
-        idf(self.live as u64, self.postings[id as usize].len() as u32)
+        idf_formula(self.live as u64, self.postings[id as usize].len() as u32)
     }
 
     /// The top `top_k` current (not superseded) memories for the query terms, reading rows
@@ -249,12 +249,47 @@ impl ProjectIndex {
         Ok(best)
     }
 
+    /// The current memories most similar to the query terms by TF-IDF cosine alone (what a new
+    /// memory may supersede or merge into), at most `n`, most similar first (then oldest
+    /// first), with their row numbers. Only the rows returned, and superseded ones passed over,
+    /// are read.
+    pub(crate) fn most_similar(
+        &self,
+        tx: &Transaction,
+        q_terms: &[String],
+        n: usize,
+    ) -> Result<Vec<(f32, i64, MemoryEntry)>> {
+        let mut by_similarity: Vec<(f32, u32)> = self
+            .candidates(q_terms)
+            .into_iter()
+            .filter(|c| c.1 > 0.0)
+            .map(|(_, similarity, _, slot)| (similarity, slot))
+            .collect();
+        by_similarity.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut stmt = tx.prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ?1"))?;
+        let mut out = Vec::new();
+        for (similarity, slot) in by_similarity {
+            if out.len() == n {
+                break;
+            }
+            let Some(doc) = &self.docs[slot as usize] else {
+                continue;
+            };
+            let (num, entry) = stmt.query_row(params![doc.num], row_to_entry)?;
+            if entry.superseded_by.is_none() {
+                out.push((similarity, num, entry));
+            }
+        }
+        Ok(out)
+    }
+
     /// Every memory sharing a term or keyword with the query, as (the part of its score known
     /// without reading its row, similarity, keyword overlap, slot).
     fn candidates(&self, q_terms: &[String]) -> Vec<(f32, f32, f32, u32)> {
+        let mut idf = IdfTable::new(self);
         let qv = TfIdf::build(q_terms, |t| match self.term_ids.get(t) {
             Some(&id) => self.idf_of(id),
-            None => idf(self.live as u64, 0),
+            None => idf_formula(self.live as u64, 0),
         });
         let q_norm = qv.norm();
         let q_set: BTreeSet<&str> = q_terms.iter().map(String::as_str).collect();
@@ -263,14 +298,11 @@ impl ProjectIndex {
         let mut common = vec![0u16; n];
         let mut seen = vec![false; n];
         let mut touched: Vec<u32> = Vec::new();
-        // IDF per term id, computed once per search.
-        let mut idf_memo: HashMap<u32, f32> = HashMap::new();
         for (term, w) in qv.weights() {
             let Some(&id) = self.term_ids.get(term) else {
                 continue;
             };
-            let term_idf = self.idf_of(id);
-            idf_memo.insert(id, term_idf);
+            let term_idf = idf.get(id);
             for &(slot, tf) in &self.postings[id as usize] {
                 let s = slot as usize;
                 if !seen[s] {
@@ -301,10 +333,7 @@ impl ProjectIndex {
                 let norm = doc
                     .terms
                     .iter()
-                    .map(|&(id, tf)| {
-                        let i = *idf_memo.entry(id).or_insert_with(|| self.idf_of(id));
-                        (tf * i).powi(2)
-                    })
+                    .map(|&(id, tf)| (tf * idf.get(id)).powi(2))
                     .sum::<f32>()
                     .sqrt();
                 let similarity = if q_norm > 0.0 && norm > 0.0 {
@@ -323,6 +352,32 @@ impl ProjectIndex {
                 ))
             })
             .collect()
+    }
+}
+
+/// The IDF of each term id under one search's counts, computed on first use and kept in a
+/// table indexed by term id: norms are computed per search (see the module docs), and a
+/// candidate's norm looks up every one of its terms, so this lookup is the inner loop.
+struct IdfTable<'a> {
+    ix: &'a ProjectIndex,
+    /// NaN until computed.
+    memo: Vec<f32>,
+}
+
+impl<'a> IdfTable<'a> {
+    fn new(ix: &'a ProjectIndex) -> Self {
+        IdfTable {
+            ix,
+            memo: vec![f32::NAN; ix.postings.len()],
+        }
+    }
+
+    fn get(&mut self, id: u32) -> f32 {
+        let slot = &mut self.memo[id as usize];
+        if slot.is_nan() {
+            *slot = self.ix.idf_of(id);
+        }
+        *slot
     }
 }
 
