@@ -36,6 +36,13 @@ fn print_table(out: &mut impl Write, r: &EvalReport) -> std::io::Result<()> {
         "{} memories ({} superseded) in {} projects, {} queries",
         r.memories, r.superseded, r.projects, r.queries
     )?;
+    if !r.superseded_unlabelled.is_empty() {
+        writeln!(
+            out,
+            "superseded by the store on its own: {}",
+            r.superseded_unlabelled.join(", ")
+        )?;
+    }
     writeln!(
         out,
         "{:<14} {:>9} {:>6} {:>10} {:>19} {:>14}",

@@ -111,6 +111,9 @@ pub struct EvalReport {
     pub memories: usize,
     /// Of which superseded once all were loaded.
     pub superseded: usize,
+    /// Ids the store marked superseded on its own (by similarity or an "instead of"), which
+    /// the set does not: a wrong one can hide an answer.
+    pub superseded_unlabelled: Vec<String>,
     /// Distinct projects.
     pub projects: usize,
     /// Queries scored.
@@ -245,7 +248,19 @@ impl EvalSet {
             });
         }
         let projects: HashSet<&str> = self.memories.iter().map(|m| m.project.as_str()).collect();
+        let labelled: HashSet<&str> = self
+            .memories
+            .iter()
+            .flat_map(|m| m.supersedes.iter().map(String::as_str))
+            .collect();
+        let mut superseded_unlabelled: Vec<String> = superseded
+            .iter()
+            .filter(|id| !labelled.contains(*id))
+            .map(|id| id.to_string())
+            .collect();
+        superseded_unlabelled.sort();
         Ok(EvalReport {
+            superseded_unlabelled,
             memories: self.memories.len(),
             superseded: superseded.len(),
             projects: projects.len(),
