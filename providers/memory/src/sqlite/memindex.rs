@@ -8,12 +8,15 @@
 //! and reads rows best-first until even a perfect importance and recency (`+ 0.35`) could not
 //! beat the k-th score found.
 //!
-//! **Why norms are computed per search.** A memory's TF-IDF norm depends on every term's IDF,
-//! which moves with the number of memories: any write would make every stored norm stale, and
-//! refreshing them is the cost of a rebuild. So the index keeps each memory's terms and
-//! frequencies and computes norms of the candidates a search touches, with IDF memoised per
-//! term for that search. A write then costs the postings of one memory (microseconds at
-//! 100,000 memories), and results are exactly those of an index built from scratch.
+//! **Norms without staleness.** A memory's TF-IDF norm depends on every term's IDF, and
+//! `idf = ln(1+N) + 1 − ln(1+df)` moves with the number of memories `N`: a stored norm would be
+//! stale after any write. Writing `a = ln(1+N) + 1` and `b_t = ln(1+df_t)`, the squared norm is
+//! `a²·Σtf² − 2a·Σtf²·b_t + Σtf²·b_t²`, so each memory keeps the three sums, which do not
+//! depend on `N`. A write changes `df` of the written memory's terms only; the sums of the
+//! memories holding those terms are moved by the difference. `b_t` is kept in fixed point
+//! (`2⁻³²`) and the sums as integers, so the sums after any sequence of writes are exactly those
+//! of an index built from scratch (floating-point deltas would drift, and ties would then order
+//! differently from a rebuild). A search computes each candidate's norm from three numbers.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -36,6 +39,43 @@ struct Doc {
     terms: Vec<(u32, f32)>,
     /// Keyword term ids (distinct).
     keywords: Vec<u32>,
+    /// The norm's sums; see the [module docs](self).
+    sums: NormSums,
+}
+
+/// `Σtf²`, `Σtf²·B_t` and `Σtf²·B_t²` over a memory's terms, `B_t` being [`fixed_b`] of the
+/// term's current document frequency.
+#[derive(Clone, Copy, Default)]
+struct NormSums {
+    tf2: u64,
+    tf2_b: i128,
+    tf2_b2: i128,
+}
+
+/// `2³²`: the scale of `B_t`.
+const FIXED: f64 = 4_294_967_296.0;
+
+/// `ln(1 + df)` in fixed point: an integer, so sums of it are exact in any order.
+fn fixed_b(df: usize) -> i128 {
+    ((1.0 + df as f64).ln() * FIXED).round() as i128
+}
+
+impl NormSums {
+    /// Move the sums by a change of one term's `B` from `old` to `new`, for a term occurring
+    /// `tf` times.
+    fn shift(&mut self, tf: f32, old: i128, new: i128) {
+        let tf2 = i128::from(tf as u32).pow(2);
+        self.tf2_b += tf2 * (new - old);
+        self.tf2_b2 += tf2 * (new * new - old * old);
+    }
+
+    /// The TF-IDF norm for a project of `docs` memories.
+    fn norm(&self, docs: usize) -> f32 {
+        let a = (1.0 + docs as f64).ln() + 1.0;
+        let squared = a * a * self.tf2 as f64 - 2.0 * a * (self.tf2_b as f64 / FIXED)
+            + self.tf2_b2 as f64 / (FIXED * FIXED);
+        squared.max(0.0).sqrt() as f32
+    }
 }
 
 /// One project's index; see the [module docs](self).
@@ -125,8 +165,14 @@ impl ProjectIndex {
                 None => counted.push((id, 1.0)),
             }
         }
+        let mut sums = NormSums::default();
         for &(id, tf) in &counted {
+            let list = &self.postings[id as usize];
+            let (old, new) = (fixed_b(list.len()), fixed_b(list.len() + 1));
+            self.shift_sums(id, old, new);
             self.postings[id as usize].push((slot, tf));
+            sums.tf2 += u64::from(tf as u32).pow(2);
+            sums.shift(tf, 0, new);
         }
         let keywords: Vec<String> = serde_json::from_str(keywords_json).unwrap_or_default();
         let kw: Vec<u32> = keyword_terms(&keywords)
@@ -140,6 +186,7 @@ impl ProjectIndex {
             num,
             terms: counted,
             keywords: kw,
+            sums,
         }));
         self.slot_of.insert(num, slot);
         self.live += 1;
@@ -158,6 +205,8 @@ impl ProjectIndex {
             if let Ok(at) = list.binary_search_by_key(&slot, |p| p.0) {
                 list.remove(at);
             }
+            let df = list.len();
+            self.shift_sums(id, fixed_b(df + 1), fixed_b(df));
         }
         for id in doc.keywords {
             let list = &mut self.keyword_postings[id as usize];
@@ -168,6 +217,18 @@ impl ProjectIndex {
         self.live -= 1;
     }
 
+    /// Move the norm sums of every memory holding term `id` by a change of its `B`.
+    fn shift_sums(&mut self, id: u32, old: i128, new: i128) {
+        if old == new {
+            return;
+        }
+        for &(slot, tf) in &self.postings[id as usize] {
+            if let Some(doc) = self.docs[slot as usize].as_mut() {
+                doc.sums.shift(tf, old, new);
+            }
+        }
+    }
+
     /// Approximate memory use in bytes.
     pub(crate) fn weight(&self) -> usize {
         self.postings.iter().map(|p| p.len() * 8).sum::<usize>()
@@ -176,7 +237,7 @@ impl ProjectIndex {
                 .docs
                 .iter()
                 .flatten()
-                .map(|d| 40 + d.terms.len() * 8 + d.keywords.len() * 4)
+                .map(|d| 80 + d.terms.len() * 8 + d.keywords.len() * 4)
                 .sum::<usize>()
             + self.term_ids.keys().map(|k| k.len() + 32).sum::<usize>()
     }
@@ -286,7 +347,6 @@ impl ProjectIndex {
     /// Every memory sharing a term or keyword with the query, as (the part of its score known
     /// without reading its row, similarity, keyword overlap, slot).
     fn candidates(&self, q_terms: &[String]) -> Vec<(f32, f32, f32, u32)> {
-        let mut idf = IdfTable::new(self);
         let qv = TfIdf::build(q_terms, |t| match self.term_ids.get(t) {
             Some(&id) => self.idf_of(id),
             None => idf_formula(self.live as u64, 0),
@@ -302,7 +362,7 @@ impl ProjectIndex {
             let Some(&id) = self.term_ids.get(term) else {
                 continue;
             };
-            let term_idf = idf.get(id);
+            let term_idf = self.idf_of(id);
             for &(slot, tf) in &self.postings[id as usize] {
                 let s = slot as usize;
                 if !seen[s] {
@@ -330,12 +390,7 @@ impl ProjectIndex {
             .filter_map(|slot| {
                 let s = slot as usize;
                 let doc = self.docs[s].as_ref()?;
-                let norm = doc
-                    .terms
-                    .iter()
-                    .map(|&(id, tf)| (tf * idf.get(id)).powi(2))
-                    .sum::<f32>()
-                    .sqrt();
+                let norm = doc.sums.norm(self.live);
                 let similarity = if q_norm > 0.0 && norm > 0.0 {
                     (dot[s] / (q_norm * norm)).clamp(0.0, 1.0)
                 } else {
@@ -355,32 +410,6 @@ impl ProjectIndex {
     }
 }
 
-/// The IDF of each term id under one search's counts, computed on first use and kept in a
-/// table indexed by term id: norms are computed per search (see the module docs), and a
-/// candidate's norm looks up every one of its terms, so this lookup is the inner loop.
-struct IdfTable<'a> {
-    ix: &'a ProjectIndex,
-    /// NaN until computed.
-    memo: Vec<f32>,
-}
-
-impl<'a> IdfTable<'a> {
-    fn new(ix: &'a ProjectIndex) -> Self {
-        IdfTable {
-            ix,
-            memo: vec![f32::NAN; ix.postings.len()],
-        }
-    }
-
-    fn get(&mut self, id: u32) -> f32 {
-        let slot = &mut self.memo[id as usize];
-        if slot.is_nan() {
-            *slot = self.ix.idf_of(id);
-        }
-        *slot
-    }
-}
-
 /// The order of results: score, then importance, then id.
 pub(crate) fn rank_before(a: &MemorySearchResult, b: &MemorySearchResult) -> bool {
     a.relevance_score
@@ -389,4 +418,54 @@ pub(crate) fn rank_before(a: &MemorySearchResult, b: &MemorySearchResult) -> boo
         .then_with(|| b.entry.importance.total_cmp(&a.entry.importance))
         .then_with(|| a.entry.id.cmp(&b.entry.id))
         .is_lt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The norm as the definition computes it: `√Σ(tf · idf)²` under the current counts.
+    fn direct_norm(ix: &ProjectIndex, doc: &Doc) -> f32 {
+        doc.terms
+            .iter()
+            .map(|&(id, tf)| f64::from(tf * ix.idf_of(id)).powi(2))
+            .sum::<f64>()
+            .sqrt() as f32
+    }
+
+    #[test]
+    fn kept_norm_sums_match_the_definition_after_adds_and_removes() {
+        let mut ix = ProjectIndex::default();
+        let texts = [
+            "deploy staging deploy",
+            "stripe webhooks verify",
+            "deploy stripe price cents",
+            "price price price",
+            "queue cache deploy",
+        ];
+        for (num, text) in texts.iter().enumerate() {
+            ix.insert(num as i64, text, "[]");
+        }
+        ix.remove(2);
+        ix.insert(9, "cents cents webhooks", "[]");
+        for doc in ix.docs.iter().flatten() {
+            let (kept, direct) = (doc.sums.norm(ix.live), direct_norm(&ix, doc));
+            assert!((kept - direct).abs() < 1e-5 * direct, "{kept} vs {direct}");
+        }
+        // Sums are integers: the same memories in another order give the very same sums.
+        let mut other = ProjectIndex::default();
+        for (num, text) in [(9, "cents cents webhooks"), (4, texts[4]), (0, texts[0])] {
+            other.insert(num, text, "[]");
+        }
+        for (num, text) in [(1, texts[1]), (3, texts[3])] {
+            other.insert(num, text, "[]");
+        }
+        let sums = |ix: &ProjectIndex, num: i64| {
+            let s = ix.docs[ix.slot_of[&num] as usize].as_ref().unwrap().sums;
+            (s.tf2, s.tf2_b, s.tf2_b2)
+        };
+        for num in [0, 1, 3, 4, 9] {
+            assert_eq!(sums(&ix, num), sums(&other, num));
+        }
+    }
 }
