@@ -39,8 +39,6 @@ struct Doc {
     terms: Vec<(u32, f32)>,
     /// Keyword term ids (distinct).
     keywords: Vec<u32>,
-    /// The norm's sums; see the [module docs](self).
-    sums: NormSums,
 }
 
 /// `Σtf²`, `Σtf²·B_t` and `Σtf²·B_t²` over a memory's terms, `B_t` being [`fixed_b`] of the
@@ -69,6 +67,16 @@ impl NormSums {
         self.tf2_b2 += tf2 * (new * new - old * old);
     }
 
+    /// The sums of these terms (with their frequencies) under `b` of each term id.
+    fn of(terms: &[(u32, f32)], b: impl Fn(u32) -> i128) -> Self {
+        let mut sums = NormSums::default();
+        for &(id, tf) in terms {
+            sums.tf2 += u64::from(tf as u32).pow(2);
+            sums.shift(tf, 0, b(id));
+        }
+        sums
+    }
+
     /// The TF-IDF norm for a project of `docs` memories.
     fn norm(&self, docs: usize) -> f32 {
         let a = (1.0 + docs as f64).ln() + 1.0;
@@ -89,6 +97,9 @@ pub(crate) struct ProjectIndex {
     keyword_postings: Vec<Vec<u32>>,
     /// Slot → memory; `None` once removed (slots are never reused, so postings stay sorted).
     docs: Vec<Option<Doc>>,
+    /// Slot → the norm's sums (see the [module docs](self)); a flat array, so a write walks it
+    /// in slot order along a posting list.
+    sums: Vec<NormSums>,
     slot_of: HashMap<i64, u32>,
     live: usize,
 }
@@ -109,7 +120,14 @@ impl ProjectIndex {
         let mut rows = stmt.query(params![project])?;
         while let Some(row) = rows.next()? {
             let keywords: String = row.get(2)?;
-            ix.insert(row.get(0)?, &row.get::<_, String>(1)?, &keywords);
+            ix.add_doc(row.get(0)?, &row.get::<_, String>(1)?, &keywords);
+        }
+        // Sums once from the final counts, rather than moved on every insert.
+        let b: Vec<i128> = ix.postings.iter().map(|p| fixed_b(p.len())).collect();
+        for (slot, doc) in ix.docs.iter().enumerate() {
+            if let Some(doc) = doc {
+                ix.sums[slot] = NormSums::of(&doc.terms, |id| b[id as usize]);
+            }
         }
         Ok(ix)
     }
@@ -154,8 +172,22 @@ impl ProjectIndex {
         })
     }
 
-    /// Index the memory of row `num`.
+    /// Index the memory of row `num`, keeping every memory's norm sums current.
     fn insert(&mut self, num: i64, content: &str, keywords_json: &str) {
+        let slot = self.add_doc(num, content, keywords_json);
+        let Some(doc) = self.docs[slot as usize].take() else {
+            return;
+        };
+        for &(id, _) in &doc.terms {
+            let df = self.postings[id as usize].len();
+            self.shift_sums(id, slot, fixed_b(df - 1), fixed_b(df));
+        }
+        self.sums[slot as usize] = NormSums::of(&doc.terms, |id| fixed_b(self.postings[id as usize].len()));
+        self.docs[slot as usize] = Some(doc);
+    }
+
+    /// Add the memory of row `num` to the postings, its norm sums left at zero; its slot.
+    fn add_doc(&mut self, num: i64, content: &str, keywords_json: &str) -> u32 {
         let slot = self.docs.len() as u32;
         let mut counted: Vec<(u32, f32)> = Vec::new();
         for term in terms(content) {
@@ -165,14 +197,8 @@ impl ProjectIndex {
                 None => counted.push((id, 1.0)),
             }
         }
-        let mut sums = NormSums::default();
         for &(id, tf) in &counted {
-            let list = &self.postings[id as usize];
-            let (old, new) = (fixed_b(list.len()), fixed_b(list.len() + 1));
-            self.shift_sums(id, old, new);
             self.postings[id as usize].push((slot, tf));
-            sums.tf2 += u64::from(tf as u32).pow(2);
-            sums.shift(tf, 0, new);
         }
         let keywords: Vec<String> = serde_json::from_str(keywords_json).unwrap_or_default();
         let kw: Vec<u32> = keyword_terms(&keywords)
@@ -186,10 +212,11 @@ impl ProjectIndex {
             num,
             terms: counted,
             keywords: kw,
-            sums,
         }));
+        self.sums.push(NormSums::default());
         self.slot_of.insert(num, slot);
         self.live += 1;
+        slot
     }
 
     /// Drop the memory of row `num`, if indexed.
@@ -206,7 +233,7 @@ impl ProjectIndex {
                 list.remove(at);
             }
             let df = list.len();
-            self.shift_sums(id, fixed_b(df + 1), fixed_b(df));
+            self.shift_sums(id, slot, fixed_b(df + 1), fixed_b(df));
         }
         for id in doc.keywords {
             let list = &mut self.keyword_postings[id as usize];
@@ -214,17 +241,19 @@ impl ProjectIndex {
                 list.remove(at);
             }
         }
+        self.sums[slot as usize] = NormSums::default();
         self.live -= 1;
     }
 
-    /// Move the norm sums of every memory holding term `id` by a change of its `B`.
-    fn shift_sums(&mut self, id: u32, old: i128, new: i128) {
+    /// Move the norm sums of every memory holding term `id` (but `except`, whose sums are
+    /// computed afresh) by a change of its `B`.
+    fn shift_sums(&mut self, id: u32, except: u32, old: i128, new: i128) {
         if old == new {
             return;
         }
         for &(slot, tf) in &self.postings[id as usize] {
-            if let Some(doc) = self.docs[slot as usize].as_mut() {
-                doc.sums.shift(tf, old, new);
+            if slot != except {
+                self.sums[slot as usize].shift(tf, old, new);
             }
         }
     }
@@ -237,8 +266,9 @@ impl ProjectIndex {
                 .docs
                 .iter()
                 .flatten()
-                .map(|d| 80 + d.terms.len() * 8 + d.keywords.len() * 4)
+                .map(|d| 40 + d.terms.len() * 8 + d.keywords.len() * 4)
                 .sum::<usize>()
+            + self.sums.len() * std::mem::size_of::<NormSums>()
             + self.term_ids.keys().map(|k| k.len() + 32).sum::<usize>()
     }
 
@@ -390,7 +420,7 @@ impl ProjectIndex {
             .filter_map(|slot| {
                 let s = slot as usize;
                 let doc = self.docs[s].as_ref()?;
-                let norm = doc.sums.norm(self.live);
+                let norm = self.sums[s].norm(self.live);
                 let similarity = if q_norm > 0.0 && norm > 0.0 {
                     (dot[s] / (q_norm * norm)).clamp(0.0, 1.0)
                 } else {
@@ -448,8 +478,9 @@ mod tests {
         }
         ix.remove(2);
         ix.insert(9, "cents cents webhooks", "[]");
-        for doc in ix.docs.iter().flatten() {
-            let (kept, direct) = (doc.sums.norm(ix.live), direct_norm(&ix, doc));
+        for (slot, doc) in ix.docs.iter().enumerate() {
+            let Some(doc) = doc else { continue };
+            let (kept, direct) = (ix.sums[slot].norm(ix.live), direct_norm(&ix, doc));
             assert!((kept - direct).abs() < 1e-5 * direct, "{kept} vs {direct}");
         }
         // Sums are integers: the same memories in another order give the very same sums.
@@ -461,11 +492,30 @@ mod tests {
             other.insert(num, text, "[]");
         }
         let sums = |ix: &ProjectIndex, num: i64| {
-            let s = ix.docs[ix.slot_of[&num] as usize].as_ref().unwrap().sums;
+            let s = ix.sums[ix.slot_of[&num] as usize];
             (s.tf2, s.tf2_b, s.tf2_b2)
         };
         for num in [0, 1, 3, 4, 9] {
             assert_eq!(sums(&ix, num), sums(&other, num));
+        }
+        // A build from the final rows gives them too.
+        let mut built = ProjectIndex::default();
+        for (num, text) in [
+            (0, texts[0]),
+            (1, texts[1]),
+            (3, texts[3]),
+            (4, texts[4]),
+            (9, "cents cents webhooks"),
+        ] {
+            built.add_doc(num, text, "[]");
+        }
+        let b: Vec<i128> = built.postings.iter().map(|p| fixed_b(p.len())).collect();
+        for slot in 0..built.docs.len() {
+            let terms = built.docs[slot].as_ref().unwrap().terms.clone();
+            built.sums[slot] = NormSums::of(&terms, |id| b[id as usize]);
+        }
+        for num in [0, 1, 3, 4, 9] {
+            assert_eq!(sums(&ix, num), sums(&built, num));
         }
     }
 }
