@@ -1,4 +1,5 @@
-//! `ctxkit bench tokens`: request tokens of each injection mode, per query, against `full`.
+//! `ctxkit bench tokens`: request tokens of each injection mode, per query, against `full`;
+//! `ctxkit bench memory` is in [`crate::bench_memory`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -36,14 +37,27 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Memory search quality: recall@5 and MRR of ctxkit and of plain FTS5 bm25 on a labelled
+    /// evaluation set.
+    Memory {
+        /// A folder with memories.jsonl and queries.jsonl; default: the set built into ctxkit.
+        #[arg(long, value_name = "DIR")]
+        eval: Option<PathBuf>,
+        /// One JSON object with both systems' scores and every query's ranks.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub async fn run(args: BenchArgs) -> Result<(), CliError> {
-    let BenchCommand::Tokens {
-        mut request,
-        queries,
-        json,
-    } = args.command;
+    let (mut request, queries, json) = match args.command {
+        BenchCommand::Tokens {
+            request,
+            queries,
+            json,
+        } => (request, queries, json),
+        BenchCommand::Memory { eval, json } => return crate::bench_memory::run(eval, json).await,
+    };
     // The modes differ in skills only: project memory (the same in every mode) is left out
     // unless a database is named, and measuring never creates the user's default database.
     request.no_memory |= request.memory.is_none();

@@ -2,6 +2,7 @@
 //! memory, chat, and measure token savings.
 
 mod bench_cmd;
+mod bench_memory;
 mod chat;
 mod context_cmd;
 mod hook;
@@ -39,7 +40,7 @@ enum Command {
     /// Chat with an agent (dry-run model by default); reads one message per line when piped.
     #[command(after_help = EXIT_CODES)]
     Chat(chat::ChatArgs),
-    /// Measure: request tokens per injection mode.
+    /// Measure: request tokens per injection mode, memory search quality.
     #[command(after_help = EXIT_CODES)]
     Bench(bench_cmd::BenchArgs),
     /// Run inside an agent host: answer its hook events (claude-code, codex, gemini), or

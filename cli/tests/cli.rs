@@ -1163,3 +1163,51 @@ fn memory_list_all_shows_what_a_newer_memory_superseded() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&ctxkit_in(dir.path(), &["memory", "list"], "")).contains("Always use pnpm"));
 }
+
+#[test]
+fn bench_memory_reports_both_systems_on_the_embedded_set() {
+    let o = ctxkit(&["bench", "memory", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert!(report["memories"].as_u64().unwrap() >= 200, "{report}");
+    assert!(report["queries"].as_u64().unwrap() >= 100, "{report}");
+    for system in ["ctxkit", "baseline"] {
+        for metric in ["recall_at_5", "mrr"] {
+            let v = report[system][metric].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "{system} {metric} = {v}");
+        }
+        // Searches are confined to the query's project.
+        assert_eq!(report[system]["other_project"], 0, "{report}");
+    }
+    assert_eq!(
+        report["outcomes"].as_array().unwrap().len() as u64,
+        report["queries"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn bench_memory_reads_a_set_from_a_folder_and_names_a_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memories.jsonl"),
+        r#"{"id": "m1", "project": "/p", "category": "preference", "content": "Always use pnpm, not npm"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("queries.jsonl"),
+        r#"{"project": "/p", "text": "which package manager?", "relevant": ["m1"]}"#,
+    )
+    .unwrap();
+    let o = ctxkit(&["bench", "memory", "--eval", dir.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("1 memories (0 superseded) in 1 projects, 1 queries"),
+        "{out}"
+    );
+    assert!(out.contains("fts5 bm25"), "{out}");
+    std::fs::write(dir.path().join("queries.jsonl"), "not json\n").unwrap();
+    let o = ctxkit(&["bench", "memory", "--eval", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("queries.jsonl line 1"), "{}", stderr(&o));
+}

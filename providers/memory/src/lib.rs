@@ -23,6 +23,8 @@
 //!   counters and timestamps are range-checked; a read-only database opens for reading.
 //! - [`records`] holds what the store keeps besides memories (history, episodes, exports) and
 //!   the reports it returns.
+//! - [`eval`] measures retrieval on a labelled set against a plain full-text baseline
+//!   (`ctxkit bench memory`).
 //!
 //! Timestamps are Unix milliseconds (UTC); give [`OpenOptions::clock`] a [`ManualClock`] to
 //! simulate time.
@@ -57,6 +59,7 @@
 mod clock;
 mod commands;
 mod error;
+pub mod eval;
 mod extraction;
 mod hook;
 mod ids;
@@ -116,6 +119,8 @@ const _: () = {
         assert_send_sync::<records::MemoryStats>();
         assert_send_sync::<records::MaintenanceReport>();
         assert_send_sync::<secrets::SecretFinding>();
+        assert_send_sync::<eval::EvalSet>();
+        assert_send_sync::<eval::EvalReport>();
         assert_send_sync::<Box<dyn MemoryStore>>();
     }
     let _ = assert_all;

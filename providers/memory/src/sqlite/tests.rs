@@ -1426,6 +1426,139 @@ fn a_version_1_database_migrates_forward_keeping_its_rows() {
     assert_eq!(db.count("/p").unwrap(), 1);
 }
 
+/// A database as version 2 of the schema left it: unstemmed index terms, history entries
+/// without the v3 fields, an update that can be undone.
+fn write_version_2_database(path: &std::path::Path) {
+    let mut conn = Connection::open(path).unwrap();
+    assert!(matches!(
+        schema::migrate_to(&mut conn, 2).unwrap(),
+        schema::Migrated::Ok
+    ));
+    let v2_entry = |content: &str, updated: i64| {
+        serde_json::json!({
+            "id": "0000000000a1", "project_path": "/p", "category": "convention", "content": content,
+            "keywords": ["stripe", "webhooks"], "importance": 0.7, "access_count": 2,
+            "source_session_id": null, "source_context": null, "created_at": 1000,
+            "updated_at": updated, "last_accessed_at": 2000, "decayed_at": null
+        })
+        .to_string()
+    };
+    let (old, new) = (
+        "Stripe webhooks are verified",
+        "Stripe webhooks are verified with constructEvent",
+    );
+    conn.execute_batch(&format!(
+        "INSERT INTO project_memories (num, id, project_path, category, content, keywords, importance,
+             access_count, created_at, updated_at, last_accessed_at)
+         VALUES (1, '0000000000a1', '/p', 'convention', '{new}', '[\"stripe\",\"webhooks\"]', 0.7, 2, 1000, 3000, 2000),
+                (2, '0000000000b2', '/p', 'fact', 'Deploys run on Mondays', '[]', 0.5, 0, 1000, 1000, 1000);
+         INSERT INTO memory_fts(rowid, project, terms) VALUES
+             (1, '{p}', 'stripe webhooks verified constructevent stripe webhooks'),
+             (2, '{p}', 'deploys run mondays');
+         INSERT INTO memory_terms(project_path, term, df) VALUES
+             ('/p', 'stripe', 1), ('/p', 'webhooks', 1), ('/p', 'verified', 1), ('/p', 'constructevent', 1),
+             ('/p', 'deploys', 1), ('/p', 'run', 1), ('/p', 'mondays', 1);
+         INSERT INTO memory_projects(project_path, docs, generation) VALUES ('/p', 2, 3);
+         INSERT INTO project_state(project_path, key, value, updated_at) VALUES ('/p', 'pm', '\"pnpm\"', 1000);",
+        p = index::project_token("/p"),
+    ))
+    .unwrap();
+    let mut history = conn
+        .prepare(
+            "INSERT INTO memory_history (memory_id, project_path, action, before, after, reason, at)
+             VALUES (?1, '/p', ?2, ?3, ?4, ?5, ?6)",
+        )
+        .unwrap();
+    history
+        .execute(rusqlite::params![
+            "0000000000a1",
+            "insert",
+            None::<String>,
+            v2_entry(old, 1000),
+            "added",
+            1000
+        ])
+        .unwrap();
+    history
+        .execute(rusqlite::params![
+            "0000000000a1",
+            "update",
+            v2_entry(old, 1000),
+            v2_entry(new, 3000),
+            "updated",
+            3000
+        ])
+        .unwrap();
+}
+
+#[test]
+fn a_version_2_database_migrates_to_3_keeping_rows_history_and_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    write_version_2_database(&path);
+    for mode in MODES {
+        let copy = dir.path().join(format!("{mode:?}.db"));
+        std::fs::copy(&path, &copy).unwrap();
+        let db = MemoryDb::open_with(&copy, OpenOptions::default().search_index(mode)).unwrap();
+        let conn = Connection::open(&copy).unwrap();
+        assert_eq!(schema::user_version(&conn).unwrap(), schema::LATEST);
+
+        // Rows, with the v3 columns empty.
+        let a = db.get("0000000000a1").unwrap().unwrap();
+        assert_eq!(a.content, "Stripe webhooks are verified with constructEvent");
+        assert_eq!((a.access_count, a.importance), (2, 0.7));
+        assert_eq!(a.superseded_by, None);
+        assert_eq!(db.count("/p").unwrap(), 2);
+        assert_eq!(
+            db.state_entries("/p").unwrap(),
+            [("pm".to_string(), serde_json::json!("pnpm"))]
+        );
+
+        // History written before v3 reads back and can still be undone.
+        let history = db.history("/p", "0000000000a1").unwrap();
+        let actions: Vec<HistoryAction> = history.iter().map(|h| h.action).collect();
+        assert!(actions.contains(&HistoryAction::Insert) && actions.contains(&HistoryAction::Update));
+        let update = history
+            .iter()
+            .find(|h| h.action == HistoryAction::Update)
+            .unwrap();
+        assert_eq!(
+            update.before.as_ref().unwrap().content,
+            "Stripe webhooks are verified"
+        );
+
+        // The index was rebuilt with stemmed terms: another inflection finds the memory.
+        let hits = db
+            .search(&MemorySearchRequest::new("/p", "verify a webhook").without_touch())
+            .unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].entry.id, "0000000000a1");
+        let hits = db
+            .search(&MemorySearchRequest::new("/p", "when does it deploy?").without_touch())
+            .unwrap();
+        assert_eq!(hits[0].entry.id, "0000000000b2");
+
+        // New writes work on the migrated file, and undo restores the v2 content.
+        db.add(NewMemoryEntry::new(
+            "/p",
+            MemoryCategory::Fact,
+            "Releases are tagged on main",
+        ))
+        .unwrap();
+        db.undo("/p", update.id).unwrap();
+        assert_eq!(
+            db.get("0000000000a1").unwrap().unwrap().content,
+            "Stripe webhooks are verified"
+        );
+        assert_eq!(
+            db.search(&MemorySearchRequest::new("/p", "webhook").without_touch())
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
+
 #[test]
 fn a_newer_schema_is_refused_with_the_file_named() {
     let dir = tempfile::tempdir().unwrap();

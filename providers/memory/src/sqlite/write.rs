@@ -139,10 +139,9 @@ impl MemoryDb {
         if q_terms.is_empty() {
             return Ok(Vec::new());
         }
-        let now = self.now();
         let n = crate::supersede::CANDIDATES;
-        if let Some(hits) = self.with_index(tx, project, |ix| ix.search(tx, &q_terms, 0.0, None, now, n))? {
-            return Ok(hits.into_iter().map(|h| (h.similarity, h.entry)).collect());
+        if let Some(hits) = self.with_index(tx, project, |ix| ix.most_similar(tx, &q_terms, n))? {
+            return Ok(hits.into_iter().map(|(sim, _, e)| (sim, e)).collect());
         }
         let vocab = self.inner.vocab.get(tx, project)?;
         let filter = Filter {
@@ -159,6 +158,40 @@ impl MemoryDb {
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
         scored.truncate(n);
         Ok(scored)
+    }
+
+    /// The current memory of a project most similar to `content` (what an upsert may merge
+    /// into), with its cosine and row number: from the in-memory index when there is one, else
+    /// from the full-text candidates. Call before the transaction writes anything.
+    fn most_similar(
+        &self,
+        tx: &Transaction,
+        project: &str,
+        content: &str,
+    ) -> Result<Option<(f32, i64, MemoryEntry)>> {
+        let new_terms = terms(content);
+        if let Some(mut hits) = self.with_index(tx, project, |ix| ix.most_similar(tx, &new_terms, 1))? {
+            return Ok(hits.pop());
+        }
+        // Without the index, the document frequencies of the whole project are read.
+        let vocab = self.inner.vocab.get(tx, project)?;
+        let new_vec = vocab.vector(&new_terms);
+        let filter = Filter {
+            project,
+            min_importance: 0.0,
+            categories: None,
+        };
+        let mut best: Option<(f32, i64, MemoryEntry)> = None;
+        for (num, e) in self.candidates(tx, &filter, &new_terms, &vocab)? {
+            let sim = new_vec.cosine(&vocab.vector(&terms(&e.content)));
+            if best
+                .as_ref()
+                .is_none_or(|(s, _, b)| sim > *s || (sim == *s && e.id < b.id))
+            {
+                best = Some((sim, num, e));
+            }
+        }
+        Ok(best)
     }
 
     /// Mark as superseded by `new` the memories it names (`named`) and those among `similar`
@@ -319,25 +352,7 @@ impl MemoryDb {
             } else {
                 Vec::new()
             };
-            let vocab = self.inner.vocab.get(tx, &checked.project_path)?;
-            let new_terms = terms(&checked.content);
-            let new_vec = vocab.vector(&new_terms);
-            let filter = Filter {
-                project: &checked.project_path,
-                min_importance: 0.0,
-                categories: None,
-            };
-            let mut best: Option<(f32, i64, MemoryEntry)> = None;
-            for (num, e) in self.candidates(tx, &filter, &new_terms, &vocab)? {
-                let sim = new_vec.cosine(&vocab.vector(&terms(&e.content)));
-                if best
-                    .as_ref()
-                    .is_none_or(|(s, _, b)| sim > *s || (sim == *s && e.id < b.id))
-                {
-                    best = Some((sim, num, e));
-                }
-            }
-            match best {
+            match self.most_similar(tx, &checked.project_path, &checked.content)? {
                 Some((sim, num, old)) if sim > MERGE_SIMILARITY => {
                     let merged = merge_into(&old, &checked, now);
                     if merged.content == old.content

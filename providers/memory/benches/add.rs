@@ -1,0 +1,62 @@
+//! One `add` at 100,000 memories in one project, the in-memory search index on (the project's
+//! target: ≤ 1 ms per add).
+//!
+//! The store holds the seeded memories of `common` and its in-memory index is built, as in a
+//! long-running agent. Each iteration adds one new memory through `SqliteMemoryStore::add` on
+//! tokio's blocking pool: validation and secret checks, one `BEGIN IMMEDIATE` transaction
+//! (row, history, full-text row, document frequencies, index log), then `warm_up`, which brings
+//! the in-memory index up to date in place from the log (what the next search or write would
+//! do first). Without it, adds that never consult the index (facts) let the log run ahead, and
+//! past 4,096 changes the index is rebuilt instead. Two cases:
+//!
+//! - `memory_add/fact/N`: a fact, which never supersedes by similarity;
+//! - `memory_add/preference/N`: a preference, which first looks up the similar current
+//!   memories it may supersede (a search of the in-memory index with its content).
+//!
+//! Run: `cargo bench -p ctxkit-memory --bench add`
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use ctxkit_memory::{MemoryCategory, MemoryError, MemoryStore, NewMemoryEntry};
+
+mod common;
+use common::{build, sentence, vocabulary, Rng, Zipf, PROJECT};
+
+const MEMORIES: usize = 100_000;
+
+fn add(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let db = build(&rt, MEMORIES, &dir.path().join("bench-add.db"));
+    let words = vocabulary();
+    let zipf = Zipf::new(words.len());
+    let mut rng = Rng(0xADD5);
+    let mut group = c.benchmark_group("memory_add");
+    for category in [MemoryCategory::Fact, MemoryCategory::Preference] {
+        group.bench_with_input(
+            BenchmarkId::new(category.as_str(), MEMORIES),
+            &category,
+            |b, &category| {
+                b.iter(|| loop {
+                    let content = sentence(&mut rng, &zipf, &words, 6, 14);
+                    let new = NewMemoryEntry::new(PROJECT, category, content).importance(0.5);
+                    match rt.block_on(db.add(new)) {
+                        // A sentence drawn twice is refused before anything is written; draw again.
+                        Err(MemoryError::Duplicate { .. }) => continue,
+                        added => {
+                            rt.block_on(db.warm_up(PROJECT)).expect("catch the index up");
+                            break black_box(added.expect("add"));
+                        }
+                    }
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, add);
+criterion_main!(benches);
