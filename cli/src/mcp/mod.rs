@@ -5,12 +5,14 @@
 //! - [`server`] is the protocol handler: capabilities, resources, prompts, the Skills
 //!   extension, and the watcher that announces a changed skill index;
 //! - [`tools`] holds the seven tools and their bounded, checked arguments;
+//! - [`client`] is the other direction: an MCP server's tools in ctxkit's agent (`chat --mcp`);
 //! - [`skills`] renders skills as the resources, prompts and extension entries the handler
 //!   serves, from the index in memory (no argument ever opens a file).
 //!
 //! Standard output carries protocol messages only: logging goes to standard error (see
 //! `init_tracing` in `main.rs`), and nothing here prints.
 
+pub mod client;
 mod server;
 mod skills;
 mod tools;

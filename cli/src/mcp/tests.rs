@@ -470,3 +470,71 @@ async fn a_new_skill_is_announced() {
     let resources = client.list_all_resources().await.unwrap();
     assert!(resources.iter().any(|r| r.uri == "skill://lint/SKILL.md"));
 }
+
+/// The client side: our own server's tools mounted in an agent driven by a scripted model;
+/// the server dies mid-run, the call becomes a tool error and the run completes.
+#[tokio::test]
+async fn mounted_tools_run_in_the_agent_and_a_dead_server_is_a_tool_error() {
+    use ctxkit::{Agent, Message, Role, ScriptedModel, Thread, ToolCall};
+
+    let f = fixture(Mode::Hybrid);
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let server = f.server.clone();
+    let serving = tokio::spawn(async move {
+        let running = server.serve(server_end).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let mounted = super::client::connect(client_end, "fallback", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(mounted.name, "ctxkit", "named after the server's own name");
+    let names: Vec<&str> = mounted.tools.iter().map(ctxkit::Tool::name).collect();
+    assert!(names.contains(&"ctxkit__read_skill"), "{names:?}");
+
+    let call = |id: &str| {
+        Message::tool_calls(vec![ToolCall::new(
+            id,
+            "ctxkit__read_skill",
+            &json!({"name": "deploy"}),
+        )])
+    };
+    let model = Arc::new(ScriptedModel::new([
+        call("1"),
+        Message::assistant("first answer"),
+        call("2"),
+        Message::assistant("second answer"),
+    ]));
+    let mut builder = Agent::builder().model(model);
+    for tool in mounted.tools.iter().cloned() {
+        builder = builder.tool(tool);
+    }
+    let agent = builder.build().unwrap();
+    let mut thread = Thread::new();
+    let tool_output = |thread: &Thread| {
+        let last_tool = thread
+            .history()
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Tool)
+            .unwrap();
+        last_tool.content.clone()
+    };
+
+    let out = agent.run(&mut thread, "how do we deploy?").await.unwrap();
+    assert_eq!(out.reply.content, "first answer");
+    assert!(
+        tool_output(&thread).contains("Run ./ship.sh"),
+        "{}",
+        tool_output(&thread)
+    );
+
+    serving.abort();
+    let _ = serving.await;
+    let out = agent.run(&mut thread, "and again?").await.unwrap();
+    assert_eq!(out.reply.content, "second answer", "the run completes");
+    let error = tool_output(&thread);
+    assert!(
+        error.starts_with("error:") && error.contains("MCP server `ctxkit`"),
+        "{error}"
+    );
+}
