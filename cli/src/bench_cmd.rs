@@ -74,7 +74,7 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
     let counter = token_counter();
     let agents = Mode::ALL
         .iter()
-        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel), false, &counter))
+        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel), false, &counter, Vec::new()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = std::io::stdout().lock();
     if !json {

@@ -41,6 +41,14 @@ pub struct ChatArgs {
     /// Messages kept by /compact.
     #[arg(long, default_value_t = 6)]
     pub keep: usize,
+    /// An MCP server whose tools the agent may call, as a command line ("npx -y some-server"),
+    /// split into words and run without a shell (repeatable); its tools are named
+    /// `SERVER__tool`. The user config's `[mcp] servers` are mounted too; a project never adds one.
+    #[arg(long = "mcp", value_name = "COMMAND")]
+    pub mcp: Vec<String>,
+    /// Seconds an MCP server may take to start or to answer one tool call.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub mcp_timeout: u64,
 }
 
 /// `--help`: how chat fails, then the exit codes every command shows.
@@ -48,14 +56,36 @@ fn after_long_help() -> String {
     format!("{CHAT_HELP}\n\n{}", crate::EXIT_CODES)
 }
 
+/// Start the MCP servers of `--mcp` and of the user config; one that cannot start is an error
+/// naming it (the user asked for it).
+async fn mount_servers(args: &ChatArgs) -> Result<Vec<crate::mcp::client::Mounted>, CliError> {
+    let config = crate::user_config::UserConfig::load()?;
+    let timeout = std::time::Duration::from_secs(args.mcp_timeout);
+    let mut mounted: Vec<crate::mcp::client::Mounted> = Vec::new();
+    for command in config.mcp_servers().iter().chain(&args.mcp) {
+        let server = crate::mcp::client::mount(command, timeout).await?;
+        if let Some(clash) = mounted.iter().find(|m| m.name == server.name) {
+            return Err(CliError::new(format!(
+                "two MCP servers are named `{}`; their tools would clash",
+                clash.name
+            )));
+        }
+        tracing::info!(server = %server.name, tools = server.tools.len(), "MCP server mounted");
+        mounted.push(server);
+    }
+    Ok(mounted)
+}
+
 /// Exit status 1 if any message or command failed (each already said why on stderr).
 pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model: Arc<dyn ChatModel> = ctxkit::http::model_from_spec(&args.model, args.base_url.as_deref())?;
     let library = args.request.skill_dirs().library()?;
     let counter = token_counter();
+    let servers = mount_servers(&args).await?;
+    let tools = servers.iter().flat_map(|s| s.tools.iter().cloned()).collect();
     let agent = args
         .request
-        .agent(&library, args.request.mode, model, true, &counter)?;
+        .agent(&library, args.request.mode, model, true, &counter, tools)?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,

@@ -25,9 +25,14 @@ pub struct ContextArgs {
 pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     let library = args.request.skill_dirs().library()?;
     let counter = token_counter();
-    let agent = args
-        .request
-        .agent(&library, args.request.mode, Arc::new(DryRunModel), true, &counter)?;
+    let agent = args.request.agent(
+        &library,
+        args.request.mode,
+        Arc::new(DryRunModel),
+        true,
+        &counter,
+        Vec::new(),
+    )?;
     let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
     save_counts(&counter);
     let tokens_full = report.tokens_full.unwrap_or(report.tokens.total);

@@ -6,6 +6,7 @@ mod bench_memory;
 mod chat;
 mod context_cmd;
 mod hook;
+mod mcp;
 mod memory;
 mod places;
 mod printable;
@@ -47,6 +48,10 @@ enum Command {
     /// install / uninstall the hook entries in its settings.
     #[command(after_help = EXIT_CODES)]
     Hook(hook::HookArgs),
+    /// Serve skills and project memory to MCP clients (Claude Code, Codex, VS Code, …) over
+    /// standard input and output.
+    #[command(after_help = EXIT_CODES)]
+    Mcp(mcp::McpArgs),
 }
 
 /// An error for the user: one sentence, printed to stderr (unless already reported).
@@ -174,6 +179,7 @@ async fn run(command: Command) -> ExitCode {
         Command::Chat(args) => chat::run(args).await,
         Command::Bench(args) => bench_cmd::run(args).await,
         Command::Hook(args) => hook::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -157,8 +157,9 @@ impl RequestOptions {
         }
     }
 
-    /// An agent over `library` in `mode`, with project memory unless `--no-memory`; with
-    /// `baseline`, its run reports also give the tokens `full` mode would have sent.
+    /// An agent over `library` in `mode`, with project memory unless `--no-memory` and the
+    /// tools of mounted MCP servers; with `baseline`, its run reports also give the tokens
+    /// `full` mode would have sent.
     pub fn agent(
         &self,
         library: &Arc<SkillLibrary>,
@@ -166,6 +167,7 @@ impl RequestOptions {
         model: Arc<dyn ChatModel>,
         baseline: bool,
         counter: &Arc<MemoCounter>,
+        mcp_tools: Vec<crate::mcp::client::McpTool>,
     ) -> Result<Agent, CliError> {
         // Skill tools (e.g. file search) work on the project the CLI runs in.
         let tools = UserConfig::load()?.exec_options(
@@ -210,6 +212,9 @@ impl RequestOptions {
                 let extractor = (model_name != "dry-run").then_some(extraction_model);
                 builder = builder.hook(open_hook(&db, &project, extractor)?);
             }
+        }
+        for tool in mcp_tools {
+            builder = builder.tool(tool);
         }
         if baseline {
             builder = builder.report_baseline();

@@ -9,6 +9,9 @@
 //! trust = ["~/my-skills/", "/opt/team-skills/"]  # absolute folders whose skills' tools may run
 //! interpreters = ["python3"]                # shells and interpreters trusted tools may run
 //! pass_env = ["GOPATH"]                     # extra variables tool processes see
+//!
+//! [mcp]
+//! servers = ["npx -y @modelcontextprotocol/server-everything"]  # mounted by `ctxkit chat`
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -24,6 +27,16 @@ use crate::CliError;
 pub struct UserConfig {
     #[serde(default)]
     tools: ToolsSection,
+    #[serde(default)]
+    mcp: McpSection,
+}
+
+/// MCP servers whose tools `ctxkit chat` mounts: command lines, split into words (no shell).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McpSection {
+    #[serde(default)]
+    servers: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -41,6 +54,11 @@ struct ToolsSection {
 const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 
 impl UserConfig {
+    /// The MCP servers the user configured for `ctxkit chat`.
+    pub fn mcp_servers(&self) -> &[String] {
+        &self.mcp.servers
+    }
+
     /// The user's config, or the default when there is no file.
     pub fn load() -> Result<UserConfig, CliError> {
         match crate::places::user_config() {

@@ -27,7 +27,7 @@ pub(crate) fn open_store(db: Option<&Path>) -> Result<SqliteMemoryStore, CliErro
     open_store_with(db, SearchIndex::Off)
 }
 
-fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<SqliteMemoryStore, CliError> {
+pub(crate) fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<SqliteMemoryStore, CliError> {
     let path = memory_db_path(db)?;
     Ok(SqliteMemoryStore::open_with(
         &path,

@@ -1,0 +1,106 @@
+//! `ctxkit mcp`: ctxkit's skills and project memory as a Model Context Protocol server, so any
+//! MCP host (Claude Code, Codex, VS Code, Claude Desktop, Cursor) gets trigger-matched skills,
+//! `read_skill` by name and a project memory that refuses secrets.
+//!
+//! - [`server`] is the protocol handler: capabilities, resources, prompts, the Skills
+//!   extension, and the watcher that announces a changed skill index;
+//! - [`tools`] holds the seven tools and their bounded, checked arguments;
+//! - [`client`] is the other direction: an MCP server's tools in ctxkit's agent (`chat --mcp`);
+//! - [`skills`] renders skills as the resources, prompts and extension entries the handler
+//!   serves, from the index in memory (no argument ever opens a file).
+//!
+//! Standard output carries protocol messages only: logging goes to standard error (see
+//! `init_tracing` in `main.rs`), and nothing here prints.
+
+pub mod client;
+mod server;
+mod skills;
+mod tools;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use ctxkit_skills::Mode;
+use rmcp::ServiceExt;
+
+pub use self::server::CtxkitServer;
+use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store_with};
+use crate::setup::{load_library, SkillDirs};
+use crate::CliError;
+
+#[derive(Args, Debug, Clone)]
+pub struct McpArgs {
+    /// A folder of skills (repeatable); default: the project roots under the current directory.
+    #[arg(long = "skills", value_name = "DIR")]
+    pub skills: Vec<PathBuf>,
+    /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
+    /// data folder).
+    #[arg(long, value_name = "DB")]
+    pub memory: Option<PathBuf>,
+    /// The project memories are scoped to; default: the current directory.
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
+    /// What `match_skills` returns: the bodies of the skills that fire (full, triggered,
+    /// hybrid), or their names and descriptions only, to be read with `read_skill` (on-demand).
+    #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// The most skills `match_skills` selects by their triggers, unless the call asks for fewer.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=tools::MAX_SKILLS as u64))]
+    pub max_skills: u64,
+    /// Seconds between checks of the skill folders; a change sends `resources/list_changed`
+    /// and `prompts/list_changed` (0: never check).
+    #[arg(long, default_value_t = 2, value_name = "SECONDS")]
+    pub watch: u64,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+/// Serve one client over standard input and output until it closes the connection.
+pub async fn run(args: McpArgs) -> Result<(), CliError> {
+    let server = build(&args)?;
+    let service = server
+        .clone()
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| CliError::new(format!("the MCP session did not start: {e}")))?;
+    if args.watch > 0 {
+        tokio::spawn(server.watch(service.peer().clone(), Duration::from_secs(args.watch)));
+    }
+    service
+        .waiting()
+        .await
+        .map_err(|e| CliError::new(format!("the MCP session ended with an error: {e}")))?;
+    Ok(())
+}
+
+/// The server for `args`: skills through the shared index cache, the memory database every
+/// command uses, and the project scoped as `ctxkit context` scopes it.
+fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
+    let dirs = SkillDirs {
+        dirs: args.skills.clone(),
+    };
+    let library = load_library(dirs.roots()?);
+    let db = memory_db_path(args.memory.as_deref())?;
+    let store = Arc::new(open_store_with(
+        Some(&db),
+        ctxkit_memory::SearchIndex::Background,
+    )?);
+    let project = match &args.project {
+        Some(p) => normalize_project(p),
+        None => default_project()?,
+    };
+    Ok(CtxkitServer::new(
+        library,
+        store,
+        project,
+        args.mode,
+        usize::try_from(args.max_skills).unwrap_or(tools::MAX_SKILLS),
+    ))
+}
+
+#[cfg(test)]
+mod tests;

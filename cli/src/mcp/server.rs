@@ -1,0 +1,185 @@
+//! The protocol handler: what the server declares, the tools (see [`super::tools`]), skills as
+//! resources, prompts and Skills-extension entries (see [`super::skills`]), and the watcher
+//! that tells the client when the skill index changed.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ctxkit_memory::SqliteMemoryStore;
+use ctxkit_skills::{Mode, SkillLibrary};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams, GetSkillResult,
+    Implementation, ListPromptsResult, ListResourcesResult, ListSkillsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
+
+use super::skills;
+
+const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name, and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
+
+/// One MCP session's view of ctxkit: the skill library, the memory store and the project
+/// memories are scoped to. Cloned per connection; the clones share everything.
+#[derive(Clone)]
+pub struct CtxkitServer {
+    pub(super) library: Arc<SkillLibrary>,
+    pub(super) store: Arc<SqliteMemoryStore>,
+    pub(super) project: String,
+    pub(super) mode: Mode,
+    pub(super) max_skills: usize,
+    tool_router: ToolRouter<Self>,
+    /// The skills last announced (see [`skills::fingerprint`]).
+    listed: Arc<Mutex<Vec<(String, String, bool)>>>,
+}
+
+impl CtxkitServer {
+    pub fn new(
+        library: Arc<SkillLibrary>,
+        store: Arc<SqliteMemoryStore>,
+        project: String,
+        mode: Mode,
+        max_skills: usize,
+    ) -> Self {
+        let listed = skills::fingerprint(&library.snapshot());
+        CtxkitServer {
+            library,
+            store,
+            project,
+            mode,
+            max_skills,
+            tool_router: Self::router(),
+            listed: Arc::new(Mutex::new(listed)),
+        }
+    }
+
+    /// Reload the skill index (through the index cache, so an unchanged tree costs a few
+    /// stat calls) and report whether what the server lists changed since the last check.
+    pub async fn refresh(&self) -> bool {
+        let library = self.library.clone();
+        let Ok(index) = tokio::task::spawn_blocking(move || library.reload()).await else {
+            return false;
+        };
+        let now = skills::fingerprint(&index);
+        let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        if *listed == now {
+            return false;
+        }
+        *listed = now;
+        true
+    }
+
+    /// Every `every`, look for changed skills and tell the client (`resources/list_changed`,
+    /// `prompts/list_changed`); ends when the client is gone. A stand-in for hot reload
+    /// (issue 15), which would push changes instead of polling for them.
+    pub async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
+        loop {
+            tokio::time::sleep(every).await;
+            if !self.refresh().await {
+                continue;
+            }
+            tracing::info!("skills changed; notifying the client");
+            if peer.notify_resource_list_changed().await.is_err()
+                || peer.notify_prompt_list_changed().await.is_err()
+            {
+                return;
+            }
+        }
+    }
+}
+
+fn not_found(what: &'static str) -> ErrorData {
+    ErrorData::invalid_params(what, None)
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for CtxkitServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_skills()
+            .build();
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info = Implementation::new("ctxkit", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(INSTRUCTIONS.to_string());
+        info
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(skills::resources(
+            &self.library.snapshot(),
+        )))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let index = self.library.snapshot();
+        let skill = skills::by_uri(&index, &request.uri).ok_or_else(|| {
+            ErrorData::resource_not_found("no skill resource has that URI; resources/list gives them", None)
+        })?;
+        Ok(ReadResourceResult::new(vec![skills::contents(skill, &request.uri)]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(skills::prompts(
+            &self.library.snapshot(),
+        )))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let index = self.library.snapshot();
+        let skill = skills::prompt_skill(&index, &request.name)
+            .ok_or_else(|| not_found("no prompt has that name; prompts/list gives them"))?;
+        let text = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("request"))
+            .and_then(|v| v.as_str());
+        Ok(GetPromptResult::new(vec![skills::prompt_message(skill, text)])
+            .with_description(skill.description.clone())
+            .into())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let index = self.library.snapshot();
+        Ok(ListSkillsResult::with_all_items(
+            index.ranked().filter_map(skills::extension_entry).collect(),
+        ))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let index = self.library.snapshot();
+        skills::by_uri(&index, &request.uri)
+            .and_then(skills::extension_entry)
+            .map(GetSkillResult::new)
+            .ok_or_else(|| not_found("no skill has that URI; skills/list gives them"))
+    }
+}

@@ -1,0 +1,540 @@
+//! An rmcp client talks to the server in-process, over `tokio::io::duplex`: every tool,
+//! resource, prompt and Skills-extension call, and their error paths.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
+use ctxkit_skills::{Mode, SkillLibrary, SkillRoot, Source};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, GetSkillRequestParams,
+    ReadResourceRequestParams, ResourceContents,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+use super::CtxkitServer;
+
+const SECRET: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+
+fn write_skill(root: &Path, name: &str, text: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("SKILL.md"), text).unwrap();
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    skills: std::path::PathBuf,
+    store: Arc<SqliteMemoryStore>,
+    server: CtxkitServer,
+}
+
+fn fixture(mode: Mode) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills");
+    write_skill(
+        &skills,
+        "deploy",
+        "---\nname: deploy\ndescription: Ship the service\ntriggers: [deploy, release]\nuser-invocable: true\n---\nRun ./ship.sh and watch the logs.",
+    );
+    write_skill(
+        &skills,
+        "pdf",
+        "---\nname: pdf\ndescription: Work with PDF files\ntriggers: [pdf]\n---\nUse pdftotext.",
+    );
+    std::fs::write(dir.path().join("outside.txt"), "TOP SECRET FILE").unwrap();
+    let library = Arc::new(SkillLibrary::load(vec![SkillRoot::new(&skills, Source::Project)]));
+    let store = Arc::new(SqliteMemoryStore::open(dir.path().join("memory.db")).unwrap());
+    let server = CtxkitServer::new(library, store.clone(), "/repo".into(), mode, 3);
+    Fixture {
+        _dir: dir,
+        skills,
+        store,
+        server,
+    }
+}
+
+async fn connect<C: ClientHandler>(server: CtxkitServer, client: C) -> RunningService<RoleClient, C> {
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    client.serve(client_end).await.expect("the client connects")
+}
+
+async fn call<C: ClientHandler>(
+    client: &RunningService<RoleClient, C>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
+    let args = args.as_object().expect("arguments are an object").clone();
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .expect("the call is answered")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .collect()
+}
+
+fn failed(result: &CallToolResult) -> bool {
+    result.is_error == Some(true)
+}
+
+/// The one sentence of a failed call.
+fn error_text(result: &CallToolResult) -> String {
+    assert!(failed(result), "expected a tool error, got {result:?}");
+    let t = text(result);
+    assert!(!t.is_empty() && !t.contains('\n'), "one sentence: {t:?}");
+    t
+}
+
+#[tokio::test]
+async fn tools_are_listed_with_annotations_and_schemas() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for name in [
+        "match_skills",
+        "list_skills",
+        "read_skill",
+        "add_memory",
+        "search_memories",
+        "list_memories",
+        "delete_memory",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    for tool in &tools {
+        let a = tool.annotations.as_ref().expect("annotated");
+        let read_only = !matches!(tool.name.as_ref(), "add_memory" | "delete_memory");
+        assert_eq!(a.read_only_hint, Some(read_only), "{}", tool.name);
+        assert!(tool.output_schema.is_some(), "{} has an output schema", tool.name);
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")));
+    }
+    let by_name = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
+    let delete = by_name("delete_memory").annotations.clone().unwrap();
+    assert_eq!(delete.destructive_hint, Some(true));
+    let add = by_name("add_memory").annotations.clone().unwrap();
+    assert_eq!(
+        (add.destructive_hint, add.idempotent_hint),
+        (Some(false), Some(true))
+    );
+    let read = Value::Object((*by_name("read_skill").input_schema).clone());
+    assert_eq!(read["required"], json!(["name"]));
+}
+
+#[tokio::test]
+async fn match_skills_says_which_fire_and_why() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let result = call(
+        &client,
+        "match_skills",
+        json!({"message": "please deploy the PDF viewer"}),
+    )
+    .await;
+    assert!(!failed(&result));
+    let answer = result.structured_content.expect("structured content");
+    let skills = answer["skills"].as_array().unwrap();
+    let names: Vec<&str> = skills.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&"deploy") && names.contains(&"pdf"));
+    let deploy = skills.iter().find(|s| s["name"] == "deploy").unwrap();
+    assert_eq!(deploy["reason"], "triggered");
+    assert_eq!(deploy["triggers"], json!(["deploy"]));
+    assert_eq!(deploy["body"], "Run ./ship.sh and watch the logs.");
+
+    let capped = call(
+        &client,
+        "match_skills",
+        json!({"message": "deploy the pdf", "max_skills": 1}),
+    )
+    .await;
+    assert_eq!(
+        capped.structured_content.unwrap()["skills"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let none = call(&client, "match_skills", json!({"message": "Othello"})).await;
+    assert_eq!(none.structured_content.unwrap()["skills"], json!([]));
+}
+
+#[tokio::test]
+async fn on_demand_mode_matches_without_bodies() {
+    let f = fixture(Mode::OnDemand);
+    let client = connect(f.server, ()).await;
+    let result = call(&client, "match_skills", json!({"message": "deploy"})).await;
+    let skill = &result.structured_content.unwrap()["skills"][0];
+    assert_eq!(skill["description"], "Ship the service");
+    assert!(skill.get("body").is_none());
+}
+
+#[tokio::test]
+async fn match_skills_bounds_its_arguments() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let long = "deploy ".repeat(super::tools::MAX_MESSAGE_CHARS / 7 + 1);
+    let too_long = call(&client, "match_skills", json!({"message": long})).await;
+    assert!(error_text(&too_long).contains("longer than"));
+    let zero = call(
+        &client,
+        "match_skills",
+        json!({"message": "deploy", "max_skills": 0}),
+    )
+    .await;
+    assert!(error_text(&zero).contains("between 1 and 20"));
+    let missing = call(&client, "match_skills", json!({})).await;
+    assert!(error_text(&missing).contains("message"));
+}
+
+#[tokio::test]
+async fn list_and_read_skills_by_name() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let listed = call(&client, "list_skills", json!({})).await;
+    let skills = listed.structured_content.unwrap()["skills"].clone();
+    assert_eq!(skills.as_array().unwrap().len(), 2);
+    let deploy = skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "deploy")
+        .unwrap();
+    assert_eq!(deploy["triggers"], json!(["deploy", "release"]));
+    assert_eq!(deploy["user_invocable"], true);
+
+    let read = call(&client, "read_skill", json!({"name": "DEPLOY"})).await;
+    assert!(!failed(&read));
+    let skill = read.structured_content.unwrap();
+    assert_eq!(skill["name"], "deploy");
+    assert_eq!(skill["body"], "Run ./ship.sh and watch the logs.");
+}
+
+#[tokio::test]
+async fn read_skill_never_reads_a_path() {
+    let f = fixture(Mode::Hybrid);
+    let outside = f.skills.parent().unwrap().join("outside.txt");
+    let client = connect(f.server, ()).await;
+    for name in [
+        "../outside.txt",
+        "../../outside.txt",
+        outside.to_str().unwrap(),
+        "deploy/../pdf",
+        "deploy/SKILL.md",
+        "nonexistent",
+        &"x".repeat(10_000),
+    ] {
+        let result = call(&client, "read_skill", json!({ "name": name })).await;
+        let error = error_text(&result);
+        assert!(error.contains("no loaded skill has that name"), "{error}");
+        assert!(!error.contains("TOP SECRET"));
+    }
+}
+
+#[tokio::test]
+async fn memory_round_trip() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let added = call(
+        &client,
+        "add_memory",
+        json!({"content": "Always use pnpm, not npm", "category": "preference", "importance": 0.9}),
+    )
+    .await;
+    assert!(!failed(&added), "{}", text(&added));
+    let added = added.structured_content.unwrap();
+    assert_eq!(added["outcome"], "inserted");
+    let id = added["id"].as_str().unwrap().to_string();
+
+    // The store merges what it already holds: adding again changes nothing.
+    let again = call(
+        &client,
+        "add_memory",
+        json!({"content": "Always use pnpm, not npm", "category": "preference"}),
+    )
+    .await;
+    let again = again.structured_content.unwrap();
+    assert_ne!(again["outcome"], "inserted");
+    assert_eq!(again["id"], json!(id));
+
+    let found = call(
+        &client,
+        "search_memories",
+        json!({"query": "which package manager, pnpm or npm?"}),
+    )
+    .await;
+    let found = found.structured_content.unwrap();
+    assert_eq!(found["memories"][0]["id"], json!(id));
+    assert_eq!(found["memories"][0]["category"], "preference");
+
+    let listed = call(&client, "list_memories", json!({"category": "preference"})).await;
+    assert_eq!(
+        listed.structured_content.unwrap()["memories"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let facts = call(&client, "list_memories", json!({"category": "fact"})).await;
+    assert_eq!(facts.structured_content.unwrap()["memories"], json!([]));
+
+    let deleted = call(&client, "delete_memory", json!({ "id": id })).await;
+    assert_eq!(deleted.structured_content.unwrap()["deleted"]["id"], json!(id));
+    let listed = call(&client, "list_memories", json!({})).await;
+    assert_eq!(listed.structured_content.unwrap()["memories"], json!([]));
+    let twice = call(&client, "delete_memory", json!({ "id": id })).await;
+    assert!(error_text(&twice).contains("no memory of this project has that id"));
+}
+
+#[tokio::test]
+async fn memories_of_other_projects_are_out_of_reach() {
+    let f = fixture(Mode::Hybrid);
+    let other = f
+        .store
+        .add(NewMemoryEntry::new(
+            "/elsewhere",
+            MemoryCategory::Fact,
+            "The elsewhere build uses make",
+        ))
+        .await
+        .unwrap();
+    let client = connect(f.server, ()).await;
+    let deleted = call(&client, "delete_memory", json!({ "id": other.id })).await;
+    assert!(error_text(&deleted).contains("no memory of this project"));
+    let found = call(&client, "search_memories", json!({"query": "make build"})).await;
+    assert_eq!(found.structured_content.unwrap()["memories"], json!([]));
+    assert!(f.store.get(&other.id).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn secrets_are_refused_and_never_echoed() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let attempts = [
+        json!({"content": format!("the deploy token is {SECRET}")}),
+        json!({"content": "deploy with the token", "keywords": [SECRET]}),
+        json!({"content": "deploy", "category": SECRET}),
+        json!({"content": "deploy", "importance": SECRET}),
+        json!({"content": SECRET, "importance": 7}),
+    ];
+    for args in attempts {
+        let result = call(&client, "add_memory", args.clone()).await;
+        let error = error_text(&result);
+        assert!(!error.contains("ghp_0123"), "{error}");
+    }
+    let first = call(
+        &client,
+        "add_memory",
+        json!({"content": format!("token {SECRET}")}),
+    )
+    .await;
+    assert!(error_text(&first).contains("secrets are never stored"));
+    assert_eq!(f.store.count("/repo").await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn search_and_add_bound_their_arguments() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let k = call(&client, "search_memories", json!({"query": "x", "top_k": 51})).await;
+    assert!(error_text(&k).contains("between 1 and 50"));
+    let q = call(&client, "search_memories", json!({"query": "q".repeat(10_001)})).await;
+    assert!(error_text(&q).contains("longer than"));
+    let keywords: Vec<String> = (0..33).map(|i| format!("k{i}")).collect();
+    let many = call(
+        &client,
+        "add_memory",
+        json!({"content": "c", "keywords": keywords}),
+    )
+    .await;
+    assert!(error_text(&many).contains("at most 32 keywords"));
+    let long = call(&client, "add_memory", json!({"content": "x".repeat(5_000)})).await;
+    assert!(failed(&long));
+    let category = call(&client, "list_memories", json!({"category": "gossip"})).await;
+    assert!(error_text(&category).contains("unknown memory category"));
+}
+
+#[tokio::test]
+async fn skills_are_resources_prompts_and_extension_entries() {
+    let f = fixture(Mode::Hybrid);
+    let client = connect(f.server, ()).await;
+    let resources = client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["skill://deploy/SKILL.md", "skill://pdf/SKILL.md"]);
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("skill://deploy/SKILL.md"))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, mime_type, .. } = &read.contents[0] else {
+        panic!("text contents");
+    };
+    assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+    assert!(
+        text.starts_with("---\nname: \"deploy\"\n") && text.ends_with("Run ./ship.sh and watch the logs.")
+    );
+    for uri in [
+        "skill://../outside.txt/SKILL.md",
+        "file:///etc/passwd",
+        "skill://nope/SKILL.md",
+    ] {
+        let error = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("no skill resource has that URI"),
+            "{error}"
+        );
+    }
+
+    let prompts = client.list_all_prompts().await.unwrap();
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["deploy"], "only user-invocable skills are prompts");
+    let mut params = GetPromptRequestParams::new("deploy");
+    params.arguments = Some(json!({"request": "ship v2"}).as_object().unwrap().clone());
+    let prompt = client.get_prompt(params).await.unwrap();
+    let message = serde_json::to_value(&prompt.messages[0]).unwrap();
+    assert_eq!(message["role"], "user");
+    let body = message["content"]["text"].as_str().unwrap();
+    assert!(
+        body.contains("Run ./ship.sh") && body.ends_with("## Request\nship v2"),
+        "{body}"
+    );
+    assert!(client
+        .get_prompt(GetPromptRequestParams::new("pdf"))
+        .await
+        .is_err());
+
+    let listed = client.list_skills(None).await.unwrap();
+    let entries = serde_json::to_value(&listed).unwrap();
+    assert_eq!(entries["skills"][0]["uri"], "skill://deploy/SKILL.md");
+    assert_eq!(entries["skills"][0]["frontmatter"]["name"], "deploy");
+    let got = client
+        .get_skill(GetSkillRequestParams::new("skill://pdf/SKILL.md"))
+        .await
+        .unwrap();
+    assert_eq!(got.skill.frontmatter.description, "Work with PDF files");
+    assert!(client
+        .get_skill(GetSkillRequestParams::new("skill://x/SKILL.md"))
+        .await
+        .is_err());
+}
+
+/// A client that forwards `resources/list_changed` to the test.
+struct Listener(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl ClientHandler for Listener {
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+#[tokio::test]
+async fn a_new_skill_is_announced() {
+    let f = fixture(Mode::Hybrid);
+    assert!(!f.server.refresh().await, "nothing changed yet");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let server = f.server.clone();
+    tokio::spawn(async move {
+        let running = server.clone().serve(server_end).await.unwrap();
+        tokio::spawn(server.watch(running.peer().clone(), Duration::from_millis(20)));
+        let _ = running.waiting().await;
+    });
+    let client = Listener(tx).serve(client_end).await.unwrap();
+    write_skill(
+        &f.skills,
+        "lint",
+        "---\nname: lint\ndescription: Lint the code\ntriggers: [lint]\n---\nRun the linter.",
+    );
+    // A bound on a hang, not a timing assertion: the watcher looks every 20 ms.
+    tokio::time::timeout(Duration::from_secs(60), rx.recv())
+        .await
+        .expect("the change is announced")
+        .expect("the listener is alive");
+    let resources = client.list_all_resources().await.unwrap();
+    assert!(resources.iter().any(|r| r.uri == "skill://lint/SKILL.md"));
+}
+
+/// The client side: our own server's tools mounted in an agent driven by a scripted model;
+/// the server dies mid-run, the call becomes a tool error and the run completes.
+#[tokio::test]
+async fn mounted_tools_run_in_the_agent_and_a_dead_server_is_a_tool_error() {
+    use ctxkit::{Agent, Message, Role, ScriptedModel, Thread, ToolCall};
+
+    let f = fixture(Mode::Hybrid);
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    let server = f.server.clone();
+    let serving = tokio::spawn(async move {
+        let running = server.serve(server_end).await.unwrap();
+        let _ = running.waiting().await;
+    });
+    let mounted = super::client::connect(client_end, "fallback", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(mounted.name, "ctxkit", "named after the server's own name");
+    let names: Vec<&str> = mounted.tools.iter().map(ctxkit::Tool::name).collect();
+    assert!(names.contains(&"ctxkit__read_skill"), "{names:?}");
+
+    let call = |id: &str| {
+        Message::tool_calls(vec![ToolCall::new(
+            id,
+            "ctxkit__read_skill",
+            &json!({"name": "deploy"}),
+        )])
+    };
+    let model = Arc::new(ScriptedModel::new([
+        call("1"),
+        Message::assistant("first answer"),
+        call("2"),
+        Message::assistant("second answer"),
+    ]));
+    let mut builder = Agent::builder().model(model);
+    for tool in mounted.tools.iter().cloned() {
+        builder = builder.tool(tool);
+    }
+    let agent = builder.build().unwrap();
+    let mut thread = Thread::new();
+    let tool_output = |thread: &Thread| {
+        let last_tool = thread
+            .history()
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Tool)
+            .unwrap();
+        last_tool.content.clone()
+    };
+
+    let out = agent.run(&mut thread, "how do we deploy?").await.unwrap();
+    assert_eq!(out.reply.content, "first answer");
+    assert!(
+        tool_output(&thread).contains("Run ./ship.sh"),
+        "{}",
+        tool_output(&thread)
+    );
+
+    serving.abort();
+    let _ = serving.await;
+    let out = agent.run(&mut thread, "and again?").await.unwrap();
+    assert_eq!(out.reply.content, "second answer", "the run completes");
+    let error = tool_output(&thread);
+    assert!(
+        error.starts_with("error:") && error.contains("MCP server `ctxkit`"),
+        "{error}"
+    );
+}
