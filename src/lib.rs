@@ -15,7 +15,8 @@
 //! - [`Agent`] / [`Thread`] — the runner, the tool loop, hooks, scoped [`State`];
 //! - [`ContextManager`] — lazy injection (full once, then deltas);
 //! - [`Tool`] / [`ToolRegistry`], [`ChatModel`] with [`DryRunModel`] and [`ScriptedModel`];
-//! - [`TokenCounter`] with real BPE counts ([`BpeCounter`]) and an approximation.
+//! - [`TokenCounter`] with real BPE counts ([`BpeCounter`]) and an approximation;
+//! - with the `mcp` feature, `mcp`: MCP servers' tools in the agent (stdio or streamable HTTP).
 
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
@@ -24,6 +25,8 @@ mod agent;
 mod context;
 mod error;
 mod lazy;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod message;
 mod model;
 mod provider;
@@ -113,6 +116,12 @@ fn _assert_send_sync() {
         is::<http::OpenAiModel>();
         is::<http::OllamaModel>();
         is::<http::RetryPolicy>();
+    }
+    #[cfg(feature = "mcp")]
+    {
+        is::<mcp::McpServer>();
+        is::<mcp::McpTools>();
+        is::<mcp::McpTool>();
     }
 
     // The runner's futures too: an agent's work can be spawned onto a multi-threaded runtime.

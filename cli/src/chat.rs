@@ -58,19 +58,19 @@ fn after_long_help() -> String {
 
 /// Start the MCP servers of `--mcp` and of the user config; one that cannot start is an error
 /// naming it (the user asked for it).
-async fn mount_servers(args: &ChatArgs) -> Result<Vec<crate::mcp::client::Mounted>, CliError> {
+async fn mount_servers(args: &ChatArgs) -> Result<Vec<ctxkit::mcp::McpTools>, CliError> {
     let config = crate::user_config::UserConfig::load()?;
     let timeout = std::time::Duration::from_secs(args.mcp_timeout);
-    let mut mounted: Vec<crate::mcp::client::Mounted> = Vec::new();
+    let mut mounted: Vec<ctxkit::mcp::McpTools> = Vec::new();
     for command in config.mcp_servers().iter().chain(&args.mcp) {
         let server = crate::mcp::client::mount(command, timeout).await?;
-        if let Some(clash) = mounted.iter().find(|m| m.name == server.name) {
+        if let Some(clash) = mounted.iter().find(|m| m.name() == server.name()) {
             return Err(CliError::new(format!(
                 "two MCP servers are named `{}`; their tools would clash",
-                clash.name
+                clash.name()
             )));
         }
-        tracing::info!(server = %server.name, tools = server.tools.len(), "MCP server mounted");
+        tracing::info!(server = %server.name(), tools = server.tools().len(), "MCP server mounted");
         mounted.push(server);
     }
     Ok(mounted)
@@ -82,10 +82,9 @@ pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let library = args.request.skill_dirs().library()?;
     let counter = token_counter();
     let servers = mount_servers(&args).await?;
-    let tools = servers.iter().flat_map(|s| s.tools.iter().cloned()).collect();
     let agent = args
         .request
-        .agent(&library, args.request.mode, model, true, &counter, tools)?;
+        .agent(&library, args.request.mode, model, true, &counter, servers)?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,

@@ -167,7 +167,7 @@ impl RequestOptions {
         model: Arc<dyn ChatModel>,
         baseline: bool,
         counter: &Arc<MemoCounter>,
-        mcp_tools: Vec<crate::mcp::client::McpTool>,
+        mcp_servers: Vec<ctxkit::mcp::McpTools>,
     ) -> Result<Agent, CliError> {
         // Skill tools (e.g. file search) work on the project the CLI runs in.
         let tools = UserConfig::load()?.exec_options(
@@ -213,8 +213,8 @@ impl RequestOptions {
                 builder = builder.hook(open_hook(&db, &project, extractor)?);
             }
         }
-        for tool in mcp_tools {
-            builder = builder.tool(tool);
+        for server in mcp_servers {
+            builder = builder.mcp(server);
         }
         if baseline {
             builder = builder.report_baseline();

@@ -148,6 +148,16 @@ impl AgentBuilder {
         self.tools.push(Arc::new(tool));
         self
     }
+    /// Add every tool of a mounted MCP server (see [`McpServer`](crate::mcp::McpServer));
+    /// [`build`](Self::build) fails when two tools share a name, e.g. two servers with the same
+    /// name.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(mut self, server: crate::mcp::McpTools) -> Self {
+        for tool in server.into_tools() {
+            self.tools.push(Arc::new(tool));
+        }
+        self
+    }
     /// Add a hook; hooks fire in the order they are added.
     pub fn hook(mut self, hook: impl Hook + 'static) -> Self {
         self.hooks.push(Arc::new(hook));

@@ -5,7 +5,8 @@
 //! - [`server`] is the protocol handler: capabilities, resources, prompts, the Skills
 //!   extension, and the watcher that announces a changed skill index;
 //! - [`tools`] holds the seven tools and their bounded, checked arguments;
-//! - [`client`] is the other direction: an MCP server's tools in ctxkit's agent (`chat --mcp`);
+//! - [`client`] turns `chat --mcp` command lines into the core's `ctxkit::mcp::McpServer`
+//!   (the other direction: an MCP server's tools in ctxkit's agent);
 //! - [`skills`] renders skills as the resources, prompts and extension entries the handler
 //!   serves, from the index in memory (no argument ever opens a file).
 //!

@@ -484,11 +484,12 @@ async fn mounted_tools_run_in_the_agent_and_a_dead_server_is_a_tool_error() {
         let running = server.serve(server_end).await.unwrap();
         let _ = running.waiting().await;
     });
-    let mounted = super::client::connect(client_end, "fallback", Duration::from_secs(60))
+    let mounted = ctxkit::mcp::McpServer::stdio("unused", [""; 0])
+        .connect_transport(client_end, "fallback")
         .await
         .unwrap();
-    assert_eq!(mounted.name, "ctxkit", "named after the server's own name");
-    let names: Vec<&str> = mounted.tools.iter().map(ctxkit::Tool::name).collect();
+    assert_eq!(mounted.name(), "ctxkit", "named after the server's own name");
+    let names: Vec<&str> = mounted.tools().iter().map(ctxkit::Tool::name).collect();
     assert!(names.contains(&"ctxkit__read_skill"), "{names:?}");
 
     let call = |id: &str| {
@@ -504,11 +505,7 @@ async fn mounted_tools_run_in_the_agent_and_a_dead_server_is_a_tool_error() {
         call("2"),
         Message::assistant("second answer"),
     ]));
-    let mut builder = Agent::builder().model(model);
-    for tool in mounted.tools.iter().cloned() {
-        builder = builder.tool(tool);
-    }
-    let agent = builder.build().unwrap();
+    let agent = Agent::builder().model(model).mcp(mounted).build().unwrap();
     let mut thread = Thread::new();
     let tool_output = |thread: &Thread| {
         let last_tool = thread
