@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod capture;
+pub mod suites;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
