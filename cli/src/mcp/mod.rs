@@ -4,6 +4,8 @@
 //!
 //! - [`server`] is the protocol handler: capabilities, resources, prompts, the Skills
 //!   extension, and the watcher that announces a changed skill index;
+//! - [`http`] serves the same handler over streamable HTTP (`--http ADDR`, loopback unless
+//!   `--allow-remote`);
 //! - [`tools`] holds the seven tools and their bounded, checked arguments;
 //! - [`client`] turns `chat --mcp` command lines into the core's `ctxkit::mcp::McpServer`
 //!   (the other direction: an MCP server's tools in ctxkit's agent);
@@ -14,6 +16,7 @@
 //! `init_tracing` in `main.rs`), and nothing here prints.
 
 pub mod client;
+mod http;
 mod server;
 mod skills;
 mod tools;
@@ -54,14 +57,27 @@ pub struct McpArgs {
     /// and `prompts/list_changed` (0: never check).
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
     pub watch: u64,
+    /// Serve over streamable HTTP at http://ADDR/mcp instead of standard input and output:
+    /// PORT (on 127.0.0.1), IP:PORT or localhost:PORT.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Let `--http` bind an address other than loopback; there is no authentication.
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 
-/// Serve one client over standard input and output until it closes the connection.
+/// Serve one client over standard input and output until it closes the connection, or, with
+/// `--http`, every client that connects until the process is stopped.
 pub async fn run(args: McpArgs) -> Result<(), CliError> {
+    if let Some(addr) = &args.http {
+        // The address first: a refused one must not create a memory database.
+        let addr = http::parse_addr(addr, args.allow_remote)?;
+        return http::serve(build(&args)?, addr).await;
+    }
     let server = build(&args)?;
     let service = server
         .clone()
