@@ -58,7 +58,7 @@ impl ExportRecord {
     /// [`write_jsonl`](Self::write_jsonl) writes) or a minimal one: an object with `content`
     /// and optionally `category`, `importance`, `keywords`, `created_at` and `project` (the
     /// format is `providers/memory/docs/record.schema.json`). Anything else is an error naming
-    /// its line. At most [`MAX_LINE_BYTES`] per line are read.
+    /// its line. At most 1 MiB per line is read.
     pub fn read_jsonl(input: impl BufRead) -> Result<Vec<ExportRecord>> {
         let mut out = Vec::new();
         for (i, line) in input.lines().enumerate() {
