@@ -23,14 +23,18 @@ fn index(c: &mut Criterion) {
         let roots = vec![SkillRoot::new(&root, Source::Project)];
         if n <= 1_000 {
             assert_eq!(SkillIndex::load(&roots).len(), n);
-            group.bench_function(BenchmarkId::new("load", n), |b| b.iter(|| SkillIndex::load(&roots)));
+            group.bench_function(BenchmarkId::new("load", n), |b| {
+                b.iter(|| SkillIndex::load(&roots))
+            });
         }
         cached.push((n.to_string(), roots));
     }
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora");
     if corpus.is_dir() {
         let roots = vec![SkillRoot::new(&corpus, Source::External)];
-        group.bench_function(BenchmarkId::new("load", "corpus-650"), |b| b.iter(|| SkillIndex::load(&roots)));
+        group.bench_function(BenchmarkId::new("load", "corpus-650"), |b| {
+            b.iter(|| SkillIndex::load(&roots))
+        });
         cached.push(("corpus-650".to_string(), roots));
     } else {
         eprintln!("skipping the corpus bench: {} is absent", corpus.display());
