@@ -4,8 +4,8 @@
 //! A newer statement supersedes an older one of the same project when
 //! - it names it (the extraction model's `supersedes`, [`NewMemoryEntry::supersedes`](crate::NewMemoryEntry));
 //! - it says so: "… instead of X", "no longer X", "not X anymore", "switched from X" — the older
-//!   memory holds every term of X and is of the same category or at least
-//!   [`EXPLICIT_SIMILARITY`] similar;
+//!   memory holds every term of X and is either of the same category and at least
+//!   [`EXPLICIT_SAME_CATEGORY_SIMILARITY`] similar, or at least [`EXPLICIT_SIMILARITY`] similar;
 //! - or it is about the same thing and claims something else: the same category, a TF-IDF
 //!   cosine of at least [`SUPERSEDE_SIMILARITY`] (below the 0.85 at which an upsert merges),
 //!   and each has a term the other lacks ("Deploys run on Fridays" after "Deploys run on
@@ -24,6 +24,11 @@ use crate::text::{term_set, terms};
 pub(crate) const SUPERSEDE_SIMILARITY: f32 = 0.6;
 /// An explicit replacement ("instead of X") of another category needs this similarity.
 pub(crate) const EXPLICIT_SIMILARITY: f32 = 0.5;
+/// An explicit replacement of the same category needs this similarity: holding the replaced
+/// words is not enough when the rest is about something else ("Release notes are no longer
+/// written by hand" does not replace "… a hand-written container on iOS", which shares only
+/// those two words).
+pub(crate) const EXPLICIT_SAME_CATEGORY_SIMILARITY: f32 = 0.25;
 /// How many similar memories are examined per new memory.
 pub(crate) const CANDIDATES: usize = 8;
 
@@ -43,6 +48,16 @@ pub(crate) fn replaced_terms(content: &str) -> Option<BTreeSet<String>> {
     let words: Vec<String> = terms(phrase).into_iter().take(2).collect();
     let set: BTreeSet<String> = words.into_iter().collect();
     (!set.is_empty()).then_some(set)
+}
+
+/// The lowest similarity at which a memory of this content may supersede another by one of the
+/// rules above: below it, an older memory need not even be looked at.
+pub(crate) fn similarity_floor(content: &str) -> f32 {
+    if replaced_terms(content).is_some() {
+        EXPLICIT_SAME_CATEGORY_SIMILARITY.min(EXPLICIT_SIMILARITY)
+    } else {
+        SUPERSEDE_SIMILARITY
+    }
 }
 
 /// Whether the older content holds every replaced term.

@@ -144,6 +144,40 @@ async fn a_similar_convention_with_another_claim_supersedes_and_facts_do_not() {
     assert!(store.get(&a.id).await.unwrap().unwrap().superseded_by.is_none());
 }
 
+/// "No longer X" names what it replaces, but an older memory of the same category holding the
+/// words of X is replaced only if it is also about the same thing: here both mention writing by
+/// hand, and only the one about release notes is replaced.
+#[tokio::test]
+async fn an_explicit_replacement_passes_over_an_unrelated_memory_holding_its_words() {
+    for mode in [SearchIndex::Off, SearchIndex::Eager] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("m.db"), &ManualClock::new(START), mode);
+        let conv = |c: &str| NewMemoryEntry::new(P, MemoryCategory::Convention, c);
+        let di = store
+            .add(conv(
+                "Dependency injection is Hilt on Android and a hand-written container on iOS, with no third-party DI framework.",
+            ))
+            .await
+            .unwrap();
+        let by_hand = store
+            .add(conv("Release notes are written by hand in the Play Console."))
+            .await
+            .unwrap();
+        let fastlane = store
+            .add(conv(
+                "Release notes are no longer written by hand; fastlane supply uploads them from metadata/ in the repository.",
+            ))
+            .await
+            .unwrap();
+        let superseded_by = |id: String| {
+            let store = &store;
+            async move { store.get(&id).await.unwrap().unwrap().superseded_by }
+        };
+        assert_eq!(superseded_by(di.id).await, None, "{mode:?}");
+        assert_eq!(superseded_by(by_hand.id).await, Some(fastlane.id), "{mode:?}");
+    }
+}
+
 #[tokio::test]
 async fn the_extractions_supersedes_names_the_replaced_memory() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,15 +8,8 @@
 //! and reads rows best-first until even a perfect importance and recency (`+ 0.35`) could not
 //! beat the k-th score found.
 //!
-//! **Norms without staleness.** A memory's TF-IDF norm depends on every term's IDF, and
-//! `idf = ln(1+N) + 1 − ln(1+df)` moves with the number of memories `N`: a stored norm would be
-//! stale after any write. Writing `a = ln(1+N) + 1` and `b_t = ln(1+df_t)`, the squared norm is
-//! `a²·Σtf² − 2a·Σtf²·b_t + Σtf²·b_t²`, so each memory keeps the three sums, which do not
-//! depend on `N`. A write changes `df` of the written memory's terms only; the sums of the
-//! memories holding those terms are moved by the difference. `b_t` is kept in fixed point
-//! (`2⁻³²`) and the sums as integers, so the sums after any sequence of writes are exactly those
-//! of an index built from scratch (floating-point deltas would drift, and ties would then order
-//! differently from a rebuild). A search computes each candidate's norm from three numbers.
+//! A memory's TF-IDF norm depends on every term's IDF; how it is kept exact under writes, at a
+//! cost that does not grow with the project, is [`norms`](super::norms).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -31,6 +24,7 @@ use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryCategory, MemoryEntry, MemorySearchResult};
 
 use super::index::{changes_between, Op, Version};
+use super::norms::Norms;
 use super::rows::{row_to_entry, COLS};
 
 struct Doc {
@@ -39,51 +33,6 @@ struct Doc {
     terms: Vec<(u32, f32)>,
     /// Keyword term ids (distinct).
     keywords: Vec<u32>,
-}
-
-/// `Σtf²`, `Σtf²·B_t` and `Σtf²·B_t²` over a memory's terms, `B_t` being [`fixed_b`] of the
-/// term's current document frequency.
-#[derive(Clone, Copy, Default)]
-struct NormSums {
-    tf2: u64,
-    tf2_b: i128,
-    tf2_b2: i128,
-}
-
-/// `2³²`: the scale of `B_t`.
-const FIXED: f64 = 4_294_967_296.0;
-
-/// `ln(1 + df)` in fixed point: an integer, so sums of it are exact in any order.
-fn fixed_b(df: usize) -> i128 {
-    ((1.0 + df as f64).ln() * FIXED).round() as i128
-}
-
-impl NormSums {
-    /// Move the sums by a change of one term's `B` from `old` to `new`, for a term occurring
-    /// `tf` times.
-    fn shift(&mut self, tf: f32, old: i128, new: i128) {
-        let tf2 = i128::from(tf as u32).pow(2);
-        self.tf2_b += tf2 * (new - old);
-        self.tf2_b2 += tf2 * (new * new - old * old);
-    }
-
-    /// The sums of these terms (with their frequencies) under `b` of each term id.
-    fn of(terms: &[(u32, f32)], b: impl Fn(u32) -> i128) -> Self {
-        let mut sums = NormSums::default();
-        for &(id, tf) in terms {
-            sums.tf2 += u64::from(tf as u32).pow(2);
-            sums.shift(tf, 0, b(id));
-        }
-        sums
-    }
-
-    /// The TF-IDF norm for a project of `docs` memories.
-    fn norm(&self, docs: usize) -> f32 {
-        let a = (1.0 + docs as f64).ln() + 1.0;
-        let squared = a * a * self.tf2 as f64 - 2.0 * a * (self.tf2_b as f64 / FIXED)
-            + self.tf2_b2 as f64 / (FIXED * FIXED);
-        squared.max(0.0).sqrt() as f32
-    }
 }
 
 /// One project's index; see the [module docs](self).
@@ -97,9 +46,8 @@ pub(crate) struct ProjectIndex {
     keyword_postings: Vec<Vec<u32>>,
     /// Slot → memory; `None` once removed (slots are never reused, so postings stay sorted).
     docs: Vec<Option<Doc>>,
-    /// Slot → the norm's sums (see the [module docs](self)); a flat array, so a write walks it
-    /// in slot order along a posting list.
-    sums: Vec<NormSums>,
+    /// Slot → what its norm is computed from.
+    norms: Norms,
     slot_of: HashMap<i64, u32>,
     live: usize,
 }
@@ -122,13 +70,13 @@ impl ProjectIndex {
             let keywords: String = row.get(2)?;
             ix.add_doc(row.get(0)?, &row.get::<_, String>(1)?, &keywords);
         }
-        // Sums once from the final counts, rather than moved on every insert.
-        let b: Vec<i128> = ix.postings.iter().map(|p| fixed_b(p.len())).collect();
-        for (slot, doc) in ix.docs.iter().enumerate() {
-            if let Some(doc) = doc {
-                ix.sums[slot] = NormSums::of(&doc.terms, |id| b[id as usize]);
-            }
-        }
+        // Norms once from the final counts, rather than moved on every insert.
+        let docs = ix
+            .docs
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, doc)| Some((slot as u32, doc.as_ref()?.terms.as_slice())));
+        ix.norms.compute_all(&ix.postings, docs);
         Ok(ix)
     }
 
@@ -156,7 +104,12 @@ impl ProjectIndex {
                     }
                 }
                 Op::Remove => self.remove(num),
-                Op::Clear => *self = ProjectIndex::default(),
+                Op::Clear => {
+                    *self = ProjectIndex {
+                        norms: self.norms.cleared(),
+                        ..ProjectIndex::default()
+                    }
+                }
             }
         }
         self.version = target;
@@ -175,15 +128,9 @@ impl ProjectIndex {
     /// Index the memory of row `num`, keeping every memory's norm sums current.
     fn insert(&mut self, num: i64, content: &str, keywords_json: &str) {
         let slot = self.add_doc(num, content, keywords_json);
-        let Some(doc) = self.docs[slot as usize].take() else {
-            return;
-        };
-        for &(id, _) in &doc.terms {
-            let df = self.postings[id as usize].len();
-            self.shift_sums(id, slot, fixed_b(df - 1), fixed_b(df));
+        if let Some(doc) = &self.docs[slot as usize] {
+            self.norms.insert(&self.postings, slot, &doc.terms);
         }
-        self.sums[slot as usize] = NormSums::of(&doc.terms, |id| fixed_b(self.postings[id as usize].len()));
-        self.docs[slot as usize] = Some(doc);
     }
 
     /// Add the memory of row `num` to the postings, its norm sums left at zero; its slot.
@@ -213,7 +160,7 @@ impl ProjectIndex {
             terms: counted,
             keywords: kw,
         }));
-        self.sums.push(NormSums::default());
+        self.norms.grow(self.term_ids.len());
         self.slot_of.insert(num, slot);
         self.live += 1;
         slot
@@ -227,13 +174,14 @@ impl ProjectIndex {
         let Some(doc) = self.docs[slot as usize].take() else {
             return;
         };
+        self.norms.remove(slot, &doc.terms);
         for (id, _) in doc.terms {
             let list = &mut self.postings[id as usize];
             if let Ok(at) = list.binary_search_by_key(&slot, |p| p.0) {
                 list.remove(at);
+                let df = list.len();
+                self.norms.df_changed(&self.postings, id, slot, df + 1, df);
             }
-            let df = list.len();
-            self.shift_sums(id, slot, fixed_b(df + 1), fixed_b(df));
         }
         for id in doc.keywords {
             let list = &mut self.keyword_postings[id as usize];
@@ -241,21 +189,7 @@ impl ProjectIndex {
                 list.remove(at);
             }
         }
-        self.sums[slot as usize] = NormSums::default();
         self.live -= 1;
-    }
-
-    /// Move the norm sums of every memory holding term `id` (but `except`, whose sums are
-    /// computed afresh) by a change of its `B`.
-    fn shift_sums(&mut self, id: u32, except: u32, old: i128, new: i128) {
-        if old == new {
-            return;
-        }
-        for &(slot, tf) in &self.postings[id as usize] {
-            if slot != except {
-                self.sums[slot as usize].shift(tf, old, new);
-            }
-        }
     }
 
     /// Approximate memory use in bytes.
@@ -268,7 +202,7 @@ impl ProjectIndex {
                 .flatten()
                 .map(|d| 40 + d.terms.len() * 8 + d.keywords.len() * 4)
                 .sum::<usize>()
-            + self.sums.len() * std::mem::size_of::<NormSums>()
+            + self.norms.weight()
             + self.term_ids.keys().map(|k| k.len() + 32).sum::<usize>()
     }
 
@@ -340,21 +274,55 @@ impl ProjectIndex {
         Ok(best)
     }
 
-    /// The current memories most similar to the query terms by TF-IDF cosine alone (what a new
-    /// memory may supersede or merge into), at most `n`, most similar first (then oldest
-    /// first), with their row numbers. Only the rows returned, and superseded ones passed over,
-    /// are read.
+    /// The current memories at least `floor` similar to the query terms by TF-IDF cosine alone
+    /// (what a new memory may supersede or merge into), at most `n`, most similar first (then
+    /// oldest first), with their row numbers.
+    ///
+    /// Only memories sharing one of the query's heaviest terms can reach `floor`
+    /// ([`TfIdf::prefix_terms`]), so only those terms' postings are walked: the common words of
+    /// a new memory, whose postings are the longest, cost nothing, and the similarity of each
+    /// memory found is computed from its own few terms. Only the rows returned, and superseded
+    /// ones passed over, are read.
     pub(crate) fn most_similar(
         &self,
         tx: &Transaction,
         q_terms: &[String],
         n: usize,
+        floor: f32,
     ) -> Result<Vec<(f32, i64, MemoryEntry)>> {
-        let mut by_similarity: Vec<(f32, u32)> = self
-            .candidates(q_terms)
+        let qv = self.query_vector(q_terms);
+        let q_norm = qv.norm();
+        if q_norm == 0.0 || n == 0 {
+            return Ok(Vec::new());
+        }
+        // (term id, query weight, IDF) in the vector's order: the order `candidates` sums in,
+        // so a similarity here equals the one a search computes, to the bit.
+        let query: Vec<(u32, f32, f32)> = qv
+            .weights()
+            .iter()
+            .filter_map(|(t, w)| self.term_ids.get(t).map(|&id| (id, *w, self.idf_of(id))))
+            .collect();
+        let mut slots: Vec<u32> = qv
+            .prefix_terms(floor)
             .into_iter()
-            .filter(|c| c.1 > 0.0)
-            .map(|(_, similarity, _, slot)| (similarity, slot))
+            .filter_map(|t| self.term_ids.get(t))
+            .flat_map(|&id| self.postings[id as usize].iter().map(|p| p.0))
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let mut by_similarity: Vec<(f32, u32)> = slots
+            .into_iter()
+            .filter_map(|slot| {
+                let doc = self.docs[slot as usize].as_ref()?;
+                let mut dot = 0.0f32;
+                for &(id, w, term_idf) in &query {
+                    if let Some(&(_, tf)) = doc.terms.iter().find(|p| p.0 == id) {
+                        dot += w * tf * term_idf;
+                    }
+                }
+                let similarity = cosine(dot, q_norm, self.norms.norm(slot, self.live));
+                (similarity > 0.0 && similarity >= floor).then_some((similarity, slot))
+            })
             .collect();
         by_similarity.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut stmt = tx.prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ?1"))?;
@@ -374,13 +342,18 @@ impl ProjectIndex {
         Ok(out)
     }
 
+    /// The TF-IDF vector of the query terms under the index's current counts.
+    fn query_vector(&self, q_terms: &[String]) -> TfIdf {
+        TfIdf::build(q_terms, |t| match self.term_ids.get(t) {
+            Some(&id) => self.idf_of(id),
+            None => idf_formula(self.live as u64, 0),
+        })
+    }
+
     /// Every memory sharing a term or keyword with the query, as (the part of its score known
     /// without reading its row, similarity, keyword overlap, slot).
     fn candidates(&self, q_terms: &[String]) -> Vec<(f32, f32, f32, u32)> {
-        let qv = TfIdf::build(q_terms, |t| match self.term_ids.get(t) {
-            Some(&id) => self.idf_of(id),
-            None => idf_formula(self.live as u64, 0),
-        });
+        let qv = self.query_vector(q_terms);
         let q_norm = qv.norm();
         let q_set: BTreeSet<&str> = q_terms.iter().map(String::as_str).collect();
         let n = self.docs.len();
@@ -420,12 +393,7 @@ impl ProjectIndex {
             .filter_map(|slot| {
                 let s = slot as usize;
                 let doc = self.docs[s].as_ref()?;
-                let norm = self.sums[s].norm(self.live);
-                let similarity = if q_norm > 0.0 && norm > 0.0 {
-                    (dot[s] / (q_norm * norm)).clamp(0.0, 1.0)
-                } else {
-                    0.0
-                };
+                let similarity = cosine(dot[s], q_norm, self.norms.norm(slot, self.live));
                 let c = f32::from(common[s]);
                 let union = q_set.len() as f32 + doc.keywords.len() as f32 - c;
                 let overlap = if union > 0.0 { c / union } else { 0.0 };
@@ -437,6 +405,16 @@ impl ProjectIndex {
                 ))
             })
             .collect()
+    }
+}
+
+/// The cosine of a dot product between vectors of norms `a` and `b`, in `[0, 1]`; zero when
+/// either is empty.
+fn cosine(dot: f32, a: f32, b: f32) -> f32 {
+    if a > 0.0 && b > 0.0 {
+        (dot / (a * b)).clamp(0.0, 1.0)
+    } else {
+        0.0
     }
 }
 
@@ -454,18 +432,12 @@ pub(crate) fn rank_before(a: &MemorySearchResult, b: &MemorySearchResult) -> boo
 mod tests {
     use super::*;
 
-    /// The norm as the definition computes it: `√Σ(tf · idf)²` under the current counts.
-    fn direct_norm(ix: &ProjectIndex, doc: &Doc) -> f32 {
-        doc.terms
-            .iter()
-            .map(|&(id, tf)| f64::from(tf * ix.idf_of(id)).powi(2))
-            .sum::<f64>()
-            .sqrt() as f32
-    }
-
     #[test]
-    fn kept_norm_sums_match_the_definition_after_adds_and_removes() {
-        let mut ix = ProjectIndex::default();
+    fn kept_norms_match_the_definition_after_adds_and_removes() {
+        let mut ix = ProjectIndex {
+            norms: Norms::with_heavy_df(2),
+            ..ProjectIndex::default()
+        };
         let texts = [
             "deploy staging deploy",
             "stripe webhooks verify",
@@ -477,45 +449,18 @@ mod tests {
             ix.insert(num as i64, text, "[]");
         }
         ix.remove(2);
-        ix.insert(9, "cents cents webhooks", "[]");
+        ix.insert(9, "cents cents webhooks deploy", "[]");
         for (slot, doc) in ix.docs.iter().enumerate() {
             let Some(doc) = doc else { continue };
-            let (kept, direct) = (ix.sums[slot].norm(ix.live), direct_norm(&ix, doc));
+            // The definition: √Σ(tf · idf)² under the current counts.
+            let direct = doc
+                .terms
+                .iter()
+                .map(|&(id, tf)| f64::from(tf * ix.idf_of(id)).powi(2))
+                .sum::<f64>()
+                .sqrt() as f32;
+            let kept = ix.norms.norm(slot as u32, ix.live);
             assert!((kept - direct).abs() < 1e-5 * direct, "{kept} vs {direct}");
-        }
-        // Sums are integers: the same memories in another order give the very same sums.
-        let mut other = ProjectIndex::default();
-        for (num, text) in [(9, "cents cents webhooks"), (4, texts[4]), (0, texts[0])] {
-            other.insert(num, text, "[]");
-        }
-        for (num, text) in [(1, texts[1]), (3, texts[3])] {
-            other.insert(num, text, "[]");
-        }
-        let sums = |ix: &ProjectIndex, num: i64| {
-            let s = ix.sums[ix.slot_of[&num] as usize];
-            (s.tf2, s.tf2_b, s.tf2_b2)
-        };
-        for num in [0, 1, 3, 4, 9] {
-            assert_eq!(sums(&ix, num), sums(&other, num));
-        }
-        // A build from the final rows gives them too.
-        let mut built = ProjectIndex::default();
-        for (num, text) in [
-            (0, texts[0]),
-            (1, texts[1]),
-            (3, texts[3]),
-            (4, texts[4]),
-            (9, "cents cents webhooks"),
-        ] {
-            built.add_doc(num, text, "[]");
-        }
-        let b: Vec<i128> = built.postings.iter().map(|p| fixed_b(p.len())).collect();
-        for slot in 0..built.docs.len() {
-            let terms = built.docs[slot].as_ref().unwrap().terms.clone();
-            built.sums[slot] = NormSums::of(&terms, |id| b[id as usize]);
-        }
-        for num in [0, 1, 3, 4, 9] {
-            assert_eq!(sums(&ix, num), sums(&built, num));
         }
     }
 }

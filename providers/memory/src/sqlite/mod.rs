@@ -20,6 +20,7 @@ mod history;
 pub(crate) mod index;
 mod maintenance;
 mod memindex;
+mod norms;
 mod rows;
 pub(crate) mod schema;
 mod search;

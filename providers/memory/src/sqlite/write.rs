@@ -127,8 +127,9 @@ impl MemoryDb {
     }
 
     /// The current memories of a project most similar to `content`, with their TF-IDF cosine:
-    /// what a new memory may supersede. Call before the transaction writes anything (the
-    /// in-memory index is brought to the transaction's snapshot).
+    /// what a new memory may supersede, so none below the lowest similarity a rule accepts
+    /// ([`similarity_floor`](crate::supersede::similarity_floor)). Call before the transaction
+    /// writes anything (the in-memory index is brought to the transaction's snapshot).
     fn similar_current(
         &self,
         tx: &Transaction,
@@ -140,7 +141,8 @@ impl MemoryDb {
             return Ok(Vec::new());
         }
         let n = crate::supersede::CANDIDATES;
-        if let Some(hits) = self.with_index(tx, project, |ix| ix.most_similar(tx, &q_terms, n))? {
+        let floor = crate::supersede::similarity_floor(content);
+        if let Some(hits) = self.with_index(tx, project, |ix| ix.most_similar(tx, &q_terms, n, floor))? {
             return Ok(hits.into_iter().map(|(sim, _, e)| (sim, e)).collect());
         }
         let vocab = self.inner.vocab.get(tx, project)?;
@@ -154,15 +156,17 @@ impl MemoryDb {
             .candidates(tx, &filter, &q_terms, &vocab)?
             .into_iter()
             .map(|(_, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), e))
+            .filter(|(sim, _)| *sim > 0.0 && *sim >= floor)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
         scored.truncate(n);
         Ok(scored)
     }
 
-    /// The current memory of a project most similar to `content` (what an upsert may merge
-    /// into), with its cosine and row number: from the in-memory index when there is one, else
-    /// from the full-text candidates. Call before the transaction writes anything.
+    /// The current memory of a project most similar to `content` if more than
+    /// [`MERGE_SIMILARITY`] (what an upsert merges into), with its cosine and row number: from
+    /// the in-memory index when there is one, else from the full-text candidates. Call before
+    /// the transaction writes anything.
     fn most_similar(
         &self,
         tx: &Transaction,
@@ -170,8 +174,11 @@ impl MemoryDb {
         content: &str,
     ) -> Result<Option<(f32, i64, MemoryEntry)>> {
         let new_terms = terms(content);
-        if let Some(mut hits) = self.with_index(tx, project, |ix| ix.most_similar(tx, &new_terms, 1))? {
-            return Ok(hits.pop());
+        let merging = |hit: &(f32, i64, MemoryEntry)| hit.0 > MERGE_SIMILARITY;
+        if let Some(mut hits) = self.with_index(tx, project, |ix| {
+            ix.most_similar(tx, &new_terms, 1, MERGE_SIMILARITY)
+        })? {
+            return Ok(hits.pop().filter(merging));
         }
         // Without the index, the document frequencies of the whole project are read.
         let vocab = self.inner.vocab.get(tx, project)?;
@@ -191,7 +198,7 @@ impl MemoryDb {
                 best = Some((sim, num, e));
             }
         }
-        Ok(best)
+        Ok(best.filter(merging))
     }
 
     /// Mark as superseded by `new` the memories it names (`named`) and those among `similar`
@@ -205,7 +212,8 @@ impl MemoryDb {
         now: i64,
     ) -> Result<()> {
         use crate::supersede::{
-            claims_differ, names_replaced, replaced_terms, EXPLICIT_SIMILARITY, SUPERSEDE_SIMILARITY,
+            claims_differ, names_replaced, replaced_terms, EXPLICIT_SAME_CATEGORY_SIMILARITY,
+            EXPLICIT_SIMILARITY, SUPERSEDE_SIMILARITY,
         };
         let mut targets: Vec<(i64, MemoryEntry, &'static str)> = Vec::new();
         for id in named {
@@ -229,7 +237,8 @@ impl MemoryDb {
             }
             let said = replaced.as_ref().is_some_and(|r| {
                 names_replaced(&old.content, r)
-                    && (old.category == new.category || sim >= EXPLICIT_SIMILARITY)
+                    && ((old.category == new.category && sim >= EXPLICIT_SAME_CATEGORY_SIMILARITY)
+                        || sim >= EXPLICIT_SIMILARITY)
             });
             let contradicts = old.category == new.category
                 && crate::supersede::single_valued(new.category)
@@ -353,7 +362,7 @@ impl MemoryDb {
                 Vec::new()
             };
             match self.most_similar(tx, &checked.project_path, &checked.content)? {
-                Some((sim, num, old)) if sim > MERGE_SIMILARITY => {
+                Some((sim, num, old)) => {
                     let merged = merge_into(&old, &checked, now);
                     if merged.content == old.content
                         && merged.keywords == old.keywords
@@ -383,7 +392,7 @@ impl MemoryDb {
                         similarity: sim,
                     })
                 }
-                _ => {
+                None => {
                     let entry = insert_checked(tx, checked, now, "added")?;
                     self.supersede(tx, &entry, similar, &new.supersedes, now)?;
                     Ok(UpsertResult::Inserted(entry))
