@@ -19,12 +19,19 @@
 //! heavy term. A memory with more heavy terms keeps the rest in its sums, and the heavy term
 //! remembers it (`overflow`) so a change of `B` moves those few. Which terms are listed and
 //! which are summed changes nothing: the integers the norm is computed from are the same.
+//!
+//! **Norms are cached until the next write.** Adding the listed terms' share costs a search a
+//! few multiplications per candidate; searches far outnumber writes (one per message against a
+//! few adds per session), so each norm computed is kept, tagged with the index's write count,
+//! and reused until a write changes that count.
 
 /// Memories holding a term from which its share of the norms is summed when read (see the
 /// [module docs](self)): below it a write walks the term's postings, at most this many.
 pub(crate) const HEAVY_DF: usize = 256;
 /// Heavy terms listed beside a memory's sums; more are kept in the sums.
 pub(crate) const INLINE: usize = 8;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `2³²`: the scale of `B`.
 const FIXED: f64 = 4_294_967_296.0;
@@ -88,6 +95,12 @@ pub(crate) struct Norms {
     /// Document frequency from which a term becomes heavy ([`HEAVY_DF`]; smaller in tests,
     /// so small indexes exercise both kinds of terms).
     heavy_df: usize,
+    /// Writes so far (never 0, which marks an empty cache entry); any change of the index
+    /// moves it.
+    writes: u32,
+    /// Slot → the last norm computed (`f32` bits, low half) and `writes` then (high half).
+    /// Atomic because searches compute norms under a shared lock.
+    cache: Vec<AtomicU64>,
 }
 
 impl Default for Norms {
@@ -103,6 +116,8 @@ impl Norms {
             sums: Vec::new(),
             heavy: Vec::new(),
             heavy_df,
+            writes: 1,
+            cache: Vec::new(),
         }
     }
 
@@ -113,7 +128,9 @@ impl Norms {
 
     /// Room for a new slot (sums zero until [`place`](Self::place)) and term ids below `terms`.
     pub(crate) fn grow(&mut self, terms: usize) {
+        self.changed();
         self.sums.push(NormSums::default());
+        self.cache.push(AtomicU64::new(0));
         if self.heavy.len() < terms {
             self.heavy.resize_with(terms, || None);
         }
@@ -126,6 +143,7 @@ impl Norms {
         postings: &[Vec<(u32, f32)>],
         docs: impl Iterator<Item = (u32, &'a [(u32, f32)])>,
     ) {
+        self.changed();
         self.heavy.resize_with(postings.len(), || None);
         let b: Vec<i128> = postings.iter().map(|p| fixed_b(p.len())).collect();
         for (id, list) in postings.iter().enumerate() {
@@ -165,6 +183,7 @@ impl Norms {
     /// the memories sharing its terms, compute its own, and make heavy the terms that reached
     /// the threshold.
     pub(crate) fn insert(&mut self, postings: &[Vec<(u32, f32)>], slot: u32, terms: &[(u32, f32)]) {
+        self.changed();
         for &(id, _) in terms {
             let df = postings[id as usize].len();
             self.df_changed(postings, id, slot, df - 1, df);
@@ -180,6 +199,7 @@ impl Norms {
 
     /// Forget the memory at `slot` with these terms, before its postings are removed.
     pub(crate) fn remove(&mut self, slot: u32, terms: &[(u32, f32)]) {
+        self.changed();
         for &(id, _) in terms {
             if let Some(h) = &mut self.heavy[id as usize] {
                 if let Ok(at) = h.overflow.binary_search_by_key(&slot, |o| o.0) {
@@ -200,6 +220,7 @@ impl Norms {
         old: usize,
         new: usize,
     ) {
+        self.changed();
         let (old_b, new_b) = (fixed_b(old), fixed_b(new));
         if old_b == new_b {
             return;
@@ -258,8 +279,35 @@ impl Norms {
         (s.tf2, b, b2)
     }
 
-    /// The TF-IDF norm of the memory at `slot` in a project of `docs` memories.
+    /// Every cached norm is stale from now on (the number of memories, a `B` or a memory's
+    /// sums may change).
+    fn changed(&mut self) {
+        self.writes = self.writes.wrapping_add(1);
+        if self.writes == 0 {
+            // Wrapped around: an old tag could look current again.
+            self.cache.iter_mut().for_each(|c| *c.get_mut() = 0);
+            self.writes = 1;
+        }
+    }
+
+    /// The TF-IDF norm of the memory at `slot` in a project of `docs` memories (the index's
+    /// count: it changes only with a write).
     pub(crate) fn norm(&self, slot: u32, docs: usize) -> f32 {
+        let cell = &self.cache[slot as usize];
+        let cached = cell.load(Ordering::Relaxed);
+        if (cached >> 32) as u32 == self.writes {
+            return f32::from_bits(cached as u32);
+        }
+        let norm = self.compute_norm(slot, docs);
+        cell.store(
+            u64::from(self.writes) << 32 | u64::from(norm.to_bits()),
+            Ordering::Relaxed,
+        );
+        norm
+    }
+
+    /// [`norm`](Self::norm) without the cache.
+    fn compute_norm(&self, slot: u32, docs: usize) -> f32 {
         let (tf2, b, b2) = self.totals(slot);
         let a = (1.0 + docs as f64).ln() + 1.0;
         let squared = a * a * tf2 as f64 - 2.0 * a * (b as f64 / FIXED) + b2 as f64 / (FIXED * FIXED);
@@ -268,7 +316,7 @@ impl Norms {
 
     /// Approximate memory use in bytes.
     pub(crate) fn weight(&self) -> usize {
-        self.sums.len() * std::mem::size_of::<NormSums>()
+        self.sums.len() * (std::mem::size_of::<NormSums>() + 8)
             + self.heavy.len() * std::mem::size_of::<Option<Heavy>>()
             + self
                 .heavy
@@ -362,6 +410,12 @@ mod tests {
                 match op {
                     Ok(terms) => toy.insert(terms),
                     Err(slot) => toy.remove(slot),
+                }
+                // Norms cached before this write are not served after it.
+                let live = toy.docs.iter().flatten().count();
+                for (slot, _) in toy.docs.iter().enumerate().filter(|(_, d)| d.is_some()) {
+                    let cached = toy.norms.norm(slot as u32, live);
+                    prop_assert_eq!(cached.to_bits(), toy.norms.compute_norm(slot as u32, live).to_bits());
                 }
             }
             let mut built = Norms::with_heavy_df(heavy_df);
