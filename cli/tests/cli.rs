@@ -31,21 +31,7 @@ fn ctxkit_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
 /// trust tools) or log level from the environment, `stdin` piped in.
 fn ctxkit_with_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = ctxkit_command()
-        .args(args)
-        .current_dir(dir.path())
-        .env("CTXKIT_MEMORY_DB", dir.path().join("memory.db"))
-        .env("CTXKIT_CONFIG", dir.path().join("config.toml"))
-        .env_remove("CTXKIT_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin).unwrap();
-    drop(pipe);
-    child.wait_with_output().unwrap()
+    ctxkit_in(dir.path(), args, stdin)
 }
 
 fn stdout(o: &Output) -> String {
@@ -1072,8 +1058,9 @@ fn concurrent_processes_share_one_index_cache() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("Edited body."));
 }
 
-/// `ctxkit` in `dir` with `dir/memory.db` as the default memory database (never the user's).
-fn ctxkit_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
+/// `ctxkit` in `dir` with `dir/memory.db` as the default memory database (never the user's),
+/// no user config (which may trust tools) and no log level from the environment.
+fn ctxkit_in(dir: &Path, args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
     let mut child = ctxkit_command()
         .args(args)
         .current_dir(dir)
@@ -1085,7 +1072,9 @@ fn ctxkit_in(dir: &Path, args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.as_ref()).unwrap();
+    drop(pipe);
     child.wait_with_output().unwrap()
 }
 
