@@ -4,18 +4,16 @@
 //! The store holds the seeded memories of `common` and its in-memory index is built, as in a
 //! long-running agent. Each iteration adds one new memory through `SqliteMemoryStore::add` on
 //! tokio's blocking pool: validation and secret checks, one `BEGIN IMMEDIATE` transaction
-//! (row, history, full-text row, document frequencies, index log), then `warm_up`, which brings
-//! the in-memory index up to date in place from the log (what the next search or write would
-//! do first). So the figure is an honest add: when it ends the index is current — postings,
-//! document frequencies and every memory's norm data — and nothing is left for the next search
-//! to apply. (A heavy term's share of a norm is added when the norm is read, at every search,
-//! which `benches/search.rs` measures; see `sqlite/norms.rs`.) Without `warm_up`, adds that
-//! never consult the index (facts) let the log run ahead, and past 4,096 changes the index is
-//! rebuilt instead. Two cases:
+//! (row, history, full-text row, document frequencies, index log), then, once committed, the
+//! in-memory index brought up to date in place from the log. So the figure is an honest add:
+//! when it returns the index is current — postings, document frequencies and every memory's
+//! norm data — and nothing is left for the next search to apply. (A heavy term's share of a
+//! norm is added when the norm is read, at every search, which `benches/search.rs` measures;
+//! see `sqlite/norms.rs`.) Two cases:
 //!
 //! - `memory_add/fact/N`: a fact, which never supersedes by similarity;
 //! - `memory_add/preference/N`: a preference, which first looks up the similar current
-//!   memories it may supersede (the in-memory index, above the rules' similarity floor).
+//!   preferences it may supersede (the in-memory index, above the rules' similarity floor).
 //!
 //! Run: `cargo bench -p ctxkit-memory --bench add`
 
@@ -50,10 +48,7 @@ fn add(c: &mut Criterion) {
                     match rt.block_on(db.add(new)) {
                         // A sentence drawn twice is refused before anything is written; draw again.
                         Err(MemoryError::Duplicate { .. }) => continue,
-                        added => {
-                            rt.block_on(db.warm_up(PROJECT)).expect("catch the index up");
-                            break black_box(added.expect("add"));
-                        }
+                        added => break black_box(added.expect("add")),
                     }
                 })
             },

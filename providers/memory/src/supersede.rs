@@ -60,6 +60,15 @@ pub(crate) fn similarity_floor(content: &str) -> f32 {
     }
 }
 
+/// The one category a new memory's supersession candidates can have, when only one can: an
+/// implicit contradiction needs the same category, an explicit replacement may cross them.
+pub(crate) fn candidate_category(
+    content: &str,
+    category: crate::MemoryCategory,
+) -> Option<crate::MemoryCategory> {
+    replaced_terms(content).is_none().then_some(category)
+}
+
 /// Whether the older content holds every replaced term.
 pub(crate) fn names_replaced(old_content: &str, replaced: &BTreeSet<String>) -> bool {
     let old = term_set(old_content);

@@ -414,6 +414,7 @@ enum Op {
     Add(usize, usize, usize),
     Delete(usize),
     Update(usize, usize, usize),
+    Recategorize(usize, usize),
 }
 
 const WORDS: [&str; 12] = [
@@ -436,6 +437,7 @@ proptest! {
             (0..12usize, 0..12usize, 0..12usize).prop_map(|(a, b, c)| Op::Add(a, b, c)),
             (0..64usize).prop_map(Op::Delete),
             (0..64usize, 0..12usize, 0..12usize).prop_map(|(k, a, b)| Op::Update(k, a, b)),
+            (0..64usize, 0..5usize).prop_map(|(k, c)| Op::Recategorize(k, c)),
         ],
         1..40,
     )) {
@@ -451,11 +453,19 @@ proptest! {
             for op in ops {
                 let ids: Vec<String> = live.list(P, ListOptions::default()).await.unwrap().into_iter().map(|e| e.id).collect();
                 match op {
-                    Op::Add(a, b, c) => { let _ = live.add(NewMemoryEntry::new(P, MemoryCategory::Fact, text(a, b, c))).await; }
+                    Op::Add(a, b, c) => {
+                        // Of every category: preferences and conventions supersede through the index.
+                        let category = MemoryCategory::ALL[(a + b + c) % 5];
+                        let _ = live.add(NewMemoryEntry::new(P, category, text(a, b, c))).await;
+                    }
                     Op::Delete(k) if !ids.is_empty() => { live.delete(&ids[k % ids.len()]).await.unwrap(); }
                     Op::Update(k, a, b) if !ids.is_empty() => {
                         let update = ctxkit_memory::MemoryUpdate { content: Some(text(a, b, k)), ..Default::default() };
                         let _ = live.update(&ids[k % ids.len()], update).await;
+                    }
+                    Op::Recategorize(k, c) if !ids.is_empty() => {
+                        let update = ctxkit_memory::MemoryUpdate { category: Some(MemoryCategory::ALL[c]), ..Default::default() };
+                        live.update(&ids[k % ids.len()], update).await.unwrap();
                     }
                     _ => {}
                 }
@@ -463,13 +473,17 @@ proptest! {
                 live.search(query("deploy")).await.unwrap();
             }
             let rebuilt = open(&path, &clock, SearchIndex::Eager);
+            let key = |r: &Vec<ctxkit_memory::MemorySearchResult>| {
+                r.iter().map(|h| (h.entry.id.clone(), (h.relevance_score * 1e5).round() as i64)).collect::<Vec<_>>()
+            };
+            let preferences = [MemoryCategory::Preference, MemoryCategory::Convention];
             for q in ["deploy staging", "stripe webhook price", "docker tests note", "queue cache routes pnpm"] {
                 let a = live.search(query(q)).await.unwrap();
                 let b = rebuilt.search(query(q)).await.unwrap();
-                let key = |r: &Vec<ctxkit_memory::MemorySearchResult>| {
-                    r.iter().map(|h| (h.entry.id.clone(), (h.relevance_score * 1e5).round() as i64)).collect::<Vec<_>>()
-                };
                 assert_eq!(key(&a), key(&b), "query {q:?}");
+                let a = live.search(query(q).categories(preferences)).await.unwrap();
+                let b = rebuilt.search(query(q).categories(preferences)).await.unwrap();
+                assert_eq!(key(&a), key(&b), "query {q:?} in preferences and conventions");
             }
         });
     }

@@ -68,9 +68,14 @@ pub(crate) fn remove(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<
     bump_project(tx, &entry.project_path, -1, num, Op::Remove)
 }
 
-/// Re-index after a change, when the content or keywords changed.
+/// Re-index after a change, when what the indexes hold changed (the in-memory index keeps
+/// each memory's category).
 pub(crate) fn replace(tx: &Transaction, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
-    if old.content != new.content || old.keywords != new.keywords || old.project_path != new.project_path {
+    if old.content != new.content
+        || old.keywords != new.keywords
+        || old.project_path != new.project_path
+        || old.category != new.category
+    {
         remove(tx, num, old)?;
         add(tx, num, new)?;
     }

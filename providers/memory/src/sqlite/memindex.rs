@@ -25,7 +25,7 @@ use crate::types::{MemoryCategory, MemoryEntry, MemorySearchResult};
 
 use super::index::{changes_between, Op, Version};
 use super::norms::Norms;
-use super::rows::{row_to_entry, COLS};
+use super::rows::{category_at, row_to_entry, COLS};
 
 struct Doc {
     num: i64,
@@ -46,6 +46,9 @@ pub(crate) struct ProjectIndex {
     keyword_postings: Vec<Vec<u32>>,
     /// Slot → memory; `None` once removed (slots are never reused, so postings stay sorted).
     docs: Vec<Option<Doc>>,
+    /// Slot → the memory's category, apart from `docs` so that passing over the memories of
+    /// other categories reads one dense array.
+    categories: Vec<MemoryCategory>,
     /// Slot → what its norm is computed from.
     norms: Norms,
     slot_of: HashMap<i64, u32>,
@@ -63,12 +66,17 @@ impl ProjectIndex {
             ..ProjectIndex::default()
         };
         let mut stmt = tx.prepare_cached(
-            "SELECT num, content, keywords FROM project_memories WHERE project_path = ?1 ORDER BY num",
+            "SELECT num, content, keywords, category FROM project_memories WHERE project_path = ?1 ORDER BY num",
         )?;
         let mut rows = stmt.query(params![project])?;
         while let Some(row) = rows.next()? {
             let keywords: String = row.get(2)?;
-            ix.add_doc(row.get(0)?, &row.get::<_, String>(1)?, &keywords);
+            ix.add_doc(
+                row.get(0)?,
+                &row.get::<_, String>(1)?,
+                &keywords,
+                category_at(row, 3)?,
+            );
         }
         // Norms once from the final counts, rather than moved on every insert.
         let docs = ix
@@ -89,18 +97,19 @@ impl ProjectIndex {
         let Some(changes) = changes_between(tx, project, self.version.0, target.0)? else {
             return Ok(false);
         };
-        let mut read = tx.prepare_cached("SELECT content, keywords FROM project_memories WHERE num = ?1")?;
+        let mut read =
+            tx.prepare_cached("SELECT content, keywords, category FROM project_memories WHERE num = ?1")?;
         for (num, op) in changes {
             match op {
                 Op::Add => {
                     // The row as it is now: a later change in the same catch-up removes or
                     // replaces it again, so the end state is the current one.
-                    let row: Option<(String, String)> = read
-                        .query_row(params![num], |r| Ok((r.get(0)?, r.get(1)?)))
+                    let row: Option<(String, String, MemoryCategory)> = read
+                        .query_row(params![num], |r| Ok((r.get(0)?, r.get(1)?, category_at(r, 2)?)))
                         .optional()?;
                     self.remove(num);
-                    if let Some((content, keywords)) = row {
-                        self.insert(num, &content, &keywords);
+                    if let Some((content, keywords, category)) = row {
+                        self.insert(num, &content, &keywords, category);
                     }
                 }
                 Op::Remove => self.remove(num),
@@ -126,15 +135,15 @@ impl ProjectIndex {
     }
 
     /// Index the memory of row `num`, keeping every memory's norm sums current.
-    fn insert(&mut self, num: i64, content: &str, keywords_json: &str) {
-        let slot = self.add_doc(num, content, keywords_json);
+    fn insert(&mut self, num: i64, content: &str, keywords_json: &str, category: MemoryCategory) {
+        let slot = self.add_doc(num, content, keywords_json, category);
         if let Some(doc) = &self.docs[slot as usize] {
             self.norms.insert(&self.postings, slot, &doc.terms);
         }
     }
 
     /// Add the memory of row `num` to the postings, its norm sums left at zero; its slot.
-    fn add_doc(&mut self, num: i64, content: &str, keywords_json: &str) -> u32 {
+    fn add_doc(&mut self, num: i64, content: &str, keywords_json: &str, category: MemoryCategory) -> u32 {
         let slot = self.docs.len() as u32;
         let mut counted: Vec<(u32, f32)> = Vec::new();
         for term in terms(content) {
@@ -155,6 +164,7 @@ impl ProjectIndex {
         for &id in &kw {
             self.keyword_postings[id as usize].push(slot);
         }
+        self.categories.push(category);
         self.docs.push(Some(Doc {
             num,
             terms: counted,
@@ -202,6 +212,7 @@ impl ProjectIndex {
                 .flatten()
                 .map(|d| 40 + d.terms.len() * 8 + d.keywords.len() * 4)
                 .sum::<usize>()
+            + self.categories.len()
             + self.norms.weight()
             + self.term_ids.keys().map(|k| k.len() + 32).sum::<usize>()
     }
@@ -246,14 +257,14 @@ impl ProjectIndex {
                         break 'rounds;
                     }
                 }
+                if categories.is_some_and(|c| !c.contains(&self.categories[slot as usize])) {
+                    continue;
+                }
                 let Some(doc) = &self.docs[slot as usize] else {
                     continue;
                 };
                 let (_, entry) = stmt.query_row(params![doc.num], row_to_entry)?;
-                if entry.importance < min_importance
-                    || entry.superseded_by.is_some()
-                    || categories.is_some_and(|c| !c.contains(&entry.category))
-                {
+                if entry.importance < min_importance || entry.superseded_by.is_some() {
                     continue;
                 }
                 let days = days_between(entry.last_accessed_at, now);
@@ -274,26 +285,55 @@ impl ProjectIndex {
         Ok(best)
     }
 
-    /// The current memories at least `floor` similar to the query terms by TF-IDF cosine alone
-    /// (what a new memory may supersede or merge into), at most `n`, most similar first (then
-    /// oldest first), with their row numbers.
-    ///
-    /// Only memories sharing one of the query's heaviest terms can reach `floor`
-    /// ([`TfIdf::prefix_terms`]), so only those terms' postings are walked: the common words of
-    /// a new memory, whose postings are the longest, cost nothing, and the similarity of each
-    /// memory found is computed from its own few terms. Only the rows returned, and superseded
-    /// ones passed over, are read.
+    /// The current memories (of `category`, when given) at least `floor` similar to the query
+    /// terms by TF-IDF cosine alone (what a new memory may supersede or merge into), at most
+    /// `n`, most similar first (then oldest first), with their row numbers. Only the rows
+    /// returned, and superseded ones passed over, are read.
     pub(crate) fn most_similar(
         &self,
         tx: &Transaction,
         q_terms: &[String],
         n: usize,
         floor: f32,
+        category: Option<MemoryCategory>,
     ) -> Result<Vec<(f32, i64, MemoryEntry)>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut stmt = tx.prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ?1"))?;
+        let mut out = Vec::new();
+        for (similarity, slot) in self.similar_slots(q_terms, floor, category) {
+            if out.len() == n {
+                break;
+            }
+            let Some(doc) = &self.docs[slot as usize] else {
+                continue;
+            };
+            let (num, entry) = stmt.query_row(params![doc.num], row_to_entry)?;
+            if entry.superseded_by.is_none() {
+                out.push((similarity, num, entry));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every indexed memory (of `category`, when given) at least `floor` similar to the query
+    /// terms, with its cosine, most similar first (then by slot).
+    ///
+    /// Only memories sharing one of the query's heaviest terms can reach `floor`
+    /// ([`TfIdf::prefix_terms`]), so only those terms' postings are walked: the common words of
+    /// a new memory, whose postings are the longest, cost nothing, and the similarity of each
+    /// memory found is computed from its own few terms.
+    fn similar_slots(
+        &self,
+        q_terms: &[String],
+        floor: f32,
+        category: Option<MemoryCategory>,
+    ) -> Vec<(f32, u32)> {
         let qv = self.query_vector(q_terms);
         let q_norm = qv.norm();
-        if q_norm == 0.0 || n == 0 {
-            return Ok(Vec::new());
+        if q_norm == 0.0 {
+            return Vec::new();
         }
         // (term id, query weight, IDF) in the vector's order: the order `candidates` sums in,
         // so a similarity here equals the one a search computes, to the bit.
@@ -307,6 +347,7 @@ impl ProjectIndex {
             .into_iter()
             .filter_map(|t| self.term_ids.get(t))
             .flat_map(|&id| self.postings[id as usize].iter().map(|p| p.0))
+            .filter(|&slot| category.is_none_or(|c| self.categories[slot as usize] == c))
             .collect();
         slots.sort_unstable();
         slots.dedup();
@@ -325,21 +366,7 @@ impl ProjectIndex {
             })
             .collect();
         by_similarity.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut stmt = tx.prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ?1"))?;
-        let mut out = Vec::new();
-        for (similarity, slot) in by_similarity {
-            if out.len() == n {
-                break;
-            }
-            let Some(doc) = &self.docs[slot as usize] else {
-                continue;
-            };
-            let (num, entry) = stmt.query_row(params![doc.num], row_to_entry)?;
-            if entry.superseded_by.is_none() {
-                out.push((similarity, num, entry));
-            }
-        }
-        Ok(out)
+        by_similarity
     }
 
     /// The TF-IDF vector of the query terms under the index's current counts.
@@ -446,10 +473,10 @@ mod tests {
             "queue cache deploy",
         ];
         for (num, text) in texts.iter().enumerate() {
-            ix.insert(num as i64, text, "[]");
+            ix.insert(num as i64, text, "[]", MemoryCategory::Fact);
         }
         ix.remove(2);
-        ix.insert(9, "cents cents webhooks deploy", "[]");
+        ix.insert(9, "cents cents webhooks deploy", "[]", MemoryCategory::Fact);
         for (slot, doc) in ix.docs.iter().enumerate() {
             let Some(doc) = doc else { continue };
             // The definition: √Σ(tf · idf)² under the current counts.
@@ -461,6 +488,74 @@ mod tests {
                 .sqrt() as f32;
             let kept = ix.norms.norm(slot as u32, ix.live);
             assert!((kept - direct).abs() < 1e-5 * direct, "{kept} vs {direct}");
+        }
+    }
+
+    /// The pruned walk finds exactly what comparing the query with every memory finds.
+    #[test]
+    fn similar_slots_equal_a_comparison_with_every_memory() {
+        let words = [
+            "deploy", "staging", "stripe", "webhooks", "cents", "price", "queue", "cache", "pnpm", "docker",
+            "tests", "routes", "lint", "build", "release",
+        ];
+        let mut rng = 0x5EED_u64;
+        let mut next = |k: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % k as u64) as usize
+        };
+        let mut ix = ProjectIndex {
+            norms: Norms::with_heavy_df(8),
+            ..ProjectIndex::default()
+        };
+        for num in 0..300 {
+            let len = 1 + next(6);
+            // Skewed towards the first words, as real vocabularies are.
+            let text: Vec<&str> = (0..len)
+                .map(|_| {
+                    let upto = 1 + next(words.len());
+                    words[next(upto)]
+                })
+                .collect();
+            ix.insert(num, &text.join(" "), "[]", MemoryCategory::ALL[next(5)]);
+        }
+        for num in (0..300).step_by(7) {
+            ix.remove(num);
+        }
+        for _ in 0..200 {
+            let query: Vec<String> = (0..1 + next(6))
+                .map(|_| words[next(words.len())].to_string())
+                .collect();
+            let floor = [0.25, 0.5, 0.6, 0.85][next(4)];
+            let category = [None, Some(MemoryCategory::ALL[next(5)])][next(2)];
+            let qv = ix.query_vector(&query);
+            let mut every: Vec<(f32, u32)> = ix
+                .docs
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, doc)| {
+                    let doc = doc.as_ref()?;
+                    if category.is_some_and(|c| ix.categories[slot] != c) {
+                        return None;
+                    }
+                    let mut dot = 0.0f32;
+                    for (t, w) in qv.weights() {
+                        let Some(&id) = ix.term_ids.get(t) else { continue };
+                        if let Some(&(_, tf)) = doc.terms.iter().find(|p| p.0 == id) {
+                            dot += w * tf * ix.idf_of(id);
+                        }
+                    }
+                    let similarity = cosine(dot, qv.norm(), ix.norms.norm(slot as u32, ix.live));
+                    (similarity > 0.0 && similarity >= floor).then_some((similarity, slot as u32))
+                })
+                .collect();
+            every.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            assert_eq!(
+                ix.similar_slots(&query, floor, category),
+                every,
+                "{query:?} at {floor}"
+            );
         }
     }
 }

@@ -347,7 +347,8 @@ impl MemoryDb {
         out
     }
 
-    /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it when `f` succeeds.
+    /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it when `f` succeeds; then bring
+    /// the loaded in-memory search indexes up to date in place.
     fn write<T>(&self, f: impl FnOnce(&Transaction, i64) -> Result<T>) -> Result<T> {
         if self.is_read_only() {
             return Err(MemoryError::ReadOnly {
@@ -358,6 +359,7 @@ impl MemoryDb {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let out = f(&tx, self.now())?;
             tx.commit()?;
+            self.refresh_indexes(conn);
             Ok(out)
         })
     }

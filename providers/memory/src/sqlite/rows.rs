@@ -207,11 +207,16 @@ fn conversion_error(col: usize, message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
 }
 
-pub(super) fn row_to_entry(r: &Row) -> rusqlite::Result<(i64, MemoryEntry)> {
-    let category: String = r.get(3)?;
-    let category = category
+/// The category stored in column `col`.
+pub(super) fn category_at(r: &Row, col: usize) -> rusqlite::Result<MemoryCategory> {
+    r.get_ref(col)?
+        .as_str()?
         .parse()
-        .map_err(|e: MemoryError| conversion_error(3, e.to_string()))?;
+        .map_err(|e: MemoryError| conversion_error(col, e.to_string()))
+}
+
+pub(super) fn row_to_entry(r: &Row) -> rusqlite::Result<(i64, MemoryEntry)> {
+    let category = category_at(r, 3)?;
     let keywords: String = r.get(5)?;
     let keywords: Vec<String> = serde_json::from_str(&keywords)
         .map_err(|e| conversion_error(5, format!("keywords are not a JSON list: {e}")))?;

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
-use rusqlite::{params, Transaction};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::rows::{load, select_entries, COLS};
 use super::write::check_project;
@@ -256,6 +256,35 @@ impl MemoryDb {
         }
     }
 
+    /// Bring every loaded in-memory index up to the database in place, right after a write
+    /// committed, so a write leaves the indexes current instead of a log for the next search.
+    /// An index the log no longer covers is dropped (the next search rebuilds it). The write
+    /// is already committed, so a failure here only drops the indexes.
+    pub(super) fn refresh_indexes(&self, conn: &mut Connection) {
+        let loaded: Vec<(String, Arc<RwLock<memindex::ProjectIndex>>)> = lock(&self.inner.indexes)
+            .iter()
+            .map(|(project, ix)| (project.clone(), ix.clone()))
+            .collect();
+        if loaded.is_empty() {
+            return;
+        }
+        let refreshed = (|| -> Result<()> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+            for (project, ix) in loaded {
+                let version = index::project_version(&tx, &project)?;
+                let mut guard = ix.write().unwrap_or_else(|p| p.into_inner());
+                if !(guard.version.0 <= version.0 && guard.catch_up(&tx, &project, version)?) {
+                    lock(&self.inner.indexes).remove(&project);
+                }
+            }
+            Ok(())
+        })();
+        if let Err(error) = refreshed {
+            tracing::warn!(%error, "in-memory search indexes dropped after a write; the next search rebuilds them");
+            lock(&self.inner.indexes).clear();
+        }
+    }
+
     /// Bring the in-memory search index of a project up to date now (catching up with recent
     /// writes, or building it), whatever [`SearchIndex`] says, so the next search is fast.
     pub fn warm_up(&self, project: &str) -> Result<()> {
@@ -387,7 +416,7 @@ impl MemoryDb {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

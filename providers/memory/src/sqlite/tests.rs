@@ -6,12 +6,14 @@ use std::collections::BTreeSet;
 use rusqlite::Connection;
 
 use super::maintenance::decayed_importance;
+use super::search::lock;
 use super::*;
 use crate::clock::{ManualClock, DAY_MS};
 use crate::retrieval::{compute_relevance_score, Vocabulary};
 use crate::text::terms;
 use crate::types::*;
 use crate::{MemoryStore, SqliteMemoryStore};
+use std::sync::Arc;
 
 const P: &str = "/work/alpha";
 const Q: &str = "/work/beta";
@@ -983,6 +985,34 @@ fn a_background_index_answers_like_the_full_text_index() {
         .search(&MemorySearchRequest::new(P, "pnpm").without_touch())
         .unwrap();
     assert!(hits.iter().any(|h| h.entry.id == more.id));
+}
+
+#[test]
+fn a_write_brings_the_loaded_index_up_to_date_in_place() {
+    let (_dir, db, _) = open_mode(SearchIndex::Eager);
+    db.add(new("Use pnpm to install dependencies")).unwrap();
+    db.warm_up(P).unwrap();
+    let loaded = lock(&db.inner.indexes).get(P).cloned().unwrap();
+    let current = || db.read(|tx| index::project_version(tx, P)).unwrap();
+    let indexed = || loaded.read().unwrap().version;
+
+    let added = db.add(new("pnpm workspaces hold the packages")).unwrap();
+    assert_eq!(indexed(), current(), "after an add, before any search");
+    db.update(
+        &added.id,
+        MemoryUpdate {
+            content: Some("pnpm workspaces live in packages/".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(indexed(), current(), "after an update");
+    db.delete(&added.id).unwrap();
+    assert_eq!(indexed(), current(), "after a delete");
+    assert!(
+        Arc::ptr_eq(&loaded, lock(&db.inner.indexes).get(P).unwrap()),
+        "updated, not rebuilt"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

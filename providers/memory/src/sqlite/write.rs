@@ -87,7 +87,7 @@ impl MemoryDb {
         let checked = self.check_new(&new)?;
         self.write(|tx, now| {
             let similar = if may_supersede(&checked) {
-                self.similar_current(tx, &checked.project_path, &checked.content)?
+                self.similar_current(tx, &checked)?
             } else {
                 Vec::new()
             };
@@ -112,7 +112,7 @@ impl MemoryDb {
             for (i, (c, new)) in checked.into_iter().zip(&entries).enumerate() {
                 let explicit = crate::supersede::replaced_terms(&c.content).is_some();
                 let similar = if explicit {
-                    self.similar_current(tx, &c.project_path, &c.content)?
+                    self.similar_current(tx, &c)?
                 } else {
                     Vec::new()
                 };
@@ -126,30 +126,32 @@ impl MemoryDb {
         })
     }
 
-    /// The current memories of a project most similar to `content`, with their TF-IDF cosine:
-    /// what a new memory may supersede, so none below the lowest similarity a rule accepts
-    /// ([`similarity_floor`](crate::supersede::similarity_floor)). Call before the transaction
+    /// The current memories of the project most similar to a new memory, with their TF-IDF
+    /// cosine: what it may supersede, so none below the lowest similarity a rule accepts
+    /// ([`similarity_floor`](crate::supersede::similarity_floor)) nor of another category when
+    /// a rule needs the same one ([`candidate_category`](crate::supersede::candidate_category)).
+    /// Call before the transaction
     /// writes anything (the in-memory index is brought to the transaction's snapshot).
-    fn similar_current(
-        &self,
-        tx: &Transaction,
-        project: &str,
-        content: &str,
-    ) -> Result<Vec<(f32, MemoryEntry)>> {
+    fn similar_current(&self, tx: &Transaction, new: &Checked) -> Result<Vec<(f32, MemoryEntry)>> {
+        let (project, content) = (new.project_path.as_str(), new.content.as_str());
         let q_terms = terms(content);
         if q_terms.is_empty() {
             return Ok(Vec::new());
         }
         let n = crate::supersede::CANDIDATES;
         let floor = crate::supersede::similarity_floor(content);
-        if let Some(hits) = self.with_index(tx, project, |ix| ix.most_similar(tx, &q_terms, n, floor))? {
+        let category = crate::supersede::candidate_category(content, new.category);
+        if let Some(hits) = self.with_index(tx, project, |ix| {
+            ix.most_similar(tx, &q_terms, n, floor, category)
+        })? {
             return Ok(hits.into_iter().map(|(sim, _, e)| (sim, e)).collect());
         }
         let vocab = self.inner.vocab.get(tx, project)?;
+        let only = category.map(|c| [c]);
         let filter = Filter {
             project,
             min_importance: 0.0,
-            categories: None,
+            categories: only.as_ref().map(|c| c.as_slice()),
         };
         let qv = vocab.vector(&q_terms);
         let mut scored: Vec<(f32, MemoryEntry)> = self
@@ -176,7 +178,7 @@ impl MemoryDb {
         let new_terms = terms(content);
         let merging = |hit: &(f32, i64, MemoryEntry)| hit.0 > MERGE_SIMILARITY;
         if let Some(mut hits) = self.with_index(tx, project, |ix| {
-            ix.most_similar(tx, &new_terms, 1, MERGE_SIMILARITY)
+            ix.most_similar(tx, &new_terms, 1, MERGE_SIMILARITY, None)
         })? {
             return Ok(hits.pop().filter(merging));
         }
@@ -357,7 +359,7 @@ impl MemoryDb {
                 });
             }
             let similar = if may_supersede(&checked) {
-                self.similar_current(tx, &checked.project_path, &checked.content)?
+                self.similar_current(tx, &checked)?
             } else {
                 Vec::new()
             };
