@@ -13,12 +13,13 @@
 //! whole answer fits in it. A skill longer than [`LONG_BODY_CHARS`], or one that does not fit
 //! whole, is sent as its start plus the path of its `SKILL.md`, which the agent can read itself.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxkit::{ContextProvider, Message, RunInfo, RunOutcome, State};
 use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
-use ctxkit_skills::{Reason, SelectOptions, Skill, SkillRoot, Source};
+use ctxkit_skills::{Reason, SelectOptions, Skill, SkillLibrary, SkillRoot, Source};
 
 use super::event::EventKind;
 use super::session::SessionState;
@@ -62,32 +63,52 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
             if *fresh {
                 session.clear();
             }
-            if !args.no_memory {
-                if let Some(pinned) = warn_on_error(pinned_memories(args, &project).await) {
+            let pinned = (!args.no_memory).then(|| beside(pinned_memories(args.clone(), project)));
+            let library = load_library(roots(args, request.cwd)?);
+            if let Some(pinned) = pinned {
+                if let Some(pinned) = warn_on_error(pinned.await) {
                     text.push(&pinned);
                 }
             }
-            add_skills(&mut text, &mut session, request, args, "", |r| {
+            add_skills(&mut text, &mut session, &library, args, "", |r| {
                 r == Reason::Always
-            })?;
+            });
         }
         EventKind::Prompt(prompt) => {
-            if !args.no_memory {
-                let memories = prompt_memories(args, &project, prompt, request.session_id).await;
-                if let Some(memories) = warn_on_error(memories) {
+            let memories = (!args.no_memory).then(|| {
+                let session_id = request.session_id.map(str::to_string);
+                beside(prompt_memories(args.clone(), project, prompt.clone(), session_id))
+            });
+            let library = load_library(roots(args, request.cwd)?);
+            if let Some(memories) = memories {
+                if let Some(memories) = warn_on_error(memories.await) {
                     text.push(&memories);
                 }
             }
             // `always` skills belong to the session start, not to every prompt.
-            add_skills(&mut text, &mut session, request, args, prompt, |r| {
+            add_skills(&mut text, &mut session, &library, args, prompt, |r| {
                 r != Reason::Always
-            })?;
+            });
         }
     }
     if let Err(e) = session.save() {
         eprintln!("ctxkit hook: the session record was not saved: {e}");
     }
     Ok(text.finish())
+}
+
+/// Start the memory part now, on a thread of its own, while this one loads the skills: they
+/// read different files, so the hook waits for the slower of the two rather than for both.
+fn beside<F>(memory: F) -> impl Future<Output = Result<Option<String>, CliError>>
+where
+    F: Future<Output = Result<Option<String>, CliError>> + Send + 'static,
+{
+    let runtime = tokio::runtime::Handle::current();
+    let task = tokio::task::spawn_blocking(move || runtime.block_on(memory));
+    async move {
+        task.await
+            .map_err(|e| CliError::new(format!("the memory lookup stopped: {e}")))?
+    }
 }
 
 /// A failure of an optional part (memory) is one line on stderr, not a failed hook.
@@ -119,12 +140,11 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
 fn add_skills(
     text: &mut Text,
     session: &mut SessionState,
-    request: &Request<'_>,
+    library: &SkillLibrary,
     args: &EventArgs,
     message: &str,
     keep: impl Fn(Reason) -> bool,
-) -> Result<(), CliError> {
-    let library = load_library(roots(args, request.cwd)?);
+) {
     let index = library.snapshot();
     let options = SelectOptions {
         max_skills: args.max_skills,
@@ -146,7 +166,6 @@ fn add_skills(
             }
         }
     }
-    Ok(())
 }
 
 const SKILLS_INTRO: &str =
@@ -210,14 +229,14 @@ fn display_path(path: &Path) -> PathBuf {
 /// does both: `invoking` finds the memories (and says when a "remember" was refused for a
 /// secret), `run_finished` stores or forgets and counts what was shown.
 async fn prompt_memories(
-    args: &EventArgs,
-    project: &str,
-    prompt: &str,
-    session_id: Option<&str>,
+    args: EventArgs,
+    project: String,
+    prompt: String,
+    session_id: Option<String>,
 ) -> Result<Option<String>, CliError> {
     let store: Arc<dyn MemoryStore> = Arc::new(open_store(args.memory.as_deref())?);
     let provider = MemoryContextProvider::new(store)
-        .with_project(project)
+        .with_project(&project)
         .without_episodes()
         .without_state();
     let messages = [Message::user(prompt)];
@@ -226,7 +245,7 @@ async fn prompt_memories(
             .filter(|s| s.chars().count() <= MAX_SESSION_ID_CHARS)
             .unwrap_or_default()
             .to_string(),
-        project: Some(project.to_string()),
+        project: Some(project),
         ..RunInfo::default()
     };
     let context = provider.invoking(&messages, &run).await?;
@@ -243,7 +262,7 @@ async fn prompt_memories(
 }
 
 /// The project's pinned memories, most important first.
-async fn pinned_memories(args: &EventArgs, project: &str) -> Result<Option<String>, CliError> {
+async fn pinned_memories(args: EventArgs, project: String) -> Result<Option<String>, CliError> {
     let store = open_store(args.memory.as_deref())?;
     let options = ListOptions {
         limit: MAX_PINNED,
@@ -251,7 +270,7 @@ async fn pinned_memories(args: &EventArgs, project: &str) -> Result<Option<Strin
         ..ListOptions::default()
     };
     let pinned: Vec<String> = store
-        .list(project, options)
+        .list(&project, options)
         .await?
         .iter()
         .filter(|m| m.importance >= PINNED_IMPORTANCE)
