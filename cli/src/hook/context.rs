@@ -25,6 +25,7 @@ use super::session::SessionState;
 use super::EventArgs;
 use crate::memory::open::{normalize_project, open_store};
 use crate::setup::{load_library, SkillDirs};
+use crate::user_config::Config;
 use crate::CliError;
 
 /// Bodies longer than this are sent as their start and the file's path.
@@ -124,11 +125,17 @@ fn add_skills(
     message: &str,
     keep: impl Fn(Reason) -> bool,
 ) -> Result<(), CliError> {
-    let library = load_library(roots(args, request.cwd)?);
+    // The project's config is the event's project's, as the skills are.
+    let config = Config::load(request.cwd)?;
+    let library = load_library(roots(args, request.cwd)?, &config);
     let index = library.snapshot();
+    let defaults = SelectOptions::default();
     let options = SelectOptions {
-        max_skills: args.max_skills,
-        ..SelectOptions::default()
+        max_skills: args
+            .max_skills
+            .or(config.max_skills())
+            .unwrap_or(defaults.max_skills),
+        ..defaults
     };
     let mut intro = Some(SKILLS_INTRO);
     for selection in index.select(&[message], &[], &options) {

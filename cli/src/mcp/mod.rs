@@ -32,13 +32,14 @@ use rmcp::ServiceExt;
 pub use self::server::CtxkitServer;
 use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store_with};
 use crate::setup::{load_library, SkillDirs};
+use crate::user_config::Config;
 use crate::CliError;
 
 #[derive(Args, Debug, Clone)]
 pub struct McpArgs {
     /// A folder of skills (repeatable); default: the project roots under the current directory.
-    #[arg(long = "skills", value_name = "DIR")]
-    pub skills: Vec<PathBuf>,
+    #[arg(long = "skills", value_name = "[TIER:]DIR")]
+    pub skills: Vec<crate::setup::TierDir>,
     /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
     /// data folder).
     #[arg(long, value_name = "DB")]
@@ -100,7 +101,8 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let dirs = SkillDirs {
         dirs: args.skills.clone(),
     };
-    let library = load_library(dirs.roots()?);
+    let config = Config::load(&crate::setup::current_dir()?)?;
+    let library = load_library(dirs.roots()?, &config);
     let db = memory_db_path(args.memory.as_deref())?;
     let store = Arc::new(open_store_with(
         Some(&db),

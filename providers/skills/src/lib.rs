@@ -50,6 +50,7 @@ mod detect;
 mod diagnostic;
 mod discover;
 mod exec;
+mod external;
 mod index;
 mod lexical;
 mod matcher;
@@ -62,10 +63,12 @@ mod tools;
 
 pub use body::Body;
 pub use descriptor::ToolSpec;
+pub use detect::Detection;
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::SkillRoot;
 pub use exec::{ExecOptions, SkillTool, ToolTrust};
-pub use index::{SkillIndex, SkillLibrary};
+pub use external::ExternalSkills;
+pub use index::{LoadOptions, SkillIndex, SkillLibrary};
 pub use provider::{Mode, SkillConfig, SkillContextProvider};
 pub use select::{Reason, SelectOptions, Selection};
 pub use skill::{Detect, Skill, Source, Triggers};
@@ -75,8 +78,11 @@ pub use skill::{Detect, Skill, Source, Triggers};
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Detect>();
+    send_sync::<Detection>();
+    send_sync::<LoadOptions>();
     send_sync::<Diagnostic>();
     send_sync::<ExecOptions>();
+    send_sync::<ExternalSkills>();
     send_sync::<Mode>();
     send_sync::<Reason>();
     send_sync::<SelectOptions>();
