@@ -263,6 +263,9 @@ impl RequestOptions {
             counter: counter.clone(),
             ..defaults
         };
+        let skills = SkillContextProvider::new(library.clone(), skill_config);
+        // The hooks of the skills selected in each run, for the skills trusted like tools.
+        let skill_hooks = skills.hooks(config.hook_options());
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());
         let mut builder = Agent::builder()
             .instructions(self.instructions()?)
@@ -274,7 +277,8 @@ impl RequestOptions {
             } else {
                 Assembly::PerRequest
             })
-            .provider(SkillContextProvider::new(library.clone(), skill_config));
+            .provider(skills)
+            .hook(skill_hooks);
         if let Some(db) = self.memory_db()? {
             let project = self.project()?;
             builder = builder.provider(if self.read_only {

@@ -35,7 +35,7 @@
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use ctxkit_skills::{ExecOptions, ExternalSkills, Mode, SkillRoot, Source, ToolTrust};
+use ctxkit_skills::{ExecOptions, ExternalSkills, HookOptions, Mode, SkillRoot, Source, ToolTrust};
 use serde::Deserialize;
 
 use crate::CliError;
@@ -300,6 +300,21 @@ impl Config {
     /// The MCP servers the user configured for `ctxkit chat`.
     pub fn mcp_servers(&self) -> &[String] {
         &self.user.mcp.servers
+    }
+
+    /// How SKILL.md hooks of trusted skills run: `[hooks]` and `[tools] pass_env` of the
+    /// user config only.
+    pub fn hook_options(&self) -> HookOptions {
+        let defaults = HookOptions::default();
+        HookOptions {
+            allow_shell: self.user.hooks.shell,
+            timeout: self
+                .user
+                .hooks
+                .timeout_secs
+                .map_or(defaults.timeout, std::time::Duration::from_secs),
+            pass_env: self.user.tools.pass_env.clone(),
+        }
     }
 
     /// Tool options from the user config (its `[tools]` and trusted roots) plus the command

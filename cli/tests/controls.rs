@@ -476,3 +476,85 @@ fn bundled_skills_pass_their_examples() {
     let out = s.ok(&["skills", "--dir", skills.to_str().unwrap(), "test"]);
     assert!(out.contains("7 skills tested, 0 failed"), "{out}");
 }
+
+#[test]
+fn chat_reloads_edited_broken_deleted_and_new_skills_while_it_runs() {
+    use std::io::{BufRead, BufReader, Write};
+    let s = Setup::new();
+    std::fs::remove_dir_all(s.project().join("skills/gamma")).unwrap();
+    let mut chat = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args(["chat", "--no-memory", "--lazy", "--watch", "1"])
+        .current_dir(s.project())
+        .env("CTXKIT_CONFIG", s.user_config())
+        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
+        .env_remove("CTXKIT_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr_pipe = chat.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdin = chat.stdin.take().unwrap();
+    let mut say = |text: &str| writeln!(stdin, "{text}").unwrap();
+    // Wait for the watcher to report a reload; what it printed with it.
+    let reloaded = || -> Vec<String> {
+        let mut lines = vec![rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("a reload")];
+        while let Ok(line) = rx.recv_timeout(std::time::Duration::from_millis(300)) {
+            lines.push(line);
+        }
+        assert!(lines[0].starts_with("(skills reloaded"), "{lines:?}");
+        lines
+    };
+    say("deploy");
+    // An edit and a new skill.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    s.skill(
+        "alpha",
+        "---\nname: alpha\ndescription: Edited alpha\ntriggers: [ship]\n---\nALPHA2\n",
+    );
+    s.skill(
+        "delta",
+        "---\nname: delta\ndescription: New\ntriggers: [deploy]\n---\nDELTA\n",
+    );
+    reloaded();
+    say("deploy");
+    // A broken edit keeps the last good alpha and says why.
+    s.skill("alpha", "---\nname: alpha\ndescription: [broken\n---\nALPHA3\n");
+    let said = reloaded().join("\n");
+    assert!(
+        said.contains("cannot be parsed") && said.contains("last good version of skill `alpha`"),
+        "{said}"
+    );
+    say("ship it");
+    // A deletion.
+    std::fs::remove_dir_all(s.project().join("skills/beta")).unwrap();
+    reloaded();
+    say("deploy");
+    drop(stdin);
+    let out = chat.wait_with_output().unwrap();
+    let replies: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    let skills: Vec<&str> = replies
+        .iter()
+        .map(|l| {
+            l.split("Skills: ")
+                .nth(1)
+                .unwrap_or("")
+                .split('.')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        skills,
+        ["alpha, beta", "beta, delta", "alpha", "delta"],
+        "{replies:?}"
+    );
+}

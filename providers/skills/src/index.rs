@@ -320,14 +320,16 @@ impl SkillLibrary {
     /// removed, edited, turned off, or a new problem); returns the new index then. An
     /// unchanged snapshot keeps its identity, so what providers cached for it stays.
     pub fn reload_if_changed(&self) -> Option<Arc<SkillIndex>> {
-        let current = self.snapshot();
-        let index = load_index(&self.roots, &self.options, Some(&current));
-        if fingerprint(&index) == fingerprint(&current) {
-            return None;
-        }
-        let index = Arc::new(index);
+        let index = Arc::new(self.load_if_changed()?);
         self.swap(index.clone());
         Some(index)
+    }
+
+    /// A fresh index when it differs from the current one, without swapping it in.
+    pub(crate) fn load_if_changed(&self) -> Option<SkillIndex> {
+        let current = self.snapshot();
+        let index = load_index(&self.roots, &self.options, Some(&current));
+        (fingerprint(&index) != fingerprint(&current)).then_some(index)
     }
 
     /// Replace the current index.

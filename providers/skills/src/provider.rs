@@ -12,7 +12,7 @@ use ctxkit::{
     SectionKind, TokenCounter, Tool, ToolRestriction,
 };
 
-use crate::exec::{ExecOptions, SkillTool};
+use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks, SkillTool};
 use crate::index::{SkillIndex, SkillLibrary};
 use crate::select::{SelectOptions, Selection};
 use crate::skill::Skill;
@@ -195,6 +195,8 @@ pub struct SkillContextProvider {
     /// Tokens of the intro line above injected bodies, counted once.
     intro_tokens: usize,
     caches: Mutex<Caches>,
+    /// The trusted selected skills with hooks, per thread, for [`SkillHooks`].
+    active: Arc<ActiveHooks>,
 }
 
 impl SkillContextProvider {
@@ -222,7 +224,34 @@ impl SkillContextProvider {
             tools,
             intro_tokens,
             caches: Mutex::default(),
+            active: Arc::default(),
         }
+    }
+
+    /// The SKILL.md hooks of the skills this provider selects in each run, for the agent's
+    /// hooks (`AgentBuilder::hook`). Only skills its tool trust ([`SkillConfig::tools`])
+    /// trusts have their hooks run.
+    pub fn hooks(&self, options: HookOptions) -> SkillHooks {
+        SkillHooks::new(self.active.clone(), options)
+    }
+
+    /// Remember which selected skills bring hooks that may run in `run`'s thread.
+    fn record_hooks(&self, selected: &[Selection], run: &RunInfo) {
+        let index = self.library.snapshot();
+        let active: Vec<ActiveSkill> = selected
+            .iter()
+            .filter_map(|s| index.get(&s.name))
+            .filter(|skill| skill.hooks.is_some())
+            .filter(|skill| {
+                let trusted = self.config.tools.trust.trusts(skill);
+                if !trusted {
+                    tracing::debug!(skill = %skill.name, "skill hooks not run: the skill is not trusted");
+                }
+                trusted
+            })
+            .filter_map(ActiveSkill::of)
+            .collect();
+        self.active.set(&run.thread_id, active);
     }
 
     /// The library it reads a snapshot of on every request.
@@ -524,6 +553,9 @@ impl ContextProvider for SkillContextProvider {
         );
         let _enter = span.enter();
         let (ctx, selected) = self.context_for(messages, run);
+        if !run.preview {
+            self.record_hooks(&selected, run);
+        }
         if !span.is_disabled() {
             let names: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();
             let why: Vec<String> = selected
