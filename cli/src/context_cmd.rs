@@ -111,14 +111,9 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
     for d in &detected {
         writeln!(
             out,
-            "detected {}: files {}{}",
+            "detected {}: {}",
             printable(&d.name),
-            printable(&d.files.join(", ")),
-            if d.patterns.is_empty() {
-                String::new()
-            } else {
-                format!(", patterns {}", printable(&d.patterns.join(", ")))
-            }
+            crate::skills_cmd::why_detected(d)
         )?;
     }
     for (section, tokens) in &report.tokens.by_section {

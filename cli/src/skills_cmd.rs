@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use ctxkit_skills::{Diagnostic, SelectOptions, SkillIndex};
+use ctxkit_skills::{Detection, Diagnostic, SelectOptions, SkillIndex};
 use serde_json::{json, Value};
 
 use crate::printable::printable;
@@ -172,17 +172,7 @@ fn detect(index: &SkillIndex, project: &Path, json: bool, out: &mut impl Write) 
         if json {
             writeln!(out, "{}", serde_json::to_value(d)?)?;
         } else {
-            let patterns = if d.patterns.is_empty() {
-                String::new()
-            } else {
-                format!("  patterns: {}", printable(&d.patterns.join(", ")))
-            };
-            writeln!(
-                out,
-                "{:<28} files: {}{patterns}",
-                printable(&d.name),
-                printable(&d.files.join(", "))
-            )?;
+            writeln!(out, "{:<28} {}", printable(&d.name), why_detected(d))?;
         }
     }
     if found.is_empty() && !json {
@@ -286,6 +276,15 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
         return Err(CliError::quiet(format!("{errors} skill files were skipped")));
     }
     Ok(())
+}
+
+/// The files and patterns that detected a skill, printable.
+pub fn why_detected(d: &Detection) -> String {
+    let mut why = format!("files: {}", printable(&d.files.join(", ")));
+    if !d.patterns.is_empty() {
+        why.push_str(&format!("; patterns: {}", printable(&d.patterns.join(", "))));
+    }
+    why
 }
 
 /// Tools agent hosts ctxkit serves provide (Claude Code, Codex, Gemini CLI), which a skill's

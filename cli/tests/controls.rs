@@ -480,6 +480,8 @@ fn bundled_skills_pass_their_examples() {
 #[test]
 fn chat_reloads_edited_broken_deleted_and_new_skills_while_it_runs() {
     use std::io::{BufRead, BufReader, Write};
+    use std::sync::mpsc::{channel, Receiver};
+    use std::time::Duration;
     let s = Setup::new();
     std::fs::remove_dir_all(s.project().join("skills/gamma")).unwrap();
     let mut chat = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
@@ -493,29 +495,43 @@ fn chat_reloads_edited_broken_deleted_and_new_skills_while_it_runs() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr_pipe = chat.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    // Each pipe's lines arrive on a channel, so the test waits for what it needs.
+    fn lines(pipe: impl std::io::Read + Send + 'static) -> Receiver<String> {
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        rx
+    }
+    let replies = lines(chat.stdout.take().unwrap());
+    let errors = lines(chat.stderr.take().unwrap());
     let mut stdin = chat.stdin.take().unwrap();
-    let mut say = |text: &str| writeln!(stdin, "{text}").unwrap();
-    // Wait for the watcher to report a reload; what it printed with it.
-    let reloaded = || -> Vec<String> {
-        let mut lines = vec![rx
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("a reload")];
-        while let Ok(line) = rx.recv_timeout(std::time::Duration::from_millis(300)) {
-            lines.push(line);
-        }
-        assert!(lines[0].starts_with("(skills reloaded"), "{lines:?}");
-        lines
+    // Send a message; the skills its reply says were injected.
+    let mut say = |text: &str| -> String {
+        writeln!(stdin, "{text}").unwrap();
+        let reply = replies.recv_timeout(Duration::from_secs(60)).expect("a reply");
+        reply
+            .split("Skills: ")
+            .nth(1)
+            .unwrap_or("")
+            .split('.')
+            .next()
+            .unwrap()
+            .to_string()
     };
-    say("deploy");
+    // Wait for the watcher to report a reload; what it printed with it.
+    let reloaded = || -> String {
+        let mut said = vec![errors.recv_timeout(Duration::from_secs(30)).expect("a reload")];
+        while let Ok(line) = errors.recv_timeout(Duration::from_millis(300)) {
+            said.push(line);
+        }
+        assert!(said[0].starts_with("(skills reloaded"), "{said:?}");
+        said.join("\n")
+    };
+    assert_eq!(say("deploy"), "alpha, beta");
     // An edit and a new skill.
-    std::thread::sleep(std::time::Duration::from_millis(1200));
     s.skill(
         "alpha",
         "---\nname: alpha\ndescription: Edited alpha\ntriggers: [ship]\n---\nALPHA2\n",
@@ -525,36 +541,85 @@ fn chat_reloads_edited_broken_deleted_and_new_skills_while_it_runs() {
         "---\nname: delta\ndescription: New\ntriggers: [deploy]\n---\nDELTA\n",
     );
     reloaded();
-    say("deploy");
+    assert_eq!(say("deploy"), "beta, delta");
     // A broken edit keeps the last good alpha and says why.
     s.skill("alpha", "---\nname: alpha\ndescription: [broken\n---\nALPHA3\n");
-    let said = reloaded().join("\n");
+    let said = reloaded();
     assert!(
         said.contains("cannot be parsed") && said.contains("last good version of skill `alpha`"),
         "{said}"
     );
-    say("ship it");
+    assert_eq!(say("ship it"), "alpha");
     // A deletion.
     std::fs::remove_dir_all(s.project().join("skills/beta")).unwrap();
     reloaded();
-    say("deploy");
+    assert_eq!(say("deploy"), "delta");
     drop(stdin);
-    let out = chat.wait_with_output().unwrap();
-    let replies: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
-    let skills: Vec<&str> = replies
-        .iter()
-        .map(|l| {
-            l.split("Skills: ")
-                .nth(1)
-                .unwrap_or("")
-                .split('.')
-                .next()
-                .unwrap()
-        })
-        .collect();
-    assert_eq!(
-        skills,
-        ["alpha, beta", "beta, delta", "alpha", "delta"],
-        "{replies:?}"
+    assert!(chat.wait().unwrap().success());
+}
+
+#[test]
+fn the_mcp_server_honours_disabled_skills() {
+    use std::io::{BufRead, BufReader, Write};
+    let s = Setup::new();
+    s.write(
+        &s.project().join(".ctxkit/config.toml"),
+        "[skills]\ndisabled = [\"beta\"]\n",
     );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args(["mcp", "--watch", "0"])
+        .current_dir(s.project())
+        .env("CTXKIT_CONFIG", s.user_config())
+        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
+        .env("CTXKIT_MEMORY_DB", s.dir.path().join("memory.db"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        writeln!(
+            input,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
+        if id == 1 {
+            writeln!(
+                input,
+                "{}",
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            )
+            .unwrap();
+        }
+        loop {
+            let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let listed = ask(2, "tools/call", json!({"name": "list_skills", "arguments": {}}));
+    let names: Vec<&str> = listed["result"]["structuredContent"]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha", "gamma"], "{listed}");
+    let read = ask(
+        3,
+        "tools/call",
+        json!({"name": "read_skill", "arguments": {"name": "beta"}}),
+    );
+    assert_eq!(read["result"]["isError"], true, "{read}");
+    drop(input);
+    child.wait().unwrap();
 }
