@@ -90,9 +90,14 @@ impl SkillIndex {
         mut diagnostics: Vec<Diagnostic>,
         disabled: &[String],
     ) -> SkillIndex {
-        let (off, skills): (Vec<Skill>, Vec<Skill>) = skills
-            .into_iter()
-            .partition(|s| disabled.iter().any(|d| d.eq_ignore_ascii_case(&s.name)));
+        // Nothing disabled, the usual case: no pass over the skills.
+        let (off, skills): (Vec<Skill>, Vec<Skill>) = if disabled.is_empty() {
+            (Vec::new(), skills)
+        } else {
+            skills
+                .into_iter()
+                .partition(|s| disabled.iter().any(|d| d.eq_ignore_ascii_case(&s.name)))
+        };
         let mut kept: Vec<Skill> = Vec::with_capacity(skills.len());
         let mut by_name: HashMap<String, usize> = HashMap::new();
         for skill in skills {
