@@ -264,6 +264,8 @@ impl Config {
         Ok(extra)
     }
 
+    /// Add `file`'s roots and external files, relative to `base`; a project's (`confine`)
+    /// stay inside the project, links resolved, and get no `~` expansion.
     fn add_roots(
         &self,
         file: &ConfigFile,
@@ -271,28 +273,39 @@ impl Config {
         confine: Option<&Path>,
         extra: &mut Extra,
     ) -> Result<(), CliError> {
+        let resolve = |entry: &str| match confine {
+            Some(_) => base.join(entry),
+            None => base.join(expand_home(entry)),
+        };
         for entry in &file.skills.roots {
-            let path = expand_home(&entry.path);
-            let root = SkillRoot::new(base.join(&path), entry.tier)
+            let root = SkillRoot::new(resolve(&entry.path), entry.tier)
                 .with_priority(entry.priority.unwrap_or_else(|| entry.tier.default_priority()));
             extra.roots.push(match confine {
                 Some(project) => root.within(project),
                 None => root,
             });
         }
-        for file in &file.skills.external {
-            let external = ExternalSkills::read(&base.join(expand_home(file))).map_err(CliError::new)?;
+        for name in &file.skills.external {
+            let path = resolve(name);
+            if let Some(project) = confine {
+                let inside = match (path.canonicalize(), project.canonicalize()) {
+                    (Ok(real), Ok(project)) => real.starts_with(project),
+                    _ => true, // a missing file is reported by the read below
+                };
+                if !inside {
+                    return Err(CliError::new(format!(
+                        "the project config names `{name}`, which leads out of the project"
+                    )));
+                }
+            }
+            // Each external root is already confined to its file's folder.
+            let external = ExternalSkills::read(&path).map_err(CliError::new)?;
             for w in &external.warnings {
                 tracing::warn!("{w}");
             }
             extra.max_skills = extra.max_skills.or(external.max_skills);
             extra.max_content_lines = extra.max_content_lines.or(external.max_content_lines);
-            extra
-                .roots
-                .extend(external.roots.into_iter().map(|r| match confine {
-                    Some(project) => r.within(project),
-                    None => r,
-                }));
+            extra.roots.extend(external.roots);
         }
         Ok(())
     }

@@ -376,6 +376,15 @@ fn hostile_config_files_fail_with_one_sentence() {
     let o = s.run(&["skills", "list"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stdout(&o).contains("etc"));
+    #[cfg(unix)]
+    {
+        let outside = s.dir.path().join("outside.json");
+        std::fs::write(&outside, "{}").unwrap();
+        std::fs::remove_file(&ext).unwrap();
+        std::os::unix::fs::symlink(&outside, &ext).unwrap();
+        let err = stderr(&s.run(&["skills", "list"]));
+        assert!(err.contains("leads out of the project"), "{err}");
+    }
 }
 
 #[test]
