@@ -49,11 +49,13 @@ pub struct McpArgs {
     pub project: Option<String>,
     /// What `match_skills` returns: the bodies of the skills that fire (full, triggered,
     /// hybrid), or their names and descriptions only, to be read with `read_skill` (on-demand).
-    #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
-    pub mode: Mode,
+    /// Default: the config's `[skills] mode`, else hybrid.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
     /// The most skills `match_skills` selects by their triggers, unless the call asks for fewer.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=tools::MAX_SKILLS as u64))]
-    pub max_skills: u64,
+    /// Default: the config's `[skills] max_skills`, else 3.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=tools::MAX_SKILLS as u64))]
+    pub max_skills: Option<u64>,
     /// Seconds between checks of the skill folders; a change sends `resources/list_changed`
     /// and `prompts/list_changed` (0: never check).
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
@@ -116,8 +118,12 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
         library,
         store,
         project,
-        args.mode,
-        usize::try_from(args.max_skills).unwrap_or(tools::MAX_SKILLS),
+        args.mode.or(config.mode()).unwrap_or_default(),
+        args.max_skills
+            .and_then(|n| usize::try_from(n).ok())
+            .or(config.max_skills())
+            .unwrap_or(ctxkit_skills::SelectOptions::default().max_skills)
+            .clamp(1, tools::MAX_SKILLS),
     ))
 }
 
