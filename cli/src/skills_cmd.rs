@@ -94,12 +94,8 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
     let project = current_dir()?;
     let config = Config::load(&project)?;
     let mut out = std::io::stdout().lock();
-    // Commands that change the config or create files need no index.
-    match &args.command {
-        SkillsCommand::Enable { name, user } => return toggle(&config, name, *user, false, &mut out),
-        SkillsCommand::Disable { name, user } => return toggle(&config, name, *user, true, &mut out),
-        SkillsCommand::New(new) => return crate::skills_author::new(new, &args.dirs, &mut out),
-        _ => {}
+    if let SkillsCommand::New(new) = &args.command {
+        return crate::skills_author::new(new, &args.dirs, &mut out);
     }
     let index = args.dirs.library(&config)?.snapshot();
     match args.command {
@@ -125,12 +121,15 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
                 None => match_one(&index, &message.unwrap_or_default(), &options, json, &mut out),
             }
         }
-        SkillsCommand::Enable { .. } | SkillsCommand::Disable { .. } | SkillsCommand::New(_) => Ok(()),
+        SkillsCommand::Enable { name, user } => toggle(&index, &config, &name, user, false, &mut out),
+        SkillsCommand::Disable { name, user } => toggle(&index, &config, &name, user, true, &mut out),
+        SkillsCommand::New(_) => Ok(()),
     }
 }
 
 /// Turn `name` off (`disable`) or on in the project's or the user's config file.
 fn toggle(
+    index: &SkillIndex,
     config: &Config,
     name: &str,
     user: bool,
@@ -144,6 +143,12 @@ fn toggle(
     let override_user = !disable && layer == Layer::Project && config.disables_in(Layer::User, name);
     set_disabled(&path, name, disable, override_user)?;
     let state = if disable { "disabled" } else { "enabled" };
+    let known =
+        index.get(name).is_some() || index.disabled().iter().any(|s| s.name.eq_ignore_ascii_case(name));
+    if !known {
+        // Recorded anyway (the skill may be installed later), but a typo should not pass unseen.
+        writeln!(out, "note: no loaded skill is named `{}`", printable(name))?;
+    }
     writeln!(
         out,
         "{} {state} in {}",
