@@ -226,15 +226,29 @@ fn list(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliE
 
 /// One skill: where it comes from, its triggers and its body.
 fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Result<(), CliError> {
-    let s = index.get(name).ok_or_else(|| {
+    let disabled = index
+        .disabled()
+        .iter()
+        .find(|s| s.name.eq_ignore_ascii_case(name));
+    let s = index.get(name).or(disabled).ok_or_else(|| {
         CliError::new(format!(
             "no skill is named `{}`; `ctxkit skills list` shows the loaded ones",
             printable(name)
         ))
     })?;
+    let enabled = index.get(name).is_some();
     if json {
-        writeln!(out, "{}", serde_json::to_value(s)?)?;
+        let mut v = serde_json::to_value(s)?;
+        v["enabled"] = json!(enabled);
+        writeln!(out, "{v}")?;
         return Ok(());
+    }
+    if !enabled {
+        writeln!(
+            out,
+            "state:       disabled (`ctxkit skills enable {}` turns it on)",
+            printable(&s.name)
+        )?;
     }
     writeln!(
         out,
@@ -254,6 +268,20 @@ fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Res
         printable(&t.verbs.join(", ")),
         printable(&t.patterns.join(", "))
     )?;
+    if !s.inject_into.is_empty() {
+        let phases: Vec<&str> = s.inject_into.iter().map(|p| p.as_str()).collect();
+        writeln!(out, "phases:      {}", phases.join(", "))?;
+    }
+    if !s.allowed_tools.is_empty() {
+        writeln!(
+            out,
+            "tools:       only {} while active",
+            printable(&s.allowed_tools.join(", "))
+        )?;
+    }
+    if s.user_invocable == Some(false) {
+        writeln!(out, "invocable:   no ($name and /name do not select it)")?;
+    }
     writeln!(out, "\n{}", printable(&s.body))?;
     Ok(())
 }

@@ -138,6 +138,10 @@ fn a_disabled_skill_is_listed_marked_and_never_injected_until_enabled() {
         s.injected(&[], "deploy the docs"),
         json!(["alpha", "beta", "gamma"])
     );
+    s.ok(&["skills", "disable", "beta"]);
+    let shown = s.ok(&["skills", "show", "beta"]);
+    assert!(shown.starts_with("state:       disabled"), "{shown}");
+    s.ok(&["skills", "enable", "beta"]);
     // A name no skill has is recorded, with a note (a typo should not pass unseen).
     assert!(s
         .ok(&["skills", "disable", "betta"])
