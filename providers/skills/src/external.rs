@@ -1,7 +1,7 @@
 //! `external-skills.json`, the skill configuration planning tools share: named sources (a
 //! folder, often a git submodule), skills picked from them with their detection rules,
-//! phases and priority, the tiers' priority ranges, and selection settings. Read as is; see
-//! `docs/controls.md`.
+//! phases and priority, the tiers' priority ranges, and selection settings. Read as is; the
+//! repository's `docs/controls.md` describes the format.
 
 use std::collections::BTreeMap;
 use std::io::Read;
