@@ -153,6 +153,9 @@ pub struct Context {
     /// Tools offered for this run only, beside the agent's own; names must be unique across
     /// the agent and every provider.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Limits on which tools the model may call in this run (a skill's `allowed-tools`); the
+    /// runner refuses a call any of them does not allow.
+    pub restrictions: Vec<crate::ToolRestriction>,
     /// How each composed provider fared (filled in by composition).
     pub reports: Vec<ProviderReport>,
     /// Tokens a baseline request would have added (or, when negative, saved) compared with this
@@ -169,6 +172,7 @@ impl std::fmt::Debug for Context {
             .field("catalog", &self.catalog)
             .field("messages", &self.messages)
             .field("tools", &tools)
+            .field("restrictions", &self.restrictions)
             .field("reports", &self.reports)
             .field("baseline_delta", &self.baseline_delta)
             .finish()

@@ -30,6 +30,7 @@ pub mod mcp;
 mod message;
 mod model;
 mod provider;
+mod restrict;
 mod state;
 pub mod text;
 mod tokens;
@@ -47,9 +48,10 @@ pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
 pub use model::http;
 pub use model::{ChatModel, DryRunModel, ModelRequest, RequestMeta, ScriptedModel};
 pub use provider::{
-    ContextProvider, Outcome, Policy, ProviderExt, ProviderReport, RunInfo, RunOutcome, ThreadInfo,
+    ContextProvider, Outcome, Phase, Policy, ProviderExt, ProviderReport, RunInfo, RunOutcome, ThreadInfo,
     WithPolicy,
 };
+pub use restrict::ToolRestriction;
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, MemoCounter, TokenCounter};
 pub use tool::{Tool, ToolDefinition, ToolRegistry};

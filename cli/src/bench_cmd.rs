@@ -70,11 +70,11 @@ pub async fn run(args: BenchArgs) -> Result<(), CliError> {
             .collect(),
         None => ADR_QUERIES.iter().map(|q| q.to_string()).collect(),
     };
-    let library = request.skill_dirs().library()?;
+    let loaded = request.load()?;
     let counter = token_counter();
     let agents = Mode::ALL
         .iter()
-        .map(|&mode| request.agent(&library, mode, Arc::new(DryRunModel), false, &counter, Vec::new()))
+        .map(|&mode| request.agent(&loaded, mode, Arc::new(DryRunModel), false, &counter, Vec::new()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = std::io::stdout().lock();
     if !json {

@@ -11,6 +11,7 @@ use ctxkit_skills::SkillLibrary;
 
 use crate::printable::list_or_none;
 use crate::setup::{save_counts, token_counter, RequestOptions};
+use crate::user_config::Config;
 use crate::CliError;
 
 const HELP: &str =
@@ -46,6 +47,12 @@ pub struct ChatArgs {
     /// `SERVER__tool`. The user config's `[mcp] servers` are mounted too; a project never adds one.
     #[arg(long = "mcp", value_name = "COMMAND")]
     pub mcp: Vec<String>,
+    /// Seconds between checks of the skill folders: an edited, added or deleted skill is in
+    /// use from the next message (a broken edit keeps the last good version and its problem is
+    /// printed on stderr; with --lazy the change reaches the model as a [Context Update]).
+    /// 0: never check.
+    #[arg(long, default_value_t = 2, value_name = "SECONDS")]
+    pub watch: u64,
     /// Seconds an MCP server may take to start or to answer one tool call.
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub mcp_timeout: u64,
@@ -58,8 +65,7 @@ fn after_long_help() -> String {
 
 /// Start the MCP servers of `--mcp` and of the user config; one that cannot start is an error
 /// naming it (the user asked for it).
-async fn mount_servers(args: &ChatArgs) -> Result<Vec<ctxkit::mcp::McpTools>, CliError> {
-    let config = crate::user_config::UserConfig::load()?;
+async fn mount_servers(args: &ChatArgs, config: &Config) -> Result<Vec<ctxkit::mcp::McpTools>, CliError> {
     let timeout = std::time::Duration::from_secs(args.mcp_timeout);
     let mut mounted: Vec<ctxkit::mcp::McpTools> = Vec::new();
     for command in config.mcp_servers().iter().chain(&args.mcp) {
@@ -79,12 +85,26 @@ async fn mount_servers(args: &ChatArgs) -> Result<Vec<ctxkit::mcp::McpTools>, Cl
 /// Exit status 1 if any message or command failed (each already said why on stderr).
 pub async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model: Arc<dyn ChatModel> = ctxkit::http::model_from_spec(&args.model, args.base_url.as_deref())?;
-    let library = args.request.skill_dirs().library()?;
+    let loaded = args.request.load()?;
+    let library = loaded.library.clone();
+    if args.watch > 0 {
+        library.watch(std::time::Duration::from_secs(args.watch), |index| {
+            warn(&format!("(skills reloaded: {} skills)", index.len()));
+            for d in index.diagnostics() {
+                warn(&format!("{}", crate::printable::printable(&d.to_string())));
+            }
+        });
+    }
     let counter = token_counter();
-    let servers = mount_servers(&args).await?;
-    let agent = args
-        .request
-        .agent(&library, args.request.mode, model, true, &counter, servers)?;
+    let servers = mount_servers(&args, &loaded.config).await?;
+    let agent = args.request.agent(
+        &loaded,
+        args.request.mode(&loaded.config),
+        model,
+        true,
+        &counter,
+        servers,
+    )?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,

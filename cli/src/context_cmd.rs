@@ -23,17 +23,23 @@ pub struct ContextArgs {
 }
 
 pub async fn run(args: ContextArgs) -> Result<(), CliError> {
-    let library = args.request.skill_dirs().library()?;
+    let loaded = args.request.load()?;
     let counter = token_counter();
     let agent = args.request.agent(
-        &library,
-        args.request.mode,
+        &loaded,
+        args.request.mode(&loaded.config),
         Arc::new(DryRunModel),
         true,
         &counter,
         Vec::new(),
     )?;
     let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
+    // What auto-detection found in the project, and why (the provider injects the same skills).
+    let project = args.request.project()?;
+    let detected = loaded
+        .library
+        .snapshot()
+        .detect_report(std::path::Path::new(&project));
     save_counts(&counter);
     let tokens_full = report.tokens_full.unwrap_or(report.tokens.total);
 
@@ -78,6 +84,7 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
             "messages": messages,
             "tools": request.tools,
             "stats": stats,
+            "detected": detected,
         });
         writeln!(out, "{value}")?;
         return Ok(());
@@ -101,6 +108,14 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
         tokens_full,
         list_or_none(&skills),
     )?;
+    for d in &detected {
+        writeln!(
+            out,
+            "detected {}: {}",
+            printable(&d.name),
+            crate::skills_cmd::why_detected(d)
+        )?;
+    }
     for (section, tokens) in &report.tokens.by_section {
         writeln!(out, "  {section}: {tokens} tokens")?;
     }

@@ -11,6 +11,7 @@ mod memory;
 mod places;
 mod printable;
 mod setup;
+mod skills_author;
 mod skills_cmd;
 mod user_config;
 
@@ -32,7 +33,7 @@ enum Command {
     /// Print the request ctxkit would send for a message: system text, messages, tools, stats.
     #[command(after_help = EXIT_CODES)]
     Context(context_cmd::ContextArgs),
-    /// Work with skills: list, show, validate, match.
+    /// Work with skills: list, show, validate, match, enable/disable, detect, new, test.
     #[command(after_help = EXIT_CODES)]
     Skills(skills_cmd::SkillsArgs),
     /// Manage project memory.

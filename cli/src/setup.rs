@@ -4,67 +4,107 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{Agent, Assembly, BpeCounter, ChatModel, MemoCounter};
+use ctxkit::{Agent, Assembly, BpeCounter, ChatModel, MemoCounter, Phase};
 use ctxkit_skills::{
-    Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
+    LoadOptions, Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
 };
 
 use crate::memory::open::{
     default_project, memory_db_path, normalize_project, open_hook, open_provider, open_provider_with,
 };
-use crate::user_config::UserConfig;
+use crate::user_config::Config;
 use crate::CliError;
 
 /// Instructions used when `--instructions` is not given.
 pub const DEFAULT_INSTRUCTIONS: &str =
     "You are a helpful assistant. Answer concisely and follow the skills below when they apply.";
 
+/// A skills folder from the command line, with the tier its skills get: `PATH`, or
+/// `TIER:PATH` with a tier of builtin, external, user or project (the default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierDir {
+    pub source: Source,
+    pub path: PathBuf,
+}
+
+impl std::str::FromStr for TierDir {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        const TIERS: [(&str, Source); 4] = [
+            ("builtin:", Source::Builtin),
+            ("external:", Source::External),
+            ("user:", Source::User),
+            ("project:", Source::Project),
+        ];
+        let (source, path) = TIERS
+            .iter()
+            .find_map(|(prefix, source)| s.strip_prefix(prefix).map(|p| (*source, p)))
+            .unwrap_or((Source::Project, s));
+        if path.is_empty() {
+            return Err(format!("`{s}` names no folder"));
+        }
+        Ok(TierDir {
+            source,
+            path: PathBuf::from(path),
+        })
+    }
+}
+
 /// Where skills are loaded from.
 #[derive(Args, Debug, Clone, Default)]
 pub struct SkillDirs {
-    /// A folder of skills (repeatable). Default: the project roots under the current directory
-    /// (skills/, .skills/, .agents/skills/, .claude/skills/ and convention files like AGENTS.md).
-    #[arg(long = "dir", value_name = "DIR", global = true)]
-    pub dirs: Vec<PathBuf>,
+    /// A folder of skills (repeatable), `DIR` or `TIER:DIR` (tier builtin, external, user or
+    /// project, the default). Default: the project roots under the current directory (skills/,
+    /// .skills/, .agents/skills/, .claude/skills/ and convention files like AGENTS.md). Roots
+    /// of the config files are added either way.
+    #[arg(long = "dir", value_name = "[TIER:]DIR", global = true)]
+    pub dirs: Vec<TierDir>,
 }
 
 impl SkillDirs {
     /// The roots to load; an explicit folder that does not exist is an error naming it.
     pub fn roots(&self) -> Result<Vec<SkillRoot>, CliError> {
         if self.dirs.is_empty() {
-            let cwd = std::env::current_dir()
-                .map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?;
-            return Ok(SkillRoot::project_defaults(&cwd));
+            return Ok(SkillRoot::project_defaults(&current_dir()?));
         }
         self.dirs
             .iter()
             .map(|d| {
-                if d.is_dir() {
-                    Ok(SkillRoot::new(d, Source::Project))
+                if d.path.is_dir() {
+                    Ok(SkillRoot::new(&d.path, d.source))
                 } else {
                     Err(CliError::new(format!(
                         "skills folder `{}` does not exist or is not a folder",
-                        d.display()
+                        d.path.display()
                     )))
                 }
             })
             .collect()
     }
 
-    /// Load the library; diagnostics are logged as warnings (use `skills validate` to see them).
-    pub fn library(&self) -> Result<Arc<SkillLibrary>, CliError> {
-        Ok(load_library(self.roots()?))
+    /// Load the library with `config`'s roots and disabled skills; diagnostics are logged as
+    /// warnings (use `skills validate` to see them).
+    pub fn library(&self, config: &Config) -> Result<Arc<SkillLibrary>, CliError> {
+        Ok(load_library(self.roots()?, config))
     }
 }
 
-/// Load a library from `roots`: the one way every command gets its skills, through the index
-/// cache in the user's cache folder (see `crate::places`). Diagnostics are logged as warnings
-/// (use `skills validate` to see them).
-pub fn load_library(roots: Vec<SkillRoot>) -> Arc<SkillLibrary> {
-    let library = match crate::places::cache_dir() {
-        Some(dir) => SkillLibrary::load_cached(roots, dir),
-        None => SkillLibrary::load(roots),
+/// The current directory, with an error that says so.
+pub fn current_dir() -> Result<PathBuf, CliError> {
+    std::env::current_dir().map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))
+}
+
+/// Load a library from `roots` plus the config's roots, without the skills the config turns
+/// off: the one way every command (and so every entry point: context, chat, hooks, MCP) gets
+/// its skills, through the index cache in the user's cache folder (see `crate::places`).
+/// Diagnostics are logged as warnings (use `skills validate` to see them).
+pub fn load_library(mut roots: Vec<SkillRoot>, config: &Config) -> Arc<SkillLibrary> {
+    roots.extend(config.roots());
+    let options = LoadOptions {
+        cache: crate::places::cache_dir(),
+        disabled: config.disabled(),
     };
+    let library = SkillLibrary::load_with(roots, options);
     for d in library.snapshot().diagnostics() {
         tracing::warn!("{d}");
     }
@@ -76,21 +116,33 @@ pub fn load_library(roots: Vec<SkillRoot>) -> Arc<SkillLibrary> {
     library
 }
 
+/// What a command that assembles requests loads once: the config and the skill library.
+pub struct Loaded {
+    pub config: Config,
+    pub library: Arc<SkillLibrary>,
+}
+
 /// Options of every command that assembles a request.
 #[derive(Args, Debug, Clone)]
 pub struct RequestOptions {
-    /// A folder of skills (repeatable); default: the project roots under the current directory.
-    #[arg(long = "skills", value_name = "DIR")]
-    pub skills: Vec<PathBuf>,
+    /// A folder of skills (repeatable), `DIR` or `TIER:DIR`; default: the project roots under
+    /// the current directory.
+    #[arg(long = "skills", value_name = "[TIER:]DIR")]
+    pub skills: Vec<TierDir>,
     /// A file with the agent's base instructions (e.g. AGENTS.md); default: a short built-in prompt.
     #[arg(long, value_name = "FILE")]
     pub instructions: Option<PathBuf>,
-    /// How skills are injected: full, triggered, on-demand or hybrid.
-    #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
-    pub mode: Mode,
-    /// The most skills selected by their triggers per message.
-    #[arg(long, default_value_t = 3)]
-    pub max_skills: usize,
+    /// How skills are injected: full, triggered, on-demand or hybrid (default: the config's
+    /// `[skills] mode`, else hybrid).
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    /// The most skills selected by their triggers per message (default: the config's, else 3).
+    #[arg(long)]
+    pub max_skills: Option<usize>,
+    /// The phase of the host's work (planning, implementation or retry): skills whose
+    /// `inject_into` leaves it out are not injected. Default: every phase.
+    #[arg(long, value_parser = parse_phase)]
+    pub phase: Option<Phase>,
     /// The memory database (SQLite) whose project memories are injected (default: the one
     /// `ctxkit memory` uses: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's data folder).
     #[arg(long, value_name = "DB", conflicts_with = "no_memory")]
@@ -123,11 +175,28 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
     s.parse()
 }
 
+fn parse_phase(s: &str) -> Result<Phase, String> {
+    s.parse()
+}
+
 impl RequestOptions {
     pub fn skill_dirs(&self) -> SkillDirs {
         SkillDirs {
             dirs: self.skills.clone(),
         }
+    }
+
+    /// The config in force in the current directory (read once per command) and the skills
+    /// it and the command line name.
+    pub fn load(&self) -> Result<Loaded, CliError> {
+        let config = Config::load(&current_dir()?)?;
+        let library = self.skill_dirs().library(&config)?;
+        Ok(Loaded { config, library })
+    }
+
+    /// The injection mode: `--mode`, else the config's, else hybrid.
+    pub fn mode(&self, config: &Config) -> Mode {
+        self.mode.or(config.mode()).unwrap_or_default()
     }
 
     pub fn instructions(&self) -> Result<String, CliError> {
@@ -162,7 +231,7 @@ impl RequestOptions {
     /// `full` mode would have sent.
     pub fn agent(
         &self,
-        library: &Arc<SkillLibrary>,
+        Loaded { config, library }: &Loaded,
         mode: Mode,
         model: Arc<dyn ChatModel>,
         baseline: bool,
@@ -170,23 +239,33 @@ impl RequestOptions {
         mcp_servers: Vec<ctxkit::mcp::McpTools>,
     ) -> Result<Agent, CliError> {
         // Skill tools (e.g. file search) work on the project the CLI runs in.
-        let tools = UserConfig::load()?.exec_options(
+        let tools = config.exec_options(
             &self.trust_tools,
             &self.allow_interpreters,
             std::env::current_dir().ok(),
         );
-        let config = SkillConfig {
+        let defaults = SkillConfig::default();
+        let skill_config = SkillConfig {
             mode,
             select: SelectOptions {
-                max_skills: self.max_skills,
+                max_skills: self
+                    .max_skills
+                    .or(config.max_skills())
+                    .unwrap_or(defaults.select.max_skills),
                 ..Default::default()
             },
             // `full` is the baseline: what sending every skill costs, without a budget.
-            token_budget: (mode != Mode::Full).then_some(SkillConfig::DEFAULT_TOKEN_BUDGET),
+            token_budget: (mode != Mode::Full)
+                .then(|| config.token_budget().unwrap_or(SkillConfig::DEFAULT_TOKEN_BUDGET)),
+            catalog_tokens: config.catalog_tokens().unwrap_or(defaults.catalog_tokens),
+            max_content_lines: config.max_content_lines().unwrap_or(defaults.max_content_lines),
             tools,
             counter: counter.clone(),
-            ..Default::default()
+            ..defaults
         };
+        let skills = SkillContextProvider::new(library.clone(), skill_config);
+        // The hooks of the skills selected in each run, for the skills trusted like tools.
+        let skill_hooks = skills.hooks(config.hook_options());
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());
         let mut builder = Agent::builder()
             .instructions(self.instructions()?)
@@ -198,7 +277,8 @@ impl RequestOptions {
             } else {
                 Assembly::PerRequest
             })
-            .provider(SkillContextProvider::new(library.clone(), config));
+            .provider(skills)
+            .hook(skill_hooks);
         if let Some(db) = self.memory_db()? {
             let project = self.project()?;
             builder = builder.provider(if self.read_only {
@@ -218,6 +298,9 @@ impl RequestOptions {
         }
         if baseline {
             builder = builder.report_baseline();
+        }
+        if let Some(phase) = self.phase {
+            builder = builder.phase(phase);
         }
         Ok(builder.build()?)
     }

@@ -1,16 +1,18 @@
-//! `ctxkit skills`: list, show, validate and match skills — the skill author's tools.
+//! `ctxkit skills`: list, show, validate and match skills, turn them on and off, report
+//! auto-detection — the skill author's and operator's tools. Scaffolding and example tests
+//! are in [`crate::skills_author`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use ctxkit_skills::{SelectOptions, SkillIndex};
+use ctxkit_skills::{Detection, Diagnostic, SelectOptions, SkillIndex};
 use serde_json::{json, Value};
 
 use crate::printable::printable;
-use crate::setup::{read_text, SkillDirs};
+use crate::setup::{current_dir, read_text, SkillDirs};
+use crate::user_config::{set_disabled, Config, Layer};
 use crate::CliError;
 
 #[derive(Args, Debug)]
@@ -23,7 +25,8 @@ pub struct SkillsArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum SkillsCommand {
-    /// List loaded skills: name, source, priority, triggers and description.
+    /// List loaded skills: name, source, priority, triggers and description; skills turned
+    /// off are listed last, marked `(disabled)`.
     List {
         /// One JSON object per skill per line.
         #[arg(long)]
@@ -55,19 +58,54 @@ pub enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-fn load(dirs: &SkillDirs) -> Result<Arc<SkillIndex>, CliError> {
-    Ok(dirs.library()?.snapshot())
+    /// Turn a skill back on: in the project's .ctxkit/config.toml, or with --user in the
+    /// user's config.
+    Enable {
+        name: String,
+        /// Change the user's config (every project) instead of the project's.
+        #[arg(long)]
+        user: bool,
+    },
+    /// Turn a skill off for every entry point (context, chat, hooks, MCP): in the project's
+    /// .ctxkit/config.toml, or with --user in the user's config.
+    Disable {
+        name: String,
+        /// Change the user's config (every project) instead of the project's.
+        #[arg(long)]
+        user: bool,
+    },
+    /// List the skills a project's files auto-detect, with the files and patterns that matched.
+    Detect {
+        /// The project folder (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a skill folder with a SKILL.md that loads and passes `skills test`.
+    New(crate::skills_author::NewArgs),
+    /// Run the examples skills declare (`examples: {fire: [...], silent: [...]}` or a
+    /// tests.jsonl beside SKILL.md): hits, misses, false fires and cross-fires per skill.
+    /// Exits 1 on a miss or a false fire.
+    Test(crate::skills_author::TestArgs),
 }
 
 pub fn run(args: SkillsArgs) -> Result<(), CliError> {
-    let index = load(&args.dirs)?;
+    let project = current_dir()?;
+    let config = Config::load(&project)?;
     let mut out = std::io::stdout().lock();
+    if let SkillsCommand::New(new) = &args.command {
+        return crate::skills_author::new(new, &args.dirs, &mut out);
+    }
+    let index = args.dirs.library(&config)?.snapshot();
     match args.command {
         SkillsCommand::List { json } => list(&index, json, &mut out),
         SkillsCommand::Show { name, json } => show(&index, &name, json, &mut out),
         SkillsCommand::Validate { json } => validate(&index, json, &mut out),
+        SkillsCommand::Detect { project: dir, json } => {
+            detect(&index, &dir.unwrap_or(project), json, &mut out)
+        }
+        SkillsCommand::Test(test) => crate::skills_author::test(&index, &test, &mut out),
         SkillsCommand::Match {
             message,
             batch,
@@ -83,32 +121,104 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
                 None => match_one(&index, &message.unwrap_or_default(), &options, json, &mut out),
             }
         }
+        SkillsCommand::Enable { name, user } => toggle(&index, &config, &name, user, false, &mut out),
+        SkillsCommand::Disable { name, user } => toggle(&index, &config, &name, user, true, &mut out),
+        SkillsCommand::New(_) => Ok(()),
     }
+}
+
+/// Turn `name` off (`disable`) or on in the project's or the user's config file.
+fn toggle(
+    index: &SkillIndex,
+    config: &Config,
+    name: &str,
+    user: bool,
+    disable: bool,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let layer = if user { Layer::User } else { Layer::Project };
+    let path = config.path(layer)?;
+    // Turning on in the project what the user's config turns off needs a record in the
+    // project's file, or the user's word would still hold there.
+    let override_user = !disable && layer == Layer::Project && config.disables_in(Layer::User, name);
+    set_disabled(&path, name, disable, override_user)?;
+    let state = if disable { "disabled" } else { "enabled" };
+    let known =
+        index.get(name).is_some() || index.disabled().iter().any(|s| s.name.eq_ignore_ascii_case(name));
+    if !known {
+        // Recorded anyway (the skill may be installed later), but a typo should not pass unseen.
+        writeln!(out, "note: no loaded skill is named `{}`", printable(name))?;
+    }
+    writeln!(
+        out,
+        "{} {state} in {}",
+        printable(name),
+        printable(&path.display().to_string())
+    )?;
+    if !disable && layer == Layer::User && config.disables_in(Layer::Project, name) {
+        writeln!(
+            out,
+            "note: the project's config still disables it here; run without --user to change that"
+        )?;
+    }
+    Ok(())
+}
+
+/// The skills `project`'s files detect, with the files and patterns that matched.
+fn detect(index: &SkillIndex, project: &Path, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    if !project.is_dir() {
+        return Err(CliError::new(format!(
+            "project folder `{}` does not exist or is not a folder",
+            project.display()
+        )));
+    }
+    let found = index.detect_report(project);
+    for d in &found {
+        if json {
+            writeln!(out, "{}", serde_json::to_value(d)?)?;
+        } else {
+            writeln!(out, "{:<28} {}", printable(&d.name), why_detected(d))?;
+        }
+    }
+    if found.is_empty() && !json {
+        writeln!(
+            out,
+            "no skill detected in {}",
+            printable(&project.display().to_string())
+        )?;
+    }
+    Ok(())
 }
 
 /// Every skill in rank order, one line (or JSON object) each.
 fn list(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliError> {
-    for s in index.ranked() {
+    let listed = index
+        .ranked()
+        .map(|s| (s, true))
+        .chain(index.disabled().iter().map(|s| (s, false)));
+    for (s, enabled) in listed {
         if json {
             let v = json!({
                 "name": s.name, "id": s.id, "description": s.description, "source": s.source,
-                "priority": s.priority, "triggers": s.triggers, "path": s.path,
+                "priority": s.priority, "triggers": s.triggers, "path": s.path, "enabled": enabled,
+                "inject_into": s.inject_into,
             });
             writeln!(out, "{v}")?;
         } else {
             let n = s.triggers.literals().count() + s.triggers.patterns.len();
             writeln!(
                 out,
-                "{:<28} {:<8} {:>4}  {:>2} triggers  {}",
+                "{:<28} {:<8} {:>4}  {:>2} triggers  {}{}",
                 printable(&s.name),
                 format!("{:?}", s.source).to_lowercase(),
                 s.priority,
                 n,
+                if enabled { "" } else { "(disabled) " },
                 printable(&s.description)
             )?;
         }
     }
-    if index.is_empty() && !json {
+    if index.is_empty() && index.disabled().is_empty() && !json {
         writeln!(out, "no skills found")?;
     }
     Ok(())
@@ -116,15 +226,29 @@ fn list(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliE
 
 /// One skill: where it comes from, its triggers and its body.
 fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Result<(), CliError> {
-    let s = index.get(name).ok_or_else(|| {
+    let disabled = index
+        .disabled()
+        .iter()
+        .find(|s| s.name.eq_ignore_ascii_case(name));
+    let s = index.get(name).or(disabled).ok_or_else(|| {
         CliError::new(format!(
             "no skill is named `{}`; `ctxkit skills list` shows the loaded ones",
             printable(name)
         ))
     })?;
+    let enabled = index.get(name).is_some();
     if json {
-        writeln!(out, "{}", serde_json::to_value(s)?)?;
+        let mut v = serde_json::to_value(s)?;
+        v["enabled"] = json!(enabled);
+        writeln!(out, "{v}")?;
         return Ok(());
+    }
+    if !enabled {
+        writeln!(
+            out,
+            "state:       disabled (`ctxkit skills enable {}` turns it on)",
+            printable(&s.name)
+        )?;
     }
     writeln!(
         out,
@@ -144,13 +268,28 @@ fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Res
         printable(&t.verbs.join(", ")),
         printable(&t.patterns.join(", "))
     )?;
+    if !s.inject_into.is_empty() {
+        let phases: Vec<&str> = s.inject_into.iter().map(|p| p.as_str()).collect();
+        writeln!(out, "phases:      {}", phases.join(", "))?;
+    }
+    if !s.allowed_tools.is_empty() {
+        writeln!(
+            out,
+            "tools:       only {} while active",
+            printable(&s.allowed_tools.join(", "))
+        )?;
+    }
+    if s.user_invocable == Some(false) {
+        writeln!(out, "invocable:   no ($name and /name do not select it)")?;
+    }
     writeln!(out, "\n{}", printable(&s.body))?;
     Ok(())
 }
 
 /// Every diagnostic, then a count; exit 1 when a skill file was skipped.
 fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliError> {
-    for d in index.diagnostics() {
+    let unknown = unknown_tools(index);
+    for d in index.diagnostics().iter().chain(&unknown) {
         if json {
             writeln!(out, "{}", serde_json::to_value(d)?)?;
         } else {
@@ -158,7 +297,7 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
         }
     }
     let errors = index.diagnostics().iter().filter(|d| d.is_error()).count();
-    let warnings = index.diagnostics().len() - errors;
+    let warnings = index.diagnostics().len() + unknown.len() - errors;
     if !json {
         writeln!(
             out,
@@ -170,6 +309,86 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
         return Err(CliError::quiet(format!("{errors} skill files were skipped")));
     }
     Ok(())
+}
+
+/// The files and patterns that detected a skill, printable.
+pub fn why_detected(d: &Detection) -> String {
+    let mut why = format!("files: {}", printable(&d.files.join(", ")));
+    if !d.patterns.is_empty() {
+        why.push_str(&format!("; patterns: {}", printable(&d.patterns.join(", "))));
+    }
+    why
+}
+
+/// Tools agent hosts ctxkit serves provide (Claude Code, Codex, Gemini CLI), which a skill's
+/// `allowed-tools` may name.
+const HOST_TOOLS: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Bash",
+    "Grep",
+    "Glob",
+    "LS",
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "TodoWrite",
+    "NotebookEdit",
+    "NotebookRead",
+    "BashOutput",
+    "KillShell",
+    "SlashCommand",
+    "Skill",
+    "shell",
+    "apply_patch",
+    "update_plan",
+    "view_image",
+    "read_file",
+    "write_file",
+    "replace",
+    "list_directory",
+    "glob",
+    "search_file_content",
+    "run_shell_command",
+    "web_fetch",
+    "google_web_search",
+    "save_memory",
+    "read_many_files",
+];
+
+/// A warning for each `allowed-tools` entry no registry provides: not ctxkit's own tools,
+/// not a loaded skill's `tools.json`, not a host's built-in tool, not an MCP tool (`mcp__…`).
+fn unknown_tools(index: &SkillIndex) -> Vec<Diagnostic> {
+    let provided: Vec<&str> = ["read_skill", "read_skills"]
+        .into_iter()
+        .chain(HOST_TOOLS.iter().copied())
+        .chain(
+            index
+                .skills()
+                .iter()
+                .flat_map(|s| s.tools.iter().map(|t| t.name())),
+        )
+        .collect();
+    let mut found = Vec::new();
+    for skill in index.skills() {
+        for entry in &skill.allowed_tools {
+            let name = entry.split('(').next().unwrap_or(entry).trim();
+            if name.starts_with("mcp__") || provided.iter().any(|p| p.eq_ignore_ascii_case(name)) {
+                continue;
+            }
+            found.push(Diagnostic::warning(
+                &skill.path,
+                None,
+                format!(
+                    "`allowed-tools` names `{name}`, which no tool registry provides (ctxkit's tools, the loaded skills' tools.json, the hosts' built-in tools); while `{}` is active, calls to the tools it does not name are refused",
+                    skill.name
+                ),
+            ));
+        }
+    }
+    found
 }
 
 fn match_one(
@@ -190,11 +409,20 @@ fn match_one(
         let v = json!({
             "skills": selected.iter().map(|s| &s.name).collect::<Vec<_>>(),
             "why": why,
+            "not_invocable": index.refused_invocations(&[message]),
             "selected": selected,
             "elapsed_us": elapsed.as_micros() as u64,
         });
         writeln!(out, "{v}")?;
         return Ok(());
+    }
+    let refused = index.refused_invocations(&[message]);
+    for name in &refused {
+        writeln!(
+            out,
+            "{:<28} not selected: the skill declares `user-invocable: false`, so `$name` and `/name` do not select it",
+            printable(name)
+        )?;
     }
     if selected.is_empty() {
         writeln!(

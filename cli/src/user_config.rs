@@ -1,34 +1,94 @@
-//! The user's own configuration: the one place that may grant trust.
+//! The configuration: the one TOML format, read from the user's config file and from a
+//! project's `.ctxkit/config.toml`, the project's values over the user's over the defaults.
 //!
-//! It lives in the user's config directory (`$CTXKIT_CONFIG`, else
-//! `$XDG_CONFIG_HOME/ctxkit/config.toml`, else `~/.config/ctxkit/config.toml`), never in a
-//! project: a cloned repository could otherwise trust its own tools.
+//! The user file lives in the user's config directory (see [`crate::places`]), never in a
+//! project, and it is the only one that may grant trust: a cloned repository could otherwise
+//! trust its own tools and hooks. A project file that sets `[tools]`, `[hooks]`, `[mcp]` or a
+//! trusted root is refused. See `docs/controls.md` for every key.
 //!
 //! ```toml
-//! [tools]
-//! trust = ["~/my-skills/", "/opt/team-skills/"]  # absolute folders whose skills' tools may run
-//! interpreters = ["python3"]                # shells and interpreters trusted tools may run
-//! pass_env = ["GOPATH"]                     # extra variables tool processes see
+//! [skills]
+//! disabled = ["docker-compose"]      # turned off (`ctxkit skills disable NAME`)
+//! mode = "hybrid"                    # full | triggered | on-demand | hybrid
+//! max_skills = 3
+//! token_budget = 16000
+//! external = ["external-skills.json"]
+//! [[skills.roots]]
+//! path = "~/team-skills"
+//! tier = "user"                      # builtin | external | user | project
+//! priority = 150
+//! trusted = true                     # user config only: its tools and hooks may run
 //!
-//! [mcp]
-//! servers = ["npx -y @modelcontextprotocol/server-everything"]  # mounted by `ctxkit chat`
+//! [tools]                            # user config only
+//! trust = ["~/my-skills/"]           # absolute folders whose skills' tools and hooks may run
+//! interpreters = ["python3"]
+//! pass_env = ["GOPATH"]
+//!
+//! [hooks]                            # user config only
+//! shell = false                      # run SKILL.md hook commands through `sh -c`
+//! timeout_secs = 10
+//!
+//! [mcp]                              # user config only
+//! servers = ["npx -y @modelcontextprotocol/server-everything"]
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
 
-use ctxkit_skills::{ExecOptions, ToolTrust};
+use ctxkit_skills::{ExecOptions, ExternalSkills, HookOptions, Mode, SkillRoot, Source, ToolTrust};
 use serde::Deserialize;
 
 use crate::CliError;
 
-/// What the user config file holds.
+/// Where a project keeps its config, below the project folder.
+pub const PROJECT_CONFIG: &str = ".ctxkit/config.toml";
+
+/// One config file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct UserConfig {
+struct ConfigFile {
+    #[serde(default)]
+    skills: SkillsSection,
     #[serde(default)]
     tools: ToolsSection,
     #[serde(default)]
+    hooks: HooksSection,
+    #[serde(default)]
     mcp: McpSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillsSection {
+    #[serde(default)]
+    disabled: Vec<String>,
+    /// Project config: turned back on although the user config disables them.
+    #[serde(default)]
+    enabled: Vec<String>,
+    mode: Option<String>,
+    max_skills: Option<usize>,
+    token_budget: Option<usize>,
+    catalog_tokens: Option<usize>,
+    max_content_lines: Option<usize>,
+    #[serde(default)]
+    external: Vec<String>,
+    #[serde(default)]
+    roots: Vec<RootEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RootEntry {
+    path: String,
+    #[serde(default = "project_tier")]
+    tier: Source,
+    priority: Option<i64>,
+    #[serde(default)]
+    trusted: bool,
+}
+
+fn project_tier() -> Source {
+    Source::Project
 }
 
 /// MCP servers whose tools `ctxkit chat` mounts: command lines, split into words (no shell).
@@ -50,56 +110,228 @@ struct ToolsSection {
     pass_env: Vec<String>,
 }
 
-/// The most bytes read from the config file.
-const MAX_CONFIG_BYTES: u64 = 256 * 1024;
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HooksSection {
+    #[serde(default)]
+    shell: bool,
+    timeout_secs: Option<u64>,
+}
 
-impl UserConfig {
-    /// The MCP servers the user configured for `ctxkit chat`.
-    pub fn mcp_servers(&self) -> &[String] {
-        &self.mcp.servers
-    }
+/// The most bytes read from a config file.
+const MAX_CONFIG_BYTES: usize = 256 * 1024;
 
-    /// The user's config, or the default when there is no file.
-    pub fn load() -> Result<UserConfig, CliError> {
-        match crate::places::user_config() {
-            Some(path) if path.exists() => Self::read(&path),
-            _ => Ok(UserConfig::default()),
+/// The configuration in force: the user's file and the project's.
+#[derive(Debug, Default)]
+pub struct Config {
+    user: ConfigFile,
+    user_path: Option<PathBuf>,
+    project: ConfigFile,
+    /// The project folder, when its config was looked for.
+    project_dir: Option<PathBuf>,
+    /// Roots and settings from `[[skills.roots]]` and the `external` files, resolved once.
+    extra: Extra,
+}
+
+/// Which config file a change goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    User,
+    Project,
+}
+
+impl Config {
+    /// The user's config only (no project), or the default when there is no file.
+    pub fn load_user() -> Result<Config, CliError> {
+        let user_path = crate::places::user_config();
+        let user = match &user_path {
+            Some(path) if path.exists() => read(path)?,
+            _ => ConfigFile::default(),
+        };
+        if let Some(path) = &user_path {
+            check_user(&user, path)?;
         }
-    }
-
-    fn read(path: &Path) -> Result<UserConfig, CliError> {
-        use std::io::Read;
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_CONFIG_BYTES).read_to_string(&mut text))
-            .map_err(|e| CliError::new(format!("cannot read the config file `{}`: {e}", path.display())))?;
-        let config: UserConfig = toml::from_str(&text).map_err(|e| {
-            CliError::new(format!(
-                "the config file `{}` is not valid: {}",
-                path.display(),
-                e.message()
-            ))
-        })?;
-        config.check(path)?;
+        let mut config = Config {
+            user,
+            user_path,
+            ..Config::default()
+        };
+        config.extra = config.resolve()?;
         Ok(config)
     }
 
-    /// The config applies in every project, so it trusts folders only, and only absolute ones:
-    /// a name or a relative folder would trust whatever a cloned repository puts there.
-    fn check(&self, path: &Path) -> Result<(), CliError> {
-        match self.tools.trust.iter().find(|e| !expand_home(e).is_absolute()) {
-            Some(entry) => Err(CliError::new(format!(
-                "the config file `{}` trusts `{entry}`, but the user config trusts only absolute folders \
-                 (or ~/…): a name or a relative folder would trust what any project puts there; \
-                 use --trust-tools for one command",
-                path.display()
-            ))),
-            None => Ok(()),
+    /// The user's config and `project`'s `.ctxkit/config.toml` (either may be missing).
+    pub fn load(project: &Path) -> Result<Config, CliError> {
+        let mut config = Self::load_user()?;
+        let path = project.join(PROJECT_CONFIG);
+        if path.exists() {
+            config.project = read(&path)?;
+            check_project(&config.project, &path)?;
+        }
+        config.project_dir = Some(project.to_path_buf());
+        config.extra = config.resolve()?;
+        Ok(config)
+    }
+
+    /// The file a change to `layer` goes to.
+    pub fn path(&self, layer: Layer) -> Result<PathBuf, CliError> {
+        match layer {
+            Layer::User => self.user_path.clone().ok_or_else(|| {
+                CliError::new("cannot find the user's config directory (HOME is not set); set CTXKIT_CONFIG")
+            }),
+            Layer::Project => Ok(self
+                .project_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join(PROJECT_CONFIG)),
         }
     }
 
-    /// Tool options from this config plus the command line's `--trust-tools` and
-    /// `--allow-interpreter`, with the workspace tools run in.
+    /// Skills turned off: the project's, and the user's unless the project turns them back on.
+    pub fn disabled(&self) -> Vec<String> {
+        let project = &self.project.skills;
+        let mut names = project.disabled.clone();
+        names.extend(
+            self.user
+                .skills
+                .disabled
+                .iter()
+                .filter(|n| !project.enabled.iter().any(|e| e.eq_ignore_ascii_case(n)))
+                .cloned(),
+        );
+        names
+    }
+
+    /// Whether `name` is turned off in `layer`'s file itself.
+    pub fn disables_in(&self, layer: Layer, name: &str) -> bool {
+        let file = match layer {
+            Layer::User => &self.user,
+            Layer::Project => &self.project,
+        };
+        file.skills.disabled.iter().any(|n| n.eq_ignore_ascii_case(name))
+    }
+
+    /// A value of `[skills]`: the project's, else the user's.
+    fn skills<T: Copy>(&self, get: impl Fn(&SkillsSection) -> Option<T>) -> Option<T> {
+        get(&self.project.skills).or_else(|| get(&self.user.skills))
+    }
+
+    /// `[skills] mode`, checked when the file was read.
+    pub fn mode(&self) -> Option<Mode> {
+        let mode = self
+            .project
+            .skills
+            .mode
+            .as_ref()
+            .or(self.user.skills.mode.as_ref())?;
+        mode.parse().ok()
+    }
+
+    /// `[skills] max_skills`, else an external file's `settings.max_skills_per_story`.
+    pub fn max_skills(&self) -> Option<usize> {
+        self.skills(|s| s.max_skills).or(self.extra.max_skills)
+    }
+
+    pub fn token_budget(&self) -> Option<usize> {
+        self.skills(|s| s.token_budget)
+    }
+
+    pub fn catalog_tokens(&self) -> Option<usize> {
+        self.skills(|s| s.catalog_tokens)
+    }
+
+    /// `[skills] max_content_lines`, else an external file's `settings.max_content_lines`.
+    pub fn max_content_lines(&self) -> Option<usize> {
+        self.skills(|s| s.max_content_lines)
+            .or(self.extra.max_content_lines)
+    }
+
+    /// The roots the config adds: `[[skills.roots]]` and the skills of each `external` file,
+    /// the user's first, then the project's (confined to the project).
+    pub fn roots(&self) -> Vec<SkillRoot> {
+        self.extra.roots.clone()
+    }
+
+    /// Read what the files point to: roots, and the external files with their settings.
+    fn resolve(&self) -> Result<Extra, CliError> {
+        let mut extra = Extra::default();
+        if let Some(base) = self.user_path.as_deref().and_then(Path::parent) {
+            self.add_roots(&self.user, base, None, &mut extra)?;
+        }
+        if let Some(project) = &self.project_dir {
+            self.add_roots(&self.project, project, Some(project), &mut extra)?;
+        }
+        Ok(extra)
+    }
+
+    /// Add `file`'s roots and external files, relative to `base`; a project's (`confine`)
+    /// stay inside the project, links resolved, and get no `~` expansion.
+    fn add_roots(
+        &self,
+        file: &ConfigFile,
+        base: &Path,
+        confine: Option<&Path>,
+        extra: &mut Extra,
+    ) -> Result<(), CliError> {
+        let resolve = |entry: &str| match confine {
+            Some(_) => base.join(entry),
+            None => base.join(expand_home(entry)),
+        };
+        for entry in &file.skills.roots {
+            let root = SkillRoot::new(resolve(&entry.path), entry.tier)
+                .with_priority(entry.priority.unwrap_or_else(|| entry.tier.default_priority()));
+            extra.roots.push(match confine {
+                Some(project) => root.within(project),
+                None => root,
+            });
+        }
+        for name in &file.skills.external {
+            let path = resolve(name);
+            if let Some(project) = confine {
+                let inside = match (path.canonicalize(), project.canonicalize()) {
+                    (Ok(real), Ok(project)) => real.starts_with(project),
+                    _ => true, // a missing file is reported by the read below
+                };
+                if !inside {
+                    return Err(CliError::new(format!(
+                        "the project config names `{name}`, which leads out of the project"
+                    )));
+                }
+            }
+            // Each external root is already confined to its file's folder.
+            let external = ExternalSkills::read(&path).map_err(CliError::new)?;
+            for w in &external.warnings {
+                tracing::warn!("{w}");
+            }
+            extra.max_skills = extra.max_skills.or(external.max_skills);
+            extra.max_content_lines = extra.max_content_lines.or(external.max_content_lines);
+            extra.roots.extend(external.roots);
+        }
+        Ok(())
+    }
+
+    /// The MCP servers the user configured for `ctxkit chat`.
+    pub fn mcp_servers(&self) -> &[String] {
+        &self.user.mcp.servers
+    }
+
+    /// How SKILL.md hooks of trusted skills run: `[hooks]` and `[tools] pass_env` of the
+    /// user config only.
+    pub fn hook_options(&self) -> HookOptions {
+        let defaults = HookOptions::default();
+        HookOptions {
+            allow_shell: self.user.hooks.shell,
+            timeout: self
+                .user
+                .hooks
+                .timeout_secs
+                .map_or(defaults.timeout, std::time::Duration::from_secs),
+            pass_env: self.user.tools.pass_env.clone(),
+        }
+    }
+
+    /// Tool options from the user config (its `[tools]` and trusted roots) plus the command
+    /// line's `--trust-tools` and `--allow-interpreter`, with the workspace tools run in.
     pub fn exec_options(
         &self,
         trust: &[String],
@@ -107,27 +339,197 @@ impl UserConfig {
         workspace: Option<PathBuf>,
     ) -> ExecOptions {
         let mut tool_trust = ToolTrust::default();
-        for entry in self.tools.trust.iter().chain(trust) {
+        for entry in self.user.tools.trust.iter().chain(trust) {
             tool_trust = if is_folder(entry) {
                 tool_trust.root(expand_home(entry))
             } else {
                 tool_trust.skill(entry)
             };
         }
+        for root in self.user.skills.roots.iter().filter(|r| r.trusted) {
+            tool_trust = tool_trust.root(expand_home(&root.path));
+        }
         ExecOptions {
             trust: tool_trust,
             allow_interpreters: self
+                .user
                 .tools
                 .interpreters
                 .iter()
                 .chain(interpreters)
                 .cloned()
                 .collect(),
-            pass_env: self.tools.pass_env.clone(),
+            pass_env: self.user.tools.pass_env.clone(),
             workspace_root: workspace,
             ..ExecOptions::default()
         }
     }
+}
+
+/// What the config adds to the command line's roots.
+#[derive(Debug, Default)]
+struct Extra {
+    roots: Vec<SkillRoot>,
+    /// `settings.max_skills_per_story` of an external file.
+    max_skills: Option<usize>,
+    /// `settings.max_content_lines` of an external file.
+    max_content_lines: Option<usize>,
+}
+
+/// Read and parse one config file: at most [`MAX_CONFIG_BYTES`], one sentence on any error.
+fn read(path: &Path) -> Result<ConfigFile, CliError> {
+    let text = read_capped(path)?;
+    let config: ConfigFile = toml::from_str(&text).map_err(|e| {
+        CliError::new(format!(
+            "the config file `{}` is not valid: {}",
+            path.display(),
+            e.message()
+        ))
+    })?;
+    if let Some(mode) = config.skills.mode.as_deref() {
+        mode.parse::<Mode>()
+            .map_err(|e| CliError::new(format!("the config file `{}`: {e}", path.display())))?;
+    }
+    Ok(config)
+}
+
+/// The text of a config file, refused past the size cap.
+fn read_capped(path: &Path) -> Result<String, CliError> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG_BYTES as u64 + 1).read_to_string(&mut text))
+        .map_err(|e| CliError::new(format!("cannot read the config file `{}`: {e}", path.display())))?;
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(CliError::new(format!(
+            "the config file `{}` is larger than {} KiB",
+            path.display(),
+            MAX_CONFIG_BYTES / 1024
+        )));
+    }
+    Ok(text)
+}
+
+/// The user config applies in every project, so it trusts folders only, and only absolute ones:
+/// a name or a relative folder would trust whatever a cloned repository puts there.
+fn check_user(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
+    let relative_trust = config.tools.trust.iter().find(|e| !expand_home(e).is_absolute());
+    let relative_root = config
+        .skills
+        .roots
+        .iter()
+        .find(|r| r.trusted && !expand_home(&r.path).is_absolute())
+        .map(|r| &r.path);
+    match relative_trust.or(relative_root) {
+        Some(entry) => Err(CliError::new(format!(
+            "the config file `{}` trusts `{entry}`, but the user config trusts only absolute folders \
+             (or ~/…): a name or a relative folder would trust what any project puts there; \
+             use --trust-tools for one command",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A project's config is the project's text: it may choose skills and settings, never grant
+/// trust, start programs, or name a folder outside the project.
+fn check_project(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
+    let refuse = |what: &str| {
+        Err(CliError::new(format!(
+            "the project config `{}` sets {what}, which only the user config may set: a project must not trust its own tools or hooks",
+            path.display()
+        )))
+    };
+    let tools = &config.tools;
+    if !(tools.trust.is_empty() && tools.interpreters.is_empty() && tools.pass_env.is_empty()) {
+        return refuse("[tools]");
+    }
+    if config.hooks.shell || config.hooks.timeout_secs.is_some() {
+        return refuse("[hooks]");
+    }
+    if !config.mcp.servers.is_empty() {
+        return refuse("[mcp] servers");
+    }
+    if config.skills.roots.iter().any(|r| r.trusted) {
+        return refuse("a trusted root");
+    }
+    let outside = config
+        .skills
+        .roots
+        .iter()
+        .map(|r| &r.path)
+        .chain(&config.skills.external)
+        .find(|p| {
+            !Path::new(p)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        });
+    if let Some(p) = outside {
+        return Err(CliError::new(format!(
+            "the project config `{}` names `{p}`, which is not a folder inside the project",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Turn `name` off (or back on) in the config file at `path`, keeping the rest of the file
+/// (comments included) as it was. Turning a skill on in the project file while the user file
+/// disables it records it under `enabled`, so the project wins.
+pub fn set_disabled(path: &Path, name: &str, disabled: bool, override_user: bool) -> Result<(), CliError> {
+    let text = if path.exists() {
+        read_capped(path)?
+    } else {
+        String::new()
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        CliError::new(format!(
+            "the config file `{}` is not valid: {}",
+            path.display(),
+            e.message()
+        ))
+    })?;
+    let skills = doc
+        .entry("skills")
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_like_mut()
+        .ok_or_else(|| CliError::new(format!("`skills` in `{}` is not a table", path.display())))?;
+    let (add_to, remove_from) = if disabled {
+        ("disabled", "enabled")
+    } else {
+        ("enabled", "disabled")
+    };
+    edit_list(skills, remove_from, name, false, path)?;
+    edit_list(skills, add_to, name, disabled || override_user, path)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", dir.display())))?;
+    }
+    std::fs::write(path, doc.to_string())
+        .map_err(|e| CliError::new(format!("cannot write the config file `{}`: {e}", path.display())))
+}
+
+/// Make `name` present (`present`) or absent in the string array `key` of `table`.
+fn edit_list(
+    table: &mut dyn toml_edit::TableLike,
+    key: &str,
+    name: &str,
+    present: bool,
+    path: &Path,
+) -> Result<(), CliError> {
+    if !present && table.get(key).is_none() {
+        return Ok(());
+    }
+    let item = table
+        .entry(key)
+        .or_insert(toml_edit::value(toml_edit::Array::new()));
+    let array = item
+        .as_array_mut()
+        .ok_or_else(|| CliError::new(format!("`skills.{key}` in `{}` is not a list", path.display())))?;
+    array.retain(|v| !v.as_str().is_some_and(|s| s.eq_ignore_ascii_case(name)));
+    if present {
+        array.push(name);
+    }
+    Ok(())
 }
 
 /// A trust entry names a folder when it is written like a path: with a slash, or `.`/`~`.
@@ -146,10 +548,16 @@ fn expand_home(entry: &str) -> PathBuf {
 mod tests {
     use super::*;
 
+    fn file(text: &str) -> ConfigFile {
+        toml::from_str(text).unwrap()
+    }
+
     #[test]
     fn entries_with_a_slash_are_folders_and_the_rest_names() {
-        let config: UserConfig =
-            toml::from_str("[tools]\ntrust = [\"/opt/skills\"]\ninterpreters = [\"python3\"]").unwrap();
+        let config = Config {
+            user: file("[tools]\ntrust = [\"/opt/skills\"]\ninterpreters = [\"python3\"]"),
+            ..Config::default()
+        };
         let options = config.exec_options(&["file-search".into(), "other/".into()], &["node".into()], None);
         assert_eq!(options.trust.skills, ["file-search"]);
         assert_eq!(
@@ -163,15 +571,71 @@ mod tests {
     #[test]
     fn the_user_config_trusts_absolute_folders_only() {
         for entry in ["file-search", "./skills", "skills/"] {
-            let config: UserConfig = toml::from_str(&format!("[tools]\ntrust = [\"{entry}\"]")).unwrap();
-            assert!(config.check(Path::new("c.toml")).is_err(), "{entry}");
+            let config = file(&format!("[tools]\ntrust = [\"{entry}\"]"));
+            assert!(check_user(&config, Path::new("c.toml")).is_err(), "{entry}");
         }
-        let config: UserConfig = toml::from_str("[tools]\ntrust = [\"/opt/skills/\"]").unwrap();
-        assert!(config.check(Path::new("c.toml")).is_ok());
+        let config = file("[[skills.roots]]\npath = \"team\"\ntrusted = true");
+        assert!(check_user(&config, Path::new("c.toml")).is_err());
+        assert!(check_user(&file("[tools]\ntrust = [\"/opt/skills/\"]"), Path::new("c.toml")).is_ok());
     }
 
     #[test]
-    fn unknown_keys_are_errors() {
-        assert!(toml::from_str::<UserConfig>("[tools]\ntrusted = [\"x\"]").is_err());
+    fn a_project_config_never_grants_trust_or_leaves_the_project() {
+        for text in [
+            "[tools]\ntrust = [\"/x/\"]",
+            "[hooks]\nshell = true",
+            "[mcp]\nservers = [\"x\"]",
+            "[[skills.roots]]\npath = \"s\"\ntrusted = true",
+            "[[skills.roots]]\npath = \"../s\"",
+            "[skills]\nexternal = [\"/etc/x.json\"]",
+        ] {
+            let err = check_project(&file(text), Path::new("p.toml")).unwrap_err();
+            assert!(err.message().contains("p.toml"), "{text}: {}", err.message());
+        }
+        assert!(check_project(
+            &file("[skills]\ndisabled = [\"a\"]\nmax_skills = 2"),
+            Path::new("p.toml")
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn the_project_wins_over_the_user_and_may_turn_a_skill_back_on() {
+        let config = Config {
+            user: file("[skills]\ndisabled = [\"a\", \"b\"]\nmax_skills = 5\nmode = \"full\""),
+            project: file("[skills]\ndisabled = [\"c\"]\nenabled = [\"A\"]\nmax_skills = 2"),
+            ..Config::default()
+        };
+        assert_eq!(config.disabled(), ["c", "b"]);
+        assert_eq!(config.max_skills(), Some(2));
+        assert_eq!(config.mode(), Some(Mode::Full));
+        assert_eq!(config.token_budget(), None);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_modes_are_errors() {
+        assert!(toml::from_str::<ConfigFile>("[tools]\ntrusted = [\"x\"]").is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[skills]\nmode = \"fast\"").unwrap();
+        assert!(read(&path).unwrap_err().message().contains("unknown skill mode"));
+        std::fs::write(&path, "#".repeat(MAX_CONFIG_BYTES + 1)).unwrap();
+        assert!(read(&path).unwrap_err().message().contains("larger than"));
+    }
+
+    #[test]
+    fn disabling_keeps_the_rest_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".ctxkit/config.toml");
+        set_disabled(&path, "a", true, false).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("# mine\n{text}")).unwrap();
+        set_disabled(&path, "b", true, false).unwrap();
+        set_disabled(&path, "A", false, false).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# mine"), "{text}");
+        assert_eq!(read(&path).unwrap().skills.disabled, ["b"]);
+        set_disabled(&path, "c", false, true).unwrap();
+        assert_eq!(read(&path).unwrap().skills.enabled, ["c"]);
     }
 }

@@ -564,13 +564,27 @@ fn skill_tools_are_offered_only_when_the_user_trusts_them() {
             .map(|t| t["name"].as_str().unwrap().to_string())
             .collect()
     };
-    // A project config cannot trust its own skills.
+    // A project config cannot trust its own skills: it is refused, and nothing runs.
     std::fs::create_dir_all(tmp.path().join(".ctxkit")).unwrap();
     std::fs::write(
         tmp.path().join(".ctxkit/config.toml"),
         "[tools]\ntrust = [\"painter\"]\n",
     )
     .unwrap();
+    let o = ctxkit_command()
+        .args(["context", "--skills", skills.to_str().unwrap(), "paint it"])
+        .current_dir(tmp.path())
+        .env("CTXKIT_CONFIG", tmp.path().join("none.toml"))
+        .env("CTXKIT_MEMORY_DB", tmp.path().join("memory.db"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("only the user config may set"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(tmp.path().join(".ctxkit/config.toml")).unwrap();
     assert!(!tools(&[], None).contains(&"list_here".to_string()));
     assert!(tools(&["--trust-tools", "painter"], None).contains(&"list_here".to_string()));
     let root = format!("{}/", skills.display());

@@ -616,3 +616,25 @@ fn install_user_writes_home_dot_claude() {
     let s = read_json(&m.home().join(".claude/settings.json"));
     assert_eq!(s, json!({}));
 }
+
+#[test]
+fn a_skill_the_project_config_disables_is_not_injected_by_the_hook() {
+    let m = Machine::new();
+    let config = m.project().join(".ctxkit/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[skills]\ndisabled = [\"greet\"]\n").unwrap();
+    let o = m.hook(
+        "claude-code",
+        &["--no-memory"],
+        m.prompt("UserPromptSubmit", "s1", "bonjour Alice"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("GREET-BODY"), "{}", stdout(&o));
+    std::fs::write(&config, "[skills]\ndisabled = []\n").unwrap();
+    let o = m.hook(
+        "claude-code",
+        &["--no-memory"],
+        m.prompt("UserPromptSubmit", "s2", "bonjour Alice"),
+    );
+    assert!(context_of(&o, "UserPromptSubmit").contains("GREET-BODY"));
+}

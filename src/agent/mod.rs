@@ -14,7 +14,7 @@ use tracing::Instrument;
 use crate::context::Section;
 use crate::context::SectionKind;
 use crate::model::{ChatModel, DryRunModel, ModelRequest};
-use crate::provider::{ContextProvider, ProviderReport, RunInfo, RunOutcome, ThreadInfo};
+use crate::provider::{ContextProvider, Phase, ProviderReport, RunInfo, RunOutcome, ThreadInfo};
 use crate::tokens::{default_counter, TokenCounter};
 use crate::{Context, Error, Message, Result, Tool, ToolRegistry};
 
@@ -106,6 +106,7 @@ pub struct Agent {
     counter: Arc<dyn TokenCounter>,
     project: Option<String>,
     report_baseline: bool,
+    phase: Option<Phase>,
 }
 
 /// Builds an [`Agent`]; every part has a default (no instructions, the dry-run model, no
@@ -122,6 +123,7 @@ pub struct AgentBuilder {
     counter: Option<Arc<dyn TokenCounter>>,
     project: Option<String>,
     report_baseline: bool,
+    phase: Option<Phase>,
 }
 
 impl AgentBuilder {
@@ -192,6 +194,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The phase every run of this agent serves ([`RunInfo::phase`]); default none, which
+    /// providers read as every phase.
+    pub fn phase(mut self, phase: Phase) -> Self {
+        self.phase = Some(phase);
+        self
+    }
+
     /// Report [`RunReport::tokens_full`]: what sending everything (every skill in full) would
     /// have cost. Providers compute their part from what they have indexed, once per snapshot
     /// (the first time costs a count of every skill body), so it is off unless asked for.
@@ -220,6 +229,7 @@ impl AgentBuilder {
             counter: self.counter.unwrap_or_else(default_counter),
             project: self.project,
             report_baseline: self.report_baseline,
+            phase: self.phase,
         })
     }
 }
@@ -247,6 +257,7 @@ impl Agent {
                 .map(|d| tokio::time::Instant::now() + d),
             state: thread.state.clone(),
             token_budget: self.limits.context_tokens,
+            phase: self.phase,
         }
     }
 
@@ -260,15 +271,28 @@ impl Agent {
     }
 
     /// Agent tools plus the tools providers offered for this run.
+    /// Under restrictions (see [`ToolRestriction`](crate::ToolRestriction)), every tool is
+    /// wrapped so that a call they do not allow is refused, whoever offered the tool.
     fn tools_for(&self, ctx: &Context) -> Result<ToolRegistry> {
-        if ctx.tools.is_empty() {
+        if ctx.tools.is_empty() && ctx.restrictions.is_empty() {
             return Ok(self.tools.clone());
         }
         let mut tools = self.tools.clone();
         for tool in &ctx.tools {
             tools.register_from(tool.clone(), "a context provider", |_| "agent".into())?;
         }
-        Ok(tools)
+        if ctx.restrictions.is_empty() {
+            return Ok(tools);
+        }
+        let rules: Arc<[crate::ToolRestriction]> = ctx.restrictions.clone().into();
+        let mut restricted = ToolRegistry::new();
+        for tool in tools.iter() {
+            restricted.register(Arc::new(crate::restrict::Restricted::new(
+                tool.clone(),
+                rules.clone(),
+            )))?;
+        }
+        Ok(restricted)
     }
 
     fn report(&self, ctx: &Context, tokens: TokenReport) -> RunReport {

@@ -45,6 +45,53 @@ pub struct RunInfo {
     /// The run report compares the request with a baseline: providers that can say what
     /// sending everything would cost fill in [`Context::baseline_delta`].
     pub baseline: bool,
+    /// The phase of the host's work this run serves (planning, implementation, retry), so a
+    /// provider can offer what fits it; `None` when the host does not say, which means every
+    /// phase.
+    pub phase: Option<Phase>,
+}
+
+/// A phase of a host's work, for context meant for one kind of step: a skill for writing
+/// code need not ride along while a plan is drafted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Drafting a plan, a design or requirements.
+    Planning,
+    /// Carrying the work out: writing code, running commands.
+    Implementation,
+    /// Recovering from a failed step.
+    Retry,
+}
+
+impl Phase {
+    /// Every phase, in the order a task goes through them.
+    pub const ALL: [Phase; 3] = [Phase::Planning, Phase::Implementation, Phase::Retry];
+
+    /// The lowercase name `FromStr` accepts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Planning => "planning",
+            Phase::Implementation => "implementation",
+            Phase::Retry => "retry",
+        }
+    }
+}
+
+impl std::str::FromStr for Phase {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Phase::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown phase `{s}`; use planning, implementation or retry"))
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// How a run ended, handed to [`ContextProvider::run_finished`].

@@ -26,6 +26,7 @@ use super::session::SessionState;
 use super::EventArgs;
 use crate::memory::open::{normalize_project, open_store};
 use crate::setup::{load_library, SkillDirs};
+use crate::user_config::Config;
 use crate::CliError;
 
 /// Bodies longer than this are sent as their start and the file's path.
@@ -64,31 +65,27 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
                 session.clear();
             }
             let pinned = (!args.no_memory).then(|| beside(pinned_memories(args.clone(), project)));
-            let library = load_library(roots(args, request.cwd)?);
+            let skills = load_skills(request, args)?;
             if let Some(pinned) = pinned {
                 if let Some(pinned) = warn_on_error(pinned.await) {
                     text.push(&pinned);
                 }
             }
-            add_skills(&mut text, &mut session, &library, args, "", |r| {
-                r == Reason::Always
-            });
+            add_skills(&mut text, &mut session, &skills, "", |r| r == Reason::Always);
         }
         EventKind::Prompt(prompt) => {
             let memories = (!args.no_memory).then(|| {
                 let session_id = request.session_id.map(str::to_string);
                 beside(prompt_memories(args.clone(), project, prompt.clone(), session_id))
             });
-            let library = load_library(roots(args, request.cwd)?);
+            let skills = load_skills(request, args)?;
             if let Some(memories) = memories {
                 if let Some(memories) = warn_on_error(memories.await) {
                     text.push(&memories);
                 }
             }
             // `always` skills belong to the session start, not to every prompt.
-            add_skills(&mut text, &mut session, &library, args, prompt, |r| {
-                r != Reason::Always
-            });
+            add_skills(&mut text, &mut session, &skills, prompt, |r| r != Reason::Always);
         }
     }
     if let Err(e) = session.save() {
@@ -135,19 +132,30 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
     Ok(roots)
 }
 
+/// The event's project's skills under its config (the skills as `roots` finds them, and the
+/// most selected per prompt), as the session start and a prompt both use them.
+fn load_skills(request: &Request<'_>, args: &EventArgs) -> Result<(Arc<SkillLibrary>, usize), CliError> {
+    let config = Config::load(request.cwd)?;
+    let library = load_library(roots(args, request.cwd)?, &config);
+    let max_skills = args
+        .max_skills
+        .or(config.max_skills())
+        .unwrap_or(SelectOptions::default().max_skills);
+    Ok((library, max_skills))
+}
+
 /// Add the skills `message` selects (those whose reason passes `keep`) that this session has
 /// not been sent in this version, as far as the budget allows; record what was added.
 fn add_skills(
     text: &mut Text,
     session: &mut SessionState,
-    library: &SkillLibrary,
-    args: &EventArgs,
+    (library, max_skills): &(Arc<SkillLibrary>, usize),
     message: &str,
     keep: impl Fn(Reason) -> bool,
 ) {
     let index = library.snapshot();
     let options = SelectOptions {
-        max_skills: args.max_skills,
+        max_skills: *max_skills,
         ..SelectOptions::default()
     };
     let mut intro = Some(SKILLS_INTRO);

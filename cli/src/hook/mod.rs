@@ -54,8 +54,8 @@ pub struct EventArgs {
     /// A folder of skills (repeatable). Default: the project roots under the event's `cwd`
     /// (.claude/skills, skills/, .skills/, .agents/skills/, convention files) plus the user's
     /// ~/.claude/skills.
-    #[arg(long = "skills", value_name = "DIR")]
-    pub skills: Vec<PathBuf>,
+    #[arg(long = "skills", value_name = "[TIER:]DIR")]
+    pub skills: Vec<crate::setup::TierDir>,
     /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
     /// data directory).
     #[arg(long, value_name = "DB", conflicts_with = "no_memory")]
@@ -66,9 +66,9 @@ pub struct EventArgs {
     /// The most characters printed on stdout (the host cuts longer output to a preview).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
     pub budget: u64,
-    /// The most skills selected by their triggers per prompt.
-    #[arg(long, default_value_t = 3)]
-    pub max_skills: usize,
+    /// The most skills selected by their triggers per prompt (default: the config's, else 3).
+    #[arg(long)]
+    pub max_skills: Option<usize>,
     /// Exit 1 on bad input or setup instead of 0 (for tests; a host hook must not fail).
     #[arg(long)]
     pub strict: bool,

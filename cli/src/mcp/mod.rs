@@ -32,13 +32,14 @@ use rmcp::ServiceExt;
 pub use self::server::CtxkitServer;
 use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store_with};
 use crate::setup::{load_library, SkillDirs};
+use crate::user_config::Config;
 use crate::CliError;
 
 #[derive(Args, Debug, Clone)]
 pub struct McpArgs {
     /// A folder of skills (repeatable); default: the project roots under the current directory.
-    #[arg(long = "skills", value_name = "DIR")]
-    pub skills: Vec<PathBuf>,
+    #[arg(long = "skills", value_name = "[TIER:]DIR")]
+    pub skills: Vec<crate::setup::TierDir>,
     /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
     /// data folder).
     #[arg(long, value_name = "DB")]
@@ -48,11 +49,13 @@ pub struct McpArgs {
     pub project: Option<String>,
     /// What `match_skills` returns: the bodies of the skills that fire (full, triggered,
     /// hybrid), or their names and descriptions only, to be read with `read_skill` (on-demand).
-    #[arg(long, default_value = "hybrid", value_parser = parse_mode)]
-    pub mode: Mode,
+    /// Default: the config's `[skills] mode`, else hybrid.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
     /// The most skills `match_skills` selects by their triggers, unless the call asks for fewer.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=tools::MAX_SKILLS as u64))]
-    pub max_skills: u64,
+    /// Default: the config's `[skills] max_skills`, else 3.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=tools::MAX_SKILLS as u64))]
+    pub max_skills: Option<u64>,
     /// Seconds between checks of the skill folders; a change sends `resources/list_changed`
     /// and `prompts/list_changed` (0: never check).
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
@@ -100,7 +103,8 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let dirs = SkillDirs {
         dirs: args.skills.clone(),
     };
-    let library = load_library(dirs.roots()?);
+    let config = Config::load(&crate::setup::current_dir()?)?;
+    let library = load_library(dirs.roots()?, &config);
     let db = memory_db_path(args.memory.as_deref())?;
     let store = Arc::new(open_store_with(
         Some(&db),
@@ -114,8 +118,12 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
         library,
         store,
         project,
-        args.mode,
-        usize::try_from(args.max_skills).unwrap_or(tools::MAX_SKILLS),
+        args.mode.or(config.mode()).unwrap_or_default(),
+        args.max_skills
+            .and_then(|n| usize::try_from(n).ok())
+            .or(config.max_skills())
+            .unwrap_or(ctxkit_skills::SelectOptions::default().max_skills)
+            .clamp(1, tools::MAX_SKILLS),
     ))
 }
 

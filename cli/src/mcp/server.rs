@@ -58,7 +58,8 @@ impl CtxkitServer {
     /// stat calls) and report whether what the server lists changed since the last check.
     pub async fn refresh(&self) -> bool {
         let library = self.library.clone();
-        let Ok(index) = tokio::task::spawn_blocking(move || library.reload()).await else {
+        // An unchanged index keeps its identity; a broken edit keeps the last good skill.
+        let Ok(Some(index)) = tokio::task::spawn_blocking(move || library.reload_if_changed()).await else {
             return false;
         };
         let now = skills::fingerprint(&index);
@@ -71,8 +72,8 @@ impl CtxkitServer {
     }
 
     /// Every `every`, look for changed skills and tell the client (`resources/list_changed`,
-    /// `prompts/list_changed`); ends when the client is gone. A stand-in for hot reload
-    /// (issue 15), which would push changes instead of polling for them.
+    /// `prompts/list_changed`); ends when the client is gone. Every tool call reads the
+    /// swapped-in index, so `match_skills` and `read_skill` follow edits at once.
     pub async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
         loop {
             tokio::time::sleep(every).await;

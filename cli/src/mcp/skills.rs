@@ -84,7 +84,7 @@ pub fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
 pub fn prompts(index: &SkillIndex) -> Vec<Prompt> {
     index
         .ranked()
-        .filter(|s| s.user_invocable)
+        .filter(|s| s.user_invocable == Some(true))
         .map(|s| {
             let argument = PromptArgument::new("request")
                 .with_description("What to do with the skill (optional).")
@@ -96,7 +96,7 @@ pub fn prompts(index: &SkillIndex) -> Vec<Prompt> {
 
 /// A user-invocable skill by name; other skills are not prompts.
 pub fn prompt_skill<'a>(index: &'a SkillIndex, name: &str) -> Option<&'a Skill> {
-    index.get(name).filter(|s| s.user_invocable)
+    index.get(name).filter(|s| s.user_invocable == Some(true))
 }
 
 /// The prompt's one user message: the skill's instructions, then the request when given.
@@ -114,7 +114,7 @@ pub fn prompt_message(skill: &Skill, request: Option<&str>) -> PromptMessage {
 pub fn fingerprint(index: &SkillIndex) -> Vec<(String, String, bool)> {
     index
         .ranked()
-        .map(|s| (s.name.clone(), s.hash.clone(), s.user_invocable))
+        .map(|s| (s.name.clone(), s.hash.clone(), s.user_invocable == Some(true)))
         .collect()
 }
 

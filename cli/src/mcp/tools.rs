@@ -309,7 +309,7 @@ impl CtxkitServer {
                 name: s.name.clone(),
                 description: s.description.clone(),
                 triggers: s.triggers.literals().map(str::to_string).collect(),
-                user_invocable: s.user_invocable,
+                user_invocable: s.user_invocable == Some(true),
             })
             .collect();
         Ok(Json(ListAnswer { skills }))

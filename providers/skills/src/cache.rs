@@ -21,7 +21,7 @@ use crate::discover::SkillRoot;
 use crate::scan::Scan;
 
 /// Bumped whenever what a cache file holds changes shape.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 /// The largest cache file read (10,000 skills take about 20 MB).
 const MAX_CACHE_BYTES: u64 = 256 << 20;
 /// The most cache files kept in the folder (one per distinct list of roots); the least

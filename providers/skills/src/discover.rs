@@ -58,6 +58,8 @@ pub struct SkillRoot {
     /// A folder the root itself must lie in, links resolved: a project's default roots are the
     /// project's choice, so `.claude/skills -> /` must not take the walk out of the project.
     pub(crate) within: Option<PathBuf>,
+    /// What the operator's config sets for this root's skills.
+    pub(crate) overrides: Option<std::sync::Arc<crate::skill::Overrides>>,
 }
 
 impl SkillRoot {
@@ -70,6 +72,7 @@ impl SkillRoot {
             priority: source.default_priority(),
             optional: false,
             within: None,
+            overrides: None,
         }
     }
 
@@ -86,6 +89,13 @@ impl SkillRoot {
     /// The same root with another priority.
     pub fn with_priority(mut self, priority: i64) -> Self {
         self.priority = priority;
+        self
+    }
+
+    /// The same root, confined to `outer` (links resolved): a root a project's config names
+    /// must not lead out of the project; one that does is skipped with a warning.
+    pub fn within(mut self, outer: &Path) -> Self {
+        self.within = Some(outer.to_path_buf());
         self
     }
 

@@ -3,7 +3,7 @@
 //! swaps it in while requests run.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::cache;
@@ -33,18 +33,21 @@ pub struct SkillIndex {
     /// an index that never uses it (the default) does not pay for indexing every body.
     lexical: OnceLock<Lexical>,
     diagnostics: Vec<Diagnostic>,
+    /// Skills turned off by the user's or project's config: listed, never used.
+    disabled: Vec<Skill>,
 }
 
 impl SkillIndex {
     /// Discover, parse and index every skill under `roots`. Never fails: every problem is a
     /// diagnostic (see [`SkillIndex::diagnostics`]) and the rest loads.
     pub fn load(roots: &[SkillRoot]) -> SkillIndex {
-        Self::from_scan(roots, Scan::run(roots))
+        Self::from_scan(roots, Scan::run(roots), &[])
     }
 
     /// Index a scan of `roots`: each skill folder's `tools.json` is read and validated here,
     /// never cached, so a cached scan offers exactly the tools a fresh one would.
-    fn from_scan(roots: &[SkillRoot], scan: Scan) -> SkillIndex {
+    /// Skills named in `disabled` (case-insensitive) are set aside.
+    fn from_scan(roots: &[SkillRoot], scan: Scan, disabled: &[String]) -> SkillIndex {
         let mut diagnostics = scan.diagnostics;
         let mut confined: Vec<Option<Option<Confined>>> = vec![None; roots.len()];
         let skills = scan
@@ -56,6 +59,9 @@ impl SkillIndex {
                      mut skill,
                      tools_file,
                  }| {
+                    if let Some(overrides) = &roots[root].overrides {
+                        overrides.apply(&mut skill);
+                    }
                     if tools_file {
                         let folder =
                             confined[root].get_or_insert_with(|| Confined::new(&roots[root].path).ok());
@@ -69,13 +75,29 @@ impl SkillIndex {
                 },
             )
             .collect();
-        Self::build(skills, diagnostics)
+        Self::build_enabled(skills, diagnostics, disabled)
     }
 
     /// Index skills already in memory. Two skills with one name: the higher source tier wins,
     /// then the higher priority, then the one listed first; the loser is a diagnostic. Two
     /// skills offering one tool name: the higher-ranked keeps it, the other loses that tool.
-    pub fn build(skills: Vec<Skill>, mut diagnostics: Vec<Diagnostic>) -> SkillIndex {
+    pub fn build(skills: Vec<Skill>, diagnostics: Vec<Diagnostic>) -> SkillIndex {
+        Self::build_enabled(skills, diagnostics, &[])
+    }
+
+    fn build_enabled(
+        skills: Vec<Skill>,
+        mut diagnostics: Vec<Diagnostic>,
+        disabled: &[String],
+    ) -> SkillIndex {
+        // Nothing disabled, the usual case: no pass over the skills.
+        let (off, skills): (Vec<Skill>, Vec<Skill>) = if disabled.is_empty() {
+            (Vec::new(), skills)
+        } else {
+            skills
+                .into_iter()
+                .partition(|s| disabled.iter().any(|d| d.eq_ignore_ascii_case(&s.name)))
+        };
         let mut kept: Vec<Skill> = Vec::with_capacity(skills.len());
         let mut by_name: HashMap<String, usize> = HashMap::new();
         for skill in skills {
@@ -134,6 +156,7 @@ impl SkillIndex {
             ranked,
             lexical: OnceLock::new(),
             diagnostics,
+            disabled: off,
         }
     }
 
@@ -175,6 +198,12 @@ impl SkillIndex {
         &self.diagnostics
     }
 
+    /// Skills the config turned off (`ctxkit skills disable`): loaded so they can be listed,
+    /// never selected, read, detected or offered.
+    pub fn disabled(&self) -> &[Skill] {
+        &self.disabled
+    }
+
     /// Whether any file was skipped.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
@@ -214,19 +243,29 @@ fn drop_shadowed_tools(skills: &mut [Skill], ranked: &[usize], diagnostics: &mut
     }
 }
 
+/// How a [`SkillLibrary`] loads, on every load and reload.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The folder of the on-disk index cache (see [`SkillLibrary::load_cached`]); `None` to
+    /// parse every file on every load.
+    pub cache: Option<PathBuf>,
+    /// Names of skills turned off (case-insensitive): loaded and listed by
+    /// [`SkillIndex::disabled`], never selected, read, detected or offered.
+    pub disabled: Vec<String>,
+}
+
 /// A reloadable handle on the current index, shared by the provider and its tools.
 #[derive(Debug)]
 pub struct SkillLibrary {
     roots: Vec<SkillRoot>,
-    /// The folder of the on-disk index cache, when loads go through it.
-    cache: Option<PathBuf>,
+    options: LoadOptions,
     current: RwLock<Arc<SkillIndex>>,
 }
 
 impl SkillLibrary {
     /// Load `roots` now.
     pub fn load(roots: Vec<SkillRoot>) -> Self {
-        Self::with_index(roots, None)
+        Self::load_with(roots, LoadOptions::default())
     }
 
     /// Load `roots` now through an on-disk cache kept in `cache_dir` (created if missing),
@@ -240,14 +279,21 @@ impl SkillLibrary {
     /// load, cached or not. The cache never changes what loads: a cached index equals a fresh
     /// one, diagnostics included.
     pub fn load_cached(roots: Vec<SkillRoot>, cache_dir: impl Into<PathBuf>) -> Self {
-        Self::with_index(roots, Some(cache_dir.into()))
+        Self::load_with(
+            roots,
+            LoadOptions {
+                cache: Some(cache_dir.into()),
+                ..LoadOptions::default()
+            },
+        )
     }
 
-    fn with_index(roots: Vec<SkillRoot>, cache: Option<PathBuf>) -> Self {
-        let index = load_index(&roots, cache.as_deref());
+    /// Load `roots` now with `options`, and every later reload the same way.
+    pub fn load_with(roots: Vec<SkillRoot>, options: LoadOptions) -> Self {
+        let index = load_index(&roots, &options, None);
         SkillLibrary {
             roots,
-            cache,
+            options,
             current: RwLock::new(Arc::new(index)),
         }
     }
@@ -256,7 +302,7 @@ impl SkillLibrary {
     pub fn from_index(index: SkillIndex) -> Self {
         SkillLibrary {
             roots: Vec::new(),
-            cache: None,
+            options: LoadOptions::default(),
             current: RwLock::new(Arc::new(index)),
         }
     }
@@ -266,11 +312,29 @@ impl SkillLibrary {
         self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Rebuild from the roots and swap the new index in; returns it.
+    /// Rebuild from the roots and swap the new index in; returns it. A skill that loaded
+    /// before and whose file now fails to load keeps its last good version, with a warning
+    /// beside the error: a broken edit in a running session does not lose the skill.
     pub fn reload(&self) -> Arc<SkillIndex> {
-        let index = Arc::new(load_index(&self.roots, self.cache.as_deref()));
+        let index = Arc::new(load_index(&self.roots, &self.options, Some(&self.snapshot())));
         self.swap(index.clone());
         index
+    }
+
+    /// Rebuild and swap only when something a request could see changed (a skill added,
+    /// removed, edited, turned off, or a new problem); returns the new index then. An
+    /// unchanged snapshot keeps its identity, so what providers cached for it stays.
+    pub fn reload_if_changed(&self) -> Option<Arc<SkillIndex>> {
+        let index = Arc::new(self.load_if_changed()?);
+        self.swap(index.clone());
+        Some(index)
+    }
+
+    /// A fresh index when it differs from the current one, without swapping it in.
+    pub(crate) fn load_if_changed(&self) -> Option<SkillIndex> {
+        let current = self.snapshot();
+        let index = load_index(&self.roots, &self.options, Some(&current));
+        (fingerprint(&index) != fingerprint(&current)).then_some(index)
     }
 
     /// Replace the current index.
@@ -284,10 +348,75 @@ impl SkillLibrary {
     }
 }
 
-/// An index of `roots`, through the cache in `cache` when there is one.
-fn load_index(roots: &[SkillRoot], cache: Option<&Path>) -> SkillIndex {
-    match cache {
-        Some(dir) => SkillIndex::from_scan(roots, cache::scan(dir, roots)),
-        None => SkillIndex::load(roots),
+/// Per skill (id, tools, phases, priority); disabled ids; diagnostics.
+type Fingerprint<'a> = (
+    Vec<(&'a str, usize, &'a [ctxkit::Phase], i64)>,
+    Vec<&'a str>,
+    Vec<String>,
+);
+
+/// What tells two indexes apart for a request: each skill's id (its content hash), tools and
+/// phases, the disabled names, and the diagnostics.
+fn fingerprint(index: &SkillIndex) -> Fingerprint<'_> {
+    (
+        index
+            .skills
+            .iter()
+            .map(|s| (s.id.as_str(), s.tools.len(), s.inject_into.as_slice(), s.priority))
+            .collect(),
+        index.disabled.iter().map(|s| s.id.as_str()).collect(),
+        index.diagnostics.iter().map(|d| d.to_string()).collect(),
+    )
+}
+
+/// An index of `roots`, through the cache when there is one; skills of `previous` whose file
+/// no longer loads are kept (see [`SkillLibrary::reload`]).
+fn load_index(roots: &[SkillRoot], options: &LoadOptions, previous: Option<&SkillIndex>) -> SkillIndex {
+    let mut scan = match &options.cache {
+        Some(dir) => cache::scan(dir, roots),
+        None => Scan::run(roots),
+    };
+    if let Some(previous) = previous {
+        keep_last_good(&mut scan, roots, previous);
+    }
+    SkillIndex::from_scan(roots, scan, &options.disabled)
+}
+
+/// Put back each skill of `previous` whose file is now skipped with an error.
+fn keep_last_good(scan: &mut Scan, roots: &[SkillRoot], previous: &SkillIndex) {
+    let broken: Vec<PathBuf> = scan
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.path.clone())
+        .collect();
+    if broken.is_empty() {
+        return;
+    }
+    for old in previous.skills.iter().chain(&previous.disabled) {
+        let Some(root) = roots.iter().position(|r| old.path.starts_with(&r.path)) else {
+            continue;
+        };
+        if !broken.contains(&old.path)
+            || scan
+                .skills
+                .iter()
+                .any(|s| s.skill.name.eq_ignore_ascii_case(&old.name))
+        {
+            continue;
+        }
+        scan.diagnostics.push(Diagnostic::warning(
+            &old.path,
+            None,
+            format!(
+                "the last good version of skill `{}` stays in use until this file loads again",
+                old.name
+            ),
+        ));
+        scan.skills.push(Scanned {
+            root,
+            skill: old.clone(),
+            tools_file: false,
+        });
     }
 }

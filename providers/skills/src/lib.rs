@@ -30,7 +30,10 @@
 //!
 //! ```text
 //! provider                      inject skills into each request, within a token budget
-//! select, detect, exec, tools   pick skills; detect projects; run skill tools; read_skill
+//! select, detect, exec, tools   pick skills; detect projects; run skill tools and hooks;
+//!                               read_skill
+//! external                      external-skills.json -> roots with overrides
+//! watch                         hot reload: swap in a changed index
 //! index                         one deduplicated, ranked, compiled snapshot; the library
 //! discover, matcher, lexical    find skill files; compile triggers; score untriggered skills
 //! parse                         SKILL.md text -> Skill
@@ -50,6 +53,7 @@ mod detect;
 mod diagnostic;
 mod discover;
 mod exec;
+mod external;
 mod index;
 mod lexical;
 mod matcher;
@@ -59,13 +63,16 @@ mod scan;
 mod select;
 mod skill;
 mod tools;
+mod watch;
 
 pub use body::Body;
 pub use descriptor::ToolSpec;
+pub use detect::Detection;
 pub use diagnostic::{Diagnostic, Severity};
 pub use discover::SkillRoot;
-pub use exec::{ExecOptions, SkillTool, ToolTrust};
-pub use index::{SkillIndex, SkillLibrary};
+pub use exec::{ExecOptions, HookOptions, SkillHooks, SkillTool, ToolTrust};
+pub use external::ExternalSkills;
+pub use index::{LoadOptions, SkillIndex, SkillLibrary};
 pub use provider::{Mode, SkillConfig, SkillContextProvider};
 pub use select::{Reason, SelectOptions, Selection};
 pub use skill::{Detect, Skill, Source, Triggers};
@@ -75,8 +82,13 @@ pub use skill::{Detect, Skill, Source, Triggers};
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Detect>();
+    send_sync::<Detection>();
+    send_sync::<LoadOptions>();
     send_sync::<Diagnostic>();
     send_sync::<ExecOptions>();
+    send_sync::<ExternalSkills>();
+    send_sync::<HookOptions>();
+    send_sync::<SkillHooks>();
     send_sync::<Mode>();
     send_sync::<Reason>();
     send_sync::<SelectOptions>();

@@ -329,7 +329,8 @@ impl<'a> Parser<'a> {
             "license" => skill.license = self.string(&key, value, line),
             "compatibility" => skill.compatibility = self.string(&key, value, line),
             "allowed-tools" => skill.allowed_tools = self.list(&key, value, line),
-            "user-invocable" => skill.user_invocable = self.flag(&key, value, line),
+            "user-invocable" => skill.user_invocable = Some(self.flag(&key, value, line)),
+            "inject_into" | "inject-into" => skill.inject_into = self.phases(&key, value, line),
             "disable-model-invocation" => skill.disable_model_invocation = self.flag(&key, value, line),
             "always" => skill.always = self.flag(&key, value, line),
             "detect" => skill.detect = self.detect(value, line),
@@ -434,6 +435,23 @@ impl<'a> Parser<'a> {
                 false
             }
         }
+    }
+
+    /// `inject_into`: phase names; `always` (or nothing) means every phase, an unknown name is
+    /// a warning.
+    fn phases(&mut self, key: &str, value: Yaml, line: Option<usize>) -> Vec<ctxkit::Phase> {
+        let names = self.list(key, value, line);
+        if names.iter().any(|n| n.eq_ignore_ascii_case("always")) {
+            return Vec::new();
+        }
+        let mut phases = Vec::new();
+        for name in names {
+            match name.parse() {
+                Ok(phase) => phases.push(phase),
+                Err(e) => self.warn(line, format!("`{key}`: {e} (or always); ignored")),
+            }
+        }
+        phases
     }
 
     /// A list of strings, or one comma-separated string.

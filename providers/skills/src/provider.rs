@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ctxkit::{
-    BpeCounter, CatalogEntry, Context, ContextProvider, Message, Result, Role, RunInfo, Section, SectionKind,
-    TokenCounter, Tool,
+    BpeCounter, CatalogEntry, Context, ContextProvider, Message, Phase, Result, Role, RunInfo, Section,
+    SectionKind, TokenCounter, Tool, ToolRestriction,
 };
 
-use crate::exec::{ExecOptions, SkillTool};
+use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks, SkillTool};
 use crate::index::{SkillIndex, SkillLibrary};
 use crate::select::{SelectOptions, Selection};
 use crate::skill::Skill;
@@ -195,6 +195,8 @@ pub struct SkillContextProvider {
     /// Tokens of the intro line above injected bodies, counted once.
     intro_tokens: usize,
     caches: Mutex<Caches>,
+    /// The trusted selected skills with hooks, per thread, for [`SkillHooks`].
+    active: Arc<ActiveHooks>,
 }
 
 impl SkillContextProvider {
@@ -222,7 +224,34 @@ impl SkillContextProvider {
             tools,
             intro_tokens,
             caches: Mutex::default(),
+            active: Arc::default(),
         }
+    }
+
+    /// The SKILL.md hooks of the skills this provider selects in each run, for the agent's
+    /// hooks (`AgentBuilder::hook`). Only skills its tool trust ([`SkillConfig::tools`])
+    /// trusts have their hooks run.
+    pub fn hooks(&self, options: HookOptions) -> SkillHooks {
+        SkillHooks::new(self.active.clone(), options)
+    }
+
+    /// Remember which selected skills bring hooks that may run in `run`'s thread.
+    fn record_hooks(&self, selected: &[Selection], run: &RunInfo) {
+        let index = self.library.snapshot();
+        let active: Vec<ActiveSkill> = selected
+            .iter()
+            .filter_map(|s| index.get(&s.name))
+            .filter(|skill| skill.hooks.is_some())
+            .filter(|skill| {
+                let trusted = self.config.tools.trust.trusts(skill);
+                if !trusted {
+                    tracing::debug!(skill = %skill.name, "skill hooks not run: the skill is not trusted");
+                }
+                trusted
+            })
+            .filter_map(ActiveSkill::of)
+            .collect();
+        self.active.set(&run.thread_id, active);
     }
 
     /// The library it reads a snapshot of on every request.
@@ -240,12 +269,13 @@ impl SkillContextProvider {
     }
 
     /// The skills this provider selects for `messages` in `project` (whose files auto-detect
-    /// skills; `None` detects nothing).
+    /// skills; `None` detects nothing) during `phase` (`None`: every phase).
     pub fn select(
         &self,
         index: &Arc<SkillIndex>,
         messages: &[Message],
         project: Option<&str>,
+        phase: Option<Phase>,
     ) -> Vec<Selection> {
         let window: Vec<&str> = {
             let mut users: Vec<&str> = messages
@@ -259,7 +289,14 @@ impl SkillContextProvider {
             users
         };
         let detected = project.map(|p| self.detected(index, p)).unwrap_or_default();
-        index.select(&window, &detected, &self.config.select)
+        if phase.is_none() {
+            return index.select(&window, &detected, &self.config.select);
+        }
+        let options = SelectOptions {
+            phase,
+            ..self.config.select.clone()
+        };
+        index.select(&window, &detected, &options)
     }
 
     /// The skills auto-detected for `project`, found once per snapshot and project: the same
@@ -380,14 +417,14 @@ impl SkillContextProvider {
         tokens
     }
 
-    /// Build the context for `selected` skills under `budget` tokens; with `baseline`, also
-    /// what sending every skill in full would add.
+    /// Build the context for `selected` skills under `budget` tokens for `run`'s phase; when
+    /// the run asks for a baseline, also what sending every skill in full would add.
     fn render(
         &self,
         index: &Arc<SkillIndex>,
         selected: &[Selection],
         budget: usize,
-        baseline: bool,
+        run: &RunInfo,
     ) -> Context {
         let mut caches = self.caches();
         let mut ctx = Context::new();
@@ -397,7 +434,7 @@ impl SkillContextProvider {
             let mut text = String::from(FULL_INTRO);
             let mut names = Vec::new();
             left = left.saturating_sub(self.intro_tokens);
-            for skill in index.ranked() {
+            for skill in index.ranked().filter(|s| s.serves(run.phase)) {
                 let block = self.block(skill, &mut caches);
                 if block.tokens <= left {
                     left -= block.tokens;
@@ -431,7 +468,7 @@ impl SkillContextProvider {
                 left = self.render_selected(index, selected, left, &mut caches, &mut ctx);
             }
         }
-        if baseline {
+        if run.baseline {
             let definitions: Vec<_> = ctx.tools.iter().map(|t| t.definition()).collect();
             let sent = budget.saturating_sub(left) + self.config.counter.count_tools(&definitions);
             ctx.baseline_delta = self.full_tokens(index, &mut caches) as i64 - sent as i64;
@@ -475,6 +512,13 @@ impl SkillContextProvider {
         let tools = self.skill_tools(index, caches);
         ctx.tools
             .extend(selected.iter().flat_map(|s| tools[s.skill].iter().cloned()));
+        // An active skill's `allowed-tools` holds for the whole run, whether or not its body
+        // fit: the agent wraps every tool so that other calls are refused.
+        ctx.restrictions.extend(selected.iter().filter_map(|s| {
+            let skill = &index.skills()[s.skill];
+            (!skill.allowed_tools.is_empty())
+                .then(|| ToolRestriction::new(format!("skill `{}`", skill.name), skill.allowed_tools.clone()))
+        }));
         left
     }
 
@@ -482,7 +526,7 @@ impl SkillContextProvider {
     pub fn context_for(&self, messages: &[Message], run: &RunInfo) -> (Context, Vec<Selection>) {
         let index = self.library.snapshot();
         let selected = if self.config.mode.has_selection() {
-            self.select(&index, messages, run.project.as_deref())
+            self.select(&index, messages, run.project.as_deref(), run.phase)
         } else {
             Vec::new()
         };
@@ -490,7 +534,7 @@ impl SkillContextProvider {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(usize::MAX),
         };
-        (self.render(&index, &selected, budget, run.baseline), selected)
+        (self.render(&index, &selected, budget, run), selected)
     }
 }
 
@@ -509,6 +553,9 @@ impl ContextProvider for SkillContextProvider {
         );
         let _enter = span.enter();
         let (ctx, selected) = self.context_for(messages, run);
+        if !run.preview {
+            self.record_hooks(&selected, run);
+        }
         if !span.is_disabled() {
             let names: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();
             let why: Vec<String> = selected

@@ -50,6 +50,9 @@ pub struct SelectOptions {
     pub window: usize,
     /// Score skills without triggers lexically when slots remain. Default off.
     pub lexical_fallback: bool,
+    /// The host's phase: skills whose `inject_into` leaves it out are not selected, not even
+    /// by name. Default `None`, every phase.
+    pub phase: Option<ctxkit::Phase>,
 }
 
 impl Default for SelectOptions {
@@ -58,6 +61,7 @@ impl Default for SelectOptions {
             max_skills: 3,
             window: 1,
             lexical_fallback: false,
+            phase: None,
         }
     }
 }
@@ -76,11 +80,14 @@ impl SkillIndex {
     /// latest). `detected` lists skills auto-detected for the session.
     pub fn select(&self, messages: &[&str], detected: &[usize], options: &SelectOptions) -> Vec<Selection> {
         let mut out: Vec<Selection> = Vec::new();
-        let taken = |out: &[Selection], i: usize| out.iter().any(|s| s.skill == i);
+        // A skill out of phase counts as taken: nothing selects it.
+        let taken = |out: &[Selection], i: usize| {
+            !self.skills[i].serves(options.phase) || out.iter().any(|s| s.skill == i)
+        };
         let lowered: Vec<String> = messages.iter().map(|m| lowercase(m)).collect();
 
         for i in lowered.iter().flat_map(|m| self.explicit_in(m)) {
-            if !taken(&out, i) {
+            if !taken(&out, i) && self.skills[i].user_invocable != Some(false) {
                 out.push(self.selection(i, Reason::Explicit, 0, Vec::new()));
             }
         }
@@ -133,6 +140,22 @@ impl SkillIndex {
             }
         }
         out
+    }
+
+    /// Skills named as `$name` / `/name` in `messages` that declare `user-invocable: false`,
+    /// so the name selected nothing: what a match explanation says about them.
+    pub fn refused_invocations(&self, messages: &[&str]) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for m in messages {
+            let lowered = lowercase(m);
+            for i in self.explicit_in(&lowered) {
+                let name = self.skills[i].name.as_str();
+                if self.skills[i].user_invocable == Some(false) && !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        names
     }
 
     fn selection(&self, skill: usize, reason: Reason, score: usize, triggers: Vec<String>) -> Selection {

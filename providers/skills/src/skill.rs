@@ -75,11 +75,34 @@ pub struct Detect {
     pub patterns: Vec<String>,
 }
 
+/// What an operator's config (`external-skills.json`) sets for the skills of one root, over
+/// what their files say: the config is the operator's word, the file the author's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Overrides {
+    pub priority: Option<i64>,
+    pub detect: Option<Detect>,
+    pub inject_into: Option<Vec<ctxkit::Phase>>,
+}
+
+impl Overrides {
+    pub fn apply(&self, skill: &mut Skill) {
+        if let Some(p) = self.priority {
+            skill.priority = p;
+        }
+        if let Some(d) = &self.detect {
+            skill.detect = Some(d.clone());
+        }
+        if let Some(phases) = &self.inject_into {
+            skill.inject_into = phases.clone();
+        }
+    }
+}
+
 /// One skill: what its file says, and where it was found.
 ///
 /// A deserialized skill has no [`tools`](Skill::tools): tools come only from a `tools.json`
 /// validated by [`ToolSpec::parse`].
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Skill {
     /// Normalized name + `-` + the first 12 hex digits of the file's SHA-256.
     pub id: String,
@@ -109,8 +132,10 @@ pub struct Skill {
     pub compatibility: Option<String>,
     /// Frontmatter `allowed-tools` (agentskills.io), kept for hosts that enforce it.
     pub allowed_tools: Vec<String>,
-    /// Frontmatter `user-invocable`: the skill is meant to be called as `/name`.
-    pub user_invocable: bool,
+    /// Frontmatter `user-invocable`: `Some(true)`, the skill is meant to be called as `/name`
+    /// (MCP hosts list it as a prompt); `Some(false)`, `$name` / `/name` never select it;
+    /// `None` when not declared (selectable by name, not listed as a prompt).
+    pub user_invocable: Option<bool>,
     /// Frontmatter `disable-model-invocation`: never selected by triggers, detection,
     /// `always` or the catalog, only by an explicit `$name` / `/name`.
     pub disable_model_invocation: bool,
@@ -118,8 +143,12 @@ pub struct Skill {
     pub always: bool,
     /// Frontmatter `detect`: the projects the skill applies to from the start.
     pub detect: Option<Detect>,
-    /// Frontmatter `hooks`, kept as JSON for hosts that run them; ctxkit does not.
+    /// Frontmatter `hooks` (PreToolUse / PostToolUse / Stop), as JSON; run by
+    /// [`SkillHooks`](crate::SkillHooks), for trusted skills only.
     pub hooks: Option<serde_json::Value>,
+    /// The phases the skill is injected in (frontmatter or config `inject_into`); empty means
+    /// every phase (`always`).
+    pub inject_into: Vec<ctxkit::Phase>,
     /// Frontmatter `metadata`, as JSON.
     pub metadata: BTreeMap<String, serde_json::Value>,
     /// Frontmatter keys ctxkit does not know, kept as they were.
@@ -140,6 +169,14 @@ impl Skill {
         self.source = source;
         self.priority = self.declared_priority.unwrap_or(root_priority);
         self
+    }
+
+    /// Whether the skill may be injected in `phase` (`None`: the host did not say, so yes).
+    pub fn serves(&self, phase: Option<ctxkit::Phase>) -> bool {
+        match phase {
+            Some(phase) => self.inject_into.is_empty() || self.inject_into.contains(&phase),
+            None => true,
+        }
     }
 
     /// The body cut after `max_lines` lines or `max_chars` characters, whichever comes

@@ -37,7 +37,7 @@ fn agentskills_format() {
     assert_eq!(s.compatibility.as_deref(), Some("needs poppler"));
     assert_eq!(s.allowed_tools, ["Read", "Bash"]);
     assert_eq!(s.metadata["author"], "acme");
-    assert!(s.user_invocable);
+    assert_eq!(s.user_invocable, Some(true));
     assert_eq!(
         s.extra["x-custom"],
         serde_json::json!([1, 2]),

@@ -10,12 +10,16 @@
 //! - `process`: spawning with a scrubbed environment, timeout, output cap.
 //! - `trust`: what the user allows — whose tools, which interpreters, which variables.
 //! - `tool`: the `ctxkit::Tool` that ties them together.
+//! - `hook`: SKILL.md `hooks`, run around tool calls with the same process rules.
 
 mod argv;
 mod guard;
+mod hook;
 mod process;
 mod tool;
 mod trust;
 
+pub(crate) use hook::{ActiveHooks, ActiveSkill};
+pub use hook::{HookOptions, SkillHooks};
 pub use tool::{ExecOptions, SkillTool};
 pub use trust::ToolTrust;

@@ -1,0 +1,324 @@
+//! Authoring skills: `ctxkit skills new` scaffolds one, `ctxkit skills test` runs the examples
+//! skills declare, so a skill's triggers are tested the way code is.
+//!
+//! Examples come from the frontmatter (`examples: {fire: [...], silent: [...]}`) or from a
+//! `tests.jsonl` beside `SKILL.md`, one `{"text": "...", "fires": true|false}` per line.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use ctxkit_skills::{Reason, SelectOptions, Skill, SkillIndex};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::printable::printable;
+use crate::setup::SkillDirs;
+use crate::CliError;
+
+#[derive(Args, Debug)]
+pub struct NewArgs {
+    /// The skill's name: lowercase letters, digits and hyphens.
+    name: String,
+    /// What the skill does and when to use it (default: a placeholder to replace).
+    #[arg(long)]
+    description: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    /// Only this skill's examples (repeatable); default: every skill with examples.
+    #[arg(long = "skill", value_name = "NAME")]
+    skills: Vec<String>,
+    /// The most skills selected by their triggers, as at run time.
+    #[arg(long, default_value_t = 3)]
+    max_skills: usize,
+    /// Count a cross-fire (an example of one skill selecting another) as a failure too.
+    #[arg(long)]
+    deny_cross_fires: bool,
+    /// One JSON object per skill per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The longest name `skills new` accepts (the agentskills.io limit).
+const MAX_NAME: usize = 64;
+/// The largest `tests.jsonl` read.
+const MAX_TESTS_BYTES: u64 = 1 << 20;
+
+/// Create `NAME/SKILL.md` in the first `--dir` (default `skills/`), refusing to overwrite.
+pub fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Result<(), CliError> {
+    let name = &args.name;
+    let valid = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--");
+    if !valid {
+        return Err(CliError::new(format!(
+            "`{}` is not a skill name: use 1-{MAX_NAME} lowercase letters, digits and single hyphens",
+            printable(name)
+        )));
+    }
+    let parent = dirs
+        .dirs
+        .first()
+        .map_or_else(|| PathBuf::from("skills"), |d| d.path.clone());
+    let folder = parent.join(name);
+    let file = folder.join("SKILL.md");
+    if file.exists() {
+        return Err(CliError::new(format!("`{}` already exists", file.display())));
+    }
+    let description = args
+        .description
+        .clone()
+        .unwrap_or_else(|| format!("TODO: say what {name} does and when to use it, in one line"));
+    let text = template(name, &description);
+    // The template must load as it will be read; a description that breaks the YAML is the
+    // user's to fix, before anything is written.
+    let (parsed, diagnostics) = Skill::parse(&file, &text, Some(name));
+    if parsed.is_none() {
+        let why: Vec<String> = diagnostics.iter().map(|d| d.to_string()).collect();
+        return Err(CliError::new(format!(
+            "the skill would not load: {}",
+            why.join("; ")
+        )));
+    }
+    std::fs::create_dir_all(&folder)
+        .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", folder.display())))?;
+    std::fs::write(&file, text)
+        .map_err(|e| CliError::new(format!("cannot write `{}`: {e}", file.display())))?;
+    writeln!(out, "created {}", printable(&file.display().to_string()))?;
+    Ok(())
+}
+
+fn template(name: &str, description: &str) -> String {
+    let trigger = name.replace('-', " ");
+    format!(
+        "---\nname: {name}\ndescription: {}\ntriggers: [{}]\nexamples:\n  fire: [{}]\n  silent: [\"what is 2+2?\"]\n---\n\n# {name}\n\nWhat the agent should do when this skill applies: the steps, the conventions, the\npitfalls. Keep it short; the triggers above decide when it is sent.\n",
+        serde_json::to_string(description).unwrap_or_default(),
+        serde_json::to_string(&trigger).unwrap_or_default(),
+        serde_json::to_string(&format!("help me with {trigger}")).unwrap_or_default(),
+    )
+}
+
+/// One example: the text, and whether the skill should fire on it.
+struct Example {
+    text: String,
+    fires: bool,
+}
+
+#[derive(Deserialize)]
+struct Line {
+    text: String,
+    fires: bool,
+}
+
+/// What one skill's examples gave.
+#[derive(Default)]
+struct Outcome {
+    hits: usize,
+    misses: Vec<String>,
+    false_fires: Vec<String>,
+    /// (example, the other skill it fired)
+    cross_fires: Vec<(String, String)>,
+    /// Examples that could not be read.
+    problems: Vec<String>,
+}
+
+/// Run every declared example against the index and report per skill; an error (exit 1) when
+/// any example missed or fired falsely (or cross-fired, with `--deny-cross-fires`), or could
+/// not be read.
+pub fn test(index: &SkillIndex, args: &TestArgs, out: &mut impl Write) -> Result<(), CliError> {
+    for name in &args.skills {
+        if index.get(name).is_none() {
+            return Err(CliError::new(format!("no skill is named `{}`", printable(name))));
+        }
+    }
+    let options = SelectOptions {
+        max_skills: args.max_skills,
+        ..SelectOptions::default()
+    };
+    let (mut tested, mut failed) = (0, 0);
+    for skill in index.ranked() {
+        if !args.skills.is_empty() && !args.skills.iter().any(|n| n.eq_ignore_ascii_case(&skill.name)) {
+            continue;
+        }
+        let (examples, problems) = examples(skill);
+        if examples.is_empty() && problems.is_empty() {
+            continue;
+        }
+        tested += 1;
+        let mut outcome = Outcome {
+            problems,
+            ..Outcome::default()
+        };
+        for example in examples {
+            let selected = index.select(&[example.text.as_str()], &[], &options);
+            let fired = selected.iter().any(|s| s.name == skill.name);
+            match (example.fires, fired) {
+                (true, true) => outcome.hits += 1,
+                (true, false) => outcome.misses.push(example.text.clone()),
+                (false, true) => outcome.false_fires.push(example.text.clone()),
+                (false, false) => outcome.hits += 1,
+            }
+            // `always` skills fire on everything: not a cross-fire worth a word.
+            for other in selected
+                .iter()
+                .filter(|s| s.name != skill.name && s.reason != Reason::Always)
+            {
+                outcome
+                    .cross_fires
+                    .push((example.text.clone(), other.name.clone()));
+            }
+        }
+        let fails = !outcome.misses.is_empty()
+            || !outcome.false_fires.is_empty()
+            || !outcome.problems.is_empty()
+            || (args.deny_cross_fires && !outcome.cross_fires.is_empty());
+        failed += usize::from(fails);
+        report(&skill.name, &outcome, fails, args.json, out)?;
+    }
+    if !args.json {
+        writeln!(out, "{tested} skills tested, {failed} failed")?;
+    }
+    if failed > 0 {
+        return Err(CliError::quiet(format!("{failed} skills failed their examples")));
+    }
+    Ok(())
+}
+
+fn report(name: &str, o: &Outcome, fails: bool, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    if json {
+        let cross: Vec<Value> = o
+            .cross_fires
+            .iter()
+            .map(|(t, s)| json!({"text": t, "fires": s}))
+            .collect();
+        let v = json!({
+            "skill": name, "ok": !fails, "hits": o.hits, "misses": o.misses,
+            "false_fires": o.false_fires, "cross_fires": cross, "problems": o.problems,
+        });
+        writeln!(out, "{v}")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{} {}: {} hits, {} misses, {} false fires, {} cross-fires",
+        if fails { "FAIL" } else { "ok  " },
+        printable(name),
+        o.hits,
+        o.misses.len(),
+        o.false_fires.len(),
+        o.cross_fires.len()
+    )?;
+    for text in &o.misses {
+        writeln!(out, "  miss: {:?} should fire it and does not", printable(text))?;
+    }
+    for text in &o.false_fires {
+        writeln!(
+            out,
+            "  false fire: {:?} should not fire it and does",
+            printable(text)
+        )?;
+    }
+    for (text, other) in &o.cross_fires {
+        writeln!(
+            out,
+            "  cross-fire: {:?} also fires `{}`",
+            printable(text),
+            printable(other)
+        )?;
+    }
+    for problem in &o.problems {
+        writeln!(out, "  problem: {}", printable(problem))?;
+    }
+    Ok(())
+}
+
+/// A skill's examples: its frontmatter's, then its `tests.jsonl`'s; and what could not be read.
+fn examples(skill: &Skill) -> (Vec<Example>, Vec<String>) {
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    if let Some(examples) = skill.extra.get("examples") {
+        for (key, fires) in [("fire", true), ("silent", false)] {
+            match examples.get(key) {
+                None => {}
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        match item.as_str() {
+                            Some(text) => found.push(Example {
+                                text: text.to_string(),
+                                fires,
+                            }),
+                            None => problems.push(format!("`examples.{key}` holds a value that is not text")),
+                        }
+                    }
+                }
+                Some(_) => problems.push(format!("`examples.{key}` must be a list of texts")),
+            }
+        }
+    }
+    let file = skill.path.with_file_name("tests.jsonl");
+    if skill.path.file_name().is_some_and(|n| n == "SKILL.md") {
+        match read_tests(&file) {
+            Ok(Some(text)) => {
+                for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                    match serde_json::from_str::<Line>(line) {
+                        Ok(l) => found.push(Example {
+                            text: l.text,
+                            fires: l.fires,
+                        }),
+                        Err(e) => problems.push(format!("tests.jsonl line {}: {e}", n + 1)),
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => problems.push(e),
+        }
+    }
+    (found, problems)
+}
+
+/// `tests.jsonl` when it is a regular file (a link is not followed: it could lead anywhere)
+/// under the size cap; `None` when there is none.
+fn read_tests(file: &Path) -> Result<Option<String>, String> {
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return Ok(None);
+    };
+    if !meta.is_file() {
+        return Err("tests.jsonl is not a regular file (links are not followed); skipped".into());
+    }
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_TESTS_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read tests.jsonl: {e}"))?;
+    if text.len() as u64 > MAX_TESTS_BYTES {
+        return Err(format!(
+            "tests.jsonl is larger than {} KiB; skipped",
+            MAX_TESTS_BYTES >> 10
+        ));
+    }
+    Ok(Some(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_loads_for_any_description() {
+        for description in ["Plain", "has: a colon", "quotes \" and ' and #", "- dash"] {
+            let text = template("my-skill", description);
+            let (parsed, diags) = Skill::parse(Path::new("s/my-skill/SKILL.md"), &text, Some("my-skill"));
+            let skill = parsed.unwrap_or_else(|| panic!("{description}: {diags:?}"));
+            assert_eq!(skill.description, description);
+            assert!(diags.is_empty(), "{diags:?}");
+            let (examples, problems) = examples(&skill);
+            assert_eq!((examples.len(), problems.len()), (2, 0));
+        }
+    }
+}

@@ -1,0 +1,642 @@
+//! The skill controls end to end through the binary: enable/disable, the config files and
+//! their precedence, `external-skills.json`, tiers on `--dir`, phases, `user-invocable`,
+//! detection reports, `skills new` and `skills test`, and hostile config files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+/// A project folder with skills, and a user config beside it (never the real user's).
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// A project with three skills that all fire on "deploy the docs".
+    fn new() -> Setup {
+        let s = Setup {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(s.project()).unwrap();
+        for (name, extra) in [("alpha", ""), ("beta", ""), ("gamma", "")] {
+            s.skill(
+                name,
+                &format!("---\nname: {name}\ndescription: The {name} skill\ntriggers: [deploy, docs]\n{extra}---\n{name}-BODY\n"),
+            );
+        }
+        s
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("proj")
+    }
+
+    fn user_config(&self) -> PathBuf {
+        self.dir.path().join("user/config.toml")
+    }
+
+    /// Write `proj/skills/NAME/SKILL.md`.
+    fn skill(&self, name: &str, text: &str) {
+        let dir = self.project().join("skills").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), text).unwrap();
+    }
+
+    fn write(&self, path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// `ctxkit ARGS` in the project, with this setup's user config, cache and memory.
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+            .args(args)
+            .current_dir(self.project())
+            .env("CTXKIT_CONFIG", self.user_config())
+            .env("CTXKIT_CACHE_DIR", self.dir.path().join("cache"))
+            .env("CTXKIT_MEMORY_DB", self.dir.path().join("memory.db"))
+            .env("HOME", self.dir.path().join("home"))
+            .env_remove("CTXKIT_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// Run and expect success; stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    }
+
+    /// The skills `context --json` injects for `message`.
+    fn injected(&self, extra: &[&str], message: &str) -> Value {
+        let out = self.ok(&[&["context", "--no-memory", "--json"], extra, &[message]].concat());
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        v["stats"]["skills"].clone()
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+#[test]
+fn a_disabled_skill_is_listed_marked_and_never_injected_until_enabled() {
+    let s = Setup::new();
+    assert_eq!(
+        s.injected(&[], "deploy the docs"),
+        json!(["alpha", "beta", "gamma"])
+    );
+    assert!(s.ok(&["skills", "disable", "beta"]).contains("beta disabled"));
+    let config = std::fs::read_to_string(s.project().join(".ctxkit/config.toml")).unwrap();
+    assert!(config.contains("disabled = [\"beta\"]"), "{config}");
+
+    assert_eq!(s.injected(&[], "deploy the docs"), json!(["alpha", "gamma"]));
+    assert_eq!(s.injected(&[], "use $beta"), json!([]), "not even by name");
+    let list = s.ok(&["skills", "list"]);
+    let beta = list.lines().find(|l| l.starts_with("beta")).unwrap();
+    assert!(beta.contains("(disabled)"), "{list}");
+    let json_list = s.ok(&["skills", "list", "--json"]);
+    let states: Vec<(String, bool)> = json_list
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap().to_string(),
+                v["enabled"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert!(states.contains(&("beta".into(), false)) && states.contains(&("alpha".into(), true)));
+    let chat = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args(["chat", "--no-memory"])
+        .current_dir(s.project())
+        .env("CTXKIT_CONFIG", s.user_config())
+        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    chat.stdin
+        .as_ref()
+        .unwrap()
+        .write_all(b"deploy the docs\n")
+        .unwrap();
+    let o = chat.wait_with_output().unwrap();
+    assert!(stdout(&o).contains("Skills: alpha, gamma."), "{}", stdout(&o));
+
+    s.ok(&["skills", "enable", "beta"]);
+    assert_eq!(
+        s.injected(&[], "deploy the docs"),
+        json!(["alpha", "beta", "gamma"])
+    );
+    s.ok(&["skills", "disable", "beta"]);
+    let shown = s.ok(&["skills", "show", "beta"]);
+    assert!(shown.starts_with("state:       disabled"), "{shown}");
+    s.ok(&["skills", "enable", "beta"]);
+    // A name no skill has is recorded, with a note (a typo should not pass unseen).
+    assert!(s
+        .ok(&["skills", "disable", "betta"])
+        .contains("note: no loaded skill is named `betta`"));
+}
+
+#[test]
+fn the_project_config_wins_over_the_user_config_which_wins_over_defaults() {
+    let s = Setup::new();
+    // Defaults: three skills by triggers.
+    assert_eq!(s.injected(&[], "deploy the docs").as_array().unwrap().len(), 3);
+    s.write(
+        &s.user_config(),
+        "[skills]\nmax_skills = 1\ndisabled = [\"gamma\"]\n",
+    );
+    assert_eq!(s.injected(&[], "deploy the docs"), json!(["alpha"]));
+    s.write(
+        &s.project().join(".ctxkit/config.toml"),
+        "[skills]\nmax_skills = 2\nenabled = [\"gamma\"]\n",
+    );
+    assert_eq!(s.injected(&[], "deploy the docs"), json!(["alpha", "beta"]));
+    // The command line wins over both.
+    assert_eq!(
+        s.injected(&["--max-skills", "3"], "deploy the docs")
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    // `skills disable --user` writes the user's file; the project may still turn it back on.
+    s.ok(&["skills", "disable", "--user", "alpha"]);
+    let user = std::fs::read_to_string(s.user_config()).unwrap();
+    assert!(
+        user.contains("max_skills = 1") && user.contains("\"alpha\""),
+        "{user}"
+    );
+    assert_eq!(s.injected(&[], "deploy the docs"), json!(["beta", "gamma"]));
+    s.ok(&["skills", "enable", "alpha"]);
+    assert_eq!(s.injected(&[], "deploy the docs"), json!(["alpha", "beta"]));
+}
+
+#[test]
+fn config_mode_budget_and_roots_with_tiers_apply() {
+    let s = Setup::new();
+    let team = s.dir.path().join("team");
+    std::fs::create_dir_all(team.join("alpha")).unwrap();
+    std::fs::write(
+        team.join("alpha/SKILL.md"),
+        "---\nname: alpha\ndescription: The team's alpha\ntriggers: [deploy]\n---\nTEAM-ALPHA\n",
+    )
+    .unwrap();
+    s.write(
+        &s.user_config(),
+        &format!(
+            "[skills]\nmode = \"triggered\"\n[[skills.roots]]\npath = {:?}\ntier = \"user\"\npriority = 120\n",
+            team.to_str().unwrap()
+        ),
+    );
+    let out = s.ok(&["context", "--no-memory", "--json", "deploy"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    // Triggered mode: no catalog, no read_skill; the project's alpha shadows the user's.
+    assert_eq!(v["tools"], json!([]), "{v}");
+    assert!(v["system"].as_str().unwrap().contains("alpha-BODY"));
+    let list = s.ok(&["skills", "list", "--json"]);
+    assert!(!list.contains("TEAM"), "{list}");
+
+    // `--dir TIER:PATH` names the tier on the command line.
+    let out = s.ok(&[
+        "skills",
+        "--dir",
+        &format!("external:{}", team.display()),
+        "list",
+        "--json",
+    ]);
+    let first: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(first["source"], "external");
+}
+
+/// The example of seed 004 §5.4, with one more skill limited to planning.
+const EXTERNAL_SKILLS: &str = r#"{
+  "version": "1.1.0",
+  "priority_ranges": {
+    "builtin":   { "min": 1,   "max": 50  },
+    "submodule": { "min": 51,  "max": 100 },
+    "user":      { "min": 101, "max": 200 }
+  },
+  "sources": {
+    "vercel": {
+      "type": "submodule",
+      "path": "external-skills/vercel",
+      "repository": "https://github.com/vercel-labs/agent-skills"
+    }
+  },
+  "skills": {
+    "react-best-practices": {
+      "source": "vercel",
+      "skill_path": "skills/react-best-practices",
+      "detect": {
+        "files": ["package.json"],
+        "patterns": ["\"react\"", "\"next\""]
+      },
+      "inject_into": ["planning", "implementation", "retry"],
+      "priority": 100
+    },
+    "react-planning": {
+      "source": "vercel",
+      "skill_path": "skills/react-planning",
+      "inject_into": ["planning"],
+      "priority": 90
+    }
+  },
+  "settings": {
+    "max_skills_per_story": 3,
+    "max_content_lines": 200,
+    "cache_enabled": true
+  }
+}"#;
+
+#[test]
+fn external_skills_json_is_read_as_is() {
+    let s = Setup::new();
+    let vercel = s.project().join("external-skills/vercel/skills");
+    s.write(
+        &vercel.join("react-best-practices/SKILL.md"),
+        "---\nname: react-best-practices\ndescription: React and Next.js performance\n---\nREACT-BODY\n",
+    );
+    s.write(
+        &vercel.join("react-planning/SKILL.md"),
+        "---\nname: react-planning\ndescription: Planning React work\ntriggers: [component]\n---\nPLANNING-BODY\n",
+    );
+    s.write(&s.project().join("external-skills.json"), EXTERNAL_SKILLS);
+    s.write(
+        &s.project().join(".ctxkit/config.toml"),
+        "[skills]\nexternal = [\"external-skills.json\"]\n",
+    );
+    s.write(
+        &s.project().join("package.json"),
+        "{\"dependencies\": {\"react\": \"18\"}}",
+    );
+
+    let list = s.ok(&["skills", "list", "--json"]);
+    let react: Value = list
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["name"] == "react-best-practices")
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(
+        (react["source"].as_str(), react["priority"].as_i64()),
+        (Some("external"), Some(100))
+    );
+    assert_eq!(
+        react["inject_into"],
+        json!(["planning", "implementation", "retry"])
+    );
+
+    let detect = s.ok(&["skills", "detect", "--json"]);
+    let d: Value = serde_json::from_str(detect.trim()).unwrap();
+    assert_eq!(
+        d,
+        json!({"name": "react-best-practices", "files": ["package.json"], "patterns": ["\"react\""]})
+    );
+    let text = s.ok(&["skills", "detect"]);
+    assert!(
+        text.contains("react-best-practices") && text.contains("package.json"),
+        "{text}"
+    );
+
+    let project = s.project();
+    let args = ["--project", project.to_str().unwrap()];
+    let out = s.ok(&[
+        &["context", "--no-memory", "--json"],
+        &args[..],
+        &["add a component"],
+    ]
+    .concat());
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["detected"][0]["name"], "react-best-practices");
+    assert_eq!(
+        v["stats"]["skills"],
+        json!(["react-best-practices", "react-planning"])
+    );
+    // Phases: react-planning is only for planning; no phase means every phase.
+    let impl_phase = s.injected(
+        &[&args[..], &["--phase", "implementation"]].concat(),
+        "add a component",
+    );
+    assert_eq!(impl_phase, json!(["react-best-practices"]));
+    let planning = s.injected(&[&args[..], &["--phase", "planning"]].concat(), "add a component");
+    assert_eq!(planning, json!(["react-best-practices", "react-planning"]));
+    let o = s.run(&["context", "--phase", "testing", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn hostile_config_files_fail_with_one_sentence() {
+    let s = Setup::new();
+    let project_config = s.project().join(".ctxkit/config.toml");
+    for (path, text, expect) in [
+        (
+            &project_config,
+            "[tools]\ntrust = [\"/\"]\n",
+            "only the user config may set",
+        ),
+        (
+            &project_config,
+            "[[skills.roots]]\npath = \"../../etc\"\n",
+            "not a folder inside the project",
+        ),
+        (&project_config, "[skills\n", "is not valid"),
+        (
+            &project_config,
+            "[skills]\nmode = \"loud\"\n",
+            "unknown skill mode",
+        ),
+        (
+            &project_config,
+            "[skills]\nexternal = [\"x.json\"]\n",
+            "cannot read",
+        ),
+    ] {
+        s.write(path, text);
+        let o = s.run(&["skills", "list"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{text}: {err}");
+        assert!(err.contains(expect) && err.lines().count() == 1, "{text}: {err}");
+    }
+    s.write(&project_config, &"#".repeat(300 * 1024));
+    assert!(stderr(&s.run(&["skills", "list"])).contains("larger than"));
+    std::fs::remove_file(&project_config).unwrap();
+
+    // An external file out of bounds: too big, not JSON, paths leaving its folder.
+    s.write(&project_config, "[skills]\nexternal = [\"ext.json\"]\n");
+    let ext = s.project().join("ext.json");
+    s.write(&ext, "{\"skills\": ");
+    assert!(stderr(&s.run(&["skills", "list"])).contains("not a valid external-skills.json"));
+    s.write(
+        &ext,
+        r#"{"sources": {"up": {"path": "../.."}}, "skills": {"x": {"source": "up", "skill_path": "etc"}}}"#,
+    );
+    let o = s.run(&["skills", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("etc"));
+    #[cfg(unix)]
+    {
+        let outside = s.dir.path().join("outside.json");
+        std::fs::write(&outside, "{}").unwrap();
+        std::fs::remove_file(&ext).unwrap();
+        std::os::unix::fs::symlink(&outside, &ext).unwrap();
+        let err = stderr(&s.run(&["skills", "list"]));
+        assert!(err.contains("leads out of the project"), "{err}");
+    }
+}
+
+#[test]
+fn a_skill_that_is_not_user_invocable_is_not_selected_by_name_and_the_match_says_why() {
+    let s = Setup::new();
+    s.skill(
+        "internal",
+        "---\nname: internal\ndescription: Internal only\nuser-invocable: false\ntriggers: [internals]\n---\nBODY\n",
+    );
+    let out = s.ok(&["skills", "match", "use $internal now"]);
+    assert!(out.contains("user-invocable: false"), "{out}");
+    assert!(out.contains("no skill selected"), "{out}");
+    let json_out = s.ok(&["skills", "match", "--json", "/internal please"]);
+    let v: Value = serde_json::from_str(json_out.trim()).unwrap();
+    assert_eq!(
+        (v["skills"].clone(), v["not_invocable"].clone()),
+        (json!([]), json!(["internal"]))
+    );
+    // Its triggers still fire.
+    assert_eq!(s.injected(&[], "the internals"), json!(["internal"]));
+}
+
+#[test]
+fn validate_warns_about_allowed_tools_no_registry_provides() {
+    let s = Setup::new();
+    s.skill(
+        "strict",
+        "---\nname: strict\ndescription: Strict\nallowed-tools: [Read, Grep, Teleport]\n---\nBODY\n",
+    );
+    let o = s.run(&["skills", "validate"]);
+    assert!(o.status.success(), "warnings only: {}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("`Teleport`") && !out.contains("`Read`"), "{out}");
+    assert!(out.contains("1 warnings"), "{out}");
+}
+
+#[test]
+fn skills_new_scaffolds_a_skill_that_validates_and_passes_its_examples() {
+    let s = Setup::new();
+    assert!(s
+        .ok(&["skills", "new", "pdf-tools"])
+        .contains("skills/pdf-tools/SKILL.md"));
+    s.ok(&["skills", "validate"]);
+    let out = s.ok(&["skills", "test", "--skill", "pdf-tools"]);
+    assert!(out.contains("ok   pdf-tools: 2 hits, 0 misses"), "{out}");
+    let again = s.run(&["skills", "new", "pdf-tools"]);
+    assert!(stderr(&again).contains("already exists"));
+    let bad = s.run(&["skills", "new", "../escape"]);
+    assert!(stderr(&bad).contains("is not a skill name"), "{}", stderr(&bad));
+    assert!(!s.dir.path().join("escape").exists());
+}
+
+#[test]
+fn skills_test_reports_hits_misses_false_and_cross_fires_and_exits_1_on_failure() {
+    let s = Setup::new();
+    s.skill(
+        "greet",
+        "---\nname: greet\ndescription: Greetings\ntriggers: [hello]\nexamples:\n  fire: [\"hello Bob\", \"bonjour Bob\"]\n  silent: [\"what is 2+2\"]\n---\nBODY\n",
+    );
+    std::fs::write(
+        s.project().join("skills/alpha/tests.jsonl"),
+        "{\"text\": \"deploy now\", \"fires\": true}\n{\"text\": \"hello\", \"fires\": true}\n",
+    )
+    .unwrap();
+    let o = s.run(&["skills", "test"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("FAIL greet: 2 hits, 1 misses, 0 false fires, 0 cross-fires"),
+        "{out}"
+    );
+    assert!(out.contains("miss: \"bonjour Bob\""), "{out}");
+    assert!(out.contains("FAIL alpha: 1 hits, 1 misses"), "{out}");
+    assert!(
+        out.contains("cross-fire: \"deploy now\" also fires `beta`"),
+        "{out}"
+    );
+    assert!(out.contains("2 skills tested, 2 failed"), "{out}");
+
+    // Passing examples exit 0; cross-fires count only when asked.
+    let ok = s.run(&["skills", "test", "--skill", "greet", "--skill", "beta"]);
+    assert_eq!(ok.status.code(), Some(1), "greet still misses");
+    std::fs::write(
+        s.project().join("skills/alpha/tests.jsonl"),
+        "{\"text\": \"deploy now\", \"fires\": true}\n",
+    )
+    .unwrap();
+    let o = s.run(&["skills", "test", "--skill", "alpha"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let o = s.run(&["skills", "test", "--skill", "alpha", "--deny-cross-fires"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn bundled_skills_pass_their_examples() {
+    let s = Setup::new();
+    let skills = Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills");
+    let out = s.ok(&["skills", "--dir", skills.to_str().unwrap(), "test"]);
+    assert!(out.contains("7 skills tested, 0 failed"), "{out}");
+}
+
+#[test]
+fn chat_reloads_edited_broken_deleted_and_new_skills_while_it_runs() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::mpsc::{channel, Receiver};
+    use std::time::Duration;
+    let s = Setup::new();
+    std::fs::remove_dir_all(s.project().join("skills/gamma")).unwrap();
+    let mut chat = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args(["chat", "--no-memory", "--lazy", "--watch", "1"])
+        .current_dir(s.project())
+        .env("CTXKIT_CONFIG", s.user_config())
+        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
+        .env_remove("CTXKIT_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Each pipe's lines arrive on a channel, so the test waits for what it needs.
+    fn lines(pipe: impl std::io::Read + Send + 'static) -> Receiver<String> {
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        rx
+    }
+    let replies = lines(chat.stdout.take().unwrap());
+    let errors = lines(chat.stderr.take().unwrap());
+    let mut stdin = chat.stdin.take().unwrap();
+    // Send a message; the skills its reply says were injected.
+    let mut say = |text: &str| -> String {
+        writeln!(stdin, "{text}").unwrap();
+        let reply = replies.recv_timeout(Duration::from_secs(60)).expect("a reply");
+        reply
+            .split("Skills: ")
+            .nth(1)
+            .unwrap_or("")
+            .split('.')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    // Wait for the watcher to report a reload; what it printed with it.
+    let reloaded = || -> String {
+        let mut said = vec![errors.recv_timeout(Duration::from_secs(30)).expect("a reload")];
+        while let Ok(line) = errors.recv_timeout(Duration::from_millis(300)) {
+            said.push(line);
+        }
+        assert!(said[0].starts_with("(skills reloaded"), "{said:?}");
+        said.join("\n")
+    };
+    assert_eq!(say("deploy"), "alpha, beta");
+    // An edit and a new skill.
+    s.skill(
+        "alpha",
+        "---\nname: alpha\ndescription: Edited alpha\ntriggers: [ship]\n---\nALPHA2\n",
+    );
+    s.skill(
+        "delta",
+        "---\nname: delta\ndescription: New\ntriggers: [deploy]\n---\nDELTA\n",
+    );
+    reloaded();
+    assert_eq!(say("deploy"), "beta, delta");
+    // A broken edit keeps the last good alpha and says why.
+    s.skill("alpha", "---\nname: alpha\ndescription: [broken\n---\nALPHA3\n");
+    let said = reloaded();
+    assert!(
+        said.contains("cannot be parsed") && said.contains("last good version of skill `alpha`"),
+        "{said}"
+    );
+    assert_eq!(say("ship it"), "alpha");
+    // A deletion.
+    std::fs::remove_dir_all(s.project().join("skills/beta")).unwrap();
+    reloaded();
+    assert_eq!(say("deploy"), "delta");
+    drop(stdin);
+    assert!(chat.wait().unwrap().success());
+}
+
+#[test]
+fn the_mcp_server_honours_disabled_skills() {
+    use std::io::{BufRead, BufReader, Write};
+    let s = Setup::new();
+    s.write(
+        &s.project().join(".ctxkit/config.toml"),
+        "[skills]\ndisabled = [\"beta\"]\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+        .args(["mcp", "--watch", "0"])
+        .current_dir(s.project())
+        .env("CTXKIT_CONFIG", s.user_config())
+        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
+        .env("CTXKIT_MEMORY_DB", s.dir.path().join("memory.db"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        writeln!(
+            input,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
+        if id == 1 {
+            writeln!(
+                input,
+                "{}",
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            )
+            .unwrap();
+        }
+        loop {
+            let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let listed = ask(2, "tools/call", json!({"name": "list_skills", "arguments": {}}));
+    let names: Vec<&str> = listed["result"]["structuredContent"]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha", "gamma"], "{listed}");
+    let read = ask(
+        3,
+        "tools/call",
+        json!({"name": "read_skill", "arguments": {"name": "beta"}}),
+    );
+    assert_eq!(read["result"]["isError"], true, "{read}");
+    drop(input);
+    child.wait().unwrap();
+}
