@@ -58,6 +58,7 @@
 
 mod clock;
 mod commands;
+mod decide;
 mod error;
 pub mod eval;
 mod extraction;
@@ -66,11 +67,13 @@ mod ids;
 mod provider;
 pub mod records;
 mod retrieval;
+mod rules;
 pub mod secrets;
 mod sqlite;
 mod store;
 mod supersede;
 mod text;
+mod transfer;
 mod types;
 
 pub use clock::ManualClock;
