@@ -64,6 +64,8 @@ pub mod eval;
 mod extraction;
 mod hook;
 mod ids;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod provider;
 pub mod records;
 mod retrieval;
@@ -80,6 +82,8 @@ pub use clock::ManualClock;
 pub use error::{MemoryError, Result};
 pub use extraction::MemoryExtractor;
 pub use hook::MemoryHook;
+#[cfg(feature = "postgres")]
+pub use postgres::{is_postgres_url, PostgresStore};
 pub use provider::MemoryContextProvider;
 pub use sqlite::{OpenOptions, SearchIndex};
 pub use store::{MemoryStore, SqliteMemoryStore};

@@ -27,6 +27,7 @@ pub(crate) const IMPORTANCE_RANGE: std::ops::RangeInclusive<f32> = 0.0..=1.0;
 const MAX_SOURCE_CONTEXT_CHARS: usize = 500;
 
 /// A validated memory ready to store.
+#[derive(Clone)]
 pub(crate) struct Checked {
     pub(crate) project_path: String,
     pub(crate) category: MemoryCategory,
@@ -102,6 +103,7 @@ pub(crate) fn check_new(new: &NewMemoryEntry) -> Result<Checked> {
 }
 
 /// A checked [`MemoryUpdate`]: the normalised new values, `None` where unchanged.
+#[derive(Clone)]
 pub(crate) struct CheckedUpdate {
     content: Option<String>,
     category: Option<MemoryCategory>,

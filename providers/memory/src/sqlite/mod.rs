@@ -95,6 +95,21 @@ impl Default for OpenOptions {
 }
 
 impl OpenOptions {
+    /// Now, by this options' clock.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The most candidates a full-text query hands to ranking.
+    pub(crate) fn max_candidates(&self) -> usize {
+        self.candidate_limit
+    }
+
+    /// Whether writes are refused.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// Take "now" from this clock instead of the system's, to simulate days passing (decay,
     /// recency) in tests.
     pub fn clock(mut self, clock: ManualClock) -> Self {
