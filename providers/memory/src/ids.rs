@@ -37,18 +37,6 @@ pub(crate) fn new_id() -> String {
     format!("{:012x}", v >> 16)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ids_are_short_hex_and_distinct() {
-        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| super::new_id()).collect();
-        assert_eq!(ids.len(), 10_000);
-        assert!(ids
-            .iter()
-            .all(|id| id.len() == 12 && id.chars().all(|c| c.is_ascii_hexdigit())));
-    }
-}
-
 /// A stable 64-bit hash of a project path (FNV-1a): what a full-text index tags a project's rows
 /// with, and what PostgreSQL's per-project write lock is keyed by. Collisions only cost speed
 /// (rows are still filtered by the exact path) or make two projects' writers take turns.
@@ -59,4 +47,16 @@ pub(crate) fn project_hash(project: &str) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ids_are_short_hex_and_distinct() {
+        let ids: std::collections::HashSet<String> = (0..10_000).map(|_| super::new_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(ids
+            .iter()
+            .all(|id| id.len() == 12 && id.chars().all(|c| c.is_ascii_hexdigit())));
+    }
 }

@@ -718,6 +718,36 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// A database URL with its password replaced by `***`, wherever it is given: in the authority
+/// (`postgres://user:pw@host`) or as a `password=` parameter (in a query string or a key/value
+/// connection string). Every error and log line that names a server database shows this.
+///
+/// ```
+/// use ctxkit_memory::secrets::redact_url;
+/// assert_eq!(redact_url("postgres://ann:s3cret@db:5432/mem"), "postgres://ann:***@db:5432/mem");
+/// assert_eq!(redact_url("postgresql://db/mem?user=ann&password=s3cret"), "postgresql://db/mem?user=ann&password=***");
+/// assert_eq!(redact_url("host=db password='s3 cret' user=ann"), "host=db password=*** user=ann");
+/// assert_eq!(redact_url("/home/ann/memory.db"), "/home/ann/memory.db");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    static PARAM: OnceLock<Regex> = OnceLock::new();
+    let param = PARAM.get_or_init(|| {
+        Regex::new(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)").expect("a valid pattern")
+    });
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest = &out[scheme_end + 3..];
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            if let Some(colon) = rest[..at].find(':') {
+                let (start, end) = (scheme_end + 3 + colon + 1, scheme_end + 3 + at);
+                out.replace_range(start..end, "***");
+            }
+        }
+    }
+    param.replace_all(&out, "${1}***").into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -954,34 +984,4 @@ mod tests {
             start.elapsed()
         );
     }
-}
-
-/// A database URL with its password replaced by `***`, wherever it is given: in the authority
-/// (`postgres://user:pw@host`) or as a `password=` parameter (in a query string or a key/value
-/// connection string). Every error and log line that names a server database shows this.
-///
-/// ```
-/// use ctxkit_memory::secrets::redact_url;
-/// assert_eq!(redact_url("postgres://ann:s3cret@db:5432/mem"), "postgres://ann:***@db:5432/mem");
-/// assert_eq!(redact_url("postgresql://db/mem?user=ann&password=s3cret"), "postgresql://db/mem?user=ann&password=***");
-/// assert_eq!(redact_url("host=db password='s3 cret' user=ann"), "host=db password=*** user=ann");
-/// assert_eq!(redact_url("/home/ann/memory.db"), "/home/ann/memory.db");
-/// ```
-pub fn redact_url(url: &str) -> String {
-    static PARAM: OnceLock<Regex> = OnceLock::new();
-    let param = PARAM.get_or_init(|| {
-        Regex::new(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)").expect("a valid pattern")
-    });
-    let mut out = url.to_string();
-    if let Some(scheme_end) = out.find("://") {
-        let rest = &out[scheme_end + 3..];
-        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        if let Some(at) = rest[..authority_end].rfind('@') {
-            if let Some(colon) = rest[..at].find(':') {
-                let (start, end) = (scheme_end + 3 + colon + 1, scheme_end + 3 + at);
-                out.replace_range(start..end, "***");
-            }
-        }
-    }
-    param.replace_all(&out, "${1}***").into_owned()
 }

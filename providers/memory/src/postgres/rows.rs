@@ -163,8 +163,8 @@ async fn count_terms(tx: &Transaction<'_>, e: &MemoryEntry, delta: i64) -> Resul
     }
     let stmt = tx
         .prepare_cached(
-            "INSERT INTO memory_projects (project_path, docs) VALUES ($1, GREATEST($2, 0))
-             ON CONFLICT (project_path) DO UPDATE SET docs = GREATEST(memory_projects.docs + $2, 0)",
+            "INSERT INTO memory_projects (project_path, docs) VALUES ($1, GREATEST($2::bigint, 0))
+             ON CONFLICT (project_path) DO UPDATE SET docs = GREATEST(memory_projects.docs + $2::bigint, 0)",
         )
         .await?;
     tx.execute(&stmt, &[&e.project_path, &delta]).await?;

@@ -80,9 +80,9 @@ pub(super) async fn candidates(
     );
     let sql = format!(
         "SELECT {COLS} FROM project_memories
-         WHERE terms @@ $1::tsquery AND project_path = $2 AND importance >= $3 AND superseded_by IS NULL
+         WHERE terms @@ $1::text::tsquery AND project_path = $2 AND importance >= $3 AND superseded_by IS NULL
            AND ($5::text[] IS NULL OR category = ANY($5))
-         ORDER BY ts_rank(terms, $1::tsquery) DESC, num LIMIT $4"
+         ORDER BY ts_rank(terms, $1::text::tsquery) DESC, num LIMIT $4"
     );
     let found = select_entries(
         tx,

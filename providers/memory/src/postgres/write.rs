@@ -351,7 +351,7 @@ pub(super) async fn touch(store: &PostgresStore, ids: &[String]) -> Result<()> {
     };
     write_tx!(store, projects.iter().map(String::as_str), |tx, now| {
         tx.execute(
-            "UPDATE project_memories SET access_count = LEAST(access_count, $3 - 1) + 1, last_accessed_at = $1
+            "UPDATE project_memories SET access_count = LEAST(access_count, $3::bigint - 1) + 1, last_accessed_at = $1
              WHERE id = ANY($2)",
             &[&now, &ids, &MAX_ACCESS_COUNT],
         )
