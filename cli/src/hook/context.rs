@@ -215,7 +215,7 @@ async fn prompt_memories(
     prompt: &str,
     session_id: Option<&str>,
 ) -> Result<Option<String>, CliError> {
-    let store: Arc<dyn MemoryStore> = Arc::new(open_store(args.memory.as_deref())?);
+    let store: Arc<dyn MemoryStore> = open_store(args.memory.as_deref())?.shared();
     let provider = MemoryContextProvider::new(store)
         .with_project(project)
         .without_episodes()

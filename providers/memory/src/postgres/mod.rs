@@ -81,6 +81,8 @@ struct Inner {
     url: String,
     options: OpenOptions,
     redactor: ReadRedactor,
+    /// Set once the schema was checked (and migrated when needed) by this store.
+    migrated: tokio::sync::OnceCell<()>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -107,6 +109,15 @@ impl PostgresStore {
     /// Connect with options: the clock, the candidate limit and read-only apply; a PostgreSQL
     /// store keeps no in-memory index, so the search-index mode does not.
     pub async fn connect_with(url: &str, options: OpenOptions) -> Result<Self> {
+        let store = Self::open_with(url, options)?;
+        drop(store.client().await?);
+        Ok(store)
+    }
+
+    /// A store for `url` that connects (and checks or migrates the schema) on its first call,
+    /// for callers that cannot wait here; a bad URL fails now, a server that cannot be reached
+    /// or a schema of another version fails the first call.
+    pub fn open_with(url: &str, options: OpenOptions) -> Result<Self> {
         let shown = redact_url(url);
         let connect_error = |reason: String| MemoryError::Connect {
             url: shown.clone(),
@@ -135,22 +146,15 @@ impl PostgresStore {
             .max_size(POOL_SIZE)
             .build()
             .map_err(|e| connect_error(e.to_string()))?;
-        let store = PostgresStore {
+        Ok(PostgresStore {
             inner: Arc::new(Inner {
                 pool,
-                url: shown.clone(),
+                url: shown,
                 options,
                 redactor: ReadRedactor::default(),
+                migrated: tokio::sync::OnceCell::new(),
             }),
-        };
-        let client = store.client().await?;
-        let span = tracing::debug_span!("memory.pg.migrate", url = %shown);
-        let read_only = store.inner.options.is_read_only();
-        schema::migrate(&client, read_only)
-            .instrument(span)
-            .await
-            .map_err(|e| store.attach_url(e))?;
-        Ok(store)
+        })
     }
 
     /// The server's URL with its password redacted.
@@ -166,8 +170,24 @@ impl PostgresStore {
         i64::try_from(self.inner.options.max_candidates()).unwrap_or(i64::MAX)
     }
 
-    /// A pooled connection; a failure to connect is one sentence naming the (redacted) URL.
+    /// A pooled connection, the schema checked first; a failure to connect is one sentence
+    /// naming the (redacted) URL.
     async fn client(&self) -> Result<deadpool_postgres::Object> {
+        let client = self.connection().await?;
+        self.inner
+            .migrated
+            .get_or_try_init(|| async {
+                let span = tracing::debug_span!("memory.pg.migrate", url = %self.inner.url);
+                schema::migrate(&client, self.inner.options.is_read_only())
+                    .instrument(span)
+                    .await
+                    .map_err(|e| self.attach_url(e))
+            })
+            .await?;
+        Ok(client)
+    }
+
+    async fn connection(&self) -> Result<deadpool_postgres::Object> {
         self.inner.pool.get().await.map_err(|e| {
             let reason = match e {
                 deadpool_postgres::PoolError::Backend(e) => describe(&e),
