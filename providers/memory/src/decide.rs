@@ -273,6 +273,66 @@ pub(crate) fn compact_reason(survivor: &str, sim: f32) -> String {
     format!("merged into `{survivor}` by compact (similarity {sim:.2})")
 }
 
+/// Counts of a project built from one row per category (`count`, `Σ importance`,
+/// `Σ access_count`, oldest creation, newest update), as both backends' `stats` query them.
+pub(crate) struct StatsBuilder {
+    stats: MemoryStats,
+    importance: f64,
+}
+
+impl StatsBuilder {
+    pub(crate) fn new(project: &str) -> Self {
+        StatsBuilder {
+            stats: MemoryStats {
+                project_path: project.to_string(),
+                by_category: MemoryCategory::ALL
+                    .iter()
+                    .map(|c| (c.as_str().to_string(), 0))
+                    .collect(),
+                ..Default::default()
+            },
+            importance: 0.0,
+        }
+    }
+
+    /// Add one category's row.
+    pub(crate) fn category(
+        &mut self,
+        category: String,
+        n: i64,
+        importance: f64,
+        accesses: f64,
+        oldest: i64,
+        newest: i64,
+    ) {
+        let stats = &mut self.stats;
+        stats.by_category.insert(category, n as usize);
+        stats.total += n as usize;
+        self.importance += importance;
+        stats.total_accesses = stats.total_accesses.saturating_add(accesses as i64);
+        stats.oldest_created_at = Some(stats.oldest_created_at.map_or(oldest, |o| o.min(oldest)));
+        stats.newest_updated_at = Some(stats.newest_updated_at.map_or(newest, |o| o.max(newest)));
+    }
+
+    /// The stats, with the episode, history and superseded counts.
+    pub(crate) fn finish(
+        mut self,
+        episodes: usize,
+        history_entries: usize,
+        superseded: usize,
+    ) -> MemoryStats {
+        if self.stats.total > 0 {
+            // Rounded to 4 decimals: an average of f32 values has no more precision.
+            self.stats.average_importance =
+                ((self.importance / self.stats.total as f64) * 1e4).round() as f32 / 1e4;
+        }
+        self.stats.episodes = episodes;
+        self.stats.history_entries = history_entries;
+        self.stats.superseded = superseded;
+        self.stats
+    }
+}
+
 /// Refuse an undo of `h` (an entry of `project`) that would reach outside the project: the
 /// memory's current row, or the snapshot to restore, belongs to another project or memory.
 pub(crate) fn check_undo(h: &HistoryEntry, current: Option<&MemoryEntry>, project: &str) -> Result<()> {

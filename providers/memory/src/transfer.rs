@@ -199,19 +199,24 @@ fn check_counters(m: &MemoryEntry) -> Result<()> {
     Ok(())
 }
 
+/// Every field of a memory as given (before any normalisation).
+fn check_memory_secrets(m: &MemoryEntry) -> Result<()> {
+    check_raw_secrets(
+        &m.project_path,
+        &m.content,
+        &m.keywords,
+        m.source_context.as_deref(),
+        m.source_session_id.as_deref(),
+    )
+}
+
 /// Check one imported record like any write, moving it into `project` when one is given.
 fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> {
     match record {
         ExportRecord::Memory(m) => {
-            check_raw_secrets(
-                &m.project_path,
-                &m.content,
-                &m.keywords,
-                m.source_context.as_deref(),
-                m.source_session_id.as_deref(),
-            )
-            .and_then(|()| secrets::check("memory", &m.id))
-            .and_then(|()| secrets::check_all("memory", m.superseded_by.as_deref()))?;
+            check_memory_secrets(m)
+                .and_then(|()| secrets::check("memory", &m.id))
+                .and_then(|()| secrets::check_all("memory", m.superseded_by.as_deref()))?;
             if let Some(p) = project {
                 m.project_path = p.to_string();
             }
@@ -258,13 +263,7 @@ fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> 
         ExportRecord::History(h) => {
             let snapshots = h.before.iter_mut().chain(h.after.iter_mut());
             for m in snapshots {
-                check_raw_secrets(
-                    &m.project_path,
-                    &m.content,
-                    &m.keywords,
-                    m.source_context.as_deref(),
-                    m.source_session_id.as_deref(),
-                )?;
+                check_memory_secrets(m)?;
                 if let Some(p) = project {
                     m.project_path = p.to_string();
                 }

@@ -202,15 +202,7 @@ pub(super) async fn search(
 /// Counts for a project.
 pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<MemoryStats> {
     read_tx!(store, |tx| {
-        let mut stats = MemoryStats {
-            project_path: project.to_string(),
-            by_category: MemoryCategory::ALL
-                .iter()
-                .map(|c| (c.as_str().to_string(), 0))
-                .collect(),
-            ..Default::default()
-        };
-        let mut importance = 0.0f64;
+        let mut stats = crate::decide::StatsBuilder::new(project);
         let rows = tx
             .query(
                 "SELECT category, COUNT(*), SUM(importance::float8), SUM(access_count::float8), MIN(created_at), MAX(updated_at)
@@ -219,7 +211,7 @@ pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<Memory
             )
             .await?;
         for row in rows {
-            let (category, n, imp, acc, oldest, newest): (String, i64, f64, f64, i64, i64) = (
+            stats.category(
                 row.try_get(0)?,
                 row.try_get(1)?,
                 row.try_get(2)?,
@@ -227,16 +219,6 @@ pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<Memory
                 row.try_get(4)?,
                 row.try_get(5)?,
             );
-            stats.by_category.insert(category, n as usize);
-            stats.total += n as usize;
-            importance += imp;
-            stats.total_accesses = stats.total_accesses.saturating_add(acc as i64);
-            stats.oldest_created_at = Some(stats.oldest_created_at.map_or(oldest, |o| o.min(oldest)));
-            stats.newest_updated_at = Some(stats.newest_updated_at.map_or(newest, |o| o.max(newest)));
-        }
-        if stats.total > 0 {
-            // Rounded to 4 decimals, as on SQLite.
-            stats.average_importance = ((importance / stats.total as f64) * 1e4).round() as f32 / 1e4;
         }
         let counts = tx
             .query_one(
@@ -246,9 +228,7 @@ pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<Memory
                 &[&project],
             )
             .await?;
-        stats.episodes = counts.try_get::<_, i64>(0)? as usize;
-        stats.history_entries = counts.try_get::<_, i64>(1)? as usize;
-        stats.superseded = counts.try_get::<_, i64>(2)? as usize;
-        stats
+        let count = |i: usize| -> Result<usize> { Ok(counts.try_get::<_, i64>(i)? as usize) };
+        stats.finish(count(0)?, count(1)?, count(2)?)
     })
 }

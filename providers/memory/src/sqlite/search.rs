@@ -303,53 +303,28 @@ impl MemoryDb {
     /// Counts for a project.
     pub fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.read(|tx| {
-            let mut stats = MemoryStats {
-                project_path: project.to_string(),
-                by_category: MemoryCategory::ALL
-                    .iter()
-                    .map(|c| (c.as_str().to_string(), 0))
-                    .collect(),
-                ..Default::default()
-            };
-            let mut importance = 0.0f64;
+            let mut stats = crate::decide::StatsBuilder::new(project);
             let mut stmt = tx.prepare_cached(
                 "SELECT category, COUNT(*), SUM(importance), TOTAL(access_count), MIN(created_at), MAX(updated_at)
                  FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL GROUP BY category",
             )?;
+            // TOTAL is a float: a sum of counters never overflows the query.
             let rows = stmt.query_map(params![project], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, f64>(2)?,
-                    // TOTAL is a float: a sum of counters never overflows the query.
-                    r.get::<_, f64>(3)? as i64,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
             })?;
             for row in rows {
                 let (category, n, imp, acc, oldest, newest) = row?;
-                stats.by_category.insert(category, n as usize);
-                stats.total += n as usize;
-                importance += imp;
-                stats.total_accesses = stats.total_accesses.saturating_add(acc);
-                stats.oldest_created_at = Some(stats.oldest_created_at.map_or(oldest, |o| o.min(oldest)));
-                stats.newest_updated_at = Some(stats.newest_updated_at.map_or(newest, |o| o.max(newest)));
-            }
-            if stats.total > 0 {
-                // Rounded to 4 decimals: an average of f32 values has no more precision.
-                stats.average_importance = ((importance / stats.total as f64) * 1e4).round() as f32 / 1e4;
+                stats.category(category, n, imp, acc, oldest, newest);
             }
             let count = |sql: &str| -> Result<usize> {
                 let n: i64 = tx.prepare_cached(sql)?.query_row(params![project], |r| r.get(0))?;
                 Ok(n as usize)
             };
-            stats.episodes = count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?;
-            stats.history_entries = count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?;
-            stats.superseded = count(
-                "SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NOT NULL",
-            )?;
-            Ok(stats)
+            Ok(stats.finish(
+                count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?,
+                count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?,
+                count("SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NOT NULL")?,
+            ))
         })
     }
 }
