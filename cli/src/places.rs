@@ -1,5 +1,6 @@
 //! Where ctxkit keeps things on the user's machine: one definition of each folder, each with
-//! an environment override so tests and unusual setups can move it.
+//! an environment override so tests and unusual setups can move it. The memory database may
+//! also be a PostgreSQL server: a `postgres://` URL in `$CTXKIT_MEMORY_DB` or `--db`.
 //!
 //! | What            | Override            | Default (Linux; `dirs` gives the macOS/Windows folder)   |
 //! |-----------------|---------------------|----------------------------------------------------------|

@@ -143,8 +143,9 @@ pub struct RequestOptions {
     /// `inject_into` leaves it out are not injected. Default: every phase.
     #[arg(long, value_parser = parse_phase)]
     pub phase: Option<Phase>,
-    /// The memory database (SQLite) whose project memories are injected (default: the one
-    /// `ctxkit memory` uses: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's data folder).
+    /// The memory database whose project memories are injected, a SQLite file or a postgres://
+    /// URL (default: the one `ctxkit memory` uses: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in
+    /// the user's data folder).
     #[arg(long, value_name = "DB", conflicts_with = "no_memory")]
     pub memory: Option<PathBuf>,
     /// No project memory: nothing injected, nothing remembered.
@@ -214,7 +215,8 @@ impl RequestOptions {
         }
         if self.read_only && self.memory.is_none() {
             let db = crate::places::memory_db()?;
-            return Ok(db.is_file().then_some(db));
+            let server = db.to_str().is_some_and(ctxkit_memory::is_postgres_url);
+            return Ok((server || db.is_file()).then_some(db));
         }
         memory_db_path(self.memory.as_deref()).map(Some)
     }

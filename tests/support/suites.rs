@@ -4,6 +4,7 @@
 //! the core's and the CLI's tests (the CLI includes this file by path).
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The workspace root: the nearest folder above this crate holding `Cargo.lock`.
@@ -32,6 +33,11 @@ pub fn required(path: PathBuf, suite: &str) -> Option<PathBuf> {
     if std::env::var_os("CTXKIT_EXTERNAL_SUITES").is_some_and(|v| v == "1") {
         panic!("{suite}: `{}` is missing; .ci/run installs it", path.display());
     }
-    eprintln!("skipped: {suite} (needs `{}`; run .ci/run)", path.display());
+    // Straight to stderr, past the test harness's capture, so the skip is seen.
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {suite} (needs `{}`; run .ci/run)",
+        path.display()
+    );
     None
 }

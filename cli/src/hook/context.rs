@@ -242,7 +242,7 @@ async fn prompt_memories(
     prompt: String,
     session_id: Option<String>,
 ) -> Result<Option<String>, CliError> {
-    let store: Arc<dyn MemoryStore> = Arc::new(open_store(args.memory.as_deref())?);
+    let store: Arc<dyn MemoryStore> = open_store(args.memory.as_deref())?.shared();
     let provider = MemoryContextProvider::new(store)
         .with_project(&project)
         .without_episodes()

@@ -56,7 +56,7 @@ pub struct EventArgs {
     /// ~/.claude/skills.
     #[arg(long = "skills", value_name = "[TIER:]DIR")]
     pub skills: Vec<crate::setup::TierDir>,
-    /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
+    /// The memory database, a SQLite file or a postgres:// URL (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
     /// data directory).
     #[arg(long, value_name = "DB", conflicts_with = "no_memory")]
     pub memory: Option<PathBuf>,

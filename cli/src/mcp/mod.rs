@@ -22,7 +22,6 @@ mod skills;
 mod tools;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -40,7 +39,7 @@ pub struct McpArgs {
     /// A folder of skills (repeatable); default: the project roots under the current directory.
     #[arg(long = "skills", value_name = "[TIER:]DIR")]
     pub skills: Vec<crate::setup::TierDir>,
-    /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
+    /// The memory database, a SQLite file or a postgres:// URL (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
     /// data folder).
     #[arg(long, value_name = "DB")]
     pub memory: Option<PathBuf>,
@@ -106,10 +105,7 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let config = Config::load(&crate::setup::current_dir()?)?;
     let library = load_library(dirs.roots()?, &config);
     let db = memory_db_path(args.memory.as_deref())?;
-    let store = Arc::new(open_store_with(
-        Some(&db),
-        ctxkit_memory::SearchIndex::Background,
-    )?);
+    let store = open_store_with(Some(&db), ctxkit_memory::SearchIndex::Background)?.shared();
     let project = match &args.project {
         Some(p) => normalize_project(p),
         None => default_project()?,

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ctxkit_memory::SqliteMemoryStore;
+use ctxkit_memory::MemoryStore;
 use ctxkit_skills::{Mode, SkillLibrary};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -25,7 +25,7 @@ const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call
 #[derive(Clone)]
 pub struct CtxkitServer {
     pub(super) library: Arc<SkillLibrary>,
-    pub(super) store: Arc<SqliteMemoryStore>,
+    pub(super) store: Arc<dyn MemoryStore>,
     pub(super) project: String,
     pub(super) mode: Mode,
     pub(super) max_skills: usize,
@@ -37,7 +37,7 @@ pub struct CtxkitServer {
 impl CtxkitServer {
     pub fn new(
         library: Arc<SkillLibrary>,
-        store: Arc<SqliteMemoryStore>,
+        store: Arc<dyn MemoryStore>,
         project: String,
         mode: Mode,
         max_skills: usize,

@@ -48,7 +48,13 @@ fn fixture(mode: Mode) -> Fixture {
     std::fs::write(dir.path().join("outside.txt"), "TOP SECRET FILE").unwrap();
     let library = Arc::new(SkillLibrary::load(vec![SkillRoot::new(&skills, Source::Project)]));
     let store = Arc::new(SqliteMemoryStore::open(dir.path().join("memory.db")).unwrap());
-    let server = CtxkitServer::new(library, store.clone(), "/repo".into(), mode, 3);
+    let server = CtxkitServer::new(
+        library,
+        store.clone() as Arc<dyn MemoryStore>,
+        "/repo".into(),
+        mode,
+        3,
+    );
     Fixture {
         _dir: dir,
         skills,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use ctxkit_memory::{
-    secrets::redact, ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest, MemoryStore,
+    secrets::redact, ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest,
     NewMemoryEntry, UpsertResult,
 };
 use ctxkit_skills::{Mode, Reason, SelectOptions};

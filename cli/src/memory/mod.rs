@@ -1,7 +1,8 @@
-//! `ctxkit memory`: manage project memory in a SQLite database.
+//! `ctxkit memory`: manage project memory in a SQLite database or on a PostgreSQL server.
 //!
-//! `--db FILE` (default: `$CTXKIT_MEMORY_DB`, else `memory.db` under the user's data directory
-//! in `ctxkit/`) and `--project P` (default: the canonical current directory; a path that
+//! `--db FILE|URL` (default: `$CTXKIT_MEMORY_DB`, else `memory.db` under the user's data
+//! directory in `ctxkit/`; a `postgres://` or `postgresql://` URL names a server, and every
+//! command, maintenance included, works on both) and `--project P` (default: the canonical current directory; a path that
 //! exists is canonicalised, anything else is used as given) are accepted before or after the
 //! subcommand. JSON output is one object per line; human-readable output passes memory text
 //! (content, keywords, project, source, reasons) through [`printable`], so a memory can't drive
@@ -24,24 +25,26 @@ use clap::{Args, Subcommand};
 use ctxkit_memory::records::ExportRecord;
 use ctxkit_memory::secrets::find_secret;
 use ctxkit_memory::{
-    ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest, MemoryStore, MemoryUpdate,
-    NewMemoryEntry, SqliteMemoryStore, UpsertResult,
+    ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest, MemoryUpdate, NewMemoryEntry,
+    UpsertResult,
 };
 
-use self::open::{default_project, normalize_project, open_store};
+use self::open::{default_project, normalize_project, open_store, Store};
 use crate::printable::printable;
 use crate::CliError;
 
 impl From<MemoryError> for CliError {
+    /// The store already names a server by its redacted URL; a mistyped URL opened as a file
+    /// must not show its password either.
     fn from(e: MemoryError) -> Self {
-        CliError::new(e.to_string())
+        CliError::new(ctxkit_memory::secrets::redact_url(&e.to_string()))
     }
 }
 
 #[derive(Args, Debug)]
 pub struct MemoryArgs {
-    /// The memory database (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's data directory).
-    #[arg(long, value_name = "FILE", global = true)]
+    /// The memory database: a SQLite file, or a PostgreSQL server as a postgres:// URL (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's data directory).
+    #[arg(long, value_name = "FILE|URL", global = true)]
     pub db: Option<PathBuf>,
     /// The project the memories belong to (default: the current directory).
     #[arg(long, value_name = "P", global = true)]
@@ -173,7 +176,7 @@ fn parse_category(s: &str) -> Result<MemoryCategory, String> {
 }
 
 /// The memory `id`, which must belong to `project`.
-async fn get_in(store: &SqliteMemoryStore, id: &str, project: &str) -> Result<MemoryEntry, CliError> {
+async fn get_in(store: &Store, id: &str, project: &str) -> Result<MemoryEntry, CliError> {
     match store.get(id).await? {
         Some(e) if e.project_path == project => Ok(e),
         Some(_) => Err(MemoryError::WrongProject {
@@ -208,7 +211,7 @@ pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
 
 /// Carry out `command` on `project`, printing to `out`.
 async fn execute(
-    store: &SqliteMemoryStore,
+    store: &Store,
     project: &str,
     command: MemoryCommand,
     out: &mut impl Write,
@@ -327,7 +330,7 @@ async fn execute(
 
 /// Memories of `project`, one per line (or JSON object).
 async fn list(
-    store: &SqliteMemoryStore,
+    store: &Store,
     project: &str,
     options: ListOptions,
     json: bool,
@@ -345,7 +348,7 @@ async fn list(
 
 /// Add a memory, or with `merge` upsert it; prints the id that now holds it.
 async fn add(
-    store: &SqliteMemoryStore,
+    store: &Store,
     entry: NewMemoryEntry,
     merge: bool,
     out: &mut impl Write,
@@ -378,7 +381,7 @@ async fn add(
 
 /// Change the memory `id` of `project`.
 async fn update_in(
-    store: &SqliteMemoryStore,
+    store: &Store,
     id: &str,
     project: &str,
     update: MemoryUpdate,
@@ -397,7 +400,7 @@ async fn update_in(
 
 /// Delete the memory `id` of `project`, or the memories that best match `query`.
 async fn forget(
-    store: &SqliteMemoryStore,
+    store: &Store,
     project: &str,
     id: Option<String>,
     query: Option<String>,
@@ -422,7 +425,7 @@ async fn forget(
 
 /// Write the records of `project` (or of every project) as JSON lines to `file` or `out`.
 async fn export(
-    store: &SqliteMemoryStore,
+    store: &Store,
     project: Option<&str>,
     file: Option<PathBuf>,
     out: &mut impl Write,
@@ -441,7 +444,7 @@ async fn export(
 
 /// Read JSON lines from `file` ('-' for stdin) into `target` (or each record's own project).
 async fn import(
-    store: &SqliteMemoryStore,
+    store: &Store,
     file: &Path,
     target: Option<&str>,
     out: &mut impl Write,
@@ -458,19 +461,21 @@ async fn import(
     let report = store.import(records, target).await.map_err(in_file)?;
     writeln!(
         out,
-        "imported {} memories ({} already present, {} under new ids) and {} episodic records ({} already present)",
+        "imported {} memories ({} already present, {} under new ids), {} episodic records ({} already present) and {} history entries ({} already present)",
         report.memories_added,
         report.memories_skipped,
         report.memories_renamed,
         report.episodes_added,
-        report.episodes_skipped
+        report.episodes_skipped,
+        report.history_added,
+        report.history_skipped
     )?;
     Ok(())
 }
 
 /// The changes to the memory `id` of `project`, or the project's latest `limit` changes.
 async fn history(
-    store: &SqliteMemoryStore,
+    store: &Store,
     project: &str,
     id: Option<String>,
     limit: usize,
@@ -501,6 +506,7 @@ async fn history(
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+    use ctxkit_memory::{MemoryStore, SqliteMemoryStore};
 
     use super::*;
 

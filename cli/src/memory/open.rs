@@ -1,14 +1,16 @@
-//! Opening memory for a command: the database path, the project key, and the store, provider
-//! and hook built on them. `ctxkit memory` and the agent-building commands (`context`, `chat`)
-//! both start here, so every command finds the same database and scopes it to the same project.
+//! Opening memory for a command: the database (a SQLite file, or a PostgreSQL server named by
+//! a `postgres://` URL), the project key, and the store, provider and hook built on them.
+//! `ctxkit memory` and the agent-building commands (`context`, `chat`, `mcp`, the hook) all
+//! start here, so every command finds the same database and scopes it to the same project.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxkit::ChatModel;
+use ctxkit_memory::records::MemoryStats;
 use ctxkit_memory::{
-    MemoryContextProvider, MemoryExtractor, MemoryHook, MemoryStore, OpenOptions, SearchIndex,
-    SqliteMemoryStore,
+    is_postgres_url, MemoryContextProvider, MemoryExtractor, MemoryHook, MemoryStore, OpenOptions,
+    PostgresStore, SearchIndex, SqliteMemoryStore,
 };
 
 use crate::CliError;
@@ -21,28 +23,107 @@ pub fn normalize_project(project: &str) -> String {
     }
 }
 
-/// Open the store at `db`, or at the default path (creating its folder), for one command:
-/// searches use the on-disk full-text index only.
-pub(crate) fn open_store(db: Option<&Path>) -> Result<SqliteMemoryStore, CliError> {
+/// A memory store of either backend, with the maintenance both have. Its [`MemoryStore`]
+/// methods are reached through `Deref`.
+#[derive(Clone, Debug)]
+pub(crate) enum Store {
+    Sqlite(SqliteMemoryStore),
+    Postgres(PostgresStore),
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn MemoryStore;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Store::Sqlite(s) => s,
+            Store::Postgres(s) => s,
+        }
+    }
+}
+
+impl Store {
+    /// The store as a shared trait object (for providers, hooks and the MCP server).
+    pub(crate) fn shared(&self) -> Arc<dyn MemoryStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
+    pub(crate) async fn decay(&self, project: &str) -> ctxkit_memory::Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.decay(project).await,
+            Store::Postgres(s) => s.decay(project).await,
+        }
+    }
+
+    pub(crate) async fn prune(&self, project: &str, min: f32) -> ctxkit_memory::Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.prune(project, min).await,
+            Store::Postgres(s) => s.prune(project, min).await,
+        }
+    }
+
+    pub(crate) async fn compact(&self, project: &str) -> ctxkit_memory::Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.compact(project).await,
+            Store::Postgres(s) => s.compact(project).await,
+        }
+    }
+
+    pub(crate) async fn clear(&self, project: &str) -> ctxkit_memory::Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.clear(project).await,
+            Store::Postgres(s) => s.clear(project).await,
+        }
+    }
+
+    pub(crate) async fn stats(&self, project: &str) -> ctxkit_memory::Result<MemoryStats> {
+        match self {
+            Store::Sqlite(s) => s.stats(project).await,
+            Store::Postgres(s) => s.stats(project).await,
+        }
+    }
+}
+
+/// Open the store at `db`, or at the default place (creating a file's folder), for one
+/// command: SQLite searches use the on-disk full-text index only.
+pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
     open_store_with(db, SearchIndex::Off)
 }
 
-pub(crate) fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<SqliteMemoryStore, CliError> {
-    let path = memory_db_path(db)?;
-    Ok(SqliteMemoryStore::open_with(
-        &path,
-        OpenOptions::default().search_index(mode),
-    )?)
+pub(crate) fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<Store, CliError> {
+    let db = memory_db_path(db)?;
+    open_location(&db, OpenOptions::default().search_index(mode))
+}
+
+/// Open `db` with `options`: a PostgreSQL server for a `postgres://` URL (connected on first
+/// use), else a SQLite file.
+fn open_location(db: &Path, options: OpenOptions) -> Result<Store, CliError> {
+    match server_url(db) {
+        Some(url) => Ok(Store::Postgres(PostgresStore::open_with(url, options)?)),
+        None => Ok(Store::Sqlite(SqliteMemoryStore::open_with(db, options)?)),
+    }
+}
+
+/// The URL when `db` names a PostgreSQL server.
+fn server_url(db: &Path) -> Option<&str> {
+    db.to_str().filter(|s| is_postgres_url(s))
 }
 
 /// The database a command uses: `db` when given, else the default one (`$CTXKIT_MEMORY_DB`,
-/// else the user's data folder), whose folder is created. Every command (`memory`, `context`,
-/// `chat`, the agent hook) finds its database here, so they all see the same memories.
+/// else the user's data folder), whose folder is created when it is a file. Every command
+/// (`memory`, `context`, `chat`, `mcp`, the agent hook) finds its database here, so they all
+/// see the same memories. A `postgres://` or `postgresql://` URL names a server instead.
 pub fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
     match db {
         Some(p) => Ok(p.to_path_buf()),
         None => {
             let p = crate::places::memory_db()?;
+            if server_url(&p).is_some() {
+                return Ok(p);
+            }
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", parent.display())))?;
@@ -67,7 +148,7 @@ pub fn open_provider_with(
     let options = OpenOptions::default()
         .search_index(SearchIndex::Background)
         .read_only(read_only);
-    let store = Arc::new(SqliteMemoryStore::open_with(db, options)?);
+    let store = open_location(db, options)?.shared();
     let provider = MemoryContextProvider::new(store).with_project(normalize_project(project));
     Ok(if read_only { provider.read_only() } else { provider })
 }
@@ -81,7 +162,7 @@ pub fn open_hook(
     project: &str,
     extraction_model: Option<Arc<dyn ChatModel>>,
 ) -> Result<MemoryHook, CliError> {
-    let store: Arc<dyn MemoryStore> = Arc::new(open_store_with(Some(db), SearchIndex::Background)?);
+    let store = open_store_with(Some(db), SearchIndex::Background)?.shared();
     let hook = MemoryHook::new(store.clone()).with_project(normalize_project(project));
     Ok(match extraction_model {
         Some(model) => hook.with_extractor(MemoryExtractor::new(model, store)),

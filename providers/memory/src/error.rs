@@ -21,7 +21,7 @@ pub enum MemoryError {
     /// The database was written by a newer version of this crate.
     #[error("memory database {} has schema version {found}, newer than version {supported} that this build understands; upgrade ctxkit-memory", path.display())]
     SchemaTooNew {
-        /// The database file.
+        /// The database file (or a server's URL, password redacted).
         path: PathBuf,
         /// Its schema version.
         found: i64,
@@ -85,7 +85,7 @@ pub enum MemoryError {
     /// writes fail with this.
     #[error("memory database {} is read-only (the file or its folder cannot be written), so nothing was changed", path.display())]
     ReadOnly {
-        /// The database file.
+        /// The database file (or a server's URL, password redacted).
         path: PathBuf,
     },
     /// The extraction model's reply could not be read as memories.
@@ -110,6 +110,26 @@ pub enum MemoryError {
         /// What the system said.
         #[source]
         source: std::io::Error,
+    },
+    /// A PostgreSQL server could not be reached or refused the connection (wrong password,
+    /// unknown database, TLS refused). The URL is shown with its password redacted.
+    #[error("cannot connect to memory database {url}: {reason}")]
+    Connect {
+        /// The server's URL, password redacted ([`secrets::redact_url`](crate::secrets::redact_url)).
+        url: String,
+        /// What the client or the server said, in one sentence.
+        reason: String,
+    },
+    /// A query on a PostgreSQL server failed.
+    #[error("memory database {url} failed: {reason}")]
+    Server {
+        /// The server's URL, password redacted.
+        url: String,
+        /// What the server said.
+        reason: String,
+        /// The SQLSTATE the server answered with, when it did (`40001`: a serialization
+        /// failure, `23505`: a unique violation, …).
+        sqlstate: Option<String>,
     },
     /// The blocking task running a database call failed (panicked or was cancelled).
     #[error("the memory database task failed: {0}")]

@@ -37,6 +37,18 @@ pub(crate) fn new_id() -> String {
     format!("{:012x}", v >> 16)
 }
 
+/// A stable 64-bit hash of a project path (FNV-1a): what a full-text index tags a project's rows
+/// with, and what PostgreSQL's per-project write lock is keyed by. Collisions only cost speed
+/// (rows are still filtered by the exact path) or make two projects' writers take turns.
+pub(crate) fn project_hash(project: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in project.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

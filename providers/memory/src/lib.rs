@@ -58,25 +58,32 @@
 
 mod clock;
 mod commands;
+mod decide;
 mod error;
 pub mod eval;
 mod extraction;
 mod hook;
 mod ids;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod provider;
 pub mod records;
 mod retrieval;
+mod rules;
 pub mod secrets;
 mod sqlite;
 mod store;
 mod supersede;
 mod text;
+mod transfer;
 mod types;
 
 pub use clock::ManualClock;
 pub use error::{MemoryError, Result};
 pub use extraction::MemoryExtractor;
 pub use hook::MemoryHook;
+#[cfg(feature = "postgres")]
+pub use postgres::{is_postgres_url, PostgresStore};
 pub use provider::MemoryContextProvider;
 pub use sqlite::{OpenOptions, SearchIndex};
 pub use store::{MemoryStore, SqliteMemoryStore};

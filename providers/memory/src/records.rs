@@ -4,7 +4,7 @@
 //! backend and tools that show or move a store's contents do.
 
 pub use crate::extraction::ExtractionReport;
-pub use crate::sqlite::{ExportRecord, ImportReport};
+pub use crate::transfer::{ExportRecord, ImportReport};
 pub use crate::types::{
     EpisodicRecord, HistoryAction, HistoryEntry, MaintenanceReport, MemoryStats, NewEpisodicRecord,
     RecordType,

@@ -16,6 +16,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::clock::days_between;
+use crate::text::{keyword_terms, terms};
+use crate::types::{MemoryEntry, MemorySearchResult};
+
+/// At most this many query terms go into a full-text candidate query (the rarest ones).
+pub(crate) const MAX_QUERY_TERMS: usize = 24;
+
 /// Weight of TF-IDF cosine similarity.
 pub const W_SIMILARITY: f32 = 0.40;
 /// Weight of keyword overlap (Jaccard).
@@ -53,6 +60,74 @@ pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     let common = a.intersection(b).count();
     let union = a.len() + b.len() - common;
     common as f32 / union as f32
+}
+
+/// The distinct query terms a full-text index is asked for: the rarest first (they say the
+/// most; common ones mostly cost time), at most [`MAX_QUERY_TERMS`].
+pub(crate) fn rarest_terms<'a>(q_terms: &'a [String], vocab: &Vocabulary) -> Vec<&'a str> {
+    let mut distinct: Vec<&str> = q_terms
+        .iter()
+        .map(String::as_str)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    distinct.sort_by_key(|t| (vocab.df(t), *t));
+    distinct.truncate(MAX_QUERY_TERMS);
+    distinct
+}
+
+/// Score candidates against the query, keep those that share something with it, best first:
+/// the ranking every backend applies to the candidates its index found.
+pub(crate) fn rank(
+    q_terms: &[String],
+    vocab: &Vocabulary,
+    candidates: impl IntoIterator<Item = MemoryEntry>,
+    now: i64,
+    top_k: usize,
+) -> Vec<MemorySearchResult> {
+    let qv = vocab.vector(q_terms);
+    let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
+    let mut out: Vec<MemorySearchResult> = candidates
+        .into_iter()
+        .filter_map(|entry| {
+            let similarity = qv.cosine(&vocab.vector(&terms(&entry.content)));
+            let keyword_overlap = jaccard(&q_set, &keyword_terms(&entry.keywords));
+            // The similarity gate: importance and recency alone never surface a memory.
+            if similarity <= 0.0 && keyword_overlap <= 0.0 {
+                return None;
+            }
+            let days = days_between(entry.last_accessed_at, now);
+            let relevance_score =
+                compute_relevance_score(similarity, keyword_overlap, entry.importance, days);
+            Some(MemorySearchResult {
+                entry,
+                relevance_score,
+                similarity,
+                keyword_overlap,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        if rank_before(a, b) {
+            std::cmp::Ordering::Less
+        } else if rank_before(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
+    out.truncate(top_k);
+    out
+}
+
+/// The order of results: score, then importance, then id.
+pub(crate) fn rank_before(a: &MemorySearchResult, b: &MemorySearchResult) -> bool {
+    a.relevance_score
+        .total_cmp(&b.relevance_score)
+        .reverse()
+        .then_with(|| b.entry.importance.total_cmp(&a.entry.importance))
+        .then_with(|| a.entry.id.cmp(&b.entry.id))
+        .is_lt()
 }
 
 /// Document frequencies of one project's memories: what IDF is computed from.

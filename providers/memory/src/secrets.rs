@@ -718,6 +718,31 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// A database URL with its password replaced by `***`, wherever it is given: in the authority
+/// (`postgres://user:pw@host`) or as a `password=` parameter (in a query string or a key/value
+/// connection string). Works on a sentence holding URLs too, so an error message can be passed
+/// through it whole. Every error and log line that names a server database shows this.
+///
+/// ```
+/// use ctxkit_memory::secrets::redact_url;
+/// assert_eq!(redact_url("postgres://ann:s3cret@db:5432/mem"), "postgres://ann:***@db:5432/mem");
+/// assert_eq!(redact_url("postgresql://db/mem?user=ann&password=s3cret"), "postgresql://db/mem?user=ann&password=***");
+/// assert_eq!(redact_url("host=db password='s3 cret' user=ann"), "host=db password=*** user=ann");
+/// assert_eq!(redact_url("cannot open postgress://ann:s3cret@db/mem: no such file"), "cannot open postgress://ann:***@db/mem: no such file");
+/// assert_eq!(redact_url("/home/ann/memory.db"), "/home/ann/memory.db");
+/// ```
+pub fn redact_url(text: &str) -> String {
+    static PATTERNS: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (authority, param) = PATTERNS.get_or_init(|| {
+        (
+            Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@/?#\s]*@").expect("a valid pattern"),
+            Regex::new(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)").expect("a valid pattern"),
+        )
+    });
+    let shown = authority.replace_all(text, "${1}***@");
+    param.replace_all(&shown, "${1}***").into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,8 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use crate::error::{MemoryError, Result};
-use crate::sqlite::{ExportRecord, ImportReport, MemoryDb, OpenOptions};
+use crate::sqlite::{MemoryDb, OpenOptions};
+use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 
 /// Where memories live. Implement it to put them elsewhere (a shared server database); the

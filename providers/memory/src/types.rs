@@ -522,7 +522,7 @@ impl HistoryAction {
 }
 
 /// One change to one memory, with the memory before and after it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEntry {
     /// Its id, which [`undo`](crate::MemoryStore::undo) takes.
     pub id: i64,

@@ -3,11 +3,9 @@
 use rusqlite::params;
 
 use super::rows::{insert_episode, new_unique_id, row_to_episode};
-use super::write::check_project;
 use super::MemoryDb;
-use crate::error::{MemoryError, Result};
-use crate::secrets;
-use crate::text;
+use crate::error::Result;
+use crate::rules::{check_episode, check_state, episode_record, state_value};
 use crate::types::*;
 
 impl MemoryDb {
@@ -16,33 +14,9 @@ impl MemoryDb {
     /// Record what happened in a run. Secrets are refused like in memories; redact first
     /// ([`secrets::redact`]) when the text comes from a conversation.
     pub fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        secrets::check("episodic record", &new.project_path)?;
-        let project_path = check_project(&new.project_path)?;
-        for text in [
-            &new.task_summary,
-            &new.approach_summary,
-            &new.outcome_summary,
-            &new.session_id,
-        ]
-        .into_iter()
-        .chain(&new.tools_used)
-        .chain(&new.keywords)
-        {
-            secrets::check("episodic record", text)?;
-        }
+        let project_path = check_episode(&new)?;
         self.write(|tx, now| {
-            let record = EpisodicRecord {
-                id: new_unique_id(tx, "episodic_records")?,
-                project_path,
-                session_id: new.session_id,
-                record_type: new.record_type,
-                task_summary: new.task_summary,
-                approach_summary: new.approach_summary,
-                outcome_summary: new.outcome_summary,
-                tools_used: new.tools_used,
-                keywords: text::normalize_keywords(&new.keywords),
-                created_at: now,
-            };
+            let record = episode_record(new, project_path, new_unique_id(tx, "episodic_records")?, now);
             insert_episode(tx, &record)?;
             Ok(record)
         })
@@ -66,15 +40,7 @@ impl MemoryDb {
 
     /// Persist one `project:` state value; secrets are refused.
     pub fn set_state(&self, project: &str, key: &str, value: &serde_json::Value) -> Result<()> {
-        secrets::check_all("state value", [project, key])?;
-        check_json_strings(value)?;
-        let project = check_project(project)?;
-        if key.trim().is_empty() {
-            return Err(MemoryError::Invalid("a state key must not be empty".into()));
-        }
-        let json = value.to_string();
-        secrets::check("state value", &format!("{key}={json}"))?;
-        secrets::check("state value", &format!("{key} {json}"))?;
+        let (project, json) = check_state(project, key, value)?;
         self.write(|tx, now| {
             tx.prepare_cached(
                 "INSERT INTO project_state(project_path, key, value, updated_at) VALUES (?1, ?2, ?3, ?4)
@@ -98,7 +64,7 @@ impl MemoryDb {
             let mut out = Vec::new();
             for row in rows {
                 let (key, value) = row?;
-                let value = serde_json::from_str(&value).unwrap_or(serde_json::Value::String(value));
+                let value = state_value(value);
                 out.push((key, value));
             }
             Ok(out)
@@ -113,19 +79,5 @@ impl MemoryDb {
                 .execute(params![project, key])?
                 > 0)
         })
-    }
-}
-
-/// Every string (and object key) inside a state value, as given: JSON escaping must not hide a
-/// secret from the check of the serialised value.
-fn check_json_strings(value: &serde_json::Value) -> Result<()> {
-    match value {
-        serde_json::Value::String(s) => secrets::check("state value", s),
-        serde_json::Value::Array(items) => items.iter().try_for_each(check_json_strings),
-        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| {
-            secrets::check("state value", k)?;
-            check_json_strings(v)
-        }),
-        _ => Ok(()),
     }
 }

@@ -38,7 +38,34 @@ pub(super) fn record(
     Ok(())
 }
 
-const HISTORY_COLS: &str = "id, memory_id, project_path, action, before, after, related_id, reason, at";
+/// Store an imported history entry under its own id when that id is free, else under a new one.
+pub(super) fn insert_history(tx: &Transaction, h: &HistoryEntry) -> Result<()> {
+    let json = |e: Option<&MemoryEntry>| e.and_then(|e| serde_json::to_string(e).ok());
+    let taken = tx
+        .prepare_cached("SELECT 1 FROM memory_history WHERE id = ?1")?
+        .query_row(params![h.id], |_| Ok(()))
+        .optional()?
+        .is_some();
+    tx.prepare_cached(
+        "INSERT INTO memory_history (id, memory_id, project_path, action, before, after, related_id, reason, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        (!taken).then_some(h.id),
+        h.memory_id,
+        h.project_path,
+        h.action.as_str(),
+        json(h.before.as_ref()),
+        json(h.after.as_ref()),
+        h.related_id,
+        h.reason,
+        h.at
+    ])?;
+    Ok(())
+}
+
+pub(super) const HISTORY_COLS: &str =
+    "id, memory_id, project_path, action, before, after, related_id, reason, at";
 
 /// History entry `history_id` if it belongs to `project`.
 fn entry_in(tx: &Transaction, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
@@ -50,7 +77,7 @@ fn entry_in(tx: &Transaction, project: &str, history_id: i64) -> Result<Option<H
         .optional()?)
 }
 
-fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
+pub(super) fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
     let bad = |col: usize, message: String| {
         rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
     };
@@ -122,24 +149,14 @@ impl MemoryDb {
                 project: project.to_string(),
             })?;
             let current = load(tx, &h.memory_id)?;
-            let foreign = current.as_ref().is_some_and(|(_, cur)| cur.project_path != h.project_path)
-                || h.before.as_ref().is_some_and(|b| b.project_path != h.project_path || b.id != h.memory_id);
-            if foreign {
-                return Err(MemoryError::Invalid(format!(
-                    "history entry {history_id} cannot be undone: memory `{}` is not a memory of project `{project}`",
-                    h.memory_id
-                )));
-            }
+            crate::decide::check_undo(&h, current.as_ref().map(|(_, cur)| cur), project)?;
             let reason = format!("undo of history entry {history_id}");
             match (h.before, current) {
                 (None, Some((num, cur))) => {
                     delete_row(tx, num, &cur, &reason, now)?;
                     Ok(None)
                 }
-                (None, None) => Err(MemoryError::Invalid(format!(
-                    "memory `{}` no longer exists, so its insert cannot be undone",
-                    h.memory_id
-                ))),
+                (None, None) => Err(crate::decide::insert_gone(&h.memory_id)),
                 (Some(before), current) => {
                     if let Some(other) = find_by_content(tx, &before.project_path, &before.content)?
                         .filter(|other| *other != before.id)

@@ -11,16 +11,11 @@ use crate::text::{keyword_terms, term_set, terms};
 use crate::types::MemoryEntry;
 use crate::Result;
 
-/// A token standing for a project inside the FTS index (FNV-1a of the path), so candidate
+/// A token standing for a project inside the FTS index ([`project_hash`](crate::ids::project_hash)), so candidate
 /// retrieval is confined to one project before ranking. Collisions only cost speed: rows are
 /// still filtered by the exact `project_path`.
 pub(crate) fn project_token(project: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in project.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("p{h:016x}")
+    format!("p{:016x}", crate::ids::project_hash(project))
 }
 
 /// Quote a term as an FTS5 string.

@@ -18,7 +18,8 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use crate::clock::days_between;
 use crate::error::Result;
 use crate::retrieval::{
-    compute_relevance_score, idf as idf_formula, TfIdf, W_IMPORTANCE, W_KEYWORDS, W_RECENCY, W_SIMILARITY,
+    compute_relevance_score, idf as idf_formula, rank_before, TfIdf, W_IMPORTANCE, W_KEYWORDS, W_RECENCY,
+    W_SIMILARITY,
 };
 use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryCategory, MemoryEntry, MemorySearchResult};
@@ -443,16 +444,6 @@ fn cosine(dot: f32, a: f32, b: f32) -> f32 {
     } else {
         0.0
     }
-}
-
-/// The order of results: score, then importance, then id.
-pub(crate) fn rank_before(a: &MemorySearchResult, b: &MemorySearchResult) -> bool {
-    a.relevance_score
-        .total_cmp(&b.relevance_score)
-        .reverse()
-        .then_with(|| b.entry.importance.total_cmp(&a.entry.importance))
-        .then_with(|| a.entry.id.cmp(&b.entry.id))
-        .is_lt()
 }
 
 #[cfg(test)]

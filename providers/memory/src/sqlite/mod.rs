@@ -38,22 +38,6 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{MemoryError, Result};
 
-pub use transfer::{ExportRecord, ImportReport};
-
-/// Upsert merges into an existing memory above this cosine similarity.
-const MERGE_SIMILARITY: f32 = 0.85;
-/// Compaction merges memories above this cosine similarity.
-const COMPACT_SIMILARITY: f32 = 0.90;
-/// The longest memory content accepted, in characters (the whole injection budget is 2,000).
-const MAX_CONTENT_CHARS: usize = 2000;
-/// The highest access count kept: counting saturates here, and an import above it is refused
-/// (sums over a project stay far from overflowing).
-const MAX_ACCESS_COUNT: i64 = 1_000_000_000_000;
-/// The latest timestamp accepted from an import, in Unix milliseconds (the end of year 9999);
-/// earlier than 0 is refused too.
-const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
-/// Importance, and the thresholds compared with it (`prune --min-importance`), lie in here.
-const IMPORTANCE_RANGE: std::ops::RangeInclusive<f32> = 0.0..=1.0;
 /// Connections kept open for reuse.
 const POOL_SIZE: usize = 4;
 
@@ -111,6 +95,21 @@ impl Default for OpenOptions {
 }
 
 impl OpenOptions {
+    /// Now, by this options' clock.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The most candidates a full-text query hands to ranking.
+    pub(crate) fn max_candidates(&self) -> usize {
+        self.candidate_limit
+    }
+
+    /// Whether writes are refused.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     /// Take "now" from this clock instead of the system's, to simulate days passing (decay,
     /// recency) in tests.
     pub fn clock(mut self, clock: ManualClock) -> Self {
@@ -154,8 +153,8 @@ struct Inner {
     vocab: index::VocabularyCache,
     /// In-memory indexes by project, each caught up in place after writes.
     indexes: Mutex<HashMap<String, Arc<std::sync::RwLock<memindex::ProjectIndex>>>>,
-    /// Memories already reported as holding a secret when read (each is reported once).
-    redacted: Mutex<HashSet<String>>,
+    /// Redacts secrets in memories read back, reporting each memory once.
+    redacted: crate::decide::ReadRedactor,
     /// Projects whose index is being built in the background.
     building: Mutex<HashSet<String>>,
     /// Connections are read-only and writes are refused.
@@ -197,7 +196,7 @@ impl MemoryDb {
                 pool: Mutex::new(Vec::new()),
                 vocab: index::VocabularyCache::default(),
                 indexes: Mutex::default(),
-                redacted: Mutex::default(),
+                redacted: crate::decide::ReadRedactor::default(),
                 building: Mutex::default(),
                 read_only: AtomicBool::new(read_only),
                 immutable: AtomicBool::new(false),

@@ -141,10 +141,7 @@ pub(super) fn delete_row(
         params![old.id, old.project_path],
     )?;
     for (pnum, before) in predecessors {
-        let mut after = before.clone();
-        after.superseded_by = None;
-        after.superseded_at = None;
-        after.updated_at = now;
+        let after = crate::decide::current_again(&before, now);
         store_row(tx, pnum, &before, &after)?;
         history::record(
             tx,
@@ -154,7 +151,7 @@ pub(super) fn delete_row(
             Some(&before),
             Some(&after),
             Some(&old.id),
-            Some("current again: the memory that superseded it was removed"),
+            Some(crate::decide::CURRENT_AGAIN_REASON),
             now,
         )?;
     }
@@ -194,7 +191,7 @@ pub(super) fn select_entries(
 fn count_of(r: &Row, col: usize) -> rusqlite::Result<i64> {
     match r.get_ref(col)? {
         rusqlite::types::ValueRef::Integer(n) => Ok(n),
-        rusqlite::types::ValueRef::Real(x) => Ok((x as i64).min(super::MAX_ACCESS_COUNT)),
+        rusqlite::types::ValueRef::Real(x) => Ok((x as i64).min(crate::rules::MAX_ACCESS_COUNT)),
         other => Err(rusqlite::Error::FromSqlConversionFailure(
             col,
             other.data_type(),

@@ -1,23 +1,17 @@
 //! Reads and search: get, list, count, search (full-text candidates or the in-memory index,
 //! then ranking), warm-up and stats.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::rows::{load, select_entries, COLS};
-use super::write::check_project;
 use super::{index, memindex, MemoryDb, SearchIndex};
-use crate::clock::days_between;
 use crate::error::Result;
-use crate::retrieval::{compute_relevance_score, jaccard, Vocabulary};
-use crate::secrets;
-use crate::text::{keyword_terms, terms};
+use crate::retrieval::{rank, rarest_terms, Vocabulary};
+use crate::rules::{bumped, check_project};
+use crate::text::terms;
 use crate::types::*;
-
-/// At most this many query terms go into the full-text query (the rarest ones).
-const MAX_QUERY_TERMS: usize = 24;
 
 /// At most this many projects keep an in-memory index.
 const MAX_INDEXED_PROJECTS: usize = 8;
@@ -76,35 +70,10 @@ impl MemoryDb {
         })
     }
 
-    /// Redact what a secret rule matches in a memory read from the database: a row stored
-    /// before the rule existed must not reach a request, a search result or an export. Each
-    /// such memory is reported once per open database (a warning naming it and the rule, never
-    /// the text).
+    /// Redact what a secret rule matches in a memory read from the database (see
+    /// [`ReadRedactor`](crate::decide::ReadRedactor)).
     pub(super) fn redact_read(&self, e: &mut MemoryEntry) {
-        let mut rule = None;
-        let mut clean = |text: &mut String| {
-            if let Some(found) = secrets::find_secret(text) {
-                rule.get_or_insert(found.rule);
-                *text = secrets::redact(text);
-            }
-        };
-        clean(&mut e.content);
-        for k in &mut e.keywords {
-            clean(k);
-        }
-        if let Some(c) = &mut e.source_context {
-            clean(c);
-        }
-        if let Some(rule) = rule {
-            if lock(&self.inner.redacted).insert(e.id.clone()) {
-                tracing::warn!(
-                    memory = %e.id,
-                    rule,
-                    "a stored memory holds what looks like a secret; it is redacted wherever it is read \
-                     (forget or update it to remove it for good)"
-                );
-            }
-        }
+        self.inner.redacted.redact(e);
     }
 
     /// Find the current memories of a project relevant to a query, best first.
@@ -139,7 +108,13 @@ impl MemoryDb {
                 categories,
             };
             let candidates = self.candidates(tx, &filter, &q_terms, &vocab)?;
-            Ok(rank(&q_terms, &vocab, candidates, now, req.top_k))
+            Ok(rank(
+                &q_terms,
+                &vocab,
+                candidates.into_iter().map(|(_, e)| e),
+                now,
+                req.top_k,
+            ))
         })?;
         for r in &mut results {
             self.redact_read(&mut r.entry);
@@ -150,7 +125,7 @@ impl MemoryDb {
             self.touch(&ids)?;
             let now = self.now();
             for r in &mut results {
-                r.entry.access_count = super::write::bumped(r.entry.access_count);
+                r.entry.access_count = bumped(r.entry.access_count);
                 r.entry.last_accessed_at = now;
             }
         }
@@ -309,18 +284,10 @@ impl MemoryDb {
         q_terms: &[String],
         vocab: &Vocabulary,
     ) -> Result<Vec<(i64, MemoryEntry)>> {
-        let mut distinct: Vec<&str> = q_terms
-            .iter()
-            .map(String::as_str)
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let distinct = rarest_terms(q_terms, vocab);
         if distinct.is_empty() {
             return Ok(Vec::new());
         }
-        // The rarest terms say the most; common ones mostly cost time.
-        distinct.sort_by_key(|t| (vocab.df(t), *t));
-        distinct.truncate(MAX_QUERY_TERMS);
         let expr = format!(
             "project : {} AND terms : ({})",
             index::fts_quote(&index::project_token(filter.project)),
@@ -365,53 +332,28 @@ impl MemoryDb {
     /// Counts for a project.
     pub fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.read(|tx| {
-            let mut stats = MemoryStats {
-                project_path: project.to_string(),
-                by_category: MemoryCategory::ALL
-                    .iter()
-                    .map(|c| (c.as_str().to_string(), 0))
-                    .collect(),
-                ..Default::default()
-            };
-            let mut importance = 0.0f64;
+            let mut stats = crate::decide::StatsBuilder::new(project);
             let mut stmt = tx.prepare_cached(
                 "SELECT category, COUNT(*), SUM(importance), TOTAL(access_count), MIN(created_at), MAX(updated_at)
                  FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL GROUP BY category",
             )?;
+            // TOTAL is a float: a sum of counters never overflows the query.
             let rows = stmt.query_map(params![project], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, f64>(2)?,
-                    // TOTAL is a float: a sum of counters never overflows the query.
-                    r.get::<_, f64>(3)? as i64,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
             })?;
             for row in rows {
                 let (category, n, imp, acc, oldest, newest) = row?;
-                stats.by_category.insert(category, n as usize);
-                stats.total += n as usize;
-                importance += imp;
-                stats.total_accesses = stats.total_accesses.saturating_add(acc);
-                stats.oldest_created_at = Some(stats.oldest_created_at.map_or(oldest, |o| o.min(oldest)));
-                stats.newest_updated_at = Some(stats.newest_updated_at.map_or(newest, |o| o.max(newest)));
-            }
-            if stats.total > 0 {
-                // Rounded to 4 decimals: an average of f32 values has no more precision.
-                stats.average_importance = ((importance / stats.total as f64) * 1e4).round() as f32 / 1e4;
+                stats.category(category, n, imp, acc, oldest, newest);
             }
             let count = |sql: &str| -> Result<usize> {
                 let n: i64 = tx.prepare_cached(sql)?.query_row(params![project], |r| r.get(0))?;
                 Ok(n as usize)
             };
-            stats.episodes = count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?;
-            stats.history_entries = count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?;
-            stats.superseded = count(
-                "SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NOT NULL",
-            )?;
-            Ok(stats)
+            Ok(stats.finish(
+                count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?,
+                count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?,
+                count("SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NOT NULL")?,
+            ))
         })
     }
 }
@@ -425,47 +367,4 @@ pub(super) struct Filter<'a> {
     pub(super) project: &'a str,
     pub(super) min_importance: f32,
     pub(super) categories: Option<&'a [MemoryCategory]>,
-}
-
-/// Score candidates against the query, keep those that share something with it, best first.
-fn rank(
-    q_terms: &[String],
-    vocab: &Vocabulary,
-    candidates: Vec<(i64, MemoryEntry)>,
-    now: i64,
-    top_k: usize,
-) -> Vec<MemorySearchResult> {
-    let qv = vocab.vector(q_terms);
-    let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
-    let mut out: Vec<MemorySearchResult> = candidates
-        .into_iter()
-        .filter_map(|(_, entry)| {
-            let similarity = qv.cosine(&vocab.vector(&terms(&entry.content)));
-            let keyword_overlap = jaccard(&q_set, &keyword_terms(&entry.keywords));
-            // The similarity gate: importance and recency alone never surface a memory.
-            if similarity <= 0.0 && keyword_overlap <= 0.0 {
-                return None;
-            }
-            let days = days_between(entry.last_accessed_at, now);
-            let relevance_score =
-                compute_relevance_score(similarity, keyword_overlap, entry.importance, days);
-            Some(MemorySearchResult {
-                entry,
-                relevance_score,
-                similarity,
-                keyword_overlap,
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        if memindex::rank_before(a, b) {
-            std::cmp::Ordering::Less
-        } else if memindex::rank_before(b, a) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
-    out.truncate(top_k);
-    out
 }

@@ -5,12 +5,14 @@ use std::collections::BTreeSet;
 
 use rusqlite::Connection;
 
-use super::maintenance::decayed_importance;
 use super::search::lock;
 use super::*;
 use crate::clock::{ManualClock, DAY_MS};
+use crate::decide::decayed_importance;
 use crate::retrieval::{compute_relevance_score, Vocabulary};
+use crate::rules::{MAX_ACCESS_COUNT, MERGE_SIMILARITY};
 use crate::text::terms;
+use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::{MemoryStore, SqliteMemoryStore};
 use std::sync::Arc;
@@ -838,11 +840,14 @@ fn export_import_round_trips_losslessly() {
         .unwrap();
 
     let records = db.export(Some(P)).unwrap();
-    assert_eq!(records.len(), 3);
+    let history = db.project_history(P, usize::MAX).unwrap();
+    let carried = |r: &&ExportRecord| matches!(r, ExportRecord::History(_));
+    assert_eq!(records.iter().filter(|r| !carried(r)).count(), 3);
+    assert_eq!(records.iter().filter(carried).count(), history.len());
     let mut jsonl = Vec::new();
     ExportRecord::write_jsonl(&records, &mut jsonl).unwrap();
     let text = String::from_utf8(jsonl.clone()).unwrap();
-    assert_eq!(text.lines().count(), 3);
+    assert_eq!(text.lines().count(), records.len());
     assert!(text
         .lines()
         .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
@@ -859,7 +864,13 @@ fn export_import_round_trips_losslessly() {
         ),
         (2, 1, 0)
     );
+    assert_eq!(report.history_added, history.len());
     assert_eq!(other.export(Some(P)).unwrap(), records, "every field survives");
+    assert_eq!(
+        other.project_history(P, usize::MAX).unwrap(),
+        history,
+        "the same history, ids and all"
+    );
     let mut again = Vec::new();
     ExportRecord::write_jsonl(&other.export(Some(P)).unwrap(), &mut again).unwrap();
     assert_eq!(again, jsonl, "byte for byte");
@@ -1367,7 +1378,11 @@ fn a_read_only_database_reads_and_refuses_writes() {
     assert_eq!(db.list(P, &ListOptions::default()).unwrap().len(), 1);
     assert_eq!(db.get(&e.id).unwrap().unwrap().content, e.content);
     assert_eq!(db.stats(P).unwrap().total, 1);
-    assert_eq!(db.export(Some(P)).unwrap().len(), 2);
+    assert_eq!(
+        db.export(Some(P)).unwrap().len(),
+        3,
+        "the memory, its episode and its history"
+    );
     assert_eq!(db.history(P, &e.id).unwrap().len(), 1);
     assert_eq!(db.project_history(P, 5).unwrap().len(), 1);
     let errors = [

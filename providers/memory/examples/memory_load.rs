@@ -1,0 +1,162 @@
+//! Load figures for the README: memory search at N memories, and writes per second with
+//! several writer processes, on SQLite or PostgreSQL (the same data, queries and code path).
+//!
+//! ```text
+//! cargo run --release -p ctxkit-memory --features postgres --example memory_load -- \
+//!     --db DB --memories 100000 [--writers 8 --writes 100]
+//! ```
+//!
+//! `DB` is a SQLite file or a `postgres://` URL (use an empty database). The memories are the
+//! benches' seeded data (6-14 words from a 6,000-word Zipf vocabulary, `benches/common`),
+//! loaded in transactions of 10,000; then 64 user-message-like queries are searched 3 times
+//! each (without counting accesses) and the median and 95th percentile reported. With
+//! `--writers`, that many processes each add `--writes` memories one command at a time, as
+//! agents do, and the total rate is reported.
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{queries, sentence, vocabulary, Rng, Zipf, PROJECT};
+use ctxkit_memory::{
+    is_postgres_url, MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry, OpenOptions,
+    PostgresStore, SearchIndex, SqliteMemoryStore,
+};
+
+const BATCH: usize = 10_000;
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+async fn open(db: &str) -> Arc<dyn MemoryStore> {
+    // One-shot processes search the on-disk index, as the CLI does.
+    let options = OpenOptions::default().search_index(SearchIndex::Off);
+    if is_postgres_url(db) {
+        Arc::new(PostgresStore::connect_with(db, options).await.expect("connect"))
+    } else {
+        Arc::new(SqliteMemoryStore::open_with(db, options).expect("open"))
+    }
+}
+
+fn shown(db: &str) -> String {
+    ctxkit_memory::secrets::redact_url(db)
+}
+
+async fn load(store: &dyn MemoryStore, n: usize) {
+    let words = vocabulary();
+    let zipf = Zipf::new(words.len());
+    let mut rng = Rng(0x5EED_0000 + n as u64);
+    let mut seen = std::collections::HashSet::new();
+    let start = Instant::now();
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut loaded = 0;
+    while loaded < n {
+        let content = sentence(&mut rng, &zipf, &words, 6, 14);
+        if !seen.insert(content.clone()) {
+            continue;
+        }
+        let category = MemoryCategory::ALL[rng.below(5)];
+        let importance = 0.1 + 0.9 * rng.unit() as f32;
+        batch.push(NewMemoryEntry::new(PROJECT, category, content).importance(importance));
+        loaded += 1;
+        if batch.len() == BATCH || loaded == n {
+            store
+                .add_many(std::mem::take(&mut batch))
+                .await
+                .expect("load a batch");
+        }
+    }
+    eprintln!("loaded {n} memories in {:.1?}", start.elapsed());
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn search(store: &dyn MemoryStore) {
+    let queries = queries();
+    let mut times = Vec::new();
+    let mut found = 0;
+    for _ in 0..3 {
+        for q in &queries {
+            let start = Instant::now();
+            let hits = store
+                .search(MemorySearchRequest::new(PROJECT, q).without_touch())
+                .await
+                .expect("search");
+            times.push(start.elapsed());
+            found += hits.len();
+        }
+    }
+    times.sort();
+    println!(
+        "search: median {:.2?}, p95 {:.2?} over {} searches ({} results)",
+        percentile(&times, 0.5),
+        percentile(&times, 0.95),
+        times.len(),
+        found
+    );
+}
+
+async fn write_as(store: &dyn MemoryStore, writer: usize, writes: usize) {
+    for i in 0..writes {
+        let content = format!("writer {writer} records decision {i} about component c{writer}x{i}");
+        store
+            .add(NewMemoryEntry::new(PROJECT, MemoryCategory::Fact, content))
+            .await
+            .expect("add");
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let db = arg(&args, "--db").expect("--db FILE|URL");
+    if let Some(writer) = arg(&args, "--writer-child") {
+        let writes = arg(&args, "--writes").and_then(|w| w.parse().ok()).unwrap_or(100);
+        let store = open(&db).await;
+        write_as(store.as_ref(), writer.parse().expect("a writer number"), writes).await;
+        return;
+    }
+    let store = open(&db).await;
+    if let Some(n) = arg(&args, "--memories").and_then(|n| n.parse().ok()) {
+        let before = store.count(PROJECT).await.expect("count");
+        if before < n {
+            load(store.as_ref(), n - before).await;
+        }
+        println!(
+            "{}: {} memories",
+            shown(&db),
+            store.count(PROJECT).await.expect("count")
+        );
+        search(store.as_ref()).await;
+    }
+    if let Some(writers) = arg(&args, "--writers").and_then(|w| w.parse::<usize>().ok()) {
+        let writes = arg(&args, "--writes").unwrap_or_else(|| "100".into());
+        let exe = std::env::current_exe().expect("the example's path");
+        let start = Instant::now();
+        let children: Vec<_> = (0..writers)
+            .map(|w| {
+                Command::new(&exe)
+                    .args(["--db", &db, "--writer-child", &w.to_string(), "--writes", &writes])
+                    .spawn()
+                    .expect("start a writer")
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().expect("a writer").success(), "a writer failed");
+        }
+        let total = writers * writes.parse::<usize>().unwrap_or(100);
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "writes: {writers} processes × {writes} adds: {total} in {secs:.2} s = {:.0} writes/s",
+            total as f64 / secs
+        );
+    }
+}

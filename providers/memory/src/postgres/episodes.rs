@@ -1,0 +1,85 @@
+//! Episodic records and persisted `project:` state on PostgreSQL.
+
+use super::rows::{insert_episode, new_unique_id, row_to_episode, EPISODE_COLS};
+use super::{read_tx, write_tx, PostgresStore};
+use crate::error::Result;
+use crate::rules::{check_episode, check_state, episode_record, state_value};
+use crate::types::*;
+
+pub(super) async fn add_episode(store: &PostgresStore, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
+    let project = check_episode(&new)?;
+    write_tx!(store, [project.as_str()], |tx, now| {
+        let id = new_unique_id(&tx, false).await?;
+        let record = episode_record(new.clone(), project.clone(), id, now);
+        insert_episode(&tx, &record).await?;
+        record
+    })
+}
+
+pub(super) async fn episodes(
+    store: &PostgresStore,
+    project: &str,
+    limit: usize,
+) -> Result<Vec<EpisodicRecord>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    read_tx!(store, |tx| {
+        let sql = format!(
+            "SELECT {EPISODE_COLS} FROM episodic_records WHERE project_path = $1
+             ORDER BY created_at DESC, id LIMIT $2"
+        );
+        let stmt = tx.prepare_cached(&sql).await?;
+        tx.query(&stmt, &[&project, &limit])
+            .await?
+            .iter()
+            .map(row_to_episode)
+            .collect::<Result<Vec<_>>>()?
+    })
+}
+
+pub(super) async fn set_state(
+    store: &PostgresStore,
+    project: &str,
+    key: &str,
+    value: &serde_json::Value,
+) -> Result<()> {
+    let (project, json) = check_state(project, key, value)?;
+    write_tx!(store, [project.as_str()], |tx, now| {
+        tx.execute(
+            "INSERT INTO project_state (project_path, key, value, updated_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (project_path, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+             WHERE project_state.value <> excluded.value",
+            &[&project, &key, &json, &now],
+        )
+        .await?;
+    })
+}
+
+pub(super) async fn state_entries(
+    store: &PostgresStore,
+    project: &str,
+) -> Result<Vec<(String, serde_json::Value)>> {
+    read_tx!(store, |tx| {
+        let rows = tx
+            .query(
+                "SELECT key, value FROM project_state WHERE project_path = $1 ORDER BY key COLLATE \"C\"",
+                &[&project],
+            )
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.push((row.try_get(0)?, state_value(row.try_get(1)?)));
+        }
+        out
+    })
+}
+
+pub(super) async fn remove_state(store: &PostgresStore, project: &str, key: &str) -> Result<bool> {
+    write_tx!(store, [project], |tx, _now| {
+        tx.execute(
+            "DELETE FROM project_state WHERE project_path = $1 AND key = $2",
+            &[&project, &key],
+        )
+        .await?
+            > 0
+    })
+}

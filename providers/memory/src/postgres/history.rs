@@ -1,0 +1,241 @@
+//! The history on PostgreSQL: every change to a memory with the memory before and after it,
+//! and undo.
+
+use deadpool_postgres::Transaction;
+use tokio_postgres::Row;
+
+use super::rows::{delete_row, find_by_content, insert_entry, load, store_row};
+use super::{read_tx, write_tx, PostgresStore};
+use crate::decide;
+use crate::error::{MemoryError, Result};
+use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
+
+pub(super) const HISTORY_COLS: &str =
+    "id, memory_id, project_path, action, before, after, related_id, reason, at";
+
+fn json(e: Option<&MemoryEntry>) -> Option<String> {
+    e.and_then(|e| serde_json::to_string(e).ok())
+}
+
+/// Append one history entry about memory `of` (its id and project).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn record(
+    tx: &Transaction<'_>,
+    action: HistoryAction,
+    of: &MemoryEntry,
+    before: Option<&MemoryEntry>,
+    after: Option<&MemoryEntry>,
+    related_id: Option<&str>,
+    reason: Option<&str>,
+    at: i64,
+) -> Result<i64> {
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO memory_history (memory_id, project_path, action, before, after, related_id, reason, at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        )
+        .await?;
+    Ok(tx
+        .query_one(
+            &stmt,
+            &[
+                &of.id,
+                &of.project_path,
+                &action.as_str(),
+                &json(before),
+                &json(after),
+                &related_id,
+                &reason,
+                &at,
+            ],
+        )
+        .await?
+        .try_get(0)?)
+}
+
+/// Store an imported history entry under its own id when that id is free, else under a new
+/// one; the id sequence is moved past it so later entries never collide.
+pub(super) async fn insert_history(tx: &Transaction<'_>, h: &HistoryEntry) -> Result<()> {
+    let taken: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM memory_history WHERE id = $1)",
+            &[&h.id],
+        )
+        .await?
+        .try_get(0)?;
+    let id = (!taken).then_some(h.id);
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO memory_history (id, memory_id, project_path, action, before, after, related_id, reason, at)
+             VALUES (COALESCE($1, nextval(pg_get_serial_sequence('memory_history', 'id'))), $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .await?;
+    tx.execute(
+        &stmt,
+        &[
+            &id,
+            &h.memory_id,
+            &h.project_path,
+            &h.action.as_str(),
+            &json(h.before.as_ref()),
+            &json(h.after.as_ref()),
+            &h.related_id,
+            &h.reason,
+            &h.at,
+        ],
+    )
+    .await?;
+    if id.is_some() {
+        tx.execute(
+            "SELECT setval(pg_get_serial_sequence('memory_history', 'id'), GREATEST($1, last_value))
+             FROM memory_history_id_seq",
+            &[&h.id],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub(super) fn row_to_history(r: &Row) -> Result<HistoryEntry> {
+    let bad = |message: String| MemoryError::Server {
+        url: String::new(),
+        reason: message,
+        sqlstate: None,
+    };
+    let action: String = r.try_get(3)?;
+    let entry = |col: usize| -> Result<Option<MemoryEntry>> {
+        let text: Option<String> = r.try_get(col)?;
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| bad(format!("history snapshot is not a memory: {e}")))
+        })
+        .transpose()
+    };
+    Ok(HistoryEntry {
+        id: r.try_get(0)?,
+        memory_id: r.try_get(1)?,
+        project_path: r.try_get(2)?,
+        action: HistoryAction::parse(&action)
+            .ok_or_else(|| bad(format!("unknown history action `{action}`")))?,
+        before: entry(4)?,
+        after: entry(5)?,
+        related_id: r.try_get(6)?,
+        reason: r.try_get(7)?,
+        at: r.try_get(8)?,
+    })
+}
+
+/// History entries of a query selecting [`HISTORY_COLS`].
+pub(super) async fn select_history(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<HistoryEntry>> {
+    let stmt = tx.prepare_cached(sql).await?;
+    tx.query(&stmt, params)
+        .await?
+        .iter()
+        .map(row_to_history)
+        .collect()
+}
+
+async fn entry_in(tx: &Transaction<'_>, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+    let sql = format!("SELECT {HISTORY_COLS} FROM memory_history WHERE id = $1 AND project_path = $2");
+    Ok(select_history(tx, &sql, &[&history_id, &project]).await?.pop())
+}
+
+pub(super) async fn history(
+    store: &PostgresStore,
+    project: &str,
+    memory_id: &str,
+) -> Result<Vec<HistoryEntry>> {
+    read_tx!(store, |tx| {
+        let sql = format!(
+            "SELECT {HISTORY_COLS} FROM memory_history WHERE memory_id = $1 AND project_path = $2 ORDER BY id"
+        );
+        select_history(&tx, &sql, &[&memory_id, &project]).await?
+    })
+}
+
+pub(super) async fn history_entry(
+    store: &PostgresStore,
+    project: &str,
+    history_id: i64,
+) -> Result<Option<HistoryEntry>> {
+    read_tx!(store, |tx| { entry_in(&tx, project, history_id).await? })
+}
+
+pub(super) async fn project_history(
+    store: &PostgresStore,
+    project: &str,
+    limit: usize,
+) -> Result<Vec<HistoryEntry>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    read_tx!(store, |tx| {
+        let sql = format!(
+            "SELECT {HISTORY_COLS} FROM memory_history WHERE project_path = $1 ORDER BY id DESC LIMIT $2"
+        );
+        select_history(&tx, &sql, &[&project, &limit]).await?
+    })
+}
+
+/// Put a memory of `project` back as it was before history entry `history_id`, as the SQLite
+/// store does (see [`MemoryStore::undo`](crate::MemoryStore::undo)).
+pub(super) async fn undo(
+    store: &PostgresStore,
+    project: &str,
+    history_id: i64,
+) -> Result<Option<MemoryEntry>> {
+    write_tx!(store, [project], |tx, now| {
+        let h = entry_in(&tx, project, history_id)
+            .await?
+            .ok_or_else(|| MemoryError::HistoryNotFound {
+                id: history_id,
+                project: project.to_string(),
+            })?;
+        let current = load(&tx, &h.memory_id).await?;
+        decide::check_undo(&h, current.as_ref().map(|(_, cur)| cur), project)?;
+        let reason = format!("undo of history entry {history_id}");
+        match (h.before, current) {
+            (None, Some((num, cur))) => {
+                delete_row(&tx, num, &cur, &reason, now).await?;
+                None
+            }
+            (None, None) => return Err(decide::insert_gone(&h.memory_id)),
+            (Some(before), current) => {
+                if let Some(other) = find_by_content(&tx, &before.project_path, &before.content)
+                    .await?
+                    .filter(|other| *other != before.id)
+                {
+                    return Err(MemoryError::Duplicate {
+                        project: before.project_path,
+                        existing: other,
+                    });
+                }
+                let mut restored = before;
+                restored.updated_at = now;
+                let previous = match current {
+                    Some((num, cur)) => {
+                        store_row(&tx, num, &cur, &restored).await?;
+                        Some(cur)
+                    }
+                    None => {
+                        insert_entry(&tx, &restored).await?;
+                        None
+                    }
+                };
+                record(
+                    &tx,
+                    HistoryAction::Restore,
+                    &restored,
+                    previous.as_ref(),
+                    Some(&restored),
+                    None,
+                    Some(&reason),
+                    now,
+                )
+                .await?;
+                Some(restored)
+            }
+        }
+    })
+}

@@ -1,0 +1,345 @@
+//! Row-level helpers on PostgreSQL: insert, overwrite, delete and read memory and episode
+//! rows, keeping the search columns (terms, document frequencies, counts) and the history in
+//! step — what `sqlite/rows.rs` and `sqlite/index.rs` do for SQLite.
+
+use deadpool_postgres::Transaction;
+use tokio_postgres::Row;
+
+use super::history;
+use crate::decide;
+use crate::error::{MemoryError, Result};
+use crate::text::{keyword_terms, term_set, terms};
+use crate::types::*;
+
+pub(super) const COLS: &str =
+    "num, id, project_path, category, content, keywords, importance, access_count, \
+     source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at, \
+     superseded_by, superseded_at";
+
+pub(super) const EPISODE_COLS: &str = "id, project_path, session_id, record_type, task_summary, \
+     approach_summary, outcome_summary, tools_used, keywords, created_at";
+
+/// The lexeme standing for a project in the `terms` column (the SQLite index's token).
+pub(super) fn project_lexeme(project: &str) -> String {
+    crate::sqlite::index::project_token(project)
+}
+
+/// The lexemes of a memory's `terms` column: its content and keyword terms, and its project.
+fn lexemes(e: &MemoryEntry) -> Vec<String> {
+    let mut all: Vec<String> = terms(&e.content);
+    all.extend(keyword_terms(&e.keywords));
+    all.push(project_lexeme(&e.project_path));
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// A conversion failure of a column, as a server error.
+fn bad(message: String) -> MemoryError {
+    MemoryError::Server {
+        url: String::new(),
+        reason: message,
+        sqlstate: None,
+    }
+}
+
+fn json_list(text: &str, what: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|e| bad(format!("{what} are not a JSON list: {e}")))
+}
+
+fn keywords_json(keywords: &[String]) -> String {
+    serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into())
+}
+
+/// A memory row (selected with [`COLS`]) and its row number.
+pub(super) fn row_to_entry(r: &Row) -> Result<(i64, MemoryEntry)> {
+    let category: String = r.try_get(3)?;
+    let keywords: String = r.try_get(5)?;
+    Ok((
+        r.try_get(0)?,
+        MemoryEntry {
+            id: r.try_get(1)?,
+            project_path: r.try_get(2)?,
+            category: category.parse()?,
+            content: r.try_get(4)?,
+            keywords: json_list(&keywords, "keywords")?,
+            importance: r.try_get(6)?,
+            access_count: r.try_get(7)?,
+            source_session_id: r.try_get(8)?,
+            source_context: r.try_get(9)?,
+            created_at: r.try_get(10)?,
+            updated_at: r.try_get(11)?,
+            last_accessed_at: r.try_get(12)?,
+            decayed_at: r.try_get(13)?,
+            superseded_by: r.try_get(14)?,
+            superseded_at: r.try_get(15)?,
+        },
+    ))
+}
+
+/// Rows of a query selecting [`COLS`].
+pub(super) async fn select_entries(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<(i64, MemoryEntry)>> {
+    let stmt = tx.prepare_cached(sql).await?;
+    tx.query(&stmt, params).await?.iter().map(row_to_entry).collect()
+}
+
+pub(super) async fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<(i64, MemoryEntry)>> {
+    let sql = format!("SELECT {COLS} FROM project_memories WHERE id = $1");
+    Ok(select_entries(tx, &sql, &[&id]).await?.pop())
+}
+
+pub(super) async fn find_by_content(
+    tx: &Transaction<'_>,
+    project: &str,
+    content: &str,
+) -> Result<Option<String>> {
+    let stmt = tx
+        .prepare_cached(
+            "SELECT id FROM project_memories WHERE project_path = $1 AND md5(content) = md5($2) AND content = $2",
+        )
+        .await?;
+    Ok(tx
+        .query_opt(&stmt, &[&project, &content])
+        .await?
+        .map(|r| r.get(0)))
+}
+
+/// Whether a memory may take `id`: no memory has it, and no history entry has it except
+/// (when `project` is given) history of that same project — as on SQLite.
+pub(super) async fn id_is_free(tx: &Transaction<'_>, id: &str, project: Option<&str>) -> Result<bool> {
+    let stmt = tx
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM project_memories WHERE id = $1)
+                 OR EXISTS (SELECT 1 FROM memory_history WHERE memory_id = $1
+                            AND ($2::text IS NULL OR project_path <> $2))",
+        )
+        .await?;
+    let taken: bool = tx.query_one(&stmt, &[&id, &project]).await?.try_get(0)?;
+    Ok(!taken)
+}
+
+/// A fresh id for a memory (checked with [`id_is_free`]) or an episode.
+pub(super) async fn new_unique_id(tx: &Transaction<'_>, memory: bool) -> Result<String> {
+    loop {
+        let id = crate::ids::new_id();
+        let free = if memory {
+            id_is_free(tx, &id, None).await?
+        } else {
+            let stmt = tx
+                .prepare_cached("SELECT NOT EXISTS (SELECT 1 FROM episodic_records WHERE id = $1)")
+                .await?;
+            tx.query_one(&stmt, &[&id]).await?.try_get(0)?
+        };
+        if free {
+            return Ok(id);
+        }
+    }
+}
+
+/// Count a memory's content terms in its project's document frequencies (`delta` +1 or -1).
+async fn count_terms(tx: &Transaction<'_>, e: &MemoryEntry, delta: i64) -> Result<()> {
+    let set: Vec<String> = term_set(&e.content).into_iter().collect();
+    if delta > 0 {
+        let stmt = tx
+            .prepare_cached(
+                "INSERT INTO memory_terms (project_path, term, df) SELECT $1, t, 1 FROM unnest($2::text[]) AS t
+                 ON CONFLICT (project_path, term) DO UPDATE SET df = memory_terms.df + 1",
+            )
+            .await?;
+        tx.execute(&stmt, &[&e.project_path, &set]).await?;
+    } else {
+        let stmt = tx
+            .prepare_cached("UPDATE memory_terms SET df = df - 1 WHERE project_path = $1 AND term = ANY($2)")
+            .await?;
+        tx.execute(&stmt, &[&e.project_path, &set]).await?;
+        let stmt = tx
+            .prepare_cached("DELETE FROM memory_terms WHERE project_path = $1 AND term = ANY($2) AND df <= 0")
+            .await?;
+        tx.execute(&stmt, &[&e.project_path, &set]).await?;
+    }
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO memory_projects (project_path, docs) VALUES ($1, GREATEST($2::bigint, 0))
+             ON CONFLICT (project_path) DO UPDATE SET docs = GREATEST(memory_projects.docs + $2::bigint, 0)",
+        )
+        .await?;
+    tx.execute(&stmt, &[&e.project_path, &delta]).await?;
+    Ok(())
+}
+
+/// Insert a complete entry (row, terms and counts) and return its row number.
+pub(super) async fn insert_entry(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<i64> {
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
+                 source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
+                 superseded_by, superseded_at, terms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, array_to_tsvector($16::text[]))
+             RETURNING num",
+        )
+        .await?;
+    let num: i64 = tx
+        .query_one(
+            &stmt,
+            &[
+                &e.id,
+                &e.project_path,
+                &e.category.as_str(),
+                &e.content,
+                &keywords_json(&e.keywords),
+                &e.importance,
+                &e.access_count,
+                &e.source_session_id,
+                &e.source_context,
+                &e.created_at,
+                &e.updated_at,
+                &e.last_accessed_at,
+                &e.decayed_at,
+                &e.superseded_by,
+                &e.superseded_at,
+                &lexemes(e),
+            ],
+        )
+        .await?
+        .try_get(0)?;
+    count_terms(tx, e, 1).await?;
+    Ok(num)
+}
+
+/// Write every field of `new` over row `num` (which holds `old`), re-counting terms when the
+/// content changed.
+pub(super) async fn store_row(
+    tx: &Transaction<'_>,
+    num: i64,
+    old: &MemoryEntry,
+    new: &MemoryEntry,
+) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(
+            "UPDATE project_memories SET id = $2, project_path = $3, category = $4, content = $5, keywords = $6,
+                 importance = $7, access_count = $8, source_session_id = $9, source_context = $10, created_at = $11,
+                 updated_at = $12, last_accessed_at = $13, decayed_at = $14, superseded_by = $15, superseded_at = $16,
+                 terms = array_to_tsvector($17::text[])
+             WHERE num = $1",
+        )
+        .await?;
+    tx.execute(
+        &stmt,
+        &[
+            &num,
+            &new.id,
+            &new.project_path,
+            &new.category.as_str(),
+            &new.content,
+            &keywords_json(&new.keywords),
+            &new.importance,
+            &new.access_count,
+            &new.source_session_id,
+            &new.source_context,
+            &new.created_at,
+            &new.updated_at,
+            &new.last_accessed_at,
+            &new.decayed_at,
+            &new.superseded_by,
+            &new.superseded_at,
+            &lexemes(new),
+        ],
+    )
+    .await?;
+    if old.content != new.content || old.project_path != new.project_path {
+        count_terms(tx, old, -1).await?;
+        count_terms(tx, new, 1).await?;
+    }
+    Ok(())
+}
+
+/// Delete row `num` (which holds `old`); the memories it had superseded become current again.
+pub(super) async fn delete_row(
+    tx: &Transaction<'_>,
+    num: i64,
+    old: &MemoryEntry,
+    reason: &str,
+    now: i64,
+) -> Result<()> {
+    let stmt = tx
+        .prepare_cached("DELETE FROM project_memories WHERE num = $1")
+        .await?;
+    tx.execute(&stmt, &[&num]).await?;
+    count_terms(tx, old, -1).await?;
+    history::record(
+        tx,
+        HistoryAction::Delete,
+        old,
+        Some(old),
+        None,
+        None,
+        Some(reason),
+        now,
+    )
+    .await?;
+    let sql = format!("SELECT {COLS} FROM project_memories WHERE superseded_by = $1 AND project_path = $2");
+    for (pnum, before) in select_entries(tx, &sql, &[&old.id, &old.project_path]).await? {
+        let after = decide::current_again(&before, now);
+        Box::pin(store_row(tx, pnum, &before, &after)).await?;
+        history::record(
+            tx,
+            HistoryAction::Supersede,
+            &after,
+            Some(&before),
+            Some(&after),
+            Some(&old.id),
+            Some(decide::CURRENT_AGAIN_REASON),
+            now,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub(super) async fn insert_episode(tx: &Transaction<'_>, e: &EpisodicRecord) -> Result<()> {
+    let stmt = tx
+        .prepare_cached(&format!(
+            "INSERT INTO episodic_records ({EPISODE_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ))
+        .await?;
+    tx.execute(
+        &stmt,
+        &[
+            &e.id,
+            &e.project_path,
+            &e.session_id,
+            &e.record_type.as_str(),
+            &e.task_summary,
+            &e.approach_summary,
+            &e.outcome_summary,
+            &keywords_json(&e.tools_used),
+            &keywords_json(&e.keywords),
+            &e.created_at,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(super) fn row_to_episode(r: &Row) -> Result<EpisodicRecord> {
+    let record_type: String = r.try_get(3)?;
+    let tools: String = r.try_get(7)?;
+    let keywords: String = r.try_get(8)?;
+    Ok(EpisodicRecord {
+        id: r.try_get(0)?,
+        project_path: r.try_get(1)?,
+        session_id: r.try_get(2)?,
+        record_type: RecordType::parse(&record_type)
+            .ok_or_else(|| bad(format!("unknown record type `{record_type}`")))?,
+        task_summary: r.try_get(4)?,
+        approach_summary: r.try_get(5)?,
+        outcome_summary: r.try_get(6)?,
+        tools_used: json_list(&tools, "tools")?,
+        keywords: json_list(&keywords, "keywords")?,
+        created_at: r.try_get(9)?,
+    })
+}

@@ -1,0 +1,234 @@
+//! Reads and search on PostgreSQL: get, list, count, search (candidates from the `tsvector`
+//! column, then the crate's ranking), and stats.
+
+use std::collections::BTreeSet;
+
+use deadpool_postgres::Transaction;
+
+use super::rows::{load, project_lexeme, select_entries, COLS};
+use super::{read_tx, PostgresStore};
+use crate::error::Result;
+use crate::retrieval::{rank, rarest_terms, Vocabulary};
+use crate::rules::{bumped, check_project};
+use crate::text::{term_set, terms};
+use crate::types::*;
+
+/// What candidate retrieval is confined to.
+pub(super) struct Filter<'a> {
+    pub(super) project: &'a str,
+    pub(super) min_importance: f32,
+    pub(super) categories: Option<&'a [MemoryCategory]>,
+}
+
+/// The project's vocabulary restricted to `needed` terms: its memory count and those terms'
+/// document frequencies, read in the transaction's snapshot (so never stale).
+pub(super) async fn vocabulary(
+    tx: &Transaction<'_>,
+    project: &str,
+    needed: &BTreeSet<String>,
+) -> Result<Vocabulary> {
+    let docs: i64 = tx
+        .query_opt(
+            "SELECT docs FROM memory_projects WHERE project_path = $1",
+            &[&project],
+        )
+        .await?
+        .map(|r| r.try_get(0))
+        .transpose()?
+        .unwrap_or(0);
+    let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
+    let stmt = tx
+        .prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = $1 AND term = ANY($2)")
+        .await?;
+    let mut df = std::collections::HashMap::new();
+    for row in tx.query(&stmt, &[&project, &needed]).await? {
+        let (term, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
+        df.insert(term, u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+    }
+    Ok(Vocabulary::new(docs.max(0) as u64, df))
+}
+
+/// A lexeme quoted for `tsquery` input.
+fn ts_quote(term: &str) -> String {
+    format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// Candidate rows for `q_terms` (the rarest ones, OR'ed, inside the project's lexeme, best
+/// `ts_rank` first, at most the candidate limit), with the vocabulary that ranks them: the
+/// document frequencies of the query's terms and of every candidate's terms.
+pub(super) async fn candidates(
+    store: &PostgresStore,
+    tx: &Transaction<'_>,
+    filter: &Filter<'_>,
+    q_terms: &[String],
+) -> Result<(Vocabulary, Vec<(i64, MemoryEntry)>)> {
+    let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
+    let q_vocab = vocabulary(tx, filter.project, &q_set).await?;
+    let distinct = rarest_terms(q_terms, &q_vocab);
+    let categories: Option<Vec<&str>> = filter.categories.map(|c| c.iter().map(|c| c.as_str()).collect());
+    if distinct.is_empty() || categories.as_ref().is_some_and(Vec::is_empty) {
+        return Ok((q_vocab, Vec::new()));
+    }
+    let query = format!(
+        "{} & ({})",
+        ts_quote(&project_lexeme(filter.project)),
+        distinct
+            .iter()
+            .map(|t| ts_quote(t))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let sql = format!(
+        "SELECT {COLS} FROM project_memories
+         WHERE terms @@ $1::text::tsquery AND project_path = $2 AND importance >= $3 AND superseded_by IS NULL
+           AND ($5::text[] IS NULL OR category = ANY($5))
+         ORDER BY ts_rank(terms, $1::text::tsquery) DESC, num LIMIT $4"
+    );
+    let found = select_entries(
+        tx,
+        &sql,
+        &[
+            &query,
+            &filter.project,
+            &filter.min_importance,
+            &store.candidate_limit(),
+            &categories,
+        ],
+    )
+    .await?;
+    let mut needed = q_set;
+    for (_, e) in &found {
+        needed.extend(term_set(&e.content));
+    }
+    Ok((vocabulary(tx, filter.project, &needed).await?, found))
+}
+
+pub(super) async fn get(store: &PostgresStore, id: &str) -> Result<Option<MemoryEntry>> {
+    let mut entry = read_tx!(store, |tx| { load(&tx, id).await?.map(|(_, e)| e) })?;
+    if let Some(e) = &mut entry {
+        store.redact_read(e);
+    }
+    Ok(entry)
+}
+
+pub(super) async fn list(
+    store: &PostgresStore,
+    project: &str,
+    options: &ListOptions,
+) -> Result<Vec<MemoryEntry>> {
+    let order = match options.order {
+        ListOrder::Newest => "created_at DESC, id",
+        ListOrder::Importance => "importance DESC, created_at DESC, id",
+    };
+    let category = options.category.map(|c| c.as_str());
+    let sql = format!(
+        "SELECT {COLS} FROM project_memories WHERE project_path = $1 AND ($2::text IS NULL OR category = $2)
+         AND ($5 OR superseded_by IS NULL)
+         ORDER BY {order} LIMIT $3 OFFSET $4"
+    );
+    let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
+    let offset = i64::try_from(options.offset).unwrap_or(i64::MAX);
+    let rows = read_tx!(store, |tx| {
+        select_entries(
+            &tx,
+            &sql,
+            &[&project, &category, &limit, &offset, &options.include_superseded],
+        )
+        .await?
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|(_, mut e)| {
+            store.redact_read(&mut e);
+            e
+        })
+        .collect())
+}
+
+pub(super) async fn count(store: &PostgresStore, project: &str) -> Result<usize> {
+    let n: i64 = read_tx!(store, |tx| {
+        tx.query_one(
+            "SELECT COUNT(*) FROM project_memories WHERE project_path = $1 AND superseded_by IS NULL",
+            &[&project],
+        )
+        .await?
+        .try_get(0)?
+    })?;
+    Ok(n as usize)
+}
+
+/// Find the current memories of a project relevant to a query, best first, ranked exactly as
+/// on SQLite; returned memories have their access counted unless the request says not to.
+pub(super) async fn search(
+    store: &PostgresStore,
+    req: &MemorySearchRequest,
+) -> Result<Vec<MemorySearchResult>> {
+    let project = check_project(&req.project_path)?;
+    let q_terms = terms(&req.query);
+    if q_terms.is_empty() || req.top_k == 0 {
+        return Ok(Vec::new());
+    }
+    let now = store.now();
+    let mut results = read_tx!(store, |tx| {
+        let filter = Filter {
+            project: &project,
+            min_importance: req.min_importance,
+            categories: req.categories.as_deref(),
+        };
+        let (vocab, found) = candidates(store, &tx, &filter, &q_terms).await?;
+        rank(
+            &q_terms,
+            &vocab,
+            found.into_iter().map(|(_, e)| e),
+            now,
+            req.top_k,
+        )
+    })?;
+    for r in &mut results {
+        store.redact_read(&mut r.entry);
+    }
+    if req.touch && !results.is_empty() && !store.inner.options.is_read_only() {
+        let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
+        super::write::touch(store, &ids).await?;
+        let now = store.now();
+        for r in &mut results {
+            r.entry.access_count = bumped(r.entry.access_count);
+            r.entry.last_accessed_at = now;
+        }
+    }
+    Ok(results)
+}
+
+/// Counts for a project.
+pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<MemoryStats> {
+    read_tx!(store, |tx| {
+        let mut stats = crate::decide::StatsBuilder::new(project);
+        let rows = tx
+            .query(
+                "SELECT category, COUNT(*), SUM(importance::float8), SUM(access_count::float8), MIN(created_at), MAX(updated_at)
+                 FROM project_memories WHERE project_path = $1 AND superseded_by IS NULL GROUP BY category",
+                &[&project],
+            )
+            .await?;
+        for row in rows {
+            stats.category(
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+                row.try_get(4)?,
+                row.try_get(5)?,
+            );
+        }
+        let counts = tx
+            .query_one(
+                "SELECT (SELECT COUNT(*) FROM episodic_records WHERE project_path = $1),
+                        (SELECT COUNT(*) FROM memory_history WHERE project_path = $1),
+                        (SELECT COUNT(*) FROM project_memories WHERE project_path = $1 AND superseded_by IS NOT NULL)",
+                &[&project],
+            )
+            .await?;
+        let count = |i: usize| -> Result<usize> { Ok(counts.try_get::<_, i64>(i)? as usize) };
+        stats.finish(count(0)?, count(1)?, count(2)?)
+    })
+}

@@ -1,0 +1,669 @@
+//! The store suite, run against every backend: SQLite, and PostgreSQL on a throwaway cluster
+//! the suite starts itself (see `support/pg.rs`; skipped with one line when PostgreSQL is not
+//! installed, a failure under `CTXKIT_EXTERNAL_SUITES=1`). Each case is one async function over
+//! a [`Backend`]; the `suite!` macro instantiates every case for each backend, so both answer
+//! to exactly the same assertions.
+
+#[path = "../../../tests/support/suites.rs"]
+mod suites;
+mod support;
+
+use std::collections::BTreeSet;
+
+use ctxkit_memory::records::{ExportRecord, HistoryAction, NewEpisodicRecord, RecordType};
+use ctxkit_memory::{
+    ListOptions, MemoryCategory, MemoryError, MemorySearchRequest, MemoryUpdate, NewMemoryEntry, UpsertResult,
+};
+use support::Backend;
+
+const P: &str = "/work/alpha";
+const Q: &str = "/work/beta";
+
+fn fact(content: &str) -> NewMemoryEntry {
+    NewMemoryEntry::new(P, MemoryCategory::Fact, content)
+}
+
+fn pref(content: &str) -> NewMemoryEntry {
+    NewMemoryEntry::new(P, MemoryCategory::Preference, content).importance(0.95)
+}
+
+fn all() -> ListOptions {
+    ListOptions {
+        limit: usize::MAX,
+        include_superseded: true,
+        ..ListOptions::default()
+    }
+}
+
+async fn writes_and_reads(b: Backend) {
+    let s = &b.store;
+    let a = s
+        .add(fact("Deploys happen on Fridays").importance(0.7))
+        .await
+        .unwrap();
+    assert_eq!(s.get(&a.id).await.unwrap(), Some(a.clone()));
+    let many = s
+        .add_many(vec![
+            fact("The API lives in src/api"),
+            fact("Tests live in tests/"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(many.len(), 2);
+    assert_eq!(s.count(P).await.unwrap(), 3);
+    assert_eq!(s.list(P, all()).await.unwrap().len(), 3);
+    let dup = s.add(fact("Deploys happen on Fridays")).await.unwrap_err();
+    assert!(
+        matches!(dup, MemoryError::Duplicate { ref existing, .. } if *existing == a.id),
+        "{dup:?}"
+    );
+    // All or nothing: a bad entry in a batch stores none of it.
+    let bad = s
+        .add_many(vec![fact("Queues run on Redis"), fact("  ")])
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("memory 2 of 2"), "{bad}");
+    assert_eq!(s.count(P).await.unwrap(), 3);
+    assert!(matches!(
+        s.add(fact("x").importance(1.5)).await,
+        Err(MemoryError::Invalid(_))
+    ));
+    assert!(matches!(
+        s.add(NewMemoryEntry::new(" ", MemoryCategory::Fact, "x")).await,
+        Err(MemoryError::Invalid(_))
+    ));
+    let updated = s
+        .update(
+            &a.id,
+            MemoryUpdate {
+                content: Some("Deploys happen on Thursdays".into()),
+                importance: Some(0.9),
+                ..MemoryUpdate::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.content, "Deploys happen on Thursdays");
+    assert_eq!(s.get(&a.id).await.unwrap().unwrap().importance, 0.9);
+    let gone = s.delete(&many[0].id).await.unwrap();
+    assert_eq!(gone.id, many[0].id);
+    assert_eq!(s.get(&gone.id).await.unwrap(), None);
+    assert!(matches!(s.delete(&gone.id).await, Err(MemoryError::NotFound(_))));
+    assert!(matches!(
+        s.update("nope", MemoryUpdate::default()).await,
+        Err(MemoryError::NotFound(_))
+    ));
+}
+
+async fn secrets_are_refused_on_every_write(b: Backend) {
+    let s = &b.store;
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    let secret = |r: ctxkit_memory::Result<_>| matches!(r, Err(MemoryError::Secret { .. }));
+    assert!(secret(
+        s.add(fact(&format!("deploy key {key}"))).await.map(|_| ())
+    ));
+    assert!(secret(
+        s.upsert(fact(&format!("deploy key {key}"))).await.map(|_| ())
+    ));
+    assert!(secret(s.add(fact("plain").keywords([key])).await.map(|_| ())));
+    let a = s.add(fact("Deploys happen on Fridays")).await.unwrap();
+    let update = MemoryUpdate {
+        content: Some(format!("use {key}")),
+        ..MemoryUpdate::default()
+    };
+    assert!(secret(s.update(&a.id, update).await.map(|_| ())));
+    assert!(secret(s.set_state(P, "aws", serde_json::json!(key)).await));
+    let episode = NewEpisodicRecord {
+        project_path: P.into(),
+        session_id: "s".into(),
+        record_type: RecordType::Success,
+        task_summary: format!("rotated {key}"),
+        approach_summary: "a".into(),
+        outcome_summary: "b".into(),
+        tools_used: vec![],
+        keywords: vec![],
+    };
+    assert!(secret(s.add_episode(episode).await.map(|_| ())));
+    let mut record = a.clone();
+    record.content = format!("key {key}");
+    let err = s
+        .import(vec![ExportRecord::Memory(record)], Some(Q))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("line 1") && !err.to_string().contains(key),
+        "{err}"
+    );
+    assert_eq!(s.count(P).await.unwrap(), 1);
+    assert_eq!(s.count(Q).await.unwrap(), 0);
+}
+
+async fn search_ranks_and_counts_accesses(b: Backend) {
+    let s = &b.store;
+    s.add(pref("Always use pnpm, not npm").keywords(["pnpm"]))
+        .await
+        .unwrap();
+    s.add(fact("The API lives in src/api")).await.unwrap();
+    s.add(fact("Stripe webhooks arrive at /api/webhooks/stripe"))
+        .await
+        .unwrap();
+    let hits = s
+        .search(MemorySearchRequest::new(P, "how do I add a dependency with pnpm"))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "only memories sharing a term: {hits:?}");
+    assert!(hits[0].entry.content.contains("pnpm"));
+    assert_eq!(hits[0].entry.access_count, 1);
+    assert!(hits[0].keyword_overlap > 0.0 && hits[0].similarity > 0.0);
+    let api = s
+        .search(MemorySearchRequest::new(P, "api webhooks").without_touch())
+        .await
+        .unwrap();
+    assert_eq!(api.len(), 2);
+    assert!(api[0].relevance_score >= api[1].relevance_score);
+    assert!(
+        api.iter().all(|h| h.entry.access_count == 0),
+        "without_touch counts nothing"
+    );
+    let none = s.search(MemorySearchRequest::new(Q, "pnpm")).await.unwrap();
+    assert!(none.is_empty(), "another project sees nothing");
+    let cats = MemorySearchRequest::new(P, "api webhooks pnpm").categories(vec![MemoryCategory::Preference]);
+    let only = s.search(cats).await.unwrap();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].entry.category, MemoryCategory::Preference);
+}
+
+async fn upsert_merges_skips_and_inserts(b: Backend) {
+    let s = &b.store;
+    let first = match s
+        .upsert(fact("Run the unit tests with cargo nextest run"))
+        .await
+        .unwrap()
+    {
+        UpsertResult::Inserted(e) => e,
+        other => panic!("{other:?}"),
+    };
+    match s
+        .upsert(fact("Run the unit tests with cargo nextest run"))
+        .await
+        .unwrap()
+    {
+        UpsertResult::Skipped { existing_id, .. } => assert_eq!(existing_id, Some(first.id.clone())),
+        other => panic!("{other:?}"),
+    }
+    match s
+        .upsert(fact("Run the unit tests with cargo nextest run --workspace").importance(0.8))
+        .await
+        .unwrap()
+    {
+        UpsertResult::Merged {
+            original_id, merged, ..
+        } => {
+            assert_eq!(original_id, first.id);
+            assert_eq!(merged.importance, 0.8);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.count(P).await.unwrap(), 1);
+    let history = s.history(P, &first.id).await.unwrap();
+    let actions: Vec<_> = history.iter().map(|h| h.action).collect();
+    assert_eq!(actions, [HistoryAction::Insert, HistoryAction::Merge]);
+}
+
+async fn a_contradiction_supersedes_and_undo_restores(b: Backend) {
+    let s = &b.store;
+    let npm = s
+        .add(pref("Always use npm for installing packages"))
+        .await
+        .unwrap();
+    let pnpm = s
+        .add(pref("Always use pnpm for installing packages"))
+        .await
+        .unwrap();
+    let old = s.get(&npm.id).await.unwrap().unwrap();
+    assert_eq!(old.superseded_by.as_deref(), Some(pnpm.id.as_str()), "{old:?}");
+    assert_eq!(s.count(P).await.unwrap(), 1);
+    let hits = s
+        .search(MemorySearchRequest::new(P, "installing packages").without_touch())
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.entry.id.clone()).collect::<Vec<_>>(),
+        std::slice::from_ref(&pnpm.id)
+    );
+    // Deleting the newer memory makes the older one current again.
+    s.delete(&pnpm.id).await.unwrap();
+    assert_eq!(s.get(&npm.id).await.unwrap().unwrap().superseded_by, None);
+    let delete = s
+        .project_history(P, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|h| h.action == HistoryAction::Delete)
+        .unwrap();
+    let restored = s.undo(P, delete.id).await.unwrap().unwrap();
+    assert_eq!(restored.id, pnpm.id);
+    assert_eq!(s.get(&pnpm.id).await.unwrap().unwrap().content, pnpm.content);
+}
+
+async fn history_and_undo_stay_in_their_project(b: Backend) {
+    let s = &b.store;
+    let a = s.add(fact("The cache is Redis 7")).await.unwrap();
+    s.update(
+        &a.id,
+        MemoryUpdate {
+            content: Some("The cache is Valkey 8".into()),
+            ..MemoryUpdate::default()
+        },
+    )
+    .await
+    .unwrap();
+    let h = s.history(P, &a.id).await.unwrap();
+    assert_eq!(h.len(), 2);
+    assert!(
+        s.history(Q, &a.id).await.unwrap().is_empty(),
+        "another project sees no history"
+    );
+    assert!(matches!(
+        s.undo(Q, h[1].id).await,
+        Err(MemoryError::HistoryNotFound { .. })
+    ));
+    assert_eq!(s.history_entry(Q, h[1].id).await.unwrap(), None);
+    assert_eq!(s.history_entry(P, h[1].id).await.unwrap(), Some(h[1].clone()));
+    let back = s.undo(P, h[1].id).await.unwrap().unwrap();
+    assert_eq!(back.content, "The cache is Redis 7");
+    // Undoing the insert deletes it; undoing that insert again has nothing to delete.
+    assert_eq!(s.undo(P, h[0].id).await.unwrap(), None);
+    assert_eq!(s.get(&a.id).await.unwrap(), None);
+    assert!(matches!(s.undo(P, h[0].id).await, Err(MemoryError::Invalid(_))));
+    assert_eq!(s.project_history(P, 2).await.unwrap().len(), 2);
+    assert_eq!(s.project_history(P, 100).await.unwrap().len(), 4);
+}
+
+async fn forget_removes_the_best_matches_only(b: Backend) {
+    let s = &b.store;
+    s.add(fact("Deploys happen on Fridays after the standup"))
+        .await
+        .unwrap();
+    s.add(fact("The API lives in src/api")).await.unwrap();
+    s.add(NewMemoryEntry::new(
+        Q,
+        MemoryCategory::Fact,
+        "Deploys happen on Fridays after the standup",
+    ))
+    .await
+    .unwrap();
+    let gone = s.forget(P, "deploys fridays standup").await.unwrap();
+    assert_eq!(gone.len(), 1);
+    assert_eq!(s.count(P).await.unwrap(), 1);
+    assert_eq!(s.count(Q).await.unwrap(), 1, "another project keeps its memory");
+    let h = s.history(P, &gone[0].id).await.unwrap();
+    assert!(h
+        .last()
+        .unwrap()
+        .reason
+        .as_deref()
+        .unwrap()
+        .starts_with("forgotten on request"));
+}
+
+async fn episodes_and_state(b: Backend) {
+    let s = &b.store;
+    let e = s
+        .add_episode(NewEpisodicRecord {
+            project_path: P.into(),
+            session_id: "s-1".into(),
+            record_type: RecordType::Failure,
+            task_summary: "migrate the schema".into(),
+            approach_summary: "ALTER TABLE".into(),
+            outcome_summary: "locked the table".into(),
+            tools_used: vec!["psql".into()],
+            keywords: vec!["Migration".into()],
+        })
+        .await
+        .unwrap();
+    assert_eq!(s.episodes(P, 5).await.unwrap(), vec![e.clone()]);
+    assert!(s.episodes(Q, 5).await.unwrap().is_empty());
+    s.set_state(P, "package_manager", serde_json::json!("pnpm"))
+        .await
+        .unwrap();
+    s.set_state(P, "Flags", serde_json::json!({"strict": true}))
+        .await
+        .unwrap();
+    s.set_state(P, "package_manager", serde_json::json!("yarn"))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.state_entries(P).await.unwrap(),
+        vec![
+            ("Flags".to_string(), serde_json::json!({"strict": true})),
+            ("package_manager".to_string(), serde_json::json!("yarn")),
+        ]
+    );
+    assert!(s.state_entries(Q).await.unwrap().is_empty());
+    assert!(s.remove_state(P, "Flags").await.unwrap());
+    assert!(!s.remove_state(P, "Flags").await.unwrap());
+}
+
+async fn maintenance_decays_prunes_compacts_and_clears(b: Backend) {
+    let s = &b.store;
+    let a = s
+        .add(fact("Deploys happen on Fridays").importance(0.8))
+        .await
+        .unwrap();
+    s.add(fact("Logs go to Loki").importance(0.12)).await.unwrap();
+    b.clock.advance_days(14.0);
+    assert_eq!(b.decay(P).await.unwrap(), 2);
+    let decayed = s.get(&a.id).await.unwrap().unwrap().importance;
+    assert!((decayed - 0.8 * 0.9025).abs() < 1e-6, "{decayed}");
+    assert_eq!(b.prune(P, 0.2).await.unwrap(), 1);
+    assert!(matches!(b.prune(P, 2.0).await, Err(MemoryError::Invalid(_))));
+    s.add(fact("The staging database is postgres on port 5433 in docker compose").importance(0.3))
+        .await
+        .unwrap();
+    s.add_many(vec![fact(
+        "The staging database is postgres on port 5433 in the docker compose",
+    )
+    .importance(0.6)])
+        .await
+        .unwrap();
+    assert_eq!(b.compact(P).await.unwrap(), 1);
+    let stats = b.stats(P).await.unwrap();
+    assert_eq!(stats.total, 2);
+    assert_eq!(stats.by_category["fact"], 2);
+    assert!(stats.history_entries >= 7, "{stats:?}");
+    assert_eq!(b.clear(P).await.unwrap(), 2);
+    assert_eq!(s.count(P).await.unwrap(), 0);
+    assert!(s
+        .search(MemorySearchRequest::new(P, "staging"))
+        .await
+        .unwrap()
+        .is_empty());
+    let report = s.maintain(P, 0.1).await.unwrap();
+    assert_eq!((report.decayed, report.pruned), (0, 0));
+}
+
+async fn export_import_round_trips_with_history(b: Backend, into: Backend) {
+    let s = &b.store;
+    let a = s
+        .add(
+            pref("Always use pnpm — «quoted» 日本語")
+                .keywords(["pnpm"])
+                .session("s-1")
+                .context("said in chat"),
+        )
+        .await
+        .unwrap();
+    let t = s.add(fact("Tests live in tests/").importance(0.3)).await.unwrap();
+    s.update(
+        &t.id,
+        MemoryUpdate {
+            importance: Some(0.4),
+            ..MemoryUpdate::default()
+        },
+    )
+    .await
+    .unwrap();
+    let gone = s.add(fact("Temporary note about the release")).await.unwrap();
+    s.delete(&gone.id).await.unwrap();
+    s.add_episode(NewEpisodicRecord {
+        project_path: P.into(),
+        session_id: "s-1".into(),
+        record_type: RecordType::Discovery,
+        task_summary: "find the tests".into(),
+        approach_summary: "grep".into(),
+        outcome_summary: "found them".into(),
+        tools_used: vec!["grep".into()],
+        keywords: vec!["tests".into()],
+    })
+    .await
+    .unwrap();
+    s.add(NewMemoryEntry::new(Q, MemoryCategory::Fact, "not exported"))
+        .await
+        .unwrap();
+    let records = s.export(Some(P)).await.unwrap();
+    let history = s.project_history(P, usize::MAX).await.unwrap();
+    assert_eq!(history.len(), 5);
+
+    let report = into.store.import(records.clone(), None).await.unwrap();
+    assert_eq!(
+        (report.memories_added, report.episodes_added, report.history_added),
+        (2, 1, 5)
+    );
+    assert_eq!(report.memories_renamed, 0);
+    assert_eq!(
+        into.store.export(Some(P)).await.unwrap(),
+        records,
+        "the same records, ids and all"
+    );
+    assert_eq!(into.store.project_history(P, usize::MAX).await.unwrap(), history);
+    // The history works there: the update of `t` can be undone, and new entries follow on.
+    let update = history
+        .iter()
+        .find(|h| h.action == HistoryAction::Update)
+        .unwrap();
+    let back = into.store.undo(P, update.id).await.unwrap().unwrap();
+    assert_eq!(back.importance, 0.3);
+    assert!(into.store.project_history(P, 1).await.unwrap()[0].id > history[0].id);
+    let hits = into
+        .store
+        .search(MemorySearchRequest::new(P, "pnpm").without_touch())
+        .await
+        .unwrap();
+    assert_eq!(hits[0].entry.id, a.id);
+    // Importing again adds nothing.
+    let again = into.store.import(records, None).await.unwrap();
+    assert_eq!(
+        (again.memories_added, again.history_added, again.episodes_added),
+        (0, 0, 0)
+    );
+    // Moved into another project, ids another project's history names are re-minted.
+    let moved = into
+        .store
+        .import(s.export(Some(P)).await.unwrap(), Some(Q))
+        .await
+        .unwrap();
+    assert_eq!(moved.memories_added, 2);
+    assert_eq!(moved.memories_renamed, 2);
+    assert!(into.store.history(Q, &a.id).await.unwrap().is_empty());
+}
+
+async fn concurrent_upserts_lose_and_duplicate_nothing(b: Backend) {
+    let contents: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                "Service number {i} listens on port {} and logs to file{i}.log",
+                8000 + i
+            )
+        })
+        .collect();
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let store = b.reopen().await;
+        let contents = contents.clone();
+        tasks.push(tokio::spawn(async move {
+            for (i, c) in contents.iter().enumerate() {
+                store.upsert(fact(c)).await.unwrap();
+                if i % 4 == w % 4 {
+                    store
+                        .add(fact(&format!("writer {w} note {i} about queue{w}x{i}")))
+                        .await
+                        .unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let list = b.store.list(P, all()).await.unwrap();
+    let distinct: BTreeSet<&str> = list.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(distinct.len(), list.len(), "no duplicates");
+    assert_eq!(list.len(), 12 + 8 * 3);
+    let inserts = b
+        .store
+        .project_history(P, usize::MAX)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|h| h.action == HistoryAction::Insert)
+        .count();
+    assert_eq!(inserts, list.len(), "one insert entry per memory");
+}
+
+/// Instantiate every case for every backend.
+macro_rules! suite {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    super::$case(super::Backend::sqlite()).await;
+                }
+            )*
+
+            #[tokio::test]
+            async fn export_import_round_trips_with_history() {
+                super::export_import_round_trips_with_history(super::Backend::sqlite(), super::Backend::sqlite()).await;
+            }
+        }
+
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    let Some(b) = super::Backend::postgres().await else { return };
+                    super::$case(b).await;
+                }
+            )*
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn export_import_round_trips_with_history() {
+                let (Some(from), Some(into)) = (super::Backend::postgres().await, super::Backend::postgres().await) else {
+                    return;
+                };
+                super::export_import_round_trips_with_history(from, into).await;
+            }
+
+            /// A SQLite export imports into PostgreSQL exactly: the same ids, counts and history.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn a_sqlite_export_moves_to_postgres_exactly() {
+                let Some(into) = super::Backend::postgres().await else { return };
+                super::export_import_round_trips_with_history(super::Backend::sqlite(), into).await;
+            }
+        }
+    };
+}
+
+suite!(
+    writes_and_reads,
+    secrets_are_refused_on_every_write,
+    search_ranks_and_counts_accesses,
+    upsert_merges_skips_and_inserts,
+    a_contradiction_supersedes_and_undo_restores,
+    history_and_undo_stay_in_their_project,
+    forget_removes_the_best_matches_only,
+    episodes_and_state,
+    maintenance_decays_prunes_compacts_and_clears,
+    concurrent_upserts_lose_and_duplicate_nothing,
+);
+
+/// PostgreSQL only: the same ranking as SQLite, and failures that say what is wrong in one
+/// sentence without the password.
+#[cfg(feature = "postgres")]
+mod postgres_only {
+    use super::support::{pg, Backend};
+    use ctxkit_memory::eval::EvalSet;
+    use ctxkit_memory::{MemorySearchRequest, NewMemoryEntry, PostgresStore};
+
+    /// Every query of the labelled evaluation set returns the same memories, in the same
+    /// order, with the same scores, on both backends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn both_backends_rank_the_evaluation_set_identically() {
+        let Some(pg) = Backend::postgres().await else {
+            return;
+        };
+        let lite = Backend::sqlite();
+        let set = EvalSet::embedded();
+        for b in [&lite, &pg] {
+            let entries: Vec<NewMemoryEntry> = set
+                .memories
+                .iter()
+                .map(|m| NewMemoryEntry::new(&m.project, m.category, &m.content).importance(m.importance))
+                .collect();
+            b.store.add_many(entries).await.unwrap();
+        }
+        let mut compared = 0;
+        for q in &set.queries {
+            let ask = || {
+                MemorySearchRequest::new(&q.project, &q.text)
+                    .top_k(10)
+                    .without_touch()
+            };
+            let (a, b) = (
+                lite.store.search(ask()).await.unwrap(),
+                pg.store.search(ask()).await.unwrap(),
+            );
+            // The same memories with the same scores at every rank (SQLite's in-memory index sums
+            // norms in fixed point, so scores agree to float noise; ties are broken by ids, which
+            // differ between the two databases).
+            assert_eq!(a.len(), b.len(), "query {:?}", q.text);
+            for (x, y) in a.iter().zip(&b) {
+                assert!(
+                    (x.relevance_score - y.relevance_score).abs() < 1e-6,
+                    "query {:?}: {x:?} {y:?}",
+                    q.text
+                );
+                let twin = b.iter().find(|h| h.entry.content == x.entry.content);
+                let twin =
+                    twin.unwrap_or_else(|| panic!("query {:?}: {:?} missing", q.text, x.entry.content));
+                assert!(
+                    (twin.relevance_score - x.relevance_score).abs() < 1e-6,
+                    "query {:?}",
+                    q.text
+                );
+            }
+            compared += a.len();
+        }
+        assert!(compared > 50, "the set exercises ranking ({compared} results)");
+    }
+
+    async fn failure(url: &str) -> String {
+        PostgresStore::connect(url).await.unwrap_err().to_string()
+    }
+
+    #[tokio::test]
+    async fn connection_failures_are_one_sentence_without_the_password() {
+        let Some(cluster) = pg::cluster() else { return };
+        let url = cluster.database();
+        let name = pg::Cluster::name_of(&url);
+        let wrong = "Wr0ng-Secret-9921";
+        let msg = failure(&cluster.url(name, wrong)).await;
+        assert!(msg.contains("password authentication failed"), "{msg}");
+        assert!(!msg.contains(wrong) && !msg.contains(pg::PASSWORD), "{msg}");
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+
+        let port = pg::free_port();
+        let unreachable = format!("postgres://ctxkit:{wrong}@127.0.0.1:{port}/memory?connect_timeout=2");
+        let msg = failure(&unreachable).await;
+        assert!(
+            msg.starts_with("cannot connect to memory database postgres://ctxkit:***@127.0.0.1"),
+            "{msg}"
+        );
+        assert!(msg.contains("refused") && !msg.contains(wrong), "{msg}");
+
+        let newer = cluster.database();
+        PostgresStore::connect(&newer).await.unwrap();
+        cluster.psql(
+            pg::Cluster::name_of(&newer),
+            "UPDATE ctxkit_schema_version SET version = 99",
+        );
+        let msg = failure(&newer).await;
+        assert!(
+            msg.contains("has schema version 99, newer than version 1"),
+            "{msg}"
+        );
+        assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");
+    }
+}
