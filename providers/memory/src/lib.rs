@@ -1,4 +1,4 @@
-//! Persistent project memory for ctxkit, on SQLite.
+//! Persistent project memory for ctxkit, on SQLite or (feature `postgres`) PostgreSQL.
 //!
 //! Memories are short statements about a project — preferences, conventions, patterns,
 //! corrections, facts — kept across sessions and injected into requests when they are relevant.
@@ -7,6 +7,9 @@
 //!   full-text index for candidates, a history of every change), opened with [`OpenOptions`]
 //!   and [`SearchIndex`]. It implements [`MemoryStore`], the async trait the rest of the crate
 //!   sees; implement it to keep memories elsewhere.
+//! - `PostgresStore` (feature `postgres`) keeps them on a PostgreSQL server shared by many
+//!   machines, with the same behaviour: the validation ([`secrets`] included), decisions and
+//!   ranking are one implementation both backends call.
 //! - Search ranks with `0.40 · TF-IDF cosine + 0.25 · keyword Jaccard + 0.20 · importance +
 //!   0.15 · recency`, over candidates that share a term with the query only (an important but
 //!   unrelated memory never surfaces).
