@@ -54,15 +54,10 @@ impl CtxkitServer {
         }
     }
 
-    /// Reload the skill index (through the index cache, so an unchanged tree costs a few
-    /// stat calls) and report whether what the server lists changed since the last check.
-    pub async fn refresh(&self) -> bool {
-        let library = self.library.clone();
-        // An unchanged index keeps its identity; a broken edit keeps the last good skill.
-        let Ok(Some(index)) = tokio::task::spawn_blocking(move || library.reload_if_changed()).await else {
-            return false;
-        };
-        let now = skills::fingerprint(&index);
+    /// Whether what the server lists changed since it last looked, under the library's
+    /// current index.
+    pub fn listing_changed(&self) -> bool {
+        let now = skills::fingerprint(&self.library.snapshot());
         let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         if *listed == now {
             return false;
@@ -71,13 +66,18 @@ impl CtxkitServer {
         true
     }
 
-    /// Every `every`, look for changed skills and tell the client (`resources/list_changed`,
+    /// Watch the skill roots every `every` ([`SkillLibrary::watch`]: a changed index is
+    /// swapped in once the files have settled, a broken edit keeps the last good skill) and
+    /// tell the client when what the server lists changed (`resources/list_changed`,
     /// `prompts/list_changed`); ends when the client is gone. Every tool call reads the
     /// swapped-in index, so `match_skills` and `read_skill` follow edits at once.
     pub async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
-        loop {
-            tokio::time::sleep(every).await;
-            if !self.refresh().await {
+        let (changed, mut swaps) = tokio::sync::mpsc::unbounded_channel();
+        self.library.watch(every, move |_| {
+            let _ = changed.send(());
+        });
+        while swaps.recv().await.is_some() {
+            if !self.listing_changed() {
                 continue;
             }
             tracing::info!("skills changed; notifying the client");

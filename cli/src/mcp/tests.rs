@@ -453,7 +453,7 @@ impl ClientHandler for Listener {
 #[tokio::test]
 async fn a_new_skill_is_announced() {
     let f = fixture(Mode::Hybrid);
-    assert!(!f.server.refresh().await, "nothing changed yet");
+    assert!(!f.server.listing_changed(), "nothing changed yet");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     let server = f.server.clone();
@@ -468,7 +468,8 @@ async fn a_new_skill_is_announced() {
         "lint",
         "---\nname: lint\ndescription: Lint the code\ntriggers: [lint]\n---\nRun the linter.",
     );
-    // A bound on a hang, not a timing assertion: the watcher looks every 20 ms.
+    // A bound on a hang, not a timing assertion: the watcher looks every 20 ms and lets a
+    // change settle for 300 ms.
     tokio::time::timeout(Duration::from_secs(60), rx.recv())
         .await
         .expect("the change is announced")
