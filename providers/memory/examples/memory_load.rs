@@ -3,12 +3,14 @@
 //!
 //! ```text
 //! cargo run --release -p ctxkit-memory --features postgres --example memory_load -- \
-//!     --db DB --memories 100000 [--writers 8 --writes 100]
+//!     --db DB --memories 100000 [--import] [--writers 8 --writes 100]
 //! ```
 //!
 //! `DB` is a SQLite file or a `postgres://` URL (use an empty database). The memories are the
 //! benches' seeded data (6-14 words from a 6,000-word Zipf vocabulary, `benches/common`),
-//! loaded in transactions of 10,000; then 64 user-message-like queries are searched 3 times
+//! loaded in transactions of 10,000: through `add_many`, which checks each new memory against
+//! similar ones, or with `--import` as minimal import records (what `ctxkit memory import`
+//! reads), which only skips exact duplicates and so loads a million in minutes; then 64 user-message-like queries are searched 3 times
 //! each (without counting accesses) and the median and 95th percentile reported. With
 //! `--writers`, that many processes each add `--writes` memories one command at a time, as
 //! agents do, and the total rate is reported.
@@ -22,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use common::{queries, sentence, vocabulary, Rng, Zipf, PROJECT};
 use ctxkit_memory::{
-    is_postgres_url, MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry, OpenOptions,
-    PostgresStore, SearchIndex, SqliteMemoryStore,
+    is_postgres_url, records::ExportRecord, MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry,
+    OpenOptions, PostgresStore, SearchIndex, SqliteMemoryStore,
 };
 
 const BATCH: usize = 10_000;
@@ -48,7 +50,14 @@ fn shown(db: &str) -> String {
     ctxkit_memory::secrets::redact_url(db)
 }
 
-async fn load(store: &dyn MemoryStore, n: usize) {
+/// How memories are loaded.
+#[derive(Clone, Copy)]
+enum Loader {
+    AddMany,
+    Import,
+}
+
+async fn load(store: &dyn MemoryStore, n: usize, loader: Loader) {
     let words = vocabulary();
     let zipf = Zipf::new(words.len());
     let mut rng = Rng(0x5EED_0000 + n as u64);
@@ -63,16 +72,40 @@ async fn load(store: &dyn MemoryStore, n: usize) {
         }
         let category = MemoryCategory::ALL[rng.below(5)];
         let importance = 0.1 + 0.9 * rng.unit() as f32;
-        batch.push(NewMemoryEntry::new(PROJECT, category, content).importance(importance));
+        batch.push((category, content, importance));
         loaded += 1;
         if batch.len() == BATCH || loaded == n {
-            store
-                .add_many(std::mem::take(&mut batch))
-                .await
-                .expect("load a batch");
+            let batch = std::mem::take(&mut batch);
+            match loader {
+                Loader::AddMany => {
+                    let entries = batch.into_iter().map(|(category, content, importance)| {
+                        NewMemoryEntry::new(PROJECT, category, content).importance(importance)
+                    });
+                    store.add_many(entries.collect()).await.expect("load a batch");
+                }
+                Loader::Import => {
+                    let lines: String = batch
+                        .into_iter()
+                        .map(|(category, content, importance)| {
+                            let record = serde_json::json!({
+                                "content": content,
+                                "category": category.as_str(),
+                                "importance": importance,
+                            });
+                            format!("{record}\n")
+                        })
+                        .collect();
+                    let records = ExportRecord::read_jsonl(lines.as_bytes()).expect("records");
+                    store
+                        .import(records, Some(PROJECT))
+                        .await
+                        .expect("import a batch");
+                }
+            }
+            eprint!("\rloaded {loaded} of {n}");
         }
     }
-    eprintln!("loaded {n} memories in {:.1?}", start.elapsed());
+    eprintln!("\rloaded {n} memories in {:.1?}", start.elapsed());
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -128,7 +161,12 @@ async fn main() {
     if let Some(n) = arg(&args, "--memories").and_then(|n| n.parse().ok()) {
         let before = store.count(PROJECT).await.expect("count");
         if before < n {
-            load(store.as_ref(), n - before).await;
+            let loader = if args.iter().any(|a| a == "--import") {
+                Loader::Import
+            } else {
+                Loader::AddMany
+            };
+            load(store.as_ref(), n - before, loader).await;
         }
         println!(
             "{}: {} memories",

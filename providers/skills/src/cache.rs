@@ -21,7 +21,7 @@ use crate::discover::SkillRoot;
 use crate::scan::Scan;
 
 /// Bumped whenever what a cache file holds changes shape.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 /// The largest cache file read (10,000 skills take about 20 MB).
 const MAX_CACHE_BYTES: u64 = 256 << 20;
 /// The most cache files kept in the folder (one per distinct list of roots); the least
@@ -31,16 +31,23 @@ const MAX_CACHE_FILES: usize = 64;
 /// tick, unseen: such a scan is used but not saved (the next process saves it).
 const RACY: Duration = Duration::from_secs(2);
 
-/// A cache file: [`MAGIC`], the length of the metadata, the metadata (MessagePack) and then
-/// every skill's body, back to back. Bodies are read from the file only when used.
+/// A cache file: [`MAGIC`], the lengths of the [`Head`] and of the [`Meta`], both
+/// (MessagePack), and then every skill's body, back to back. Bodies are read from the file
+/// only when used.
 const MAGIC: &[u8; 8] = b"ctxkidx\0";
 
-/// The metadata of a cache file.
+/// What tells whether a cache file can be used: decoded before the rest, so the paths are
+/// checked while the scan is decoded.
 #[derive(Serialize, Deserialize)]
-struct Meta {
+struct Head {
     format: u32,
     version: String,
     stamps: Vec<Stamp>,
+}
+
+/// The scan a cache file holds.
+#[derive(Serialize, Deserialize)]
+struct Meta {
     /// The scan, its skills' bodies left empty.
     scan: Scan,
     /// Where each skill's body is, after the metadata: offset and length.
@@ -110,14 +117,46 @@ fn changed(_: &fs::Metadata) -> i128 {
     0
 }
 
-/// The scan of `roots`: from the cache in `dir` when it is current, else fresh (and saved).
-pub(crate) fn scan(dir: &Path, roots: &[SkillRoot]) -> Scan {
+/// `build` applied to the scan of `roots`: the one cached in `dir` when it is current, else
+/// a fresh one (then saved). Whether the cache is current takes a stat per path (20,000 for
+/// 10,000 skills), so the spare cores check while this thread decodes and builds; a result
+/// built from a stale cache is dropped.
+pub(crate) fn load<T>(dir: &Path, roots: &[SkillRoot], build: impl Fn(Scan) -> T) -> T {
     let file = dir.join(format!("skills-{}.idx", key(roots)));
     let _span = tracing::debug_span!("index_cache", file = %file.display()).entered();
-    if let Some(scan) = read(&file) {
-        tracing::debug!(skills = scan.skills.len(), "index cache hit");
-        return scan;
+    if let Some(cached) = Cached::open(&file) {
+        let checkers = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 5) - 1);
+        let chunk = cached.head.stamps.len().div_ceil(checkers).max(1024);
+        let built = std::thread::scope(|scope| {
+            let checks: Vec<_> = cached
+                .head
+                .stamps
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || part.iter().find(|s| !s.is_current())))
+                .collect();
+            let built = cached.scan().map(&build);
+            // A checker that panicked counts as a stale cache.
+            let stale = checks
+                .into_iter()
+                .find_map(|check| check.join().unwrap_or(cached.head.stamps.first()));
+            match stale {
+                Some(stamp) => {
+                    tracing::debug!(changed = %stamp.path.display(), "index cache stale");
+                    None
+                }
+                None => built,
+            }
+        });
+        if let Some(built) = built {
+            tracing::debug!("index cache hit");
+            return built;
+        }
     }
+    build(fresh(dir, &file, roots))
+}
+
+/// Scan `roots` now and save the scan in `file`, unless a file changed too recently to tell.
+fn fresh(dir: &Path, file: &Path, roots: &[SkillRoot]) -> Scan {
     let start = SystemTime::now();
     let mut scan = Scan::run(roots);
     let stamps: Vec<Stamp> = roots
@@ -130,7 +169,7 @@ pub(crate) fn scan(dir: &Path, roots: &[SkillRoot]) -> Scan {
         tracing::debug!("index cache not saved: a file changed in the last seconds");
         return scan;
     }
-    if let Err(e) = write(dir, &file, stamps, &mut scan) {
+    if let Err(e) = write(dir, file, stamps, &mut scan) {
         tracing::debug!("index cache not saved: {e}");
     }
     scan
@@ -143,62 +182,69 @@ fn key(roots: &[SkillRoot]) -> String {
     hash.finalize()[..12].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The cached scan, when the file is readable, of this version and current. Only the
-/// metadata is read; each body stays in the file until used.
-fn read(path: &Path) -> Option<Scan> {
-    let mut file = fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let mut header = [0u8; 16];
-    file.read_exact(&mut header).ok()?;
-    let meta_len = u64::from_le_bytes(header[8..].try_into().ok()?);
-    if &header[..8] != MAGIC || meta_len > MAX_CACHE_BYTES.min(len.saturating_sub(16)) {
-        return None;
-    }
-    let mut bytes = vec![0; meta_len as usize];
-    file.read_exact(&mut bytes).ok()?;
-    let meta: Meta = match rmp_serde::from_slice(&bytes) {
-        Ok(meta) => meta,
-        Err(e) => {
-            tracing::debug!("index cache unreadable ({e}); rebuilding");
-            return None;
-        }
-    };
-    if meta.format != FORMAT || meta.version != env!("CARGO_PKG_VERSION") {
-        return None;
-    }
-    if let Some(stale) = first_changed(&meta.stamps) {
-        tracing::debug!(changed = %stale.display(), "index cache stale");
-        return None;
-    }
-    let base = 16 + meta_len;
-    let fits =
-        |&(offset, n): &(u64, usize)| offset.checked_add(n as u64).is_some_and(|end| base + end <= len);
-    if meta.bodies.len() != meta.scan.skills.len() || !meta.bodies.iter().all(fits) {
-        return None;
-    }
-    let file = Arc::new(file);
-    let mut scan = meta.scan;
-    for (scanned, (offset, n)) in scan.skills.iter_mut().zip(meta.bodies) {
-        scanned.skill.body = Body::deferred(file.clone(), base + offset, n);
-    }
-    Some(scan)
+/// A cache file of this format and version, its head decoded and the rest still bytes.
+struct Cached {
+    file: Arc<fs::File>,
+    /// The file's length.
+    len: u64,
+    head: Head,
+    meta: Vec<u8>,
+    /// Where the bodies start.
+    base: u64,
 }
 
-/// The first path (in any order) whose stamp differs from now. Checked on every core: a stat
-/// is cheap, but 10,000 skills take 20,000 of them.
-fn first_changed(stamps: &[Stamp]) -> Option<&Path> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    let chunk = stamps.len().div_ceil(threads).max(1024);
-    std::thread::scope(|scope| {
-        let checks: Vec<_> = stamps
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().find(|s| !s.is_current())))
-            .collect();
-        checks
-            .into_iter()
-            .find_map(|check| check.join().ok().flatten())
-            .map(|stamp| stamp.path.as_path())
-    })
+impl Cached {
+    /// The file, when it is readable, whole and of this format and version.
+    fn open(path: &Path) -> Option<Cached> {
+        let mut file = fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        let mut lengths = [0u8; 24];
+        file.read_exact(&mut lengths).ok()?;
+        let head_len = u64::from_le_bytes(lengths[8..16].try_into().ok()?);
+        let meta_len = u64::from_le_bytes(lengths[16..].try_into().ok()?);
+        let both = head_len.checked_add(meta_len)?;
+        if &lengths[..8] != MAGIC || both > MAX_CACHE_BYTES.min(len.saturating_sub(24)) {
+            return None;
+        }
+        let mut head = vec![0; head_len as usize];
+        file.read_exact(&mut head).ok()?;
+        let head: Head = decode(&head)?;
+        if head.format != FORMAT || head.version != env!("CARGO_PKG_VERSION") {
+            return None;
+        }
+        let mut meta = vec![0; meta_len as usize];
+        file.read_exact(&mut meta).ok()?;
+        Some(Cached {
+            file: Arc::new(file),
+            len,
+            head,
+            meta,
+            base: 24 + both,
+        })
+    }
+
+    /// The scan, its bodies left in the file until used.
+    fn scan(&self) -> Option<Scan> {
+        let Meta { mut scan, bodies } = decode(&self.meta)?;
+        let fits = |&(offset, n): &(u64, usize)| {
+            offset
+                .checked_add(n as u64)
+                .is_some_and(|end| self.base + end <= self.len)
+        };
+        if bodies.len() != scan.skills.len() || !bodies.iter().all(fits) {
+            return None;
+        }
+        for (scanned, (offset, n)) in scan.skills.iter_mut().zip(bodies) {
+            scanned.skill.body = Body::deferred(self.file.clone(), self.base + offset, n);
+        }
+        Some(scan)
+    }
+}
+
+fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
+    rmp_serde::from_slice(bytes)
+        .map_err(|e| tracing::debug!("index cache unreadable ({e}); rebuilding"))
+        .ok()
 }
 
 /// Write the cache atomically: a reader sees the old file or the new one, never a part, and
@@ -216,33 +262,37 @@ fn write(dir: &Path, path: &Path, stamps: Vec<Stamp>, scan: &mut Scan) -> std::i
         bodies.push((offset, text.len()));
         offset += text.len() as u64;
     }
-    let meta = Meta {
+    let head = Head {
         format: FORMAT,
         version: env!("CARGO_PKG_VERSION").to_string(),
         stamps,
+    };
+    let meta = Meta {
         scan: std::mem::take(scan),
         bodies,
     };
     // Positional (struct fields as arrays): a third smaller and faster to read than named.
     // A scan's skills have no tools yet, so `Skill::tools` (skipped when empty, never read
     // back) is absent on both sides.
-    let encoded = rmp_serde::to_vec(&meta);
+    let encoded = rmp_serde::to_vec(&head).and_then(|head| Ok((head, rmp_serde::to_vec(&meta)?)));
     *scan = meta.scan;
     let written = encoded
         .map_err(std::io::Error::other)
-        .and_then(|encoded| save(dir, path, &encoded, &texts));
+        .and_then(|(head, meta)| save(dir, path, &head, &meta, &texts));
     for (scanned, text) in scan.skills.iter_mut().zip(texts) {
         scanned.skill.body = text;
     }
     written
 }
 
-fn save(dir: &Path, path: &Path, meta: &[u8], bodies: &[Body]) -> std::io::Result<()> {
+fn save(dir: &Path, path: &Path, head: &[u8], meta: &[u8], bodies: &[Body]) -> std::io::Result<()> {
     fs::create_dir_all(dir)?;
     let mut temp = tempfile::NamedTempFile::new_in(dir)?;
     let mut out = std::io::BufWriter::new(temp.as_file_mut());
     out.write_all(MAGIC)?;
+    out.write_all(&(head.len() as u64).to_le_bytes())?;
     out.write_all(&(meta.len() as u64).to_le_bytes())?;
+    out.write_all(head)?;
     out.write_all(meta)?;
     for body in bodies {
         out.write_all(body.as_bytes())?;

@@ -372,14 +372,16 @@ fn fingerprint(index: &SkillIndex) -> Fingerprint<'_> {
 /// An index of `roots`, through the cache when there is one; skills of `previous` whose file
 /// no longer loads are kept (see [`SkillLibrary::reload`]).
 fn load_index(roots: &[SkillRoot], options: &LoadOptions, previous: Option<&SkillIndex>) -> SkillIndex {
-    let mut scan = match &options.cache {
-        Some(dir) => cache::scan(dir, roots),
-        None => Scan::run(roots),
+    let build = |mut scan: Scan| {
+        if let Some(previous) = previous {
+            keep_last_good(&mut scan, roots, previous);
+        }
+        SkillIndex::from_scan(roots, scan, &options.disabled)
     };
-    if let Some(previous) = previous {
-        keep_last_good(&mut scan, roots, previous);
+    match &options.cache {
+        Some(dir) => cache::load(dir, roots, build),
+        None => build(Scan::run(roots)),
     }
-    SkillIndex::from_scan(roots, scan, &options.disabled)
 }
 
 /// Put back each skill of `previous` whose file is now skipped with an error.

@@ -14,10 +14,13 @@
 //! character): wherever the literal matches, the message holds that word as a whole run too —
 //! it is cut at the same characters, or at the literal's ends, which need a boundary there. So
 //! literals are indexed by that word, and a message's runs pick the candidates (literals
-//! without such a word are tried on every message). The full automaton is built on the second
-//! message, for long-lived processes; both ways find the same triggers (a property test checks).
+//! without such a word are tried on every message). Building the index computes nothing else
+//! per literal: lowercasing, merging equal literals and the automaton happen for the
+//! candidates on the first message, and for every literal once, on the second message, for
+//! long-lived processes. Both ways find the same triggers (a property test checks).
 
 use ctxkit::text::{is_word_char, is_written_without_spaces};
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -36,27 +39,34 @@ const PATTERN_SET_DFA_BYTES: usize = 2 << 20;
 /// `(skill index, trigger index within the skill)`; literals first, then patterns.
 pub(crate) type TriggerRef = (u32, u16);
 
-/// The compiled triggers of one index.
+/// The compiled triggers of one index, over the skills it was built from (which every
+/// call is given again).
 #[derive(Debug)]
 pub(crate) struct Matcher {
-    /// Every distinct lowercased literal trigger; its position is its pattern id.
-    literals: Vec<Box<str>>,
-    /// `(key of its first word of a spaced script, literal id)`, sorted (see the module docs).
-    /// Keys are hashes: two words sharing one only add a candidate the automaton then rejects.
-    first_words: Vec<(u64, u32)>,
-    /// Literals without a word of a spaced script: candidates for every message.
-    unkeyed: Vec<u32>,
+    /// Every literal trigger by the key of its first word of a spaced script, sorted by key
+    /// (see the module docs). Keys are hashes: two words sharing one only add a candidate the
+    /// automaton then rejects.
+    first_words: Vec<(u64, TriggerRef)>,
+    /// Literal triggers without a word of a spaced script: candidates for every message.
+    unkeyed: Vec<TriggerRef>,
     /// Set by the first message matched: the next one builds the full automaton.
     matched_once: AtomicBool,
-    /// One automaton over every literal (`None` inside: it could not be built).
-    automaton: OnceLock<Option<AhoCorasick>>,
-    /// For each literal: whether its first / last character needs a word boundary.
-    boundaries: Vec<(bool, bool)>,
-    /// For each automaton pattern: the triggers that declare it (`owners[starts[p]..starts[p+1]]`).
-    starts: Vec<u32>,
-    owners: Vec<TriggerRef>,
+    /// Every literal trigger compiled together (`None` inside: it could not be built).
+    all: OnceLock<Option<Literals>>,
     regexes: Option<RegexSet>,
     regex_owners: Vec<TriggerRef>,
+}
+
+/// Literal triggers compiled: one automaton over the distinct lowercased literals, each
+/// pattern remembering which ends need a word boundary and the triggers that declare it.
+#[derive(Debug)]
+struct Literals {
+    automaton: AhoCorasick,
+    /// For each pattern: whether its first / last character needs a word boundary.
+    boundaries: Vec<(bool, bool)>,
+    /// For each pattern: the triggers that declare it (`owners[starts[p]..starts[p+1]]`).
+    starts: Vec<u32>,
+    owners: Vec<TriggerRef>,
 }
 
 /// Whether a trigger end with this character needs a word boundary in the message.
@@ -84,56 +94,48 @@ pub(crate) fn trigger_boundaries(trigger: &str) -> (bool, bool) {
     )
 }
 
+/// The literal trigger `(s, t)` stands for.
+fn literal(skills: &[Skill], (s, t): TriggerRef) -> &str {
+    skills[s as usize].triggers.literal(t as usize)
+}
+
 impl Matcher {
-    /// One automaton over every distinct literal trigger (each remembering the skills that
-    /// declare it) and one set over every pattern; a part that cannot compile is a warning and
-    /// matching goes on without it.
+    /// Index every literal trigger by its first word and compile every pattern into one set;
+    /// a set that cannot compile is a warning and matching goes on without it.
     pub(crate) fn build(skills: &[Skill], diagnostics: &mut Vec<Diagnostic>) -> Matcher {
-        // Every (lowercased literal, trigger), sorted by literal: equal literals become one
-        // pattern owning all their triggers. Sorting instead of hashing keeps 100,000
-        // triggers to a few allocations.
-        let mut pairs: Vec<(String, TriggerRef)> = Vec::new();
-        for (s, skill) in skills.iter().enumerate() {
-            for (t, literal) in skill.triggers.literals().enumerate() {
-                pairs.push((literal.to_lowercase(), (s as u32, t as u16)));
-            }
-        }
-        pairs.sort_unstable();
-        let mut literals: Vec<Box<str>> = Vec::new();
-        let mut starts = Vec::new();
-        let mut owners = Vec::with_capacity(pairs.len());
-        for (literal, owner) in pairs {
-            if literals.last().is_none_or(|last| **last != *literal) {
-                starts.push(owners.len() as u32);
-                literals.push(literal.into());
-            }
-            owners.push(owner);
-        }
-        starts.push(owners.len() as u32);
-        let boundaries = literals.iter().map(|l| trigger_boundaries(l)).collect();
         let mut first_words = Vec::new();
         let mut unkeyed = Vec::new();
-        for (id, literal) in literals.iter().enumerate() {
-            match spaced_words(literal).next() {
-                Some(word) => first_words.push((word_key(word), id as u32)),
-                None => unkeyed.push(id as u32),
+        for (s, skill) in skills.iter().enumerate() {
+            for (t, literal) in skill.triggers.literals().enumerate() {
+                let trigger = (s as u32, t as u16);
+                match first_word_key(literal) {
+                    Some(key) => first_words.push((key, trigger)),
+                    None => unkeyed.push(trigger),
+                }
             }
         }
-        first_words.sort_unstable();
+        first_words.sort_unstable_by_key(|&(key, _)| key);
         let (regexes, regex_owners) = compile_patterns(skills, diagnostics);
         Matcher {
-            literals,
             first_words,
             unkeyed,
             matched_once: AtomicBool::new(false),
-            automaton: OnceLock::new(),
-            boundaries,
-            starts,
-            owners,
+            all: OnceLock::new(),
             regexes,
             regex_owners,
         }
     }
+}
+
+/// The key of a literal's first word of a spaced script, once lowercased; `None` without one.
+fn first_word_key(literal: &str) -> Option<u64> {
+    // Lowercase ASCII is the usual trigger, and needs no copy.
+    let lower = if literal.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        Cow::Borrowed(literal)
+    } else {
+        Cow::Owned(literal.to_lowercase())
+    };
+    spaced_words(&lower).next().map(word_key)
 }
 
 /// Every skill's patterns in one set, with the trigger each set entry stands for. Skills are
@@ -236,25 +238,25 @@ fn drop_over_budget(skills: &[Skill], dropped: &[TriggerRef], diagnostics: &mut 
 }
 
 impl Matcher {
-    /// Append every trigger that fires in `lowercased` to `hits` (unsorted, may repeat).
-    pub(crate) fn collect_hits(&self, lowercased: &str, hits: &mut Vec<TriggerRef>) {
-        match self.full_automaton() {
-            Some(ac) => self.literal_hits(ac, lowercased, |p| p, hits),
-            None => self.candidate_hits(lowercased, hits),
+    /// Append every trigger of `skills` (those the matcher was built from) that fires in
+    /// `lowercased` to `hits` (unsorted, may repeat).
+    pub(crate) fn collect_hits(&self, skills: &[Skill], lowercased: &str, hits: &mut Vec<TriggerRef>) {
+        let once = self.matched_once.swap(true, Ordering::Relaxed);
+        match once.then(|| self.all(skills)).flatten() {
+            Some(all) => all.collect_hits(lowercased, hits),
+            None => self.candidate_hits(skills, lowercased, hits),
         }
         if let Some(set) = &self.regexes {
             hits.extend(set.matches(lowercased).iter().map(|i| self.regex_owners[i]));
         }
     }
 
-    /// The automaton over every literal, from the second message on (built then).
-    fn full_automaton(&self) -> Option<&AhoCorasick> {
-        if self.literals.is_empty() || !self.matched_once.swap(true, Ordering::Relaxed) {
-            return None;
-        }
-        self.automaton
+    /// Every literal trigger compiled together, built on first use.
+    fn all(&self, skills: &[Skill]) -> Option<&Literals> {
+        self.all
             .get_or_init(|| {
-                automaton(self.literals.iter())
+                let triggers = self.first_words.iter().map(|&(_, t)| t).chain(self.unkeyed.iter().copied());
+                Literals::build(skills, triggers)
                     .map_err(|e| tracing::warn!("trigger keywords could not be compiled together ({e}); matching each message's candidates instead"))
                     .ok()
             })
@@ -262,51 +264,69 @@ impl Matcher {
     }
 
     /// The literal hits through an automaton over only the literals that can match `text`.
-    fn candidate_hits(&self, text: &str, hits: &mut Vec<TriggerRef>) {
+    fn candidate_hits(&self, skills: &[Skill], text: &str, hits: &mut Vec<TriggerRef>) {
         let mut candidates = self.unkeyed.clone();
         for word in spaced_words(text) {
             let key = word_key(word);
             let from = self.first_words.partition_point(|&(k, _)| k < key);
             let same = self.first_words[from..].iter().take_while(|&&(k, _)| k == key);
-            candidates.extend(same.map(|&(_, id)| id));
+            candidates.extend(same.map(|&(_, trigger)| trigger));
         }
         if candidates.is_empty() {
             return;
         }
         candidates.sort_unstable();
         candidates.dedup();
-        match automaton(candidates.iter().map(|&id| &self.literals[id as usize])) {
-            Ok(ac) => self.literal_hits(&ac, text, |p| candidates[p] as usize, hits),
+        match Literals::build(skills, candidates.into_iter()) {
+            Ok(literals) => literals.collect_hits(text, hits),
             Err(e) => tracing::warn!("trigger keywords could not be compiled ({e}); keyword matching is off"),
         }
     }
+}
 
-    /// Every occurrence `ac` finds in `text` that stands as a whole word, as triggers;
-    /// `literal` maps the automaton's pattern ids to literal ids.
-    fn literal_hits(
-        &self,
-        ac: &AhoCorasick,
-        text: &str,
-        literal: impl Fn(usize) -> usize,
-        hits: &mut Vec<TriggerRef>,
-    ) {
-        for m in ac.find_overlapping_iter(text) {
-            let p = literal(m.pattern().as_usize());
+impl Literals {
+    /// Lowercase `triggers`' literals and merge equal ones: each distinct literal becomes one
+    /// pattern owning all its triggers. Sorting instead of hashing keeps 100,000 triggers to
+    /// a few allocations.
+    fn build(
+        skills: &[Skill],
+        triggers: impl Iterator<Item = TriggerRef>,
+    ) -> Result<Literals, aho_corasick::BuildError> {
+        let mut pairs: Vec<(String, TriggerRef)> =
+            triggers.map(|t| (literal(skills, t).to_lowercase(), t)).collect();
+        pairs.sort_unstable();
+        let mut literals: Vec<String> = Vec::new();
+        let mut starts = Vec::new();
+        let mut owners = Vec::with_capacity(pairs.len());
+        for (literal, owner) in pairs {
+            if literals.last() != Some(&literal) {
+                starts.push(owners.len() as u32);
+                literals.push(literal);
+            }
+            owners.push(owner);
+        }
+        starts.push(owners.len() as u32);
+        let automaton = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
+            .build(&literals)?;
+        Ok(Literals {
+            automaton,
+            boundaries: literals.iter().map(|l| trigger_boundaries(l)).collect(),
+            starts,
+            owners,
+        })
+    }
+
+    /// Every occurrence in `text` that stands as a whole word, as triggers.
+    fn collect_hits(&self, text: &str, hits: &mut Vec<TriggerRef>) {
+        for m in self.automaton.find_overlapping_iter(text) {
+            let p = m.pattern().as_usize();
             if is_whole_word(text, m.start(), m.end(), self.boundaries[p]) {
                 let (a, b) = (self.starts[p] as usize, self.starts[p + 1] as usize);
                 hits.extend_from_slice(&self.owners[a..b]);
             }
         }
     }
-}
-
-/// One automaton finding every (overlapping) occurrence of `literals`.
-fn automaton<'a>(
-    literals: impl Iterator<Item = &'a Box<str>>,
-) -> Result<AhoCorasick, aho_corasick::BuildError> {
-    AhoCorasickBuilder::new()
-        .match_kind(MatchKind::Standard)
-        .build(literals.map(|l| l.as_bytes()))
 }
 
 /// A word's key in [`Matcher::first_words`].
@@ -365,9 +385,9 @@ mod tests {
             let skills: Vec<Skill> = skills.iter().map(|t| skill(t)).collect();
             let matcher = Matcher::build(&skills, &mut Vec::new());
             let (mut first, mut second) = (Vec::new(), Vec::new());
-            matcher.collect_hits(&message, &mut first);
-            matcher.collect_hits(&message, &mut second);
-            prop_assert!(matcher.automaton.get().is_some(), "the second message builds the full automaton");
+            matcher.collect_hits(&skills, &message, &mut first);
+            matcher.collect_hits(&skills, &message, &mut second);
+            prop_assert!(matcher.all.get().is_some_and(Option::is_some), "the second message builds the full automaton");
             prop_assert_eq!(sorted(first), sorted(second));
         }
     }

@@ -104,7 +104,7 @@ impl SkillIndex {
 
         let mut hits = Vec::new();
         for m in &lowered {
-            self.matcher.collect_hits(m, &mut hits);
+            self.matcher.collect_hits(&self.skills, m, &mut hits);
         }
         hits.sort_unstable();
         hits.dedup();

@@ -62,6 +62,14 @@ impl Triggers {
     pub fn literals(&self) -> impl Iterator<Item = &str> {
         self.keywords.iter().chain(&self.verbs).map(String::as_str)
     }
+
+    /// The literal trigger at `i` in [`Triggers::literals`].
+    pub(crate) fn literal(&self, i: usize) -> &str {
+        match i.checked_sub(self.keywords.len()) {
+            None => &self.keywords[i],
+            Some(verb) => &self.verbs[verb],
+        }
+    }
 }
 
 /// Files whose presence (and content) marks a project a skill applies to, so the skill is
