@@ -75,19 +75,14 @@ struct State {
 impl Stamp {
     /// The path as it is now; a symlink is stamped itself, not followed.
     fn now(path: &Path) -> Stamp {
-        let state = fs::symlink_metadata(path).ok().map(|m| State {
-            len: m.len(),
-            modified: m.modified().map_or(0, nanos),
-            changed: changed(&m),
-        });
         Stamp {
             path: path.to_path_buf(),
-            state,
+            state: State::of(path),
         }
     }
 
     fn is_current(&self) -> bool {
-        Stamp::now(&self.path) == *self
+        State::of(&self.path) == self.state
     }
 
     /// Changed within [`RACY`] of `start`, or after it.
@@ -96,6 +91,17 @@ impl Stamp {
         self.state
             .as_ref()
             .is_some_and(|s| s.modified >= horizon || s.changed >= horizon)
+    }
+}
+
+impl State {
+    /// What `path` looks like now; `None` when it does not exist.
+    fn of(path: &Path) -> Option<State> {
+        fs::symlink_metadata(path).ok().map(|m| State {
+            len: m.len(),
+            modified: m.modified().map_or(0, nanos),
+            changed: changed(&m),
+        })
     }
 }
 

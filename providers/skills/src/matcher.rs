@@ -135,7 +135,8 @@ fn first_word_key(literal: &str) -> Option<u64> {
     } else {
         Cow::Owned(literal.to_lowercase())
     };
-    spaced_words(&lower).next().map(word_key)
+    let key = spaced_words(&lower).next().map(word_key);
+    key
 }
 
 /// Every skill's patterns in one set, with the trigger each set entry stands for. Skills are
