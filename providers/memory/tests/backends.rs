@@ -578,10 +578,11 @@ mod postgres_only {
     use ctxkit_memory::{MemorySearchRequest, NewMemoryEntry, PostgresStore};
 
     /// Every query of the labelled evaluation set returns the same memories, in the same
-    /// order, with the same scores, on both backends.
+    /// order, with the same scores, on both backends, and on PostgreSQL after moving the
+    /// SQLite memories there by export and import (which counts terms once per import).
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn both_backends_rank_the_evaluation_set_identically() {
-        let Some(pg) = Backend::postgres().await else {
+        let (Some(pg), Some(moved)) = (Backend::postgres().await, Backend::postgres().await) else {
             return;
         };
         let lite = Backend::sqlite();
@@ -594,8 +595,10 @@ mod postgres_only {
                 .collect();
             b.store.add_many(entries).await.unwrap();
         }
+        let exported = lite.store.export(None).await.unwrap();
+        moved.store.import(exported, None).await.unwrap();
         let mut compared = 0;
-        for q in &set.queries {
+        for (q, other) in set.queries.iter().flat_map(|q| [(q, &pg), (q, &moved)]) {
             let ask = || {
                 MemorySearchRequest::new(&q.project, &q.text)
                     .top_k(10)
@@ -603,7 +606,7 @@ mod postgres_only {
             };
             let (a, b) = (
                 lite.store.search(ask()).await.unwrap(),
-                pg.store.search(ask()).await.unwrap(),
+                other.store.search(ask()).await.unwrap(),
             );
             // The same memories with the same scores at every rank (SQLite's in-memory index sums
             // norms in fixed point, so scores agree to float noise; ties are broken by ids, which
@@ -626,7 +629,7 @@ mod postgres_only {
             }
             compared += a.len();
         }
-        assert!(compared > 50, "the set exercises ranking ({compared} results)");
+        assert!(compared > 100, "the set exercises ranking ({compared} results)");
     }
 
     async fn failure(url: &str) -> String {

@@ -2,6 +2,8 @@
 //! rows, keeping the search columns (terms, document frequencies, counts) and the history in
 //! step — what `sqlite/rows.rs` and `sqlite/index.rs` do for SQLite.
 
+use std::collections::BTreeMap;
+
 use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 
@@ -142,37 +144,75 @@ pub(super) async fn new_unique_id(tx: &Transaction<'_>, memory: bool) -> Result<
 
 /// Count a memory's content terms in its project's document frequencies (`delta` +1 or -1).
 async fn count_terms(tx: &Transaction<'_>, e: &MemoryEntry, delta: i64) -> Result<()> {
-    let set: Vec<String> = term_set(&e.content).into_iter().collect();
-    if delta > 0 {
+    let mut counts = TermCounts::default();
+    counts.count(e, delta);
+    counts.write(tx).await
+}
+
+/// Changes to document frequencies and memory counts, gathered over many rows and written in
+/// one statement each. Writing them row by row makes a large import quadratic: every update
+/// of a counter row the transaction has already updated walks the versions it left behind.
+#[derive(Default)]
+pub(super) struct TermCounts {
+    docs: BTreeMap<String, i64>,
+    terms: BTreeMap<(String, String), i64>,
+}
+
+impl TermCounts {
+    /// Count (`delta` +1) or uncount (-1) a memory's content terms and the memory itself.
+    pub(super) fn count(&mut self, e: &MemoryEntry, delta: i64) {
+        *self.docs.entry(e.project_path.clone()).or_default() += delta;
+        for term in term_set(&e.content) {
+            *self.terms.entry((e.project_path.clone(), term)).or_default() += delta;
+        }
+    }
+
+    /// Apply the changes: a term whose count reaches zero is removed, a memory count never
+    /// goes below zero.
+    pub(super) async fn write(self, tx: &Transaction<'_>) -> Result<()> {
+        let changed = self.terms.into_iter().filter(|&(_, d)| d != 0);
+        let ((projects, terms), deltas): ((Vec<String>, Vec<String>), Vec<i64>) = changed.unzip();
+        if !deltas.is_empty() {
+            let stmt = tx
+                .prepare_cached(
+                    "INSERT INTO memory_terms (project_path, term, df)
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+                     ON CONFLICT (project_path, term) DO UPDATE SET df = memory_terms.df + excluded.df",
+                )
+                .await?;
+            tx.execute(&stmt, &[&projects, &terms, &deltas]).await?;
+            if deltas.iter().any(|&d| d < 0) {
+                let stmt = tx
+                    .prepare_cached(
+                        "DELETE FROM memory_terms WHERE df <= 0
+                         AND (project_path, term) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+                    )
+                    .await?;
+                tx.execute(&stmt, &[&projects, &terms]).await?;
+            }
+        }
         let stmt = tx
             .prepare_cached(
-                "INSERT INTO memory_terms (project_path, term, df) SELECT $1, t, 1 FROM unnest($2::text[]) AS t
-                 ON CONFLICT (project_path, term) DO UPDATE SET df = memory_terms.df + 1",
+                "INSERT INTO memory_projects (project_path, docs) VALUES ($1, GREATEST($2::bigint, 0))
+                 ON CONFLICT (project_path) DO UPDATE SET docs = GREATEST(memory_projects.docs + $2::bigint, 0)",
             )
             .await?;
-        tx.execute(&stmt, &[&e.project_path, &set]).await?;
-    } else {
-        let stmt = tx
-            .prepare_cached("UPDATE memory_terms SET df = df - 1 WHERE project_path = $1 AND term = ANY($2)")
-            .await?;
-        tx.execute(&stmt, &[&e.project_path, &set]).await?;
-        let stmt = tx
-            .prepare_cached("DELETE FROM memory_terms WHERE project_path = $1 AND term = ANY($2) AND df <= 0")
-            .await?;
-        tx.execute(&stmt, &[&e.project_path, &set]).await?;
+        for (project, delta) in self.docs {
+            tx.execute(&stmt, &[&project, &delta]).await?;
+        }
+        Ok(())
     }
-    let stmt = tx
-        .prepare_cached(
-            "INSERT INTO memory_projects (project_path, docs) VALUES ($1, GREATEST($2::bigint, 0))
-             ON CONFLICT (project_path) DO UPDATE SET docs = GREATEST(memory_projects.docs + $2::bigint, 0)",
-        )
-        .await?;
-    tx.execute(&stmt, &[&e.project_path, &delta]).await?;
-    Ok(())
 }
 
 /// Insert a complete entry (row, terms and counts) and return its row number.
 pub(super) async fn insert_entry(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<i64> {
+    let num = insert_row(tx, e).await?;
+    count_terms(tx, e, 1).await?;
+    Ok(num)
+}
+
+/// Insert an entry's row and terms, leaving its counts to the caller ([`TermCounts`]).
+pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<i64> {
     let stmt = tx
         .prepare_cached(
             "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
@@ -206,7 +246,6 @@ pub(super) async fn insert_entry(tx: &Transaction<'_>, e: &MemoryEntry) -> Resul
         )
         .await?
         .try_get(0)?;
-    count_terms(tx, e, 1).await?;
     Ok(num)
 }
 

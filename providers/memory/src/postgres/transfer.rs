@@ -2,17 +2,19 @@
 //! transaction, with the same rules as on SQLite (so a SQLite export imports here exactly:
 //! the same ids, counts and history).
 
+use std::collections::HashSet;
+
 use deadpool_postgres::Transaction;
 
 use super::history::{insert_history, select_history, HISTORY_COLS};
 use super::rows::{
-    find_by_content, id_is_free, insert_entry, insert_episode, new_unique_id, row_to_episode, select_entries,
-    COLS, EPISODE_COLS,
+    id_is_free, insert_episode, insert_row, new_unique_id, row_to_episode, select_entries, TermCounts, COLS,
+    EPISODE_COLS,
 };
 use super::{history, read_tx, write_tx, PostgresStore};
 use crate::error::Result;
 use crate::transfer::{same_history, well_formed_id, ExportRecord, IdMap, ImportPlan, ImportReport};
-use crate::types::{HistoryAction, HistoryEntry};
+use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
 
 /// Every memory (oldest first), episodic record and history entry (oldest first) of a
 /// project, or of all projects.
@@ -48,6 +50,31 @@ pub(super) async fn export(store: &PostgresStore, project: Option<&str>) -> Resu
     })
 }
 
+/// Which of `memories`' contents their projects already hold: one query per 10,000, not one
+/// per memory (planned while the import grows the table, a per-row lookup may scan it).
+async fn stored_contents(
+    tx: &Transaction<'_>,
+    memories: &[MemoryEntry],
+) -> Result<HashSet<(String, String)>> {
+    let mut present = HashSet::new();
+    for chunk in memories.chunks(10_000) {
+        let projects: Vec<&str> = chunk.iter().map(|m| m.project_path.as_str()).collect();
+        let contents: Vec<&str> = chunk.iter().map(|m| m.content.as_str()).collect();
+        let rows = tx
+            .query(
+                "SELECT m.project_path, m.content FROM project_memories m
+                 JOIN unnest($1::text[], $2::text[]) AS u(project_path, content)
+                   ON m.project_path = u.project_path AND md5(m.content) = md5(u.content) AND m.content = u.content",
+                &[&projects, &contents],
+            )
+            .await?;
+        for row in rows {
+            present.insert((row.try_get(0)?, row.try_get(1)?));
+        }
+    }
+    Ok(present)
+}
+
 /// Import records in one transaction (all or nothing), holding the lock of every project
 /// they touch.
 pub(super) async fn import(
@@ -71,9 +98,11 @@ pub(super) async fn import(
 async fn import_locked(tx: &Transaction<'_>, plan: &ImportPlan, now: i64) -> Result<ImportReport> {
     let mut report = ImportReport::default();
     let mut ids = IdMap::default();
+    let mut counts = TermCounts::default();
+    let mut present = stored_contents(tx, &plan.memories).await?;
     for mut m in plan.memories.iter().cloned() {
         let original = m.id.clone();
-        if find_by_content(tx, &m.project_path, &m.content).await?.is_some() {
+        if !present.insert((m.project_path.clone(), m.content.clone())) {
             ids.skip(&original);
             report.memories_skipped += 1;
             continue;
@@ -92,7 +121,8 @@ async fn import_locked(tx: &Transaction<'_>, plan: &ImportPlan, now: i64) -> Res
             m.superseded_by = None;
             m.superseded_at = None;
         }
-        insert_entry(tx, &m).await?;
+        insert_row(tx, &m).await?;
+        counts.count(&m, 1);
         if plan.records_insert(&original) {
             history::record(
                 tx,
@@ -108,6 +138,7 @@ async fn import_locked(tx: &Transaction<'_>, plan: &ImportPlan, now: i64) -> Res
         }
         report.memories_added += 1;
     }
+    counts.write(tx).await?;
     for mut e in plan.episodes.iter().cloned() {
         let owner: Option<String> = tx
             .query_opt(
