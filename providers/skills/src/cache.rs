@@ -10,6 +10,7 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -125,26 +126,26 @@ fn changed(_: &fs::Metadata) -> i128 {
 
 /// `build` applied to the scan of `roots`: the one cached in `dir` when it is current, else
 /// a fresh one (then saved). Whether the cache is current takes a stat per path (20,000 for
-/// 10,000 skills), so the spare cores check while this thread decodes and builds; a result
-/// built from a stale cache is dropped.
+/// 10,000 skills): the other cores start on them at once, this thread decodes and builds and
+/// then takes its share of what is left, and a result built from a stale cache is dropped.
 pub(crate) fn load<T>(dir: &Path, roots: &[SkillRoot], build: impl Fn(Scan) -> T) -> T {
     let file = dir.join(format!("skills-{}.idx", key(roots)));
     let _span = tracing::debug_span!("index_cache", file = %file.display()).entered();
     if let Some(cached) = Cached::open(&file) {
-        let checkers = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 5) - 1);
-        let chunk = cached.head.stamps.len().div_ceil(checkers).max(1024);
+        let stamps = &cached.head.stamps;
+        let next = AtomicUsize::new(0);
+        let helpers = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 4) - 1);
         let built = std::thread::scope(|scope| {
-            let checks: Vec<_> = cached
-                .head
-                .stamps
-                .chunks(chunk)
-                .map(|part| scope.spawn(move || part.iter().find(|s| !s.is_current())))
+            let checks: Vec<_> = (0..helpers)
+                .map(|_| scope.spawn(|| first_changed(stamps, &next)))
                 .collect();
             let built = cached.scan().map(&build);
             // A checker that panicked counts as a stale cache.
-            let stale = checks
-                .into_iter()
-                .find_map(|check| check.join().unwrap_or(cached.head.stamps.first()));
+            let stale = first_changed(stamps, &next).or_else(|| {
+                checks
+                    .into_iter()
+                    .find_map(|check| check.join().unwrap_or(stamps.first()))
+            });
             match stale {
                 Some(stamp) => {
                     tracing::debug!(changed = %stamp.path.display(), "index cache stale");
@@ -159,6 +160,19 @@ pub(crate) fn load<T>(dir: &Path, roots: &[SkillRoot], build: impl Fn(Scan) -> T
         }
     }
     build(fresh(dir, &file, roots))
+}
+
+/// The first changed stamp among the blocks of `stamps` this caller takes from `next`, the
+/// cursor every checker shares (so a checker that starts late takes what is left).
+fn first_changed<'a>(stamps: &'a [Stamp], next: &AtomicUsize) -> Option<&'a Stamp> {
+    const BLOCK: usize = 64;
+    loop {
+        let start = next.fetch_add(BLOCK, Ordering::Relaxed);
+        let block = stamps.get(start..stamps.len().min(start + BLOCK))?;
+        if let Some(stale) = block.iter().find(|s| !s.is_current()) {
+            return Some(stale);
+        }
+    }
 }
 
 /// Scan `roots` now and save the scan in `file`, unless a file changed too recently to tell.
