@@ -6,6 +6,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+mod support;
+use support::{isolated, run_with_stdin, stderr, stdout};
+
 fn skills_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills")
 }
@@ -27,19 +30,11 @@ fn ctxkit_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
     ctxkit_with_stdin_bytes(args, stdin.unwrap_or_default().as_bytes())
 }
 
-/// Run `ctxkit` in a fresh folder with its own memory database and no user config (which may
-/// trust tools) or log level from the environment, `stdin` piped in.
+/// Run `ctxkit` in a fresh folder holding its own user config (none, so nothing is trusted),
+/// cache and memory database, with no log level from the environment, `stdin` piped in.
 fn ctxkit_with_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     ctxkit_in(dir.path(), args, stdin)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 #[test]
@@ -1072,24 +1067,9 @@ fn concurrent_processes_share_one_index_cache() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("Edited body."));
 }
 
-/// `ctxkit` in `dir` with `dir/memory.db` as the default memory database (never the user's),
-/// no user config (which may trust tools) and no log level from the environment.
+/// `ctxkit` in `dir`, which holds its user config, cache and memory database.
 fn ctxkit_in(dir: &Path, args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
-    let mut child = ctxkit_command()
-        .args(args)
-        .current_dir(dir)
-        .env("CTXKIT_MEMORY_DB", dir.join("memory.db"))
-        .env("CTXKIT_CONFIG", dir.join("config.toml"))
-        .env_remove("CTXKIT_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin.as_ref()).unwrap();
-    drop(pipe);
-    child.wait_with_output().unwrap()
+    run_with_stdin(isolated(dir).args(args).current_dir(dir), stdin.as_ref())
 }
 
 #[test]

@@ -7,6 +7,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
+mod support;
+use support::{isolated, stderr, stdout, write};
+
 /// A project folder with skills, and a user config beside it (never the real user's).
 struct Setup {
     dir: tempfile::TempDir,
@@ -33,7 +36,7 @@ impl Setup {
     }
 
     fn user_config(&self) -> PathBuf {
-        self.dir.path().join("user/config.toml")
+        self.dir.path().join("config.toml")
     }
 
     /// Write `proj/skills/NAME/SKILL.md`.
@@ -43,24 +46,16 @@ impl Setup {
         std::fs::write(dir.join("SKILL.md"), text).unwrap();
     }
 
-    fn write(&self, path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+    /// `ctxkit ARGS` in the project.
+    fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).stdin(Stdio::null()).output().unwrap()
     }
 
-    /// `ctxkit ARGS` in the project, with this setup's user config, cache and memory.
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_ctxkit"))
-            .args(args)
-            .current_dir(self.project())
-            .env("CTXKIT_CONFIG", self.user_config())
-            .env("CTXKIT_CACHE_DIR", self.dir.path().join("cache"))
-            .env("CTXKIT_MEMORY_DB", self.dir.path().join("memory.db"))
-            .env("HOME", self.dir.path().join("home"))
-            .env_remove("CTXKIT_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+    /// `ctxkit` in the project, with this setup's user config, cache and memory.
+    fn command(&self) -> Command {
+        let mut command = isolated(self.dir.path());
+        command.current_dir(self.project());
+        command
     }
 
     /// Run and expect success; stdout.
@@ -76,14 +71,6 @@ impl Setup {
         let v: Value = serde_json::from_str(out.trim()).unwrap();
         v["stats"]["skills"].clone()
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 #[test]
@@ -114,11 +101,9 @@ fn a_disabled_skill_is_listed_marked_and_never_injected_until_enabled() {
         })
         .collect();
     assert!(states.contains(&("beta".into(), false)) && states.contains(&("alpha".into(), true)));
-    let chat = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+    let chat = s
+        .command()
         .args(["chat", "--no-memory"])
-        .current_dir(s.project())
-        .env("CTXKIT_CONFIG", s.user_config())
-        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -153,12 +138,12 @@ fn the_project_config_wins_over_the_user_config_which_wins_over_defaults() {
     let s = Setup::new();
     // Defaults: three skills by triggers.
     assert_eq!(s.injected(&[], "deploy the docs").as_array().unwrap().len(), 3);
-    s.write(
+    write(
         &s.user_config(),
         "[skills]\nmax_skills = 1\ndisabled = [\"gamma\"]\n",
     );
     assert_eq!(s.injected(&[], "deploy the docs"), json!(["alpha"]));
-    s.write(
+    write(
         &s.project().join(".ctxkit/config.toml"),
         "[skills]\nmax_skills = 2\nenabled = [\"gamma\"]\n",
     );
@@ -193,7 +178,7 @@ fn config_mode_budget_and_roots_with_tiers_apply() {
         "---\nname: alpha\ndescription: The team's alpha\ntriggers: [deploy]\n---\nTEAM-ALPHA\n",
     )
     .unwrap();
-    s.write(
+    write(
         &s.user_config(),
         &format!(
             "[skills]\nmode = \"triggered\"\n[[skills.roots]]\npath = {:?}\ntier = \"user\"\npriority = 120\n",
@@ -264,20 +249,20 @@ const EXTERNAL_SKILLS: &str = r#"{
 fn external_skills_json_is_read_as_is() {
     let s = Setup::new();
     let vercel = s.project().join("external-skills/vercel/skills");
-    s.write(
+    write(
         &vercel.join("react-best-practices/SKILL.md"),
         "---\nname: react-best-practices\ndescription: React and Next.js performance\n---\nREACT-BODY\n",
     );
-    s.write(
+    write(
         &vercel.join("react-planning/SKILL.md"),
         "---\nname: react-planning\ndescription: Planning React work\ntriggers: [component]\n---\nPLANNING-BODY\n",
     );
-    s.write(&s.project().join("external-skills.json"), EXTERNAL_SKILLS);
-    s.write(
+    write(&s.project().join("external-skills.json"), EXTERNAL_SKILLS);
+    write(
         &s.project().join(".ctxkit/config.toml"),
         "[skills]\nexternal = [\"external-skills.json\"]\n",
     );
-    s.write(
+    write(
         &s.project().join("package.json"),
         "{\"dependencies\": {\"react\": \"18\"}}",
     );
@@ -362,22 +347,22 @@ fn hostile_config_files_fail_with_one_sentence() {
             "cannot read",
         ),
     ] {
-        s.write(path, text);
+        write(path, text);
         let o = s.run(&["skills", "list"]);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{text}: {err}");
         assert!(err.contains(expect) && err.lines().count() == 1, "{text}: {err}");
     }
-    s.write(&project_config, &"#".repeat(300 * 1024));
+    write(&project_config, &"#".repeat(300 * 1024));
     assert!(stderr(&s.run(&["skills", "list"])).contains("larger than"));
     std::fs::remove_file(&project_config).unwrap();
 
     // An external file out of bounds: too big, not JSON, paths leaving its folder.
-    s.write(&project_config, "[skills]\nexternal = [\"ext.json\"]\n");
+    write(&project_config, "[skills]\nexternal = [\"ext.json\"]\n");
     let ext = s.project().join("ext.json");
-    s.write(&ext, "{\"skills\": ");
+    write(&ext, "{\"skills\": ");
     assert!(stderr(&s.run(&["skills", "list"])).contains("not a valid external-skills.json"));
-    s.write(
+    write(
         &ext,
         r#"{"sources": {"up": {"path": "../.."}}, "skills": {"x": {"source": "up", "skill_path": "etc"}}}"#,
     );
@@ -501,12 +486,9 @@ fn chat_reloads_edited_broken_deleted_and_new_skills_while_it_runs() {
     use std::time::Duration;
     let s = Setup::new();
     std::fs::remove_dir_all(s.project().join("skills/gamma")).unwrap();
-    let mut chat = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+    let mut chat = s
+        .command()
         .args(["chat", "--no-memory", "--lazy", "--watch", "1"])
-        .current_dir(s.project())
-        .env("CTXKIT_CONFIG", s.user_config())
-        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
-        .env_remove("CTXKIT_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -579,16 +561,13 @@ fn chat_reloads_edited_broken_deleted_and_new_skills_while_it_runs() {
 fn the_mcp_server_honours_disabled_skills() {
     use std::io::{BufRead, BufReader, Write};
     let s = Setup::new();
-    s.write(
+    write(
         &s.project().join(".ctxkit/config.toml"),
         "[skills]\ndisabled = [\"beta\"]\n",
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
+    let mut child = s
+        .command()
         .args(["mcp", "--watch", "0"])
-        .current_dir(s.project())
-        .env("CTXKIT_CONFIG", s.user_config())
-        .env("CTXKIT_CACHE_DIR", s.dir.path().join("cache"))
-        .env("CTXKIT_MEMORY_DB", s.dir.path().join("memory.db"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -2,11 +2,13 @@
 //! them (stdin event → stdout answer, exit code), with every user folder (HOME, cache, memory
 //! database, config) moved into a temporary folder.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::{json, Value};
+
+mod support;
+use support::{isolated, run_with_stdin, stderr, stdout};
 
 /// A user's machine in a temporary folder: a project with skills, a home with a user skill.
 struct Machine {
@@ -49,9 +51,6 @@ impl Machine {
     fn cache(&self) -> PathBuf {
         self.root().join("cache")
     }
-    fn db(&self) -> PathBuf {
-        self.root().join("memory.db")
-    }
 
     /// Write a skill file at `folder` (relative to the project).
     fn skill(&self, folder: &str, text: &str) {
@@ -61,24 +60,7 @@ impl Machine {
     }
 
     fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ctxkit"))
-            .args(args)
-            .current_dir(self.root())
-            .env("HOME", self.home())
-            .env("CTXKIT_CACHE_DIR", self.cache())
-            .env("CTXKIT_MEMORY_DB", self.db())
-            .env("CTXKIT_CONFIG", self.root().join("config.toml"))
-            .env_remove("CTXKIT_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pipe = child.stdin.take().unwrap();
-        // The hook may stop reading early (oversized input): a closed pipe is expected.
-        let _ = pipe.write_all(stdin);
-        drop(pipe);
-        child.wait_with_output().unwrap()
+        run_with_stdin(isolated(self.root()).args(args).current_dir(self.root()), stdin)
     }
 
     /// Run `ctxkit hook HOST` on an event with this machine's project as `cwd`.
@@ -114,14 +96,6 @@ impl Machine {
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o)
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 /// The answer's `additionalContext`, after checking the protocol's shape and event name.

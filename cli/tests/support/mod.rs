@@ -1,0 +1,50 @@
+//! What the CLI's end-to-end tests share: the binary run with every user folder inside a
+//! temporary folder, and its output as text.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// `ctxkit` with `dir` holding its user config (`config.toml`), index cache (`cache/`),
+/// default memory database (`memory.db`) and home (`home/`), never the user's, and no log
+/// level from the environment.
+pub fn isolated(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
+    command
+        .env("CTXKIT_CONFIG", dir.join("config.toml"))
+        .env("CTXKIT_CACHE_DIR", dir.join("cache"))
+        .env("CTXKIT_MEMORY_DB", dir.join("memory.db"))
+        .env("HOME", dir.join("home"))
+        .env_remove("CTXKIT_LOG");
+    command
+}
+
+/// Run `command` with `stdin` piped in and collect its output. A process that stops reading
+/// early (as a hook does with oversized input) is not an error.
+pub fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let _ = pipe.write_all(stdin);
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// Write `text` at `path`, creating its folders.
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
