@@ -249,7 +249,8 @@ impl Cached {
         let fits = |&(offset, n): &(u64, usize)| {
             offset
                 .checked_add(n as u64)
-                .is_some_and(|end| self.base + end <= self.len)
+                .and_then(|end| end.checked_add(self.base))
+                .is_some_and(|end| end <= self.len)
         };
         if bodies.len() != scan.skills.len() || !bodies.iter().all(fits) {
             return None;
@@ -344,5 +345,44 @@ fn prune(dir: &Path) {
     files.sort();
     for (_, path) in &files[..files.len() - MAX_CACHE_FILES] {
         let _ = fs::remove_file(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::Scanned;
+
+    /// A cache file whose body ranges run past the end (or past `u64::MAX`) is refused, not
+    /// read and never a panic.
+    #[test]
+    fn body_ranges_past_the_file_are_refused() {
+        let file = tempfile::tempfile().unwrap();
+        for bodies in [vec![(0, 10)], vec![(u64::MAX - 4, 2)], vec![(u64::MAX, 0)]] {
+            let scan = Scan {
+                skills: vec![Scanned {
+                    root: 0,
+                    skill: Default::default(),
+                    tools_file: false,
+                }],
+                ..Scan::default()
+            };
+            let cached = Cached {
+                file: Arc::new(file.try_clone().unwrap()),
+                len: 40,
+                head: Head {
+                    format: FORMAT,
+                    version: String::new(),
+                    stamps: Vec::new(),
+                },
+                meta: rmp_serde::to_vec(&Meta {
+                    scan,
+                    bodies: bodies.clone(),
+                })
+                .unwrap(),
+                base: 32,
+            };
+            assert!(cached.scan().is_none(), "{bodies:?}");
+        }
     }
 }
