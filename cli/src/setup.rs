@@ -11,6 +11,7 @@ use ctxkit_skills::{
 
 use crate::memory::open::{
     default_project, memory_db_path, normalize_project, open_hook, open_provider, open_provider_with,
+    server_url,
 };
 use crate::user_config::Config;
 use crate::CliError;
@@ -215,7 +216,7 @@ impl RequestOptions {
         }
         if self.read_only && self.memory.is_none() {
             let db = crate::places::memory_db()?;
-            let server = db.to_str().is_some_and(ctxkit_memory::is_postgres_url);
+            let server = server_url(&db)?.is_some();
             return Ok((server || db.is_file()).then_some(db));
         }
         memory_db_path(self.memory.as_deref()).map(Some)

@@ -784,6 +784,45 @@ fn usage_errors_never_echo_a_secret_argument() {
     assert!(stderr(&o).contains("'frobnicate'"), "{}", stderr(&o));
 }
 
+/// A mistyped server URL is refused in one sentence, without its password, and never becomes
+/// a SQLite file in folders named after it.
+#[test]
+fn a_database_url_of_another_scheme_is_refused_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "postgress://ann:s3cret@db/mem";
+    let runs = [
+        isolated(dir.path())
+            .args(["memory", "list"])
+            .env("CTXKIT_MEMORY_DB", url)
+            .current_dir(dir.path())
+            .output()
+            .unwrap(),
+        isolated(dir.path())
+            .args(["memory", "--db", url, "list"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap(),
+        isolated(dir.path())
+            .args(["context", "--memory", url, "hello"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap(),
+    ];
+    for o in runs {
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("neither a SQLite file nor a postgres:// URL"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret") && err.lines().count() == 1, "{err}");
+    }
+    assert!(
+        !dir.path().join("postgress:").exists(),
+        "no folder named after the URL"
+    );
+}
+
 #[test]
 fn memory_import_refuses_crafted_counters_and_search_keeps_working() {
     let dir = tempfile::tempdir().unwrap();

@@ -101,15 +101,23 @@ pub(crate) fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<St
 /// Open `db` with `options`: a PostgreSQL server for a `postgres://` URL (connected on first
 /// use), else a SQLite file.
 fn open_location(db: &Path, options: OpenOptions) -> Result<Store, CliError> {
-    match server_url(db) {
+    match server_url(db)? {
         Some(url) => Ok(Store::Postgres(PostgresStore::open_with(url, options)?)),
         None => Ok(Store::Sqlite(SqliteMemoryStore::open_with(db, options)?)),
     }
 }
 
-/// The URL when `db` names a PostgreSQL server.
-fn server_url(db: &Path) -> Option<&str> {
-    db.to_str().filter(|s| is_postgres_url(s))
+/// The URL when `db` names a PostgreSQL server. Any other URL is an error, so a mistyped
+/// scheme never becomes a SQLite file in folders named after the URL, password included.
+pub(crate) fn server_url(db: &Path) -> Result<Option<&str>, CliError> {
+    match db.to_str() {
+        Some(url) if is_postgres_url(url) => Ok(Some(url)),
+        Some(url) if url.contains("://") => Err(CliError::new(format!(
+            "`{}` is neither a SQLite file nor a postgres:// URL",
+            ctxkit_memory::secrets::redact_url(url)
+        ))),
+        _ => Ok(None),
+    }
 }
 
 /// The database a command uses: `db` when given, else the default one (`$CTXKIT_MEMORY_DB`,
@@ -118,10 +126,13 @@ fn server_url(db: &Path) -> Option<&str> {
 /// see the same memories. A `postgres://` or `postgresql://` URL names a server instead.
 pub fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
     match db {
-        Some(p) => Ok(p.to_path_buf()),
+        Some(p) => {
+            server_url(p)?;
+            Ok(p.to_path_buf())
+        }
         None => {
             let p = crate::places::memory_db()?;
-            if server_url(&p).is_some() {
+            if server_url(&p)?.is_some() {
                 return Ok(p);
             }
             if let Some(parent) = p.parent() {
