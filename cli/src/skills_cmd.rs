@@ -91,12 +91,12 @@ pub enum SkillsCommand {
 }
 
 pub fn run(args: SkillsArgs) -> Result<(), CliError> {
-    let project = current_dir()?;
-    let config = Config::load(&project)?;
     let mut out = std::io::stdout().lock();
     if let SkillsCommand::New(new) = &args.command {
         return crate::skills_author::new(new, &args.dirs, &mut out);
     }
+    let project = current_dir()?;
+    let config = Config::load(&project)?;
     let index = args.dirs.library(&config)?.snapshot();
     match args.command {
         SkillsCommand::List { json } => list(&index, json, &mut out),
@@ -123,7 +123,7 @@ pub fn run(args: SkillsArgs) -> Result<(), CliError> {
         }
         SkillsCommand::Enable { name, user } => toggle(&index, &config, &name, user, false, &mut out),
         SkillsCommand::Disable { name, user } => toggle(&index, &config, &name, user, true, &mut out),
-        SkillsCommand::New(_) => Ok(()),
+        SkillsCommand::New(_) => Ok(()), // written above, before any config is read
     }
 }
 

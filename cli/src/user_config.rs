@@ -143,6 +143,13 @@ pub enum Layer {
 impl Config {
     /// The user's config only (no project), or the default when there is no file.
     pub fn load_user() -> Result<Config, CliError> {
+        let mut config = Self::read_user()?;
+        config.extra = config.resolve()?;
+        Ok(config)
+    }
+
+    /// The user's config file, checked, its external files not read yet.
+    fn read_user() -> Result<Config, CliError> {
         let user_path = crate::places::user_config();
         let user = match &user_path {
             Some(path) if path.exists() => read(path)?,
@@ -151,18 +158,16 @@ impl Config {
         if let Some(path) = &user_path {
             check_user(&user, path)?;
         }
-        let mut config = Config {
+        Ok(Config {
             user,
             user_path,
             ..Config::default()
-        };
-        config.extra = config.resolve()?;
-        Ok(config)
+        })
     }
 
     /// The user's config and `project`'s `.ctxkit/config.toml` (either may be missing).
     pub fn load(project: &Path) -> Result<Config, CliError> {
-        let mut config = Self::load_user()?;
+        let mut config = Self::read_user()?;
         let path = project.join(PROJECT_CONFIG);
         if path.exists() {
             config.project = read(&path)?;
@@ -393,8 +398,10 @@ fn read(path: &Path) -> Result<ConfigFile, CliError> {
     Ok(config)
 }
 
-/// The text of a config file, refused past the size cap.
+/// The text of a config file, refused past the size cap or when it is not a regular file (a
+/// link a cloned repository ships could name a device or a pipe that never ends).
 fn read_capped(path: &Path) -> Result<String, CliError> {
+    refuse_non_file(path)?;
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_CONFIG_BYTES as u64 + 1).read_to_string(&mut text))
@@ -407,6 +414,17 @@ fn read_capped(path: &Path) -> Result<String, CliError> {
         )));
     }
     Ok(text)
+}
+
+/// Refuse a config path that exists as anything but a regular file (a link included).
+fn refuse_non_file(path: &Path) -> Result<(), CliError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => Err(CliError::new(format!(
+            "the config file `{}` is not a regular file",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The user config applies in every project, so it trusts folders only, and only absolute ones:
@@ -476,6 +494,8 @@ fn check_project(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
 /// (comments included) as it was. Turning a skill on in the project file while the user file
 /// disables it records it under `enabled`, so the project wins.
 pub fn set_disabled(path: &Path, name: &str, disabled: bool, override_user: bool) -> Result<(), CliError> {
+    // A link is neither read nor written through: it could point outside the project.
+    refuse_non_file(path)?;
     let text = if path.exists() {
         read_capped(path)?
     } else {

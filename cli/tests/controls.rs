@@ -377,6 +377,23 @@ fn hostile_config_files_fail_with_one_sentence() {
         std::os::unix::fs::symlink(&outside, &ext).unwrap();
         let err = stderr(&s.run(&["skills", "list"]));
         assert!(err.contains("leads out of the project"), "{err}");
+
+        // A config that is a link is neither read nor written through.
+        std::fs::remove_file(&project_config).unwrap();
+        let target = s.dir.path().join("elsewhere.toml");
+        std::fs::write(&target, "").unwrap();
+        std::os::unix::fs::symlink(&target, &project_config).unwrap();
+        for args in [&["skills", "list"][..], &["skills", "disable", "beta"]] {
+            let err = stderr(&s.run(args));
+            assert!(
+                err.contains("is not a regular file") && err.lines().count() == 1,
+                "{args:?}: {err}"
+            );
+        }
+        std::fs::remove_file(&target).unwrap();
+        let err = stderr(&s.run(&["skills", "disable", "beta"]));
+        assert!(err.contains("is not a regular file"), "a dangling link: {err}");
+        assert!(!target.exists(), "nothing written through the link");
     }
 }
 
