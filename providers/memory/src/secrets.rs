@@ -726,6 +726,8 @@ pub fn redact(text: &str) -> String {
 /// ```
 /// use ctxkit_memory::secrets::redact_url;
 /// assert_eq!(redact_url("postgres://ann:s3cret@db:5432/mem"), "postgres://ann:***@db:5432/mem");
+/// // The password ends at the `@`, as PostgreSQL reads it, even past a `/`.
+/// assert_eq!(redact_url("postgres://ann:s3/cr?et@db/mem"), "postgres://ann:***@db/mem");
 /// assert_eq!(redact_url("postgresql://db/mem?user=ann&password=s3cret"), "postgresql://db/mem?user=ann&password=***");
 /// assert_eq!(redact_url("host=db password='s3 cret' user=ann"), "host=db password=*** user=ann");
 /// assert_eq!(redact_url("cannot open postgress://ann:s3cret@db/mem: no such file"), "cannot open postgress://ann:***@db/mem: no such file");
@@ -735,7 +737,7 @@ pub fn redact_url(text: &str) -> String {
     static PATTERNS: OnceLock<(Regex, Regex)> = OnceLock::new();
     let (authority, param) = PATTERNS.get_or_init(|| {
         (
-            Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@/?#\s]*@").expect("a valid pattern"),
+            Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@\s]*@").expect("a valid pattern"),
             Regex::new(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)").expect("a valid pattern"),
         )
     });

@@ -389,11 +389,11 @@ fn scrub(text: &str, url: &str) -> String {
     }
 }
 
-/// The password written in a URL's authority, if any.
+/// The password written in a URL's authority, if any: up to the first `@`, as PostgreSQL's
+/// URL parser reads it (so it may hold a `/`).
 fn password_of(url: &str) -> Option<String> {
     let rest = &url[url.find("://")? + 3..];
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let userinfo = &authority[..authority.rfind('@')?];
+    let userinfo = &rest[..rest.find('@')?];
     Some(userinfo[userinfo.find(':')? + 1..].to_string())
 }
 
