@@ -213,32 +213,7 @@ fn check_memory_secrets(m: &MemoryEntry) -> Result<()> {
 /// Check one imported record like any write, moving it into `project` when one is given.
 fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> {
     match record {
-        ExportRecord::Memory(m) => {
-            check_memory_secrets(m)
-                .and_then(|()| secrets::check("memory", &m.id))
-                .and_then(|()| secrets::check_all("memory", m.superseded_by.as_deref()))?;
-            if let Some(p) = project {
-                m.project_path = p.to_string();
-            }
-            if m.project_path.trim().is_empty() && m.id.is_empty() {
-                return Err(MemoryError::Invalid(
-                    "a minimal record needs a `project` when it is not imported into one".into(),
-                ));
-            }
-            check_project(&m.project_path)?;
-            let content = check_content(&m.content)?;
-            if content != m.content {
-                m.content = content;
-            }
-            check_importance(m.importance)?;
-            check_counters(m)?;
-            check_secrets(
-                &m.content,
-                &m.keywords,
-                m.source_context.as_deref(),
-                m.source_session_id.as_deref(),
-            )?;
-        }
+        ExportRecord::Memory(m) => check_memory(m, project)?,
         ExportRecord::Episode(e) => {
             secrets::check_all(
                 "episodic record",
@@ -261,11 +236,15 @@ fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> 
             check_timestamp("created_at", e.created_at)?;
         }
         ExportRecord::History(h) => {
+            // An `undo` may make a snapshot a memory again: it passes what a memory passes.
             let snapshots = h.before.iter_mut().chain(h.after.iter_mut());
             for m in snapshots {
-                check_memory_secrets(m)?;
-                if let Some(p) = project {
-                    m.project_path = p.to_string();
+                check_memory(m, project)?;
+                if !well_formed_id(&m.id) {
+                    return Err(MemoryError::Invalid(format!(
+                        "history entry {} of memory `{}` holds a memory without a valid id",
+                        h.id, h.memory_id
+                    )));
                 }
             }
             secrets::check_all(
@@ -280,7 +259,7 @@ fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> 
             }
             check_project(&h.project_path)?;
             check_timestamp("at", h.at)?;
-            if h.id <= 0 || !well_formed_id(&h.memory_id) {
+            if !(1..=MAX_HISTORY_ID).contains(&h.id) || !well_formed_id(&h.memory_id) {
                 return Err(MemoryError::Invalid(format!(
                     "history entry {} of memory `{}` has no valid id",
                     h.id, h.memory_id
@@ -289,6 +268,38 @@ fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> 
         }
     }
     Ok(())
+}
+
+/// The largest history id an import keeps (what a JSON number holds exactly): the id sequence
+/// moves past imported ids, so a crafted `i64::MAX` would leave no id for any later write.
+const MAX_HISTORY_ID: i64 = 1 << 53;
+
+/// The checks every imported memory passes, a history entry's snapshots included.
+fn check_memory(m: &mut MemoryEntry, project: Option<&str>) -> Result<()> {
+    check_memory_secrets(m)
+        .and_then(|()| secrets::check("memory", &m.id))
+        .and_then(|()| secrets::check_all("memory", m.superseded_by.as_deref()))?;
+    if let Some(p) = project {
+        m.project_path = p.to_string();
+    }
+    if m.project_path.trim().is_empty() && m.id.is_empty() {
+        return Err(MemoryError::Invalid(
+            "a minimal record needs a `project` when it is not imported into one".into(),
+        ));
+    }
+    check_project(&m.project_path)?;
+    let content = check_content(&m.content)?;
+    if content != m.content {
+        m.content = content;
+    }
+    check_importance(m.importance)?;
+    check_counters(m)?;
+    check_secrets(
+        &m.content,
+        &m.keywords,
+        m.source_context.as_deref(),
+        m.source_session_id.as_deref(),
+    )
 }
 
 /// Checked records of an import, in the order a backend writes them: memories, then episodes,

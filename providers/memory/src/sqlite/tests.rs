@@ -1289,6 +1289,43 @@ fn imported_counters_and_timestamps_are_range_checked() {
     }
     assert_eq!(db.count(P).unwrap(), 1, "nothing of a refused import is stored");
 
+    // History: an id that would exhaust the id sequence, and a snapshot an `undo` would make a
+    // memory again, are checked like memories.
+    let history = db
+        .export(None)
+        .unwrap()
+        .into_iter()
+        .find_map(|r| match r {
+            ExportRecord::History(h) => Some(h),
+            _ => None,
+        })
+        .unwrap();
+    let entry = |f: &dyn Fn(&mut HistoryEntry)| {
+        let mut h = history.clone();
+        h.id = 9_000;
+        f(&mut h);
+        vec![ExportRecord::History(h)]
+    };
+    for (what, bad) in [
+        ("no valid id", entry(&|h| h.id = i64::MAX)),
+        (
+            "importance",
+            entry(&|h| h.after.as_mut().unwrap().importance = 7.0),
+        ),
+        (
+            "valid id",
+            entry(&|h| h.after.as_mut().unwrap().id = "../x".into()),
+        ),
+        (
+            "access_count",
+            entry(&|h| h.after.as_mut().unwrap().access_count = i64::MAX),
+        ),
+    ] {
+        let err = db.import(&bad, None).unwrap_err().to_string();
+        assert!(err.contains(what), "{what}: {err}");
+    }
+    db.import(&entry(&|_| {}), None).unwrap();
+
     // The highest count accepted saturates when searched, and everything keeps working.
     db.import(&record(&|m| m.access_count = MAX_ACCESS_COUNT), None)
         .unwrap();
