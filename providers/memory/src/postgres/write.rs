@@ -13,7 +13,7 @@ use crate::error::{MemoryError, Result};
 use crate::rules::{
     check_new, check_project, check_update, numbered, Checked, MAX_ACCESS_COUNT, MERGE_SIMILARITY,
 };
-use crate::supersede::{replaced_terms, similarity_floor, CANDIDATES};
+use crate::supersede::{candidate_category, replaced_terms, similarity_floor, CANDIDATES};
 use crate::text::terms;
 use crate::types::*;
 
@@ -34,7 +34,7 @@ pub(super) async fn add(store: &PostgresStore, new: NewMemoryEntry) -> Result<Me
     let project = checked.project_path.clone();
     write_tx!(store, [project.as_str()], |tx, now| {
         let similar = if may_supersede(&checked) {
-            similar_current(store, &tx, &project, &checked.content).await?
+            similar_current(store, &tx, &checked).await?
         } else {
             Vec::new()
         };
@@ -62,7 +62,7 @@ pub(super) async fn add_many(
         for (i, (c, new)) in checked.iter().zip(&entries).enumerate() {
             let explicit = replaced_terms(&c.content).is_some();
             let similar = if explicit {
-                similar_current(store, &tx, &c.project_path, &c.content).await?
+                similar_current(store, &tx, c).await?
             } else {
                 Vec::new()
             };
@@ -103,24 +103,31 @@ async fn insert_checked(tx: &Transaction<'_>, c: Checked, now: i64) -> Result<Me
     Ok(entry)
 }
 
-/// The current memories of a project most similar to `content` (what a new memory may
-/// supersede), with their cosine, from the full-text candidates.
+/// The current memories most similar to a new one (what it may supersede), with their cosine,
+/// from the full-text candidates.
 async fn similar_current(
     store: &PostgresStore,
     tx: &Transaction<'_>,
-    project: &str,
-    content: &str,
+    new: &Checked,
 ) -> Result<Vec<(f32, MemoryEntry)>> {
-    let floor = similarity_floor(content);
-    let mut scored: Vec<(f32, MemoryEntry)> = scored_candidates(store, tx, project, content)
-        .await?
-        .into_iter()
-        .map(|(sim, _, e)| (sim, e))
-        .filter(|(sim, _)| *sim > 0.0 && *sim >= floor)
+    let scored = scored_candidates(store, tx, &new.project_path, &new.content).await?;
+    Ok(supersedable(&scored, new))
+}
+
+/// Of the scored candidates, those `new` may supersede: of its candidate category, at least
+/// the similarity floor, most similar first (then by id), at most [`CANDIDATES`] — what the
+/// SQLite store's lookup returns.
+fn supersedable(scored: &[(f32, i64, MemoryEntry)], new: &Checked) -> Vec<(f32, MemoryEntry)> {
+    let floor = similarity_floor(&new.content);
+    let category = candidate_category(&new.content, new.category);
+    let mut similar: Vec<(f32, MemoryEntry)> = scored
+        .iter()
+        .filter(|(sim, _, e)| *sim > 0.0 && *sim >= floor && category.is_none_or(|c| e.category == c))
+        .map(|(sim, _, e)| (*sim, e.clone()))
         .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
-    scored.truncate(CANDIDATES);
-    Ok(scored)
+    similar.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    similar.truncate(CANDIDATES);
+    similar
 }
 
 /// Every candidate for `content` in `project` with its cosine to it and its row number.
@@ -238,15 +245,7 @@ pub(super) async fn upsert(store: &PostgresStore, new: NewMemoryEntry) -> Result
         }
         let scored = scored_candidates(store, &tx, &project, &checked.content).await?;
         let similar = if may_supersede(&checked) {
-            let floor = similarity_floor(&checked.content);
-            let mut s: Vec<(f32, MemoryEntry)> = scored
-                .iter()
-                .filter(|(sim, _, _)| *sim > 0.0 && *sim >= floor)
-                .map(|(sim, _, e)| (*sim, e.clone()))
-                .collect();
-            s.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
-            s.truncate(CANDIDATES);
-            s
+            supersedable(&scored, &checked)
         } else {
             Vec::new()
         };
@@ -357,4 +356,62 @@ pub(super) async fn touch(store: &PostgresStore, ids: &[String]) -> Result<()> {
         )
         .await?;
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, category: MemoryCategory) -> MemoryEntry {
+        MemoryEntry {
+            id: id.into(),
+            project_path: "/p".into(),
+            category,
+            content: id.into(),
+            keywords: Vec::new(),
+            importance: 0.5,
+            access_count: 0,
+            source_session_id: None,
+            source_context: None,
+            created_at: 0,
+            updated_at: 0,
+            last_accessed_at: 0,
+            decayed_at: None,
+            superseded_by: None,
+            superseded_at: None,
+        }
+    }
+
+    /// More similar memories of other categories do not crowd a same-category one out of an
+    /// implicit contradiction's candidates; an explicit replacement compares every category.
+    #[test]
+    fn supersession_candidates_are_of_the_new_memorys_category() {
+        let mut scored: Vec<(f32, i64, MemoryEntry)> = (0..CANDIDATES + 2)
+            .map(|n| {
+                (
+                    0.99,
+                    n as i64,
+                    entry(&format!("fact{n:02}"), MemoryCategory::Fact),
+                )
+            })
+            .collect();
+        scored.push((0.9, 99, entry("old-preference", MemoryCategory::Preference)));
+        let implicit = check_new(&NewMemoryEntry::new(
+            "/p",
+            MemoryCategory::Preference,
+            "Always use bun for installing packages",
+        ))
+        .unwrap();
+        let ids = |v: Vec<(f32, MemoryEntry)>| v.into_iter().map(|(_, e)| e.id).collect::<Vec<_>>();
+        assert_eq!(ids(supersedable(&scored, &implicit)), ["old-preference"]);
+        let explicit = check_new(&NewMemoryEntry::new(
+            "/p",
+            MemoryCategory::Preference,
+            "Use bun instead of pnpm for installing packages",
+        ))
+        .unwrap();
+        let crossed = ids(supersedable(&scored, &explicit));
+        assert_eq!(crossed.len(), CANDIDATES);
+        assert!(crossed.iter().all(|id| id.starts_with("fact")), "{crossed:?}");
+    }
 }
