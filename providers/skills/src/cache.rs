@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::body::Body;
+use crate::confined::MAX_FILE_BYTES;
 use crate::discover::SkillRoot;
-use crate::scan::Scan;
+use crate::parse::{MAX_PATTERNS, MAX_TRIGGERS};
+use crate::scan::{Scan, Scanned};
 
 /// Bumped whenever what a cache file holds changes shape.
 const FORMAT: u32 = 5;
@@ -139,7 +141,7 @@ pub(crate) fn load<T>(dir: &Path, roots: &[SkillRoot], build: impl Fn(Scan) -> T
             let checks: Vec<_> = (0..helpers)
                 .map(|_| scope.spawn(|| first_changed(stamps, &next)))
                 .collect();
-            let built = cached.scan().map(&build);
+            let built = cached.scan(roots.len()).map(&build);
             // A checker that panicked counts as a stale cache.
             let stale = first_changed(stamps, &next).or_else(|| {
                 checks
@@ -170,6 +172,7 @@ fn first_changed<'a>(stamps: &'a [Stamp], next: &AtomicUsize) -> Option<&'a Stam
         let start = next.fetch_add(BLOCK, Ordering::Relaxed);
         let block = stamps.get(start..stamps.len().min(start + BLOCK))?;
         if let Some(stale) = block.iter().find(|s| !s.is_current()) {
+            next.store(stamps.len(), Ordering::Relaxed); // the others stop at their next block
             return Some(stale);
         }
     }
@@ -243,16 +246,26 @@ impl Cached {
         })
     }
 
-    /// The scan, its bodies left in the file until used.
-    fn scan(&self) -> Option<Scan> {
+    /// The scan of `roots` roots, its bodies left in the file until used. A scan a parse could
+    /// not have produced (a root out of range, a body over the file cap, more triggers than a
+    /// skill may have) is refused like any damaged file.
+    fn scan(&self, roots: usize) -> Option<Scan> {
         let Meta { mut scan, bodies } = decode(&self.meta)?;
         let fits = |&(offset, n): &(u64, usize)| {
-            offset
-                .checked_add(n as u64)
-                .and_then(|end| end.checked_add(self.base))
-                .is_some_and(|end| end <= self.len)
+            n as u64 <= MAX_FILE_BYTES
+                && offset
+                    .checked_add(n as u64)
+                    .and_then(|end| end.checked_add(self.base))
+                    .is_some_and(|end| end <= self.len)
         };
-        if bodies.len() != scan.skills.len() || !bodies.iter().all(fits) {
+        let parsable = |s: &Scanned| {
+            let t = &s.skill.triggers;
+            s.root < roots
+                && t.keywords.len() + t.verbs.len() <= MAX_TRIGGERS
+                && t.patterns.len() <= MAX_PATTERNS
+        };
+        if bodies.len() != scan.skills.len() || !bodies.iter().all(fits) || !scan.skills.iter().all(parsable)
+        {
             return None;
         }
         for (scanned, (offset, n)) in scan.skills.iter_mut().zip(bodies) {
@@ -351,7 +364,6 @@ fn prune(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::Scanned;
 
     /// A cache file whose body ranges run past the end (or past `u64::MAX`) is refused, not
     /// read and never a panic.
@@ -382,7 +394,47 @@ mod tests {
                 .unwrap(),
                 base: 32,
             };
-            assert!(cached.scan().is_none(), "{bodies:?}");
+            assert!(cached.scan(1).is_none(), "{bodies:?}");
         }
+    }
+
+    /// A scan no parse could produce is refused: a skill of a root that is not there, or with
+    /// more triggers than a skill may have (whose numbers would not fit the matcher's).
+    #[test]
+    fn scans_no_parse_could_produce_are_refused() {
+        let file = tempfile::tempfile().unwrap();
+        let cached = |skill: crate::skill::Skill, root: usize| Cached {
+            file: Arc::new(file.try_clone().unwrap()),
+            len: 32,
+            head: Head {
+                format: FORMAT,
+                version: String::new(),
+                stamps: Vec::new(),
+            },
+            meta: rmp_serde::to_vec(&Meta {
+                scan: Scan {
+                    skills: vec![Scanned {
+                        root,
+                        skill,
+                        tools_file: false,
+                    }],
+                    ..Scan::default()
+                },
+                bodies: vec![(0, 0)],
+            })
+            .unwrap(),
+            base: 32,
+        };
+        assert!(
+            cached(Default::default(), 0).scan(1).is_some(),
+            "a sound scan is used"
+        );
+        assert!(
+            cached(Default::default(), 1).scan(1).is_none(),
+            "root out of range"
+        );
+        let mut many = crate::skill::Skill::default();
+        many.triggers.keywords = (0..70_000).map(|n| format!("k{n}")).collect();
+        assert!(cached(many, 0).scan(1).is_none(), "70,000 triggers");
     }
 }

@@ -180,6 +180,29 @@ async fn a_hook_needing_a_shell_blocks_unless_the_user_allows_one_and_times_out(
     .await;
     assert_eq!(ran, 0);
     assert!(out.contains("needs a shell"), "{out}");
+    // A shell or an interpreter named as the program is refused the same way.
+    for command in ["sh -c 'exit 0'", "/usr/bin/python3 -c pass", "bash.exe x"] {
+        write_skill(
+            dir.path(),
+            "shelly",
+            &format!("---\nname: shelly\ndescription: Uses a shell\ntriggers: [deploy]\nhooks:\n  PreToolUse:\n    - hooks:\n        - command: \"{command}\"\n---\nBody.\n"),
+        );
+        let (out, ran) = call_once(
+            dir.path(),
+            trusted.clone(),
+            HookOptions::default(),
+            "deploy",
+            "Read",
+        )
+        .await;
+        assert_eq!(ran, 0, "{command}");
+        assert!(out.contains("is a shell or an interpreter"), "{command}: {out}");
+    }
+    write_skill(
+        dir.path(),
+        "shelly",
+        "---\nname: shelly\ndescription: Uses a shell\ntriggers: [deploy]\nhooks:\n  PreToolUse:\n    - matcher: \"*\"\n      hooks:\n        - type: command\n          command: \"test \\\"$CTXKIT_TOOL_NAME\\\" = Read || { echo no writes; exit 2; }\"\n---\nBody.\n",
+    );
     let shell = HookOptions {
         allow_shell: true,
         ..HookOptions::default()

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::process::{run, RunError};
-use super::trust::tool_env;
+use super::trust::{is_interpreter, tool_env};
 use crate::skill::Skill;
 
 /// How SKILL.md hooks run; every field is the user's decision.
@@ -236,6 +236,14 @@ impl SkillHooks {
                 return Err("the command is empty".into());
             }
             let program = words.remove(0);
+            // `sh -c …` or `python3 x` is a shell by another name.
+            let name = Path::new(&program)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(&program);
+            if is_interpreter(name) {
+                return Err(format!("`{name}` is a shell or an interpreter, and the user's config does not allow hooks one ([hooks] shell = true)"));
+            }
             (program, words)
         };
         let mut env = tool_env(&self.options.pass_env);
