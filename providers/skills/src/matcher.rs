@@ -96,7 +96,7 @@ pub(crate) fn trigger_boundaries(trigger: &str) -> (bool, bool) {
 
 /// The literal trigger `(s, t)` stands for.
 fn literal(skills: &[Skill], (s, t): TriggerRef) -> &str {
-    skills[s as usize].triggers.literal(t as usize)
+    skills[s as usize].triggers.get(t as usize).unwrap_or_default()
 }
 
 impl Matcher {
@@ -135,6 +135,7 @@ fn first_word_key(literal: &str) -> Option<u64> {
     } else {
         Cow::Owned(literal.to_lowercase())
     };
+    // Bound first: the iterator borrows `lower`, which a tail expression would outlive.
     let key = spaced_words(&lower).next().map(word_key);
     key
 }

@@ -170,11 +170,7 @@ impl SkillIndex {
 
     /// The text of trigger `t` of skill `i` (literals first, then patterns).
     fn trigger_text(&self, i: usize, t: usize) -> &str {
-        let tr = &self.skills[i].triggers;
-        tr.literals()
-            .chain(tr.patterns.iter().map(String::as_str))
-            .nth(t)
-            .unwrap_or("")
+        self.skills[i].triggers.get(t).unwrap_or_default()
     }
 
     /// Skills invoked as `$name` or `/name` tokens in a lowercased message, in order.

@@ -63,12 +63,17 @@ impl Triggers {
         self.keywords.iter().chain(&self.verbs).map(String::as_str)
     }
 
-    /// The literal trigger at `i` in [`Triggers::literals`].
-    pub(crate) fn literal(&self, i: usize) -> &str {
-        match i.checked_sub(self.keywords.len()) {
-            None => &self.keywords[i],
-            Some(verb) => &self.verbs[verb],
+    /// The trigger at `i`, counting keywords, then verbs, then patterns (a `TriggerRef`'s
+    /// numbering).
+    pub(crate) fn get(&self, i: usize) -> Option<&str> {
+        let verb = i.checked_sub(self.keywords.len());
+        let pattern = verb.and_then(|v| v.checked_sub(self.verbs.len()));
+        match (verb, pattern) {
+            (None, _) => self.keywords.get(i),
+            (Some(v), None) => self.verbs.get(v),
+            (_, Some(p)) => self.patterns.get(p),
         }
+        .map(String::as_str)
     }
 }
 
