@@ -141,13 +141,6 @@ pub enum Layer {
 }
 
 impl Config {
-    /// The user's config only (no project), or the default when there is no file.
-    pub fn load_user() -> Result<Config, CliError> {
-        let mut config = Self::read_user()?;
-        config.extra = config.resolve()?;
-        Ok(config)
-    }
-
     /// The user's config file, checked, its external files not read yet.
     fn read_user() -> Result<Config, CliError> {
         let user_path = crate::places::user_config();
