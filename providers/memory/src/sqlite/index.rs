@@ -1,7 +1,7 @@
 //! The search index beside each memory row: the FTS5 row used for candidate retrieval, the
 //! per-project document frequencies used for IDF, and the project's counters.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -23,22 +23,19 @@ pub(crate) fn fts_quote(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
 
-/// The indexed text of a memory: its content terms and its keyword terms.
-fn fts_text(entry: &MemoryEntry) -> String {
-    let mut all = terms(&entry.content);
-    all.extend(keyword_terms(&entry.keywords));
-    all.join(" ")
-}
-
 /// Index a memory stored at row `num`.
 pub(crate) fn add(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
+    let content = terms(&entry.content);
+    let keywords = keyword_terms(&entry.keywords);
+    // The indexed text: its content terms and its keyword terms.
+    let text: Vec<&str> = content.iter().chain(&keywords).map(String::as_str).collect();
     tx.prepare_cached("INSERT INTO memory_fts(rowid, project, terms) VALUES (?1, ?2, ?3)")?
-        .execute(params![num, project_token(&entry.project_path), fts_text(entry)])?;
+        .execute(params![num, project_token(&entry.project_path), text.join(" ")])?;
     let mut df = tx.prepare_cached(
         "INSERT INTO memory_terms(project_path, term, df) VALUES (?1, ?2, 1)
          ON CONFLICT(project_path, term) DO UPDATE SET df = df + 1",
     )?;
-    for term in term_set(&entry.content) {
+    for term in content.into_iter().collect::<BTreeSet<_>>() {
         df.execute(params![entry.project_path, term])?;
     }
     bump_project(tx, &entry.project_path, 1, num, Op::Add)

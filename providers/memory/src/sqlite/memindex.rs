@@ -24,17 +24,10 @@ use crate::retrieval::{
 use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryCategory, MemoryEntry, MemorySearchResult};
 
+use super::docs::Docs;
 use super::index::{changes_between, Op, Version};
 use super::norms::Norms;
 use super::rows::{category_at, row_to_entry, COLS};
-
-struct Doc {
-    num: i64,
-    /// Content term ids with their frequency in the content.
-    terms: Vec<(u32, f32)>,
-    /// Keyword term ids (distinct).
-    keywords: Vec<u32>,
-}
 
 /// One project's index; see the [module docs](self).
 #[derive(Default)]
@@ -45,12 +38,9 @@ pub(crate) struct ProjectIndex {
     postings: Vec<Vec<(u32, f32)>>,
     /// Term id → slots whose keywords have the term, ascending.
     keyword_postings: Vec<Vec<u32>>,
-    /// Slot → memory; `None` once removed (slots are never reused, so postings stay sorted).
-    docs: Vec<Option<Doc>>,
-    /// Slot → the memory's category, apart from `docs` so that passing over the memories of
-    /// other categories reads one dense array.
-    categories: Vec<MemoryCategory>,
-    /// Slot → what its norm is computed from.
+    /// The memories by slot (slots are never reused, so postings stay sorted).
+    docs: Docs,
+    /// What the memories' norms are computed from, beside their records.
     norms: Norms,
     slot_of: HashMap<i64, u32>,
     live: usize,
@@ -80,12 +70,7 @@ impl ProjectIndex {
             );
         }
         // Norms once from the final counts, rather than moved on every insert.
-        let docs = ix
-            .docs
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, doc)| Some((slot as u32, doc.as_ref()?.terms.as_slice())));
-        ix.norms.compute_all(&ix.postings, docs);
+        ix.norms.compute_all(&ix.postings, &mut ix.docs);
         Ok(ix)
     }
 
@@ -138,24 +123,22 @@ impl ProjectIndex {
     /// Index the memory of row `num`, keeping every memory's norm sums current.
     fn insert(&mut self, num: i64, content: &str, keywords_json: &str, category: MemoryCategory) {
         let slot = self.add_doc(num, content, keywords_json, category);
-        if let Some(doc) = &self.docs[slot as usize] {
-            self.norms.insert(&self.postings, slot, &doc.terms);
-        }
+        self.norms.insert(&self.postings, &mut self.docs, slot);
     }
 
     /// Add the memory of row `num` to the postings, its norm sums left at zero; its slot.
     fn add_doc(&mut self, num: i64, content: &str, keywords_json: &str, category: MemoryCategory) -> u32 {
         let slot = self.docs.len() as u32;
-        let mut counted: Vec<(u32, f32)> = Vec::new();
+        let mut counted: Vec<(u32, u16)> = Vec::new();
         for term in terms(content) {
             let id = self.term_id(term);
             match counted.iter_mut().find(|(t, _)| *t == id) {
-                Some((_, n)) => *n += 1.0,
-                None => counted.push((id, 1.0)),
+                Some((_, n)) => *n = n.saturating_add(1),
+                None => counted.push((id, 1)),
             }
         }
         for &(id, tf) in &counted {
-            self.postings[id as usize].push((slot, tf));
+            self.postings[id as usize].push((slot, f32::from(tf)));
         }
         let keywords: Vec<String> = serde_json::from_str(keywords_json).unwrap_or_default();
         let kw: Vec<u32> = keyword_terms(&keywords)
@@ -165,12 +148,7 @@ impl ProjectIndex {
         for &id in &kw {
             self.keyword_postings[id as usize].push(slot);
         }
-        self.categories.push(category);
-        self.docs.push(Some(Doc {
-            num,
-            terms: counted,
-            keywords: kw,
-        }));
+        self.docs.push(num, category, &counted, &kw);
         self.norms.grow(self.term_ids.len());
         self.slot_of.insert(num, slot);
         self.live += 1;
@@ -182,19 +160,22 @@ impl ProjectIndex {
         let Some(slot) = self.slot_of.remove(&num) else {
             return;
         };
-        let Some(doc) = self.docs[slot as usize].take() else {
+        if self.docs.category(slot).is_none() {
             return;
-        };
-        self.norms.remove(slot, &doc.terms);
-        for (id, _) in doc.terms {
+        }
+        let terms: Vec<u32> = self.docs.terms(slot).iter().map(|e| e.term).collect();
+        let keywords: Vec<u32> = self.docs.keywords(slot).iter().map(|e| e.term).collect();
+        self.norms.remove(&mut self.docs, slot);
+        for id in terms {
             let list = &mut self.postings[id as usize];
             if let Ok(at) = list.binary_search_by_key(&slot, |p| p.0) {
                 list.remove(at);
                 let df = list.len();
-                self.norms.df_changed(&self.postings, id, slot, df + 1, df);
+                self.norms
+                    .df_changed(&self.postings, &mut self.docs, id, slot, df + 1, df);
             }
         }
-        for id in doc.keywords {
+        for id in keywords {
             let list = &mut self.keyword_postings[id as usize];
             if let Ok(at) = list.binary_search(&slot) {
                 list.remove(at);
@@ -207,13 +188,7 @@ impl ProjectIndex {
     pub(crate) fn weight(&self) -> usize {
         self.postings.iter().map(|p| p.len() * 8).sum::<usize>()
             + self.keyword_postings.iter().map(|p| p.len() * 4).sum::<usize>()
-            + self
-                .docs
-                .iter()
-                .flatten()
-                .map(|d| 40 + d.terms.len() * 8 + d.keywords.len() * 4)
-                .sum::<usize>()
-            + self.categories.len()
+            + self.docs.weight()
             + self.norms.weight()
             + self.term_ids.keys().map(|k| k.len() + 32).sum::<usize>()
     }
@@ -258,13 +233,13 @@ impl ProjectIndex {
                         break 'rounds;
                     }
                 }
-                if categories.is_some_and(|c| !c.contains(&self.categories[slot as usize])) {
-                    continue;
-                }
-                let Some(doc) = &self.docs[slot as usize] else {
+                let Some(category) = self.docs.category(slot) else {
                     continue;
                 };
-                let (_, entry) = stmt.query_row(params![doc.num], row_to_entry)?;
+                if categories.is_some_and(|c| !c.contains(&category)) {
+                    continue;
+                }
+                let (_, entry) = stmt.query_row(params![self.docs.slot(slot).num], row_to_entry)?;
                 if entry.importance < min_importance || entry.superseded_by.is_some() {
                     continue;
                 }
@@ -307,10 +282,7 @@ impl ProjectIndex {
             if out.len() == n {
                 break;
             }
-            let Some(doc) = &self.docs[slot as usize] else {
-                continue;
-            };
-            let (num, entry) = stmt.query_row(params![doc.num], row_to_entry)?;
+            let (num, entry) = stmt.query_row(params![self.docs.slot(slot).num], row_to_entry)?;
             if entry.superseded_by.is_none() {
                 out.push((similarity, num, entry));
             }
@@ -321,10 +293,18 @@ impl ProjectIndex {
     /// Every indexed memory (of `category`, when given) at least `floor` similar to the query
     /// terms, with its cosine, most similar first (then by slot).
     ///
-    /// Only memories sharing one of the query's heaviest terms can reach `floor`
-    /// ([`TfIdf::prefix_terms`]), so only those terms' postings are walked: the common words of
-    /// a new memory, whose postings are the longest, cost nothing, and the similarity of each
-    /// memory found is computed from its own few terms.
+    /// At 100,000 memories a few hundred share one of a new memory's terms, and reading each
+    /// one's terms costs cache and TLB misses: most of an add, when this read them all. So the
+    /// candidates are narrowed through the postings first, and only those that can still reach
+    /// `floor` are read:
+    ///
+    /// - only memories sharing one of the query's heaviest terms can reach `floor`
+    ///   ([`TfIdf::prefix_terms`]), so those terms' postings give the candidates;
+    /// - by Cauchy–Schwarz a memory's cosine is at most `√(Σ w²) / |q|` over the query weights
+    ///   `w` of the terms it holds. The query's terms are intersected with the candidates
+    ///   heaviest first, and a candidate is dropped once the weights it holds plus all those
+    ///   not yet checked fall below `floor`: by the time the common words come, whose postings
+    ///   are the longest, few candidates are left to look for in them.
     fn similar_slots(
         &self,
         q_terms: &[String],
@@ -336,6 +316,43 @@ impl ProjectIndex {
         if q_norm == 0.0 {
             return Vec::new();
         }
+        let mut slots: Vec<u32> = qv
+            .prefix_terms(floor)
+            .into_iter()
+            .filter_map(|t| self.term_ids.get(t))
+            .flat_map(|&id| self.postings[id as usize].iter().map(|p| p.0))
+            .filter(|&slot| {
+                let of = self.docs.category(slot);
+                of.is_some() && category.is_none_or(|c| of == Some(c))
+            })
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        // The indexed query terms with their squared weights, heaviest first.
+        let mut by_weight: Vec<(u32, f32)> = qv
+            .weights()
+            .iter()
+            .filter_map(|(t, w)| self.term_ids.get(t).map(|&id| (id, w * w)))
+            .collect();
+        by_weight.sort_by(|a, b| b.1.total_cmp(&a.1));
+        // The bound with room for rounding: it only spares reading memories, never decides.
+        let reach = (floor * q_norm * (1.0 - 1e-3)).powi(2);
+        let mut unchecked: f32 = by_weight.iter().map(|t| t.1).sum();
+        let mut held = vec![0.0f32; slots.len()];
+        for &(id, w2) in &by_weight {
+            intersect(&slots, &self.postings[id as usize], |i| held[i] += w2);
+            unchecked -= w2;
+            let mut kept = 0;
+            for i in 0..slots.len() {
+                if held[i] + unchecked.max(0.0) >= reach {
+                    slots[kept] = slots[i];
+                    held[kept] = held[i];
+                    kept += 1;
+                }
+            }
+            slots.truncate(kept);
+            held.truncate(kept);
+        }
         // (term id, query weight, IDF) in the vector's order: the order `candidates` sums in,
         // so a similarity here equals the one a search computes, to the bit.
         let query: Vec<(u32, f32, f32)> = qv
@@ -343,26 +360,17 @@ impl ProjectIndex {
             .iter()
             .filter_map(|(t, w)| self.term_ids.get(t).map(|&id| (id, *w, self.idf_of(id))))
             .collect();
-        let mut slots: Vec<u32> = qv
-            .prefix_terms(floor)
-            .into_iter()
-            .filter_map(|t| self.term_ids.get(t))
-            .flat_map(|&id| self.postings[id as usize].iter().map(|p| p.0))
-            .filter(|&slot| category.is_none_or(|c| self.categories[slot as usize] == c))
-            .collect();
-        slots.sort_unstable();
-        slots.dedup();
         let mut by_similarity: Vec<(f32, u32)> = slots
             .into_iter()
             .filter_map(|slot| {
-                let doc = self.docs[slot as usize].as_ref()?;
+                let terms = self.docs.terms(slot);
                 let mut dot = 0.0f32;
                 for &(id, w, term_idf) in &query {
-                    if let Some(&(_, tf)) = doc.terms.iter().find(|p| p.0 == id) {
-                        dot += w * tf * term_idf;
+                    if let Some(e) = terms.iter().find(|e| e.term == id) {
+                        dot += w * f32::from(e.tf) * term_idf;
                     }
                 }
-                let similarity = cosine(dot, q_norm, self.norms.norm(slot, self.live));
+                let similarity = cosine(dot, q_norm, self.norms.norm(&self.docs, slot, self.live));
                 (similarity > 0.0 && similarity >= floor).then_some((similarity, slot))
             })
             .collect();
@@ -420,10 +428,10 @@ impl ProjectIndex {
             .into_iter()
             .filter_map(|slot| {
                 let s = slot as usize;
-                let doc = self.docs[s].as_ref()?;
-                let similarity = cosine(dot[s], q_norm, self.norms.norm(slot, self.live));
+                self.docs.category(slot)?;
+                let similarity = cosine(dot[s], q_norm, self.norms.norm(&self.docs, slot, self.live));
                 let c = f32::from(common[s]);
-                let union = q_set.len() as f32 + doc.keywords.len() as f32 - c;
+                let union = q_set.len() as f32 + self.docs.keywords(slot).len() as f32 - c;
                 let overlap = if union > 0.0 { c / union } else { 0.0 };
                 (similarity > 0.0 || overlap > 0.0).then_some((
                     W_SIMILARITY * similarity + W_KEYWORDS * overlap,
@@ -434,6 +442,44 @@ impl ProjectIndex {
             })
             .collect()
     }
+}
+
+/// Call `found(i)` for each of the sorted `slots` that has a posting, `i` its position:
+/// the shorter side is walked and the longer searched by galloping (both are sorted, and the
+/// slots searched for usually lie far apart).
+fn intersect(slots: &[u32], postings: &[(u32, f32)], mut found: impl FnMut(usize)) {
+    if slots.len() <= postings.len() {
+        let mut rest = postings;
+        for (i, &slot) in slots.iter().enumerate() {
+            rest = &rest[gallop(rest, |p| p.0 < slot)..];
+            match rest.first() {
+                Some(&(at, _)) if at == slot => found(i),
+                Some(_) => {}
+                None => break,
+            }
+        }
+    } else {
+        let mut from = 0;
+        for &(slot, _) in postings {
+            from += gallop(&slots[from..], |&s| s < slot);
+            match slots.get(from) {
+                Some(&at) if at == slot => found(from),
+                Some(_) => {}
+                None => break,
+            }
+        }
+    }
+}
+
+/// How many leading items of `sorted` are `before` (a partition point), found by doubling a
+/// window from the start and then searching it: cheap when the answer is near the start.
+fn gallop<T>(sorted: &[T], before: impl Fn(&T) -> bool) -> usize {
+    let mut end = 1;
+    while end < sorted.len() && before(&sorted[end - 1]) {
+        end *= 2;
+    }
+    let end = end.min(sorted.len());
+    sorted[..end].partition_point(before)
 }
 
 /// The cosine of a dot product between vectors of norms `a` and `b`, in `[0, 1]`; zero when
@@ -468,16 +514,19 @@ mod tests {
         }
         ix.remove(2);
         ix.insert(9, "cents cents webhooks deploy", "[]", MemoryCategory::Fact);
-        for (slot, doc) in ix.docs.iter().enumerate() {
-            let Some(doc) = doc else { continue };
+        for slot in 0..ix.docs.len() as u32 {
+            if ix.docs.category(slot).is_none() {
+                continue;
+            }
             // The definition: √Σ(tf · idf)² under the current counts.
-            let direct = doc
-                .terms
+            let direct = ix
+                .docs
+                .terms(slot)
                 .iter()
-                .map(|&(id, tf)| f64::from(tf * ix.idf_of(id)).powi(2))
+                .map(|e| f64::from(f32::from(e.tf) * ix.idf_of(e.term)).powi(2))
                 .sum::<f64>()
                 .sqrt() as f32;
-            let kept = ix.norms.norm(slot as u32, ix.live);
+            let kept = ix.norms.norm(&ix.docs, slot, ix.live);
             assert!((kept - direct).abs() < 1e-5 * direct, "{kept} vs {direct}");
         }
     }
@@ -521,24 +570,21 @@ mod tests {
             let floor = [0.25, 0.5, 0.6, 0.85][next(4)];
             let category = [None, Some(MemoryCategory::ALL[next(5)])][next(2)];
             let qv = ix.query_vector(&query);
-            let mut every: Vec<(f32, u32)> = ix
-                .docs
-                .iter()
-                .enumerate()
-                .filter_map(|(slot, doc)| {
-                    let doc = doc.as_ref()?;
-                    if category.is_some_and(|c| ix.categories[slot] != c) {
+            let mut every: Vec<(f32, u32)> = (0..ix.docs.len() as u32)
+                .filter_map(|slot| {
+                    let of = ix.docs.category(slot)?;
+                    if category.is_some_and(|c| of != c) {
                         return None;
                     }
                     let mut dot = 0.0f32;
                     for (t, w) in qv.weights() {
                         let Some(&id) = ix.term_ids.get(t) else { continue };
-                        if let Some(&(_, tf)) = doc.terms.iter().find(|p| p.0 == id) {
-                            dot += w * tf * ix.idf_of(id);
+                        if let Some(e) = ix.docs.terms(slot).iter().find(|e| e.term == id) {
+                            dot += w * f32::from(e.tf) * ix.idf_of(id);
                         }
                     }
-                    let similarity = cosine(dot, qv.norm(), ix.norms.norm(slot as u32, ix.live));
-                    (similarity > 0.0 && similarity >= floor).then_some((similarity, slot as u32))
+                    let similarity = cosine(dot, qv.norm(), ix.norms.norm(&ix.docs, slot, ix.live));
+                    (similarity > 0.0 && similarity >= floor).then_some((similarity, slot))
                 })
                 .collect();
             every.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));

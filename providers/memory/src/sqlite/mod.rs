@@ -15,6 +15,7 @@
 //! Every method blocks; [`SqliteMemoryStore`](crate::SqliteMemoryStore), the public face of
 //! this core, runs them on tokio's blocking pool.
 
+mod docs;
 mod episodes;
 mod history;
 pub(crate) mod index;
