@@ -14,8 +14,8 @@
 
 use ctxkit::text::{is_word_char, is_written_without_spaces};
 use rust_stemmers::{Algorithm, Stemmer};
-use std::collections::BTreeSet;
-use std::sync::OnceLock;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, OnceLock};
 
 /// The longest a keyword may be, in characters.
 const MAX_KEYWORD_CHARS: usize = 64;
@@ -301,13 +301,7 @@ fn push_word(word: String, stem: bool, out: &mut Vec<String>) {
         return;
     }
     if stem && trimmed.chars().all(char::is_alphabetic) {
-        let stem = stemmer().stem(trimmed);
-        // A stem of one character ("as" is a stop word, but "is"-like leftovers) says nothing.
-        if stem.chars().nth(1).is_some() {
-            out.push(stem.into_owned());
-        } else {
-            out.push(trimmed.to_string());
-        }
+        out.push(stemmed(trimmed));
         return;
     }
     out.push(if trimmed.len() == word.len() {
@@ -317,10 +311,36 @@ fn push_word(word: String, stem: bool, out: &mut Vec<String>) {
     });
 }
 
-/// The English Snowball stemmer, built once.
-fn stemmer() -> &'static Stemmer {
+/// Words stemmed at most before the memo of [`stemmed`] starts afresh.
+const STEM_MEMO: usize = 16_384;
+
+/// The stem of a lowercase word of letters; the word itself when its stem would be one
+/// character ("as" is a stop word, but "is"-like leftovers say nothing).
+///
+/// Stemming costs about a microsecond a word, and the same words come back all the time: a
+/// memory's content is tokenized when it is checked, indexed and compared, and a project's
+/// vocabulary is small. So stems are remembered, up to [`STEM_MEMO`] words.
+fn stemmed(word: &str) -> String {
     static STEMMER: OnceLock<Stemmer> = OnceLock::new();
-    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+    static MEMO: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    let memo = MEMO.get_or_init(Mutex::default);
+    if let Some(stem) = memo.lock().unwrap_or_else(|p| p.into_inner()).get(word) {
+        return stem.clone();
+    }
+    let stem = STEMMER
+        .get_or_init(|| Stemmer::create(Algorithm::English))
+        .stem(word);
+    let stem = if stem.chars().nth(1).is_some() {
+        stem.into_owned()
+    } else {
+        word.to_string()
+    };
+    let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+    if memo.len() >= STEM_MEMO {
+        memo.clear();
+    }
+    memo.insert(word.to_string(), stem.clone());
+    stem
 }
 
 fn push_unspaced(run: &[char], out: &mut Vec<String>) {
@@ -462,6 +482,15 @@ mod tests {
         assert_eq!(terms("webhooks"), terms("webhook"));
         assert_eq!(terms("storing prices"), terms("stored price"));
         assert_eq!(terms("v2 c++ snake_case"), ["v2", "c++", "snake_case"]);
+    }
+
+    #[test]
+    fn a_remembered_stem_is_the_stem() {
+        let words = ["webhooks", "storing", "prices", "deployments", "ies"];
+        let first: Vec<String> = words.iter().map(|w| stemmed(w)).collect();
+        assert_eq!(first, ["webhook", "store", "price", "deploy", "ie"]);
+        let again: Vec<String> = words.iter().map(|w| stemmed(w)).collect();
+        assert_eq!(again, first);
     }
 
     #[test]
