@@ -136,6 +136,29 @@ fn a_matching_prompt_gets_the_skill_body_in_claude_codes_shape() {
     assert_eq!(stderr(&o), "");
 }
 
+/// A memory store that never answers (here a PostgreSQL "server" that accepts the connection
+/// and then says nothing) costs the prompt its memories, not its answer.
+#[test]
+fn a_memory_store_that_never_answers_is_given_up_and_the_skills_still_come() {
+    let m = Machine::new();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("postgres://ann:s3cret-pw@{}/mem", silent.local_addr().unwrap());
+    let o = m.hook(
+        "claude-code",
+        &["--memory", &url],
+        m.prompt("UserPromptSubmit", "s1", "Say bonjour to Alice"),
+    );
+    let context = context_of(&o, "UserPromptSubmit");
+    assert!(context.contains("GREET-BODY"), "{context}");
+    let err = stderr(&o);
+    assert!(
+        err.contains("project memory skipped: the memory store did not answer within 2 s"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret-pw"), "{err}");
+    drop(silent);
+}
+
 #[test]
 fn user_skills_come_from_home_dot_claude() {
     let m = Machine::new();

@@ -16,6 +16,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ctxkit::{ContextProvider, Message, RunInfo, RunOutcome, State};
 use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
@@ -94,17 +95,31 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
     Ok(text.finish())
 }
 
+/// The longest the hook waits for the memory part, from when it starts: the host waits for
+/// the whole hook, and a prompt is better answered without its memories than late (a
+/// PostgreSQL server that does not answer would hold it for the 10 s connect timeout).
+const MEMORY_WAIT: Duration = Duration::from_secs(2);
+
 /// Start the memory part now, on a thread of its own, while this one loads the skills: they
-/// read different files, so the hook waits for the slower of the two rather than for both.
+/// read different files, so the hook waits for the slower of the two rather than for both,
+/// and for the memory part at most [`MEMORY_WAIT`]. (A memory part given up on is left
+/// running; the process ends without waiting for it, and a write it had not committed is
+/// rolled back.)
 fn beside<F>(memory: F) -> impl Future<Output = Result<Option<String>, CliError>>
 where
     F: Future<Output = Result<Option<String>, CliError>> + Send + 'static,
 {
+    let deadline = tokio::time::Instant::now() + MEMORY_WAIT;
     let runtime = tokio::runtime::Handle::current();
     let task = tokio::task::spawn_blocking(move || runtime.block_on(memory));
     async move {
-        task.await
-            .map_err(|e| CliError::new(format!("the memory lookup stopped: {e}")))?
+        match tokio::time::timeout_at(deadline, task).await {
+            Ok(done) => done.map_err(|e| CliError::new(format!("the memory lookup stopped: {e}")))?,
+            Err(_) => Err(CliError::new(format!(
+                "the memory store did not answer within {} s",
+                MEMORY_WAIT.as_secs()
+            ))),
+        }
     }
 }
 

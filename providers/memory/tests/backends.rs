@@ -636,6 +636,23 @@ mod postgres_only {
         PostgresStore::connect(url).await.unwrap_err().to_string()
     }
 
+    /// A "server" that accepts the connection and then says nothing: tokio-postgres bounds only
+    /// the socket's connection, so this hung every caller until the store bounded the rest.
+    #[tokio::test]
+    async fn a_server_that_never_answers_is_given_up_in_one_sentence() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "postgres://ctxkit:Wr0ng-pw@{}/memory?connect_timeout=1",
+            silent.local_addr().unwrap()
+        );
+        let msg = failure(&url).await;
+        assert!(
+            msg.contains("the server did not answer within 1 s") && !msg.contains("Wr0ng-pw"),
+            "{msg}"
+        );
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+    }
+
     #[tokio::test]
     async fn connection_failures_are_one_sentence_without_the_password() {
         let Some(cluster) = pg::cluster() else { return };

@@ -48,7 +48,8 @@ use crate::types::*;
 const POOL_SIZE: usize = 8;
 /// A write that loses a race is tried again, at most this many times.
 const MAX_ATTEMPTS: u32 = 8;
-/// How long a new connection may take.
+/// How long a new connection may take, from opening the socket to the end of authentication,
+/// unless the URL's `connect_timeout` says otherwise.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// SQLSTATEs after which a write is simply tried again: a serialization failure, a deadlock,
@@ -129,9 +130,11 @@ impl PostgresStore {
                 url,
             ))
         })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
-        }
+        // tokio-postgres bounds only the socket's connection with it; the pool's create
+        // timeout below bounds the rest, so a server that accepts and then says nothing
+        // cannot hang a caller.
+        let connect_timeout = *config.get_connect_timeout().unwrap_or(&CONNECT_TIMEOUT);
+        config.connect_timeout(connect_timeout);
         if config.get_application_name().is_none() {
             config.application_name("ctxkit");
         }
@@ -144,6 +147,8 @@ impl PostgresStore {
         );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .create_timeout(Some(connect_timeout))
             .build()
             .map_err(|e| connect_error(e.to_string()))?;
         Ok(PostgresStore {
@@ -191,6 +196,10 @@ impl PostgresStore {
         self.inner.pool.get().await.map_err(|e| {
             let reason = match e {
                 deadpool_postgres::PoolError::Backend(e) => describe(&e),
+                deadpool_postgres::PoolError::Timeout(_) => {
+                    let limit = self.inner.pool.timeouts().create.unwrap_or(CONNECT_TIMEOUT);
+                    format!("the server did not answer within {} s", limit.as_secs_f32())
+                }
                 other => other.to_string(),
             };
             MemoryError::Connect {
