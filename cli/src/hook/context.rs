@@ -100,21 +100,32 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
 /// PostgreSQL server that does not answer would hold it for the 10 s connect timeout).
 const MEMORY_WAIT: Duration = Duration::from_secs(2);
 
-/// Start the memory part now, on a thread of its own, while this one loads the skills: they
-/// read different files, so the hook waits for the slower of the two rather than for both,
-/// and for the memory part at most [`MEMORY_WAIT`]. (A memory part given up on is left
-/// running; the process ends without waiting for it, and a write it had not committed is
-/// rolled back.)
+/// Start the memory part now, on a thread and runtime of its own, while this one loads the
+/// skills: they read different files (or a server), so the hook waits for the slower of the
+/// two rather than for both, and for the memory part at most [`MEMORY_WAIT`]. A memory part
+/// given up on is left running on its own runtime; the process ends without waiting for it,
+/// and a write it had not committed is rolled back.
 fn beside<F>(memory: F) -> impl Future<Output = Result<Option<String>, CliError>>
 where
     F: Future<Output = Result<Option<String>, CliError>> + Send + 'static,
 {
     let deadline = tokio::time::Instant::now() + MEMORY_WAIT;
-    let runtime = tokio::runtime::Handle::current();
-    let task = tokio::task::spawn_blocking(move || runtime.block_on(memory));
+    let (done, answer) = tokio::sync::oneshot::channel();
+    let started = std::thread::Builder::new()
+        .name("ctxkit-hook-memory".into())
+        .spawn(move || {
+            let result = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime.block_on(memory),
+                Err(e) => Err(CliError::new(format!("cannot start the memory lookup: {e}"))),
+            };
+            // The hook may have stopped waiting.
+            let _ = done.send(result);
+        });
     async move {
-        match tokio::time::timeout_at(deadline, task).await {
-            Ok(done) => done.map_err(|e| CliError::new(format!("the memory lookup stopped: {e}")))?,
+        started.map_err(|e| CliError::new(format!("cannot start the memory lookup: {e}")))?;
+        match tokio::time::timeout_at(deadline, answer).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(CliError::new("the memory lookup stopped")),
             Err(_) => Err(CliError::new(format!(
                 "the memory store did not answer within {} s",
                 MEMORY_WAIT.as_secs()

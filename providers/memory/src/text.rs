@@ -313,13 +313,17 @@ fn push_word(word: String, stem: bool, out: &mut Vec<String>) {
 
 /// Words stemmed at most before the memo of [`stemmed`] starts afresh.
 const STEM_MEMO: usize = 16_384;
+/// The longest word the memo keeps, in bytes: longer ones are rare and would make its size
+/// depend on the text.
+const STEM_MEMO_WORD: usize = 32;
 
 /// The stem of a lowercase word of letters; the word itself when its stem would be one
 /// character ("as" is a stop word, but "is"-like leftovers say nothing).
 ///
 /// Stemming costs about a microsecond a word, and the same words come back all the time: a
 /// memory's content is tokenized when it is checked, indexed and compared, and a project's
-/// vocabulary is small. So stems are remembered, up to [`STEM_MEMO`] words.
+/// vocabulary is small. So stems are remembered, up to [`STEM_MEMO`] words of at most
+/// [`STEM_MEMO_WORD`] bytes.
 fn stemmed(word: &str) -> String {
     static STEMMER: OnceLock<Stemmer> = OnceLock::new();
     static MEMO: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
@@ -335,11 +339,13 @@ fn stemmed(word: &str) -> String {
     } else {
         word.to_string()
     };
-    let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
-    if memo.len() >= STEM_MEMO {
-        memo.clear();
+    if word.len() <= STEM_MEMO_WORD {
+        let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+        if memo.len() >= STEM_MEMO {
+            memo.clear();
+        }
+        memo.insert(word.to_string(), stem.clone());
     }
-    memo.insert(word.to_string(), stem.clone());
     stem
 }
 

@@ -48,8 +48,8 @@ use crate::types::*;
 const POOL_SIZE: usize = 8;
 /// A write that loses a race is tried again, at most this many times.
 const MAX_ATTEMPTS: u32 = 8;
-/// How long a new connection may take, from opening the socket to the end of authentication,
-/// unless the URL's `connect_timeout` says otherwise.
+/// How long a new connection may take per host of the URL, from opening the socket to the
+/// end of authentication, unless the URL's `connect_timeout` says otherwise.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// SQLSTATEs after which a write is simply tried again: a serialization failure, a deadlock,
@@ -130,11 +130,12 @@ impl PostgresStore {
                 url,
             ))
         })?;
-        // tokio-postgres bounds only the socket's connection with it; the pool's create
-        // timeout below bounds the rest, so a server that accepts and then says nothing
-        // cannot hang a caller.
+        // tokio-postgres bounds only each socket's connection with it; the pool's create
+        // timeout below bounds the whole connection (each host of the URL in turn), so a
+        // server that accepts and then says nothing cannot hang a caller.
         let connect_timeout = *config.get_connect_timeout().unwrap_or(&CONNECT_TIMEOUT);
         config.connect_timeout(connect_timeout);
+        let hosts = u32::try_from(config.get_hosts().len()).unwrap_or(u32::MAX).max(1);
         if config.get_application_name().is_none() {
             config.application_name("ctxkit");
         }
@@ -148,7 +149,7 @@ impl PostgresStore {
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(deadpool_postgres::Runtime::Tokio1)
-            .create_timeout(Some(connect_timeout))
+            .create_timeout(Some(connect_timeout.saturating_mul(hosts)))
             .build()
             .map_err(|e| connect_error(e.to_string()))?;
         Ok(PostgresStore {

@@ -42,8 +42,8 @@ pub(crate) struct Slot {
     /// Where its entries start in the arena.
     at: u32,
     /// How many content terms, then keyword terms, it has.
-    terms: u16,
-    keywords: u16,
+    terms: u32,
+    keywords: u32,
 }
 
 /// Every memory of an index: the records and categories by slot, and the arena of their
@@ -68,18 +68,13 @@ impl Docs {
         keywords: &[u32],
     ) -> u32 {
         let slot = self.slots.len() as u32;
-        // A memory's term lists are bounded by its content's size, far below `u16::MAX`.
-        let (terms, keywords) = (
-            &terms[..terms.len().min(usize::from(u16::MAX))],
-            &keywords[..keywords.len().min(usize::from(u16::MAX))],
-        );
         self.slots.push(Slot {
             sums: NormSums::default(),
             cached_norm: AtomicU64::new(0),
             num,
             at: self.arena.len() as u32,
-            terms: terms.len() as u16,
-            keywords: keywords.len() as u16,
+            terms: terms.len() as u32,
+            keywords: keywords.len() as u32,
         });
         self.categories.push(Some(category));
         let content = terms.iter().map(|&(term, tf)| Entry {
@@ -125,20 +120,20 @@ impl Docs {
     /// The content terms of the memory at `slot`.
     pub(crate) fn terms(&self, slot: u32) -> &[Entry] {
         let s = &self.slots[slot as usize];
-        &self.arena[s.at as usize..][..usize::from(s.terms)]
+        &self.arena[s.at as usize..][..s.terms as usize]
     }
 
     /// The content terms of the memory at `slot`, with its record, to change both.
     pub(crate) fn terms_mut(&mut self, slot: u32) -> (&mut Slot, &mut [Entry]) {
         let s = &mut self.slots[slot as usize];
-        let terms = &mut self.arena[s.at as usize..][..usize::from(s.terms)];
+        let terms = &mut self.arena[s.at as usize..][..s.terms as usize];
         (s, terms)
     }
 
     /// The keyword terms of the memory at `slot`.
     pub(crate) fn keywords(&self, slot: u32) -> &[Entry] {
         let s = &self.slots[slot as usize];
-        &self.arena[s.at as usize + usize::from(s.terms)..][..usize::from(s.keywords)]
+        &self.arena[s.at as usize + s.terms as usize..][..s.keywords as usize]
     }
 
     /// How many slots there are, removed ones included.

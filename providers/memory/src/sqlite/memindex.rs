@@ -49,6 +49,10 @@ pub(crate) struct ProjectIndex {
 /// How many ranked candidates are read from the database per round.
 const CHUNK: usize = 32;
 
+/// Removed memories' slots an index keeps beyond its live ones before it is rebuilt rather
+/// than caught up (few in tests, so that they reach it).
+const WORN_SLACK: usize = if cfg!(test) { 16 } else { 1024 };
+
 impl ProjectIndex {
     /// Read every memory of `project` as of `tx`.
     pub(crate) fn build(tx: &Transaction, project: &str, version: Version) -> Result<Self> {
@@ -75,7 +79,8 @@ impl ProjectIndex {
     }
 
     /// Apply the change log from this index's generation up to `target` as of `tx`. False when
-    /// the log no longer covers the gap (the caller rebuilds).
+    /// the log no longer covers the gap, or when most slots are removed memories' (their
+    /// records and entries are kept until a rebuild): the caller rebuilds.
     pub(crate) fn catch_up(&mut self, tx: &Transaction, project: &str, target: Version) -> Result<bool> {
         if target == self.version {
             return Ok(true);
@@ -108,7 +113,7 @@ impl ProjectIndex {
             }
         }
         self.version = target;
-        Ok(self.live as i64 == target.1)
+        Ok(self.live as i64 == target.1 && self.docs.len() <= 2 * self.live + WORN_SLACK)
     }
 
     fn term_id(&mut self, term: String) -> u32 {
@@ -129,12 +134,13 @@ impl ProjectIndex {
     /// Add the memory of row `num` to the postings, its norm sums left at zero; its slot.
     fn add_doc(&mut self, num: i64, content: &str, keywords_json: &str, category: MemoryCategory) -> u32 {
         let slot = self.docs.len() as u32;
+        let mut ids: Vec<u32> = terms(content).into_iter().map(|t| self.term_id(t)).collect();
+        ids.sort_unstable();
         let mut counted: Vec<(u32, u16)> = Vec::new();
-        for term in terms(content) {
-            let id = self.term_id(term);
-            match counted.iter_mut().find(|(t, _)| *t == id) {
-                Some((_, n)) => *n = n.saturating_add(1),
-                None => counted.push((id, 1)),
+        for id in ids {
+            match counted.last_mut() {
+                Some((last, n)) if *last == id => *n = n.saturating_add(1),
+                _ => counted.push((id, 1)),
             }
         }
         for &(id, tf) in &counted {
@@ -182,6 +188,12 @@ impl ProjectIndex {
             }
         }
         self.live -= 1;
+    }
+
+    /// How many slots the index holds, removed memories' included.
+    #[cfg(test)]
+    pub(crate) fn slots(&self) -> usize {
+        self.docs.len()
     }
 
     /// Approximate memory use in bytes.
@@ -336,10 +348,13 @@ impl ProjectIndex {
             .collect();
         by_weight.sort_by(|a, b| b.1.total_cmp(&a.1));
         // The bound with room for rounding: it only spares reading memories, never decides.
-        let reach = (floor * q_norm * (1.0 - 1e-3)).powi(2);
+        let reach = (floor.max(0.0) * q_norm * (1.0 - 1e-3)).powi(2);
         let mut unchecked: f32 = by_weight.iter().map(|t| t.1).sum();
         let mut held = vec![0.0f32; slots.len()];
         for &(id, w2) in &by_weight {
+            if slots.is_empty() {
+                break;
+            }
             intersect(&slots, &self.postings[id as usize], |i| held[i] += w2);
             unchecked -= w2;
             let mut kept = 0;

@@ -15,7 +15,7 @@
 //! memories; for a common one it is a large part of the project (the first version walked
 //! about 25,000 sums per add at 100,000 memories). So a term held by at least [`HEAVY_DF`]
 //! memories becomes *heavy*: its share leaves the sums of the memories holding it, their entry
-//! for it is flagged ([`Entry::heavy`]), and the norm adds the share from the term's current
+//! for it is flagged ([`Entry::heavy`](super::docs::Entry::heavy)), and the norm adds the share from the term's current
 //! `B` when it is computed, from the memory's terms (read anyway to compare it). A write then
 //! updates one number per heavy term. Which terms are heavy changes nothing: the integers the
 //! norm is computed from are the same.
@@ -27,7 +27,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::docs::{Docs, Entry};
+use super::docs::Docs;
 
 /// Memories holding a term from which its share of the norms is summed when read (see the
 /// [module docs](self)): below it a write walks the term's postings, at most this many.
@@ -72,15 +72,9 @@ impl Heavy {
     }
 }
 
-/// `tf²` of a term frequency (a posting's, which is a whole number).
-fn squared(tf: f32) -> u32 {
-    let tf = tf as u32;
-    tf.saturating_mul(tf)
-}
-
-/// `tf²` of an entry.
-fn entry_squared(e: &Entry) -> u32 {
-    squared(f32::from(e.tf))
+/// `tf²` of a term frequency: an entry's, or a posting's (the same whole number, as `f32`).
+fn squared(tf: u16) -> u32 {
+    u32::from(tf) * u32::from(tf)
 }
 
 /// What the norms of an index's memories are computed from, beside their records; see the
@@ -150,7 +144,7 @@ impl Norms {
         for e in terms {
             e.heavy = self.heavy[e.term as usize].is_some();
             if !e.heavy {
-                sums.shift(entry_squared(e), 0, b(e.term));
+                sums.shift(squared(e.tf), 0, b(e.term));
             }
         }
         record.sums = sums;
@@ -203,7 +197,7 @@ impl Norms {
             None => {
                 for &(slot, tf) in &postings[id as usize] {
                     if slot != except {
-                        docs.slot_mut(slot).sums.shift(squared(tf), old_b, new_b);
+                        docs.slot_mut(slot).sums.shift(squared(tf as u16), old_b, new_b);
                     }
                 }
             }
@@ -218,7 +212,7 @@ impl Norms {
         let h = Heavy::at(list.len());
         for &(slot, tf) in list {
             let (record, terms) = docs.terms_mut(slot);
-            record.sums.shift(squared(tf), h.b, 0);
+            record.sums.shift(squared(tf as u16), h.b, 0);
             if let Some(e) = terms.iter_mut().find(|e| e.term == id) {
                 e.heavy = true;
             }
@@ -232,7 +226,7 @@ impl Norms {
         let s = docs.slot(slot).sums;
         let (mut tf2, mut b, mut b2) = (0u64, s.tf2_b, s.tf2_b2);
         for e in docs.terms(slot) {
-            let t = entry_squared(e);
+            let t = squared(e.tf);
             tf2 += u64::from(t);
             if e.heavy {
                 if let Some(h) = &self.heavy[e.term as usize] {
@@ -345,7 +339,7 @@ mod tests {
         fn direct(&self, slot: u32) -> (u64, i128, i128) {
             let (mut tf2, mut b, mut b2) = (0u64, 0i128, 0i128);
             for e in self.docs.terms(slot) {
-                let t = entry_squared(e);
+                let t = squared(e.tf);
                 let bt = fixed_b(self.postings[e.term as usize].len());
                 tf2 += u64::from(t);
                 b += i128::from(t) * bt;

@@ -1670,3 +1670,40 @@ fn a_file_that_is_not_a_database_is_a_clear_error() {
         "{msg}"
     );
 }
+
+/// Changing a memory's content leaves its old slot behind in the in-memory index; once removed
+/// memories' slots outnumber the live ones the index is rebuilt, not grown further, and
+/// searches find the same as before.
+#[test]
+fn an_index_mostly_of_removed_memories_is_rebuilt() {
+    let (_dir, db, _) = open_mode(SearchIndex::Eager);
+    let kept = db
+        .add_many(
+            (0..20)
+                .map(|i| new(&format!("kept fact {i} about deploys")))
+                .collect(),
+        )
+        .unwrap();
+    let request = MemorySearchRequest::new(P, "deploys version");
+    db.search(&request).unwrap();
+    let slots = |db: &MemoryDb| {
+        let ix = lock(&db.inner.indexes).get(P).cloned().unwrap();
+        let guard = ix.read().unwrap();
+        guard.slots()
+    };
+    assert_eq!(slots(&db), 20);
+    let mut most = 0;
+    for version in 0..80 {
+        let update = MemoryUpdate {
+            content: Some(format!("kept fact 0 about deploys, version {version}")),
+            ..MemoryUpdate::default()
+        };
+        db.update(&kept[0].id, update).unwrap();
+        db.search(&request).unwrap();
+        most = most.max(slots(&db));
+    }
+    assert!(most <= 2 * 20 + 16 + 1, "the index grew to {most} slots");
+    let hits = db.search(&request).unwrap();
+    assert_eq!(hits[0].entry.content, "kept fact 0 about deploys, version 79");
+    assert_eq!(hits.len(), 10);
+}
