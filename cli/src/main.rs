@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod bench_memory;
 mod chat;
+mod confined_file;
 mod context_cmd;
 mod hook;
 mod mcp;

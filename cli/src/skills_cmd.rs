@@ -137,11 +137,11 @@ fn toggle(
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     let layer = if user { Layer::User } else { Layer::Project };
-    let path = config.path(layer)?;
+    let file = config.file(layer)?;
     // Turning on in the project what the user's config turns off needs a record in the
     // project's file, or the user's word would still hold there.
     let override_user = !disable && layer == Layer::Project && config.disables_in(Layer::User, name);
-    set_disabled(&path, name, disable, override_user)?;
+    set_disabled(&file, name, disable, override_user)?;
     let state = if disable { "disabled" } else { "enabled" };
     let known =
         index.get(name).is_some() || index.disabled().iter().any(|s| s.name.eq_ignore_ascii_case(name));
@@ -153,7 +153,7 @@ fn toggle(
         out,
         "{} {state} in {}",
         printable(name),
-        printable(&path.display().to_string())
+        printable(&file.path().display().to_string())
     )?;
     if !disable && layer == Layer::User && config.disables_in(Layer::Project, name) {
         writeln!(

@@ -32,12 +32,12 @@
 //! servers = ["npx -y @modelcontextprotocol/server-everything"]
 //! ```
 
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use ctxkit_skills::{ExecOptions, ExternalSkills, HookOptions, Mode, SkillRoot, Source, ToolTrust};
 use serde::Deserialize;
 
+use crate::confined_file::ConfinedFile;
 use crate::CliError;
 
 /// Where a project keeps its config, below the project folder.
@@ -119,7 +119,7 @@ struct HooksSection {
 }
 
 /// The most bytes read from a config file.
-const MAX_CONFIG_BYTES: usize = 256 * 1024;
+const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 
 /// The configuration in force: the user's file and the project's.
 #[derive(Debug, Default)]
@@ -145,8 +145,8 @@ impl Config {
     fn read_user() -> Result<Config, CliError> {
         let user_path = crate::places::user_config();
         let user = match &user_path {
-            Some(path) if path.exists() => read(path)?,
-            _ => ConfigFile::default(),
+            Some(path) => read(&ConfinedFile::in_folder_of(path))?.unwrap_or_default(),
+            None => ConfigFile::default(),
         };
         if let Some(path) = &user_path {
             check_user(&user, path)?;
@@ -161,10 +161,10 @@ impl Config {
     /// The user's config and `project`'s `.ctxkit/config.toml` (either may be missing).
     pub fn load(project: &Path) -> Result<Config, CliError> {
         let mut config = Self::read_user()?;
-        let path = project.join(PROJECT_CONFIG);
-        if path.exists() {
-            config.project = read(&path)?;
-            check_project(&config.project, &path)?;
+        let file = ConfinedFile::new(project, PROJECT_CONFIG);
+        if let Some(found) = read(&file)? {
+            check_project(&found, &file.path())?;
+            config.project = found;
         }
         config.project_dir = Some(project.to_path_buf());
         config.extra = config.resolve()?;
@@ -172,16 +172,21 @@ impl Config {
     }
 
     /// The file a change to `layer` goes to.
-    pub fn path(&self, layer: Layer) -> Result<PathBuf, CliError> {
+    pub fn file(&self, layer: Layer) -> Result<ConfinedFile, CliError> {
         match layer {
-            Layer::User => self.user_path.clone().ok_or_else(|| {
-                CliError::new("cannot find the user's config directory (HOME is not set); set CTXKIT_CONFIG")
-            }),
-            Layer::Project => Ok(self
-                .project_dir
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("."))
-                .join(PROJECT_CONFIG)),
+            Layer::User => self
+                .user_path
+                .as_deref()
+                .map(ConfinedFile::in_folder_of)
+                .ok_or_else(|| {
+                    CliError::new(
+                        "cannot find the user's config directory (HOME is not set); set CTXKIT_CONFIG",
+                    )
+                }),
+            Layer::Project => Ok(ConfinedFile::new(
+                self.project_dir.clone().unwrap_or_else(|| PathBuf::from(".")),
+                PROJECT_CONFIG,
+            )),
         }
     }
 
@@ -374,50 +379,37 @@ struct Extra {
     max_content_lines: Option<usize>,
 }
 
-/// Read and parse one config file: at most [`MAX_CONFIG_BYTES`], one sentence on any error.
-fn read(path: &Path) -> Result<ConfigFile, CliError> {
-    let text = read_capped(path)?;
+/// Read and parse one config file, `None` when there is none: at most [`MAX_CONFIG_BYTES`],
+/// never through a link, one sentence on any error.
+fn read(file: &ConfinedFile) -> Result<Option<ConfigFile>, CliError> {
+    let Some(text) = read_text(file)? else {
+        return Ok(None);
+    };
     let config: ConfigFile = toml::from_str(&text).map_err(|e| {
         CliError::new(format!(
             "the config file `{}` is not valid: {}",
-            path.display(),
+            file.path().display(),
             e.message()
         ))
     })?;
     if let Some(mode) = config.skills.mode.as_deref() {
         mode.parse::<Mode>()
-            .map_err(|e| CliError::new(format!("the config file `{}`: {e}", path.display())))?;
+            .map_err(|e| CliError::new(format!("the config file `{}`: {e}", file.path().display())))?;
     }
-    Ok(config)
+    Ok(Some(config))
 }
 
-/// The text of a config file, refused past the size cap or when it is not a regular file (a
-/// link a cloned repository ships could name a device or a pipe that never ends).
-fn read_capped(path: &Path) -> Result<String, CliError> {
-    refuse_non_file(path)?;
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CONFIG_BYTES as u64 + 1).read_to_string(&mut text))
-        .map_err(|e| CliError::new(format!("cannot read the config file `{}`: {e}", path.display())))?;
-    if text.len() > MAX_CONFIG_BYTES {
-        return Err(CliError::new(format!(
-            "the config file `{}` is larger than {} KiB",
-            path.display(),
-            MAX_CONFIG_BYTES / 1024
-        )));
-    }
-    Ok(text)
-}
-
-/// Refuse a config path that exists as anything but a regular file (a link included).
-fn refuse_non_file(path: &Path) -> Result<(), CliError> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if !m.file_type().is_file() => Err(CliError::new(format!(
-            "the config file `{}` is not a regular file",
-            path.display()
-        ))),
-        _ => Ok(()),
-    }
+/// The text of a config file, `None` when there is none.
+fn read_text(file: &ConfinedFile) -> Result<Option<String>, CliError> {
+    let Some(bytes) = file.read(MAX_CONFIG_BYTES)? else {
+        return Ok(None);
+    };
+    String::from_utf8(bytes).map(Some).map_err(|_| {
+        CliError::new(format!(
+            "the config file `{}` is not UTF-8 text",
+            file.path().display()
+        ))
+    })
 }
 
 /// The user config applies in every project, so it trusts folders only, and only absolute ones:
@@ -483,17 +475,17 @@ fn check_project(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Turn `name` off (or back on) in the config file at `path`, keeping the rest of the file
-/// (comments included) as it was. Turning a skill on in the project file while the user file
-/// disables it records it under `enabled`, so the project wins.
-pub fn set_disabled(path: &Path, name: &str, disabled: bool, override_user: bool) -> Result<(), CliError> {
-    // A link is neither read nor written through: it could point outside the project.
-    refuse_non_file(path)?;
-    let text = if path.exists() {
-        read_capped(path)?
-    } else {
-        String::new()
-    };
+/// Turn `name` off (or back on) in the config `file`, keeping the rest of the file (comments
+/// included) as it was. Turning a skill on in the project file while the user file disables
+/// it records it under `enabled`, so the project wins.
+pub fn set_disabled(
+    file: &ConfinedFile,
+    name: &str,
+    disabled: bool,
+    override_user: bool,
+) -> Result<(), CliError> {
+    let path = file.path();
+    let text = read_text(file)?.unwrap_or_default();
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         CliError::new(format!(
             "the config file `{}` is not valid: {}",
@@ -511,14 +503,9 @@ pub fn set_disabled(path: &Path, name: &str, disabled: bool, override_user: bool
     } else {
         ("enabled", "disabled")
     };
-    edit_list(skills, remove_from, name, false, path)?;
-    edit_list(skills, add_to, name, disabled || override_user, path)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", dir.display())))?;
-    }
-    std::fs::write(path, doc.to_string())
-        .map_err(|e| CliError::new(format!("cannot write the config file `{}`: {e}", path.display())))
+    edit_list(skills, remove_from, name, false, &path)?;
+    edit_list(skills, add_to, name, disabled || override_user, &path)?;
+    file.write(doc.to_string().as_bytes())
 }
 
 /// Make `name` present (`present`) or absent in the string array `key` of `table`.
@@ -630,25 +617,27 @@ mod tests {
         assert!(toml::from_str::<ConfigFile>("[tools]\ntrusted = [\"x\"]").is_err());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
+        let file = ConfinedFile::in_folder_of(&path);
         std::fs::write(&path, "[skills]\nmode = \"fast\"").unwrap();
-        assert!(read(&path).unwrap_err().message().contains("unknown skill mode"));
-        std::fs::write(&path, "#".repeat(MAX_CONFIG_BYTES + 1)).unwrap();
-        assert!(read(&path).unwrap_err().message().contains("larger than"));
+        assert!(read(&file).unwrap_err().message().contains("unknown skill mode"));
+        std::fs::write(&path, "#".repeat(MAX_CONFIG_BYTES as usize + 1)).unwrap();
+        assert!(read(&file).unwrap_err().message().contains("larger than"));
     }
 
     #[test]
     fn disabling_keeps_the_rest_of_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(".ctxkit/config.toml");
-        set_disabled(&path, "a", true, false).unwrap();
+        let file = ConfinedFile::new(dir.path(), PROJECT_CONFIG);
+        let path = file.path();
+        set_disabled(&file, "a", true, false).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("# mine\n{text}")).unwrap();
-        set_disabled(&path, "b", true, false).unwrap();
-        set_disabled(&path, "A", false, false).unwrap();
+        set_disabled(&file, "b", true, false).unwrap();
+        set_disabled(&file, "A", false, false).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# mine"), "{text}");
-        assert_eq!(read(&path).unwrap().skills.disabled, ["b"]);
-        set_disabled(&path, "c", false, true).unwrap();
-        assert_eq!(read(&path).unwrap().skills.enabled, ["c"]);
+        assert_eq!(read(&file).unwrap().unwrap().skills.disabled, ["b"]);
+        set_disabled(&file, "c", false, true).unwrap();
+        assert_eq!(read(&file).unwrap().unwrap().skills.enabled, ["c"]);
     }
 }

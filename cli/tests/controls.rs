@@ -386,14 +386,31 @@ fn hostile_config_files_fail_with_one_sentence() {
         for args in [&["skills", "list"][..], &["skills", "disable", "beta"]] {
             let err = stderr(&s.run(args));
             assert!(
-                err.contains("is not a regular file") && err.lines().count() == 1,
+                err.contains("is a link") && err.lines().count() == 1,
                 "{args:?}: {err}"
             );
         }
         std::fs::remove_file(&target).unwrap();
         let err = stderr(&s.run(&["skills", "disable", "beta"]));
-        assert!(err.contains("is not a regular file"), "a dangling link: {err}");
+        assert!(err.contains("is a link"), "a dangling link: {err}");
         assert!(!target.exists(), "nothing written through the link");
+
+        // Nor through a linked `.ctxkit` folder, one level up.
+        let elsewhere = s.dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::remove_dir_all(s.project().join(".ctxkit")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, s.project().join(".ctxkit")).unwrap();
+        for args in [&["skills", "list"][..], &["skills", "disable", "beta"]] {
+            let err = stderr(&s.run(args));
+            assert!(
+                err.contains("is a link") && err.lines().count() == 1,
+                "{args:?}: {err}"
+            );
+        }
+        assert!(
+            !elsewhere.join("config.toml").exists(),
+            "nothing created through the link"
+        );
     }
 }
 

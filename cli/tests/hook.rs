@@ -615,6 +615,105 @@ fn install_user_writes_home_dot_claude() {
 }
 
 #[test]
+fn uninstall_removes_only_what_install_wrote_and_keeps_the_file_as_written() {
+    let m = Machine::new();
+    std::fs::create_dir_all(settings(&m).parent().unwrap()).unwrap();
+    // The user's own hooks that mention ctxkit, a number no f64 holds, a duplicate key, and a
+    // key order that is not sorted.
+    let before = r#"{
+  "zeta": 12345678901234567890123,
+  "alpha": {"x": 1, "x": 2},
+  "hooks": {
+    "UserPromptSubmit": [
+      {"hooks": [
+        {"type": "command", "command": "my-wrapper --log /var/log/ctxkit hook claude-code"},
+        {"type": "command", "command": "cd /srv && /opt/tools/ctxkit hook claude-code"}
+      ]}
+    ]
+  },
+  "model": "opus"
+}
+"#;
+    std::fs::write(settings(&m), before).unwrap();
+    assert!(install(&m, "install").status.success());
+    let installed = std::fs::read_to_string(settings(&m)).unwrap();
+    assert!(installed.contains("12345678901234567890123"), "{installed}");
+    assert!(installed.contains(r#""x": 1, "x": 2"#), "{installed}");
+    let order: Vec<usize> = ["\"zeta\"", "\"alpha\"", "\"hooks\"", "\"model\""]
+        .iter()
+        .map(|k| installed.find(k).unwrap())
+        .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "key order kept: {installed}"
+    );
+
+    let o = install(&m, "uninstall");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("Removed 2 ctxkit hook entries"),
+        "{}",
+        stdout(&o)
+    );
+    let after = std::fs::read_to_string(settings(&m)).unwrap();
+    for kept in [
+        "my-wrapper --log /var/log/ctxkit hook claude-code",
+        "cd /srv && /opt/tools/ctxkit hook claude-code",
+        "12345678901234567890123",
+        r#""x": 1, "x": 2"#,
+    ] {
+        assert!(after.contains(kept), "{kept} kept: {after}");
+    }
+    let again = install(&m, "uninstall");
+    assert!(stdout(&again).contains("Removed 0"), "{}", stdout(&again));
+    assert_eq!(
+        std::fs::read_to_string(settings(&m)).unwrap(),
+        after,
+        "nothing to remove, nothing written"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn install_never_writes_through_a_link() {
+    let m = Machine::new();
+    let outside = m.root().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = r#"{"env": {"API_TOKEN": "tok-123"}}"#;
+    std::fs::write(outside.join("settings.json"), secret).unwrap();
+
+    // `.claude` a link to another folder.
+    std::fs::remove_dir_all(m.project().join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&outside, m.project().join(".claude")).unwrap();
+    for verb in ["install", "uninstall"] {
+        let o = install(&m, verb);
+        assert_eq!(o.status.code(), Some(1), "{verb}");
+        assert!(
+            stderr(&o).contains("is a link") && stderr(&o).lines().count() == 1,
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.join("settings.json")).unwrap(),
+        secret
+    );
+
+    // `.claude/settings.json` a link to a file elsewhere: not read into the repository.
+    std::fs::remove_file(m.project().join(".claude")).unwrap();
+    std::fs::create_dir(m.project().join(".claude")).unwrap();
+    std::os::unix::fs::symlink(outside.join("settings.json"), settings(&m)).unwrap();
+    let o = install(&m, "install");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is a link"), "{}", stderr(&o));
+    assert!(settings(&m).is_symlink(), "the link is left as it was");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("settings.json")).unwrap(),
+        secret
+    );
+}
+
+#[test]
 fn a_skill_the_project_config_disables_is_not_injected_by_the_hook() {
     let m = Machine::new();
     let config = m.project().join(".ctxkit/config.toml");

@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 
 use self::event::{Event, EventType};
+use crate::confined_file::ConfinedFile;
 use crate::CliError;
 
 #[derive(Args, Debug)]
@@ -106,30 +107,32 @@ pub async fn run(args: HookArgs) -> Result<(), CliError> {
         HookCommand::ClaudeCode(a) => answer_event(&claude_code::ClaudeCode, &a).await,
         HookCommand::Codex(a) => answer_event(&codex::Codex, &a).await,
         HookCommand::Gemini(a) => answer_event(&gemini::Gemini, &a).await,
-        HookCommand::Install(a) => install::install(&settings_path(&a)?),
-        HookCommand::Uninstall(a) => install::uninstall(&settings_path(&a)?),
+        HookCommand::Install(a) => install::install(&settings_file(&a)?),
+        HookCommand::Uninstall(a) => install::uninstall(&settings_file(&a)?),
     }
 }
 
-/// `DIR/.claude/settings.json` or the user's `~/.claude/settings.json`.
-fn settings_path(args: &InstallArgs) -> Result<PathBuf, CliError> {
+/// `DIR/.claude/settings.json`, or the user's `~/.claude/settings.json`, reached without
+/// following a link below the project (or below `~/.claude`, which the user may have linked).
+fn settings_file(args: &InstallArgs) -> Result<ConfinedFile, CliError> {
     let InstallHost::ClaudeCode = args.host;
-    let base = if args.user {
-        dirs::home_dir().ok_or_else(|| CliError::new("cannot find the home directory (HOME is not set)"))?
-    } else {
-        match &args.project {
-            Some(dir) if dir.is_dir() => dir.clone(),
-            Some(dir) => {
-                return Err(CliError::new(format!(
-                    "project folder `{}` does not exist or is not a folder",
-                    dir.display()
-                )))
-            }
-            None => std::env::current_dir()
-                .map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?,
+    if args.user {
+        let home = dirs::home_dir()
+            .ok_or_else(|| CliError::new("cannot find the home directory (HOME is not set)"))?;
+        return Ok(ConfinedFile::new(home.join(".claude"), "settings.json"));
+    }
+    let project = match &args.project {
+        Some(dir) if dir.is_dir() => dir.clone(),
+        Some(dir) => {
+            return Err(CliError::new(format!(
+                "project folder `{}` does not exist or is not a folder",
+                dir.display()
+            )))
         }
+        None => std::env::current_dir()
+            .map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?,
     };
-    Ok(base.join(".claude").join("settings.json"))
+    Ok(ConfinedFile::new(project, ".claude/settings.json"))
 }
 
 /// Read one event, answer it; any problem is one stderr line and, unless `--strict`, exit 0.
