@@ -67,9 +67,12 @@ pub struct CliError {
 }
 
 impl CliError {
+    /// An error whose sentence may quote input (a file name, a serde message, a server's
+    /// reply): every secret in it is redacted here, before anyone can cut or print it.
     pub fn new(message: impl Into<String>) -> Self {
+        use ctxkit_memory::secrets::{redact, redact_url};
         CliError {
-            message: message.into(),
+            message: redact_url(&redact(&message.into())),
             quiet: false,
             broken_pipe: false,
         }

@@ -823,6 +823,54 @@ fn a_database_url_of_another_scheme_is_refused_without_its_password() {
     );
 }
 
+/// A libpq key/value connection string is not a file name: refused in one sentence without
+/// its password, and no SQLite file named after it appears.
+#[test]
+fn a_key_value_connection_string_is_refused_without_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in [
+        "host=db.internal password=hunter2 user=ann dbname=mem",
+        "password='hunter2 x' host=db",
+    ] {
+        let o = isolated(dir.path())
+            .args(["memory", "--db", db, "list"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("key/value connection string") && err.lines().count() == 1,
+            "{err}"
+        );
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("hunter2"))
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
+}
+
+/// A password with a tab in it is still hidden in the connection error.
+#[test]
+fn a_url_password_with_a_tab_is_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let url = format!("postgres://ann:hun\tter2@127.0.0.1:{port}/mem?connect_timeout=2");
+    let o = isolated(dir.path())
+        .args(["memory", "--db", &url, "list"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("hun") && !err.contains("ter2"), "{err}");
+}
+
 #[test]
 fn memory_import_refuses_crafted_counters_and_search_keeps_working() {
     let dir = tempfile::tempdir().unwrap();

@@ -152,7 +152,7 @@ fn a_memory_store_that_never_answers_is_given_up_and_the_skills_still_come() {
     assert!(context.contains("GREET-BODY"), "{context}");
     let err = stderr(&o);
     assert!(
-        err.contains("project memory skipped: the memory store did not answer within 2 s"),
+        err.contains("project memory skipped: the memory store did not answer within 2.0 s"),
         "{err}"
     );
     assert!(!err.contains("s3cret-pw"), "{err}");
@@ -225,6 +225,20 @@ fn bad_input_is_one_stderr_line_exit_0_and_exit_1_with_strict() {
                 stderr(&strict)
             );
         }
+    }
+}
+
+#[test]
+fn an_unknown_event_name_never_shows_a_token_glued_to_it() {
+    let m = Machine::new();
+    let token = "ghp_R4nd0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsTu12";
+    for name in [format!("Pre{token}"), format!("{}{token}", "X".repeat(30))] {
+        let mut event = m.prompt("UserPromptSubmit", "s1", "hello");
+        event["hook_event_name"] = json!(name);
+        let o = m.hook("claude-code", &[], event);
+        assert_quiet_refusal(&o);
+        // Not the token, and no piece of it a cut could have left unredacted.
+        assert!(!stderr(&o).contains(&token[..12]), "{}", stderr(&o));
     }
 }
 
@@ -452,6 +466,90 @@ fn gemini_answers_before_agent_and_session_start() {
     assert!(context_of(&start, "SessionStart").contains("HOUSE-STYLE-BODY"));
     // Claude Code's prompt event is not Gemini's.
     assert_quiet_refusal(&m.hook("gemini", &[], m.prompt("UserPromptSubmit", "g1", "hello")));
+}
+
+/// Start `ctxkit hook claude-code EXTRA…` with `input` written to its standard input, which is
+/// then left open (a host or a stuck pipe that never closes it); its output once it exits.
+fn hook_with_open_stdin(m: &Machine, extra: &[&str], input: &[u8]) -> Output {
+    let mut child = isolated(m.root())
+        .args(["hook", "claude-code"])
+        .args(extra)
+        .current_dir(m.root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut pipe, input).unwrap();
+    // A guard against a hang, not a timing: the hook must exit with the pipe still open.
+    for _ in 0..600 {
+        if child.try_wait().unwrap().is_some() {
+            drop(pipe);
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    panic!("the hook waited for the end of its standard input");
+}
+
+#[test]
+fn the_event_is_read_to_its_last_byte_not_to_the_end_of_the_stream() {
+    let m = Machine::new();
+    let event = format!("{}\n", m.prompt("UserPromptSubmit", "s1", "bonjour Alice"));
+    let o = hook_with_open_stdin(&m, &["--no-memory"], event.as_bytes());
+    assert!(context_of(&o, "UserPromptSubmit").contains("GREET-BODY"));
+
+    // An event that never ends is given up at the deadline: one line, nothing injected.
+    let o = hook_with_open_stdin(
+        &m,
+        &["--no-memory", "--deadline", "0.5"],
+        b"{\"hook_event_name\": \"UserPr",
+    );
+    assert_quiet_refusal(&o);
+    assert!(stderr(&o).contains("no complete event arrived"), "{}", stderr(&o));
+}
+
+#[test]
+fn skills_not_loaded_by_the_deadline_are_finished_in_the_background_for_the_next_prompt() {
+    let m = Machine::new();
+    // Skills whose patterns each compile close to the size cap: slow to parse the first time.
+    for i in 0..20 {
+        let patterns: String = (0..16)
+            .map(|j| format!("    - 'w{i}x{j}[a-z]{{500}}'\n"))
+            .collect();
+        m.skill(
+            &format!(".claude/skills/slow{i}"),
+            &format!("---\nname: slow{i}\ndescription: Slow {i}\ntriggers:\n  keywords: [slowword{i}]\n  patterns:\n{patterns}---\nSLOW-BODY-{i}\n"),
+        );
+    }
+    let o = m.hook(
+        "claude-code",
+        &["--no-memory", "--deadline", "0.3"],
+        m.prompt("UserPromptSubmit", "s1", "slowword3"),
+    );
+    assert_quiet_refusal(&o);
+    assert!(
+        stderr(&o).contains("not loaded within the deadline"),
+        "{}",
+        stderr(&o)
+    );
+    // The background load saves the index cache; then a prompt under the same short deadline
+    // answers in full, from the cache (a fresh parse could not). Polled, with a guard against
+    // a hang; how long it takes is the benches' business.
+    for _ in 0..300 {
+        let o = m.hook(
+            "claude-code",
+            &["--no-memory", "--deadline", "0.6"],
+            m.prompt("UserPromptSubmit", "s2", "slowword3"),
+        );
+        if stdout(&o).contains("SLOW-BODY-3") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("the skills were never finished loading in the background");
 }
 
 // ---- hook install / uninstall ----

@@ -77,6 +77,11 @@ fn every_stdout_line_is_a_json_rpc_message() {
             .len()
             > 1
     );
+    // An unknown method is refused without repeating it (a token glued to it stays unseen).
+    let token = "ghp_R4nd0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsTu12";
+    let unknown = exchange(json!({"jsonrpc": "2.0", "id": 5, "method": format!("x/{token}")})).unwrap();
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    assert!(!unknown.to_string().contains(token), "{unknown}");
     drop(input);
     // Whatever is printed after the last answer, until the server exits, is a message too.
     for line in lines {

@@ -16,7 +16,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ctxkit::{ContextProvider, Message, RunInfo, RunOutcome, State};
 use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
@@ -49,6 +49,8 @@ pub struct Request<'a> {
     pub cwd: &'a Path,
     /// Characters the context may take, as JSON-escaped text.
     pub budget: usize,
+    /// When the answer must be printed, with whatever is ready.
+    pub deadline: Instant,
 }
 
 /// The context for `request`, or `None` when there is nothing to add.
@@ -65,28 +67,36 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
             if *fresh {
                 session.clear();
             }
-            let pinned = (!args.no_memory).then(|| beside(pinned_memories(args.clone(), project)));
-            let skills = load_skills(request, args)?;
+            let pinned =
+                (!args.no_memory).then(|| beside(pinned_memories(args.clone(), project), request.deadline));
+            let skills = load_skills_by(request, args)?;
             if let Some(pinned) = pinned {
                 if let Some(pinned) = warn_on_error(pinned.await) {
                     text.push(&pinned);
                 }
             }
-            add_skills(&mut text, &mut session, &skills, "", |r| r == Reason::Always);
+            if let Some(skills) = skills {
+                add_skills(&mut text, &mut session, &skills, "", |r| r == Reason::Always);
+            }
         }
         EventKind::Prompt(prompt) => {
             let memories = (!args.no_memory).then(|| {
                 let session_id = request.session_id.map(str::to_string);
-                beside(prompt_memories(args.clone(), project, prompt.clone(), session_id))
+                beside(
+                    prompt_memories(args.clone(), project, prompt.clone(), session_id),
+                    request.deadline,
+                )
             });
-            let skills = load_skills(request, args)?;
+            let skills = load_skills_by(request, args)?;
             if let Some(memories) = memories {
                 if let Some(memories) = warn_on_error(memories.await) {
                     text.push(&memories);
                 }
             }
             // `always` skills belong to the session start, not to every prompt.
-            add_skills(&mut text, &mut session, &skills, prompt, |r| r != Reason::Always);
+            if let Some(skills) = skills {
+                add_skills(&mut text, &mut session, &skills, prompt, |r| r != Reason::Always);
+            }
         }
     }
     if let Err(e) = session.save() {
@@ -95,21 +105,23 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
     Ok(text.finish())
 }
 
-/// The longest the hook waits for the memory part, from when it starts: the host waits for
-/// the whole hook, and a prompt is better answered without its memories than late (a
-/// PostgreSQL server that does not answer would hold it for the 10 s connect timeout).
+/// The longest the hook waits for the memory part, from when it starts (and never past the
+/// hook's deadline): the host waits for the whole hook, and a prompt is better answered
+/// without its memories than late (a PostgreSQL server that does not answer would hold it for
+/// the 10 s connect timeout).
 const MEMORY_WAIT: Duration = Duration::from_secs(2);
 
 /// Start the memory part now, on a thread and runtime of its own, while this one loads the
 /// skills: they read different files (or a server), so the hook waits for the slower of the
-/// two rather than for both, and for the memory part at most [`MEMORY_WAIT`]. A memory part
-/// given up on is left running on its own runtime; the process ends without waiting for it,
-/// and a write it had not committed is rolled back.
-fn beside<F>(memory: F) -> impl Future<Output = Result<Option<String>, CliError>>
+/// two rather than for both, and for the memory part at most [`MEMORY_WAIT`] or until
+/// `deadline`. A memory part given up on is left running on its own runtime; the process ends
+/// without waiting for it, and a write it had not committed is rolled back.
+fn beside<F>(memory: F, deadline: Instant) -> impl Future<Output = Result<Option<String>, CliError>>
 where
     F: Future<Output = Result<Option<String>, CliError>> + Send + 'static,
 {
-    let deadline = tokio::time::Instant::now() + MEMORY_WAIT;
+    let wait = MEMORY_WAIT.min(deadline.saturating_duration_since(Instant::now()));
+    let until = tokio::time::Instant::now() + wait;
     let (done, answer) = tokio::sync::oneshot::channel();
     let started = std::thread::Builder::new()
         .name("ctxkit-hook-memory".into())
@@ -123,12 +135,12 @@ where
         });
     async move {
         started.map_err(|e| CliError::new(format!("cannot start the memory lookup: {e}")))?;
-        match tokio::time::timeout_at(deadline, answer).await {
+        match tokio::time::timeout_at(until, answer).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(CliError::new("the memory lookup stopped")),
             Err(_) => Err(CliError::new(format!(
-                "the memory store did not answer within {} s",
-                MEMORY_WAIT.as_secs()
+                "the memory store did not answer within {:.1} s",
+                wait.as_secs_f64()
             ))),
         }
     }
@@ -160,15 +172,52 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
 
 /// The event's project's skills under its config (the skills as `roots` finds them, and the
 /// most selected per prompt), as the session start and a prompt both use them.
-fn load_skills(request: &Request<'_>, args: &EventArgs) -> Result<(Arc<SkillLibrary>, usize), CliError> {
-    let config = Config::load(request.cwd)?;
-    let library = load_library(roots(args, request.cwd)?, &config);
+pub fn load_skills(cwd: &Path, args: &EventArgs) -> Result<(Arc<SkillLibrary>, usize), CliError> {
+    let config = Config::load(cwd)?;
+    let library = load_library(roots(args, cwd)?, &config);
     let max_skills = args
         .max_skills
         .or(config.max_skills())
         .unwrap_or(SelectOptions::default().max_skills);
     Ok((library, max_skills))
 }
+
+/// [`load_skills`] on a thread of its own, waited for until the request's deadline, less
+/// [`ANSWER_TIME`] to build the answer. `None` when the skills were not loaded by then (a
+/// first scan of a huge or hostile repository): the hook answers without them, and the
+/// loading is finished in the background ([`super::finish_loading_later`]) and saved in the
+/// cache, so the next event answers in full.
+fn load_skills_by(
+    request: &Request<'_>,
+    args: &EventArgs,
+) -> Result<Option<(Arc<SkillLibrary>, usize)>, CliError> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let (cwd, thread_args) = (request.cwd.to_path_buf(), args.clone());
+    std::thread::Builder::new()
+        .name("ctxkit-hook-skills".into())
+        .spawn(move || {
+            let _ = sender.send(load_skills(&cwd, &thread_args));
+        })
+        .map_err(|e| CliError::new(format!("cannot start loading the skills: {e}")))?;
+    let wait = request
+        .deadline
+        .saturating_duration_since(Instant::now())
+        .saturating_sub(ANSWER_TIME);
+    match receiver.recv_timeout(wait) {
+        Ok(loaded) => loaded.map(Some),
+        Err(_) => {
+            eprintln!(
+                "ctxkit hook: the skills were not loaded within the deadline; answering without them \
+                 while they finish loading in the background"
+            );
+            super::finish_loading_later(request.cwd);
+            Ok(None)
+        }
+    }
+}
+
+/// Time kept, before the deadline, for selecting skills and printing the answer.
+const ANSWER_TIME: Duration = Duration::from_millis(250);
 
 /// Add the skills `message` selects (those whose reason passes `keep`) that this session has
 /// not been sent in this version, as far as the budget allows; record what was added.

@@ -4,8 +4,10 @@
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::Host;
 use crate::CliError;
@@ -61,21 +63,45 @@ struct Raw {
     source: Option<String>,
 }
 
-/// Standard input, at most [`MAX_INPUT_BYTES`]; more is an error, never a partial read.
-pub fn read_stdin() -> Result<Vec<u8>, CliError> {
-    let mut input = Vec::new();
-    std::io::stdin()
-        .lock()
-        .take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut input)
-        .map_err(|e| CliError::new(format!("cannot read the event from standard input: {e}")))?;
-    if input.len() as u64 > MAX_INPUT_BYTES {
-        return Err(CliError::new(format!(
+/// The first JSON value on standard input, read up to its last byte — never waiting for the
+/// end of the stream, which a host (or a stuck pipe) may keep open — and only until
+/// `deadline`: what has not arrived by then is an error, and the reading thread is left to
+/// the end of the process. At most [`MAX_INPUT_BYTES`]; more is an error, never a partial read.
+pub fn read_stdin(deadline: Instant) -> Result<Vec<u8>, CliError> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("ctxkit-hook-stdin".into())
+        .spawn(move || {
+            let _ = sender.send(read_one_value(std::io::stdin().lock()));
+        })
+        .map_err(|e| CliError::new(format!("cannot read standard input: {e}")))?;
+    let wait = deadline.saturating_duration_since(Instant::now());
+    receiver.recv_timeout(wait).unwrap_or_else(|_| {
+        Err(CliError::new(format!(
+            "no complete event arrived on standard input within {:.1} s; nothing was injected",
+            wait.as_secs_f64()
+        )))
+    })
+}
+
+/// The text of the first JSON value in `input` (empty when there is none).
+fn read_one_value(input: impl Read) -> Result<Vec<u8>, CliError> {
+    let mut limited = std::io::BufReader::new(input.take(MAX_INPUT_BYTES + 1));
+    let mut values = serde_json::Deserializer::from_reader(&mut limited).into_iter::<Box<RawValue>>();
+    let first = values.next();
+    drop(values);
+    match first {
+        None => Ok(Vec::new()),
+        Some(Ok(value)) => Ok(value.get().as_bytes().to_vec()),
+        Some(Err(_)) if limited.into_inner().limit() == 0 => Err(CliError::new(format!(
             "the event on standard input is larger than {} KiB; nothing was injected",
             MAX_INPUT_BYTES >> 10
-        )));
+        ))),
+        // serde_json's messages name a line and column, never the input itself.
+        Some(Err(e)) => Err(CliError::new(format!(
+            "the event is not a JSON object of the expected shape ({e})"
+        ))),
     }
-    Ok(input)
 }
 
 /// Parse and check one event for `host`.
@@ -104,7 +130,7 @@ pub fn parse(input: &[u8], host: &dyn Host) -> Result<Event, CliError> {
         None => {
             return Err(CliError::new(format!(
                 "`{}` is not an event ctxkit answers for {}",
-                ctxkit_memory::secrets::redact(&short(&name)),
+                short(&ctxkit_memory::secrets::redact(&name)),
                 host.name()
             )))
         }
@@ -135,7 +161,8 @@ fn project_folder(cwd: Option<&str>) -> Result<PathBuf, CliError> {
     }
 }
 
-/// An event name for a message: names are short words; anything else is cut.
+/// An event name for a message (redacted first: a cut could leave a token too short for its
+/// rule): names are short words; anything else is cut.
 fn short(name: &str) -> String {
     let cut: String = name.chars().take(40).filter(|c| !c.is_control()).collect();
     if cut.len() < name.len() {

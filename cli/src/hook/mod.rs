@@ -22,6 +22,7 @@ mod session;
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -70,9 +71,25 @@ pub struct EventArgs {
     /// The most skills selected by their triggers per prompt (default: the config's, else 3).
     #[arg(long)]
     pub max_skills: Option<usize>,
+    /// Seconds from the start until the answer is printed, whatever is still loading (the
+    /// hosts give a hook 10 s at most, then drop it). Work cut short is finished by the next
+    /// events, so they answer in full.
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS", value_parser = parse_deadline)]
+    pub deadline: f64,
     /// Exit 1 on bad input or setup instead of 0 (for tests; a host hook must not fail).
     #[arg(long)]
     pub strict: bool,
+    /// Internal: load the skills of this project folder into the cache, with no deadline and
+    /// no output (what a hook that ran out of time starts in the background).
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub finish_loading: Option<PathBuf>,
+}
+
+fn parse_deadline(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.1..=600.0).contains(&s) => Ok(s),
+        _ => Err("expected a number of seconds from 0.1 to 600".into()),
+    }
 }
 
 #[derive(Args, Debug)]
@@ -135,8 +152,57 @@ fn settings_file(args: &InstallArgs) -> Result<ConfinedFile, CliError> {
     Ok(ConfinedFile::new(project, ".claude/settings.json"))
 }
 
+/// Start `ctxkit hook HOST … --finish-loading CWD` detached from this process and its group:
+/// it loads the project's skills with no deadline, which saves them in the index cache, and
+/// prints nothing. Without a cache folder nothing would be kept, so nothing is started.
+fn finish_loading_later(cwd: &std::path::Path) {
+    if crate::places::cache_dir().is_none() {
+        return;
+    }
+    let started = std::env::current_exe().and_then(|exe| {
+        let mut command = std::process::Command::new(exe);
+        command
+            .args(std::env::args_os().skip(1))
+            .arg("--finish-loading")
+            .arg(cwd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command.spawn()
+    });
+    if let Err(e) = started {
+        eprintln!("ctxkit hook: cannot finish loading the skills in the background: {e}");
+    }
+}
+
+/// The `--finish-loading` run: load the skills unless another such run holds the lock (one at
+/// a time per cache folder: every prompt during a long first scan would start one).
+fn finish_loading(cwd: &std::path::Path, args: &EventArgs) {
+    let Some(cache) = crate::places::cache_dir() else {
+        return;
+    };
+    if std::fs::create_dir_all(&cache).is_err() {
+        return;
+    }
+    let Ok(lock) = std::fs::File::create(cache.join("hook-loading.lock")) else {
+        return;
+    };
+    #[cfg(unix)]
+    if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        return;
+    }
+    let _ = context::load_skills(cwd, args);
+    drop(lock);
+}
+
 /// Read one event, answer it; any problem is one stderr line and, unless `--strict`, exit 0.
 async fn answer_event(host: &dyn Host, args: &EventArgs) -> Result<(), CliError> {
+    if let Some(cwd) = &args.finish_loading {
+        finish_loading(cwd, args);
+        return Ok(());
+    }
     match respond(host, args).await {
         Ok(Some(answer)) => {
             let mut out = std::io::stdout().lock();
@@ -153,7 +219,8 @@ async fn answer_event(host: &dyn Host, args: &EventArgs) -> Result<(), CliError>
 }
 
 async fn respond(host: &dyn Host, args: &EventArgs) -> Result<Option<serde_json::Value>, CliError> {
-    let input = event::read_stdin()?;
+    let deadline = Instant::now() + Duration::from_secs_f64(args.deadline);
+    let input = event::read_stdin(deadline)?;
     let Event {
         name,
         kind,
@@ -170,6 +237,7 @@ async fn respond(host: &dyn Host, args: &EventArgs) -> Result<Option<serde_json:
         session_id: session_id.as_deref(),
         cwd: &cwd,
         budget,
+        deadline,
     };
     let text = context::build(&request, args).await?;
     Ok(text.filter(|t| !t.is_empty()).map(|t| host.answer(&name, &t)))

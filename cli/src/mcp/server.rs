@@ -9,9 +9,10 @@ use ctxkit_memory::MemoryStore;
 use ctxkit_skills::{Mode, SkillLibrary};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams, GetSkillResult,
-    Implementation, ListPromptsResult, ListResourcesResult, ListSkillsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult,
+    ListSkillsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
@@ -109,6 +110,20 @@ impl ServerHandler for CtxkitServer {
         info.server_info = Implementation::new("ctxkit", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(INSTRUCTIONS.to_string());
         info
+    }
+
+    /// An unknown method: the SDK's own answer repeats the method name, which is the client's
+    /// text and may hold a token; this one quotes nothing.
+    async fn on_custom_request(
+        &self,
+        _request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "no such method",
+            None,
+        ))
     }
 
     async fn list_resources(

@@ -34,10 +34,10 @@ use crate::printable::printable;
 use crate::CliError;
 
 impl From<MemoryError> for CliError {
-    /// The store already names a server by its redacted URL; a mistyped URL opened as a file
-    /// must not show its password either.
+    /// Redacted like every CLI error: a mistyped URL opened as a file must not show its
+    /// password either.
     fn from(e: MemoryError) -> Self {
-        CliError::new(ctxkit_memory::secrets::redact_url(&e.to_string()))
+        CliError::new(e.to_string())
     }
 }
 

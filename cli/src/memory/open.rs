@@ -107,17 +107,43 @@ fn open_location(db: &Path, options: OpenOptions) -> Result<Store, CliError> {
     }
 }
 
-/// The URL when `db` names a PostgreSQL server. Any other URL is an error, so a mistyped
-/// scheme never becomes a SQLite file in folders named after the URL, password included.
+/// The URL when `db` names a PostgreSQL server. Any other URL, and a libpq key/value
+/// connection string (`host=db password=…`), is an error, so neither ever becomes a SQLite file
+/// named after it, password included.
 pub(crate) fn server_url(db: &Path) -> Result<Option<&str>, CliError> {
     match db.to_str() {
         Some(url) if is_postgres_url(url) => Ok(Some(url)),
         Some(url) if url.contains("://") => Err(CliError::new(format!(
-            "`{}` is neither a SQLite file nor a postgres:// URL",
-            ctxkit_memory::secrets::redact_url(url)
+            "`{url}` is neither a SQLite file nor a postgres:// URL"
+        ))),
+        Some(text) if is_key_value_connection(text) => Err(CliError::new(format!(
+            "`{text}` looks like a key/value connection string; give a PostgreSQL server as a \
+             postgres://USER:PASSWORD@HOST/DB URL, or a SQLite file as a path"
         ))),
         _ => Ok(None),
     }
+}
+
+/// `host=… dbname=…`: words of the form `KEY=VALUE` whose first key is one libpq reads.
+fn is_key_value_connection(text: &str) -> bool {
+    const KEYS: &[&str] = &[
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "sslmode",
+        "connect_timeout",
+        "service",
+        "options",
+        "application_name",
+        "target_session_attrs",
+    ];
+    text.split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .any(|(key, _)| KEYS.contains(&key.trim().to_ascii_lowercase().as_str()))
 }
 
 /// The database a command uses: `db` when given, else the default one (`$CTXKIT_MEMORY_DB`,

@@ -731,13 +731,16 @@ pub fn redact(text: &str) -> String {
 /// assert_eq!(redact_url("postgresql://db/mem?user=ann&password=s3cret"), "postgresql://db/mem?user=ann&password=***");
 /// assert_eq!(redact_url("host=db password='s3 cret' user=ann"), "host=db password=*** user=ann");
 /// assert_eq!(redact_url("cannot open postgress://ann:s3cret@db/mem: no such file"), "cannot open postgress://ann:***@db/mem: no such file");
+/// assert_eq!(redact_url("postgres://ann:s3\tcr et@db/mem"), "postgres://ann:***@db/mem");
 /// assert_eq!(redact_url("/home/ann/memory.db"), "/home/ann/memory.db");
 /// ```
 pub fn redact_url(text: &str) -> String {
     static PATTERNS: OnceLock<(Regex, Regex)> = OnceLock::new();
     let (authority, param) = PATTERNS.get_or_init(|| {
         (
-            Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@\s]*@").expect("a valid pattern"),
+            // Up to the `@` even past spaces and tabs (a password may hold them); only a line
+            // break ends the search, so a later `@` on the line may widen what is hidden.
+            Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:)[^@\r\n]*@").expect("a valid pattern"),
             Regex::new(r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*)").expect("a valid pattern"),
         )
     });

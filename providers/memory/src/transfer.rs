@@ -68,7 +68,11 @@ impl ExportRecord {
     pub fn read_jsonl(input: impl BufRead) -> Result<Vec<ExportRecord>> {
         let mut out = Vec::new();
         for (i, line) in input.lines().enumerate() {
-            let at = |message: String| MemoryError::Import { line: i + 1, message };
+            // serde's messages quote the value they reject ("unknown variant `ghp_…`").
+            let at = |message: String| MemoryError::Import {
+                line: i + 1,
+                message: crate::secrets::redact(&message),
+            };
             let line = line.map_err(|e| at(e.to_string()))?;
             if line.trim().is_empty() {
                 continue;

@@ -363,6 +363,16 @@ async fn minimal_records_import_once_and_bad_ones_name_their_line() {
             .to_string();
         assert!(err.contains("line 2") && err.contains(why), "{err}");
     }
+    // A token where a category belongs: serde's "unknown variant" would quote it.
+    let token = "ghp_R4nd0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsTu12";
+    for line in [
+        format!("{{\"content\": \"x\", \"category\": \"{token}\"}}"),
+        format!("{{\"kind\": \"memory\", \"category\": \"{token}\"}}"),
+        format!("{{\"{token}\": 1}}"),
+    ] {
+        let err = ExportRecord::read_jsonl(line.as_bytes()).unwrap_err().to_string();
+        assert!(err.contains("line 1") && !err.contains(token), "{err}");
+    }
     let no_project = ExportRecord::read_jsonl("{\"content\": \"x\"}".as_bytes()).unwrap();
     let err = store.import(no_project, None).await.unwrap_err().to_string();
     assert!(err.contains("needs a `project`"), "{err}");

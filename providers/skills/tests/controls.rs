@@ -180,8 +180,21 @@ async fn a_hook_needing_a_shell_blocks_unless_the_user_allows_one_and_times_out(
     .await;
     assert_eq!(ran, 0);
     assert!(out.contains("needs a shell"), "{out}");
-    // A shell or an interpreter named as the program is refused the same way.
-    for command in ["sh -c 'exit 0'", "/usr/bin/python3 -c pass", "bash.exe x"] {
+    // A shell, an interpreter or a launcher named as the program is refused the same way,
+    // and so is a program that is one under another name (a `scripts/` link to `/bin/sh`).
+    std::fs::create_dir_all(dir.path().join("shelly/scripts")).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", dir.path().join("shelly/scripts/run")).unwrap();
+    for command in [
+        "sh -c 'exit 0'",
+        "/usr/bin/python3 -c pass",
+        "bash.exe x",
+        "taskset -c 0 sh -c 'exit 0'",
+        "chrt -o 0 sh -c 'exit 0'",
+        "prlimit sh -c 'exit 0'",
+        "setpriv sh -c 'exit 0'",
+        "/lib64/ld-linux-x86-64.so.2 /bin/sh -c 'exit 0'",
+        "scripts/run -c 'exit 0'",
+    ] {
         write_skill(
             dir.path(),
             "shelly",
@@ -196,8 +209,28 @@ async fn a_hook_needing_a_shell_blocks_unless_the_user_allows_one_and_times_out(
         )
         .await;
         assert_eq!(ran, 0, "{command}");
-        assert!(out.contains("is a shell or an interpreter"), "{command}: {out}");
+        assert!(
+            out.contains("is a shell, an interpreter or a launcher"),
+            "{command}: {out}"
+        );
     }
+    // A relative program is the skill's own file, never one a link leads to outside it.
+    std::os::unix::fs::symlink("/bin/true", dir.path().join("shelly/scripts/ok")).unwrap();
+    write_skill(
+        dir.path(),
+        "shelly",
+        "---\nname: shelly\ndescription: Uses a shell\ntriggers: [deploy]\nhooks:\n  PreToolUse:\n    - hooks:\n        - command: \"scripts/ok\"\n---\nBody.\n",
+    );
+    let (out, ran) = call_once(
+        dir.path(),
+        trusted.clone(),
+        HookOptions::default(),
+        "deploy",
+        "Read",
+    )
+    .await;
+    assert_eq!(ran, 0);
+    assert!(out.contains("not a file inside the skill's folder"), "{out}");
     write_skill(
         dir.path(),
         "shelly",

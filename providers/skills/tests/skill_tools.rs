@@ -856,7 +856,23 @@ async fn interpreters_run_only_when_the_user_names_them() {
     let spec = library.snapshot().get("evil").unwrap().tools[0].clone();
     let tool = SkillTool::new(spec, ".", ExecOptions::default());
     let message = failure(tool.call(json!({"script": "echo pwned"})).await);
-    assert!(message.contains("`sh`, a shell or interpreter"), "{message}");
+    assert!(
+        message.contains("`sh`, a shell, interpreter or launcher"),
+        "{message}"
+    );
+
+    // A launcher is an interpreter by another name (`taskset -c 0 sh -c …`).
+    let spec =
+        specs(&json!({"allowlist": ["taskset"], "tools": [{"name": "t", "command": "taskset"}]}))[0].clone();
+    let message = failure(
+        SkillTool::new(spec, ".", ExecOptions::default())
+            .call(json!({}))
+            .await,
+    );
+    assert!(
+        message.contains("`taskset`, a shell, interpreter or launcher"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::process::{run, RunError};
-use super::trust::{is_interpreter, tool_env};
+use super::trust::{interpreter_in, real_program, tool_env};
 use crate::skill::Skill;
 
 /// How SKILL.md hooks run; every field is the user's decision.
@@ -236,13 +236,17 @@ impl SkillHooks {
                 return Err("the command is empty".into());
             }
             let program = words.remove(0);
-            // `sh -c …` or `python3 x` is a shell by another name.
-            let name = Path::new(&program)
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or(&program);
-            if is_interpreter(name) {
-                return Err(format!("`{name}` is a shell or an interpreter, and the user's config does not allow hooks one ([hooks] shell = true)"));
+            // `sh -c …`, `python3 x`, `taskset -c 0 sh -c …` or a link to `/bin/sh` is a shell
+            // by another name.
+            if let Some(found) = interpreter_in(&program, &skill.dir, &[]) {
+                return Err(format!("`{found}` is a shell, an interpreter or a launcher, and the user's config does not allow hooks one ([hooks] shell = true)"));
+            }
+            // A relative path (`scripts/check`) is the skill's own file: never one a link
+            // leads to outside the skill's folder.
+            if Path::new(&program).is_relative() && program.contains('/') && !inside(&skill.dir, &program) {
+                return Err(format!(
+                    "`{program}` is not a file inside the skill's folder (a link out of it is never run)"
+                ));
             }
             (program, words)
         };
@@ -279,6 +283,15 @@ impl SkillHooks {
             Err(RunError::Io(e)) => Err(format!("reading its output failed ({e})")),
             Err(RunError::TimedOut) => Err(format!("timed out after {} s", self.options.timeout.as_secs())),
         }
+    }
+}
+
+/// Whether `program`, relative to the skill's folder `dir`, is a file whose real path stays in
+/// that folder.
+fn inside(dir: &Path, program: &str) -> bool {
+    match (std::fs::canonicalize(dir), real_program(program, dir)) {
+        (Ok(dir), Some(real)) => real.starts_with(dir) && real.is_file(),
+        _ => false,
     }
 }
 

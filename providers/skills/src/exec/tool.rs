@@ -13,7 +13,7 @@ use crate::descriptor::{Program, ToolSpec, SCRIPTS_DIR};
 use super::argv::build_argv;
 use super::guard::{absolute, PathPolicy};
 use super::process::{run, Outcome, RunError};
-use super::trust::{is_interpreter, script_inside, tool_env, ToolTrust};
+use super::trust::{interpreter_in, script_inside, tool_env, ToolTrust};
 
 /// Whether and how skill tools run: every decision here is the user's, none the skill's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,13 +58,11 @@ impl ExecOptions {
     /// it may. Checked when tools are offered and again when one is called.
     pub(crate) fn refusal(&self, program: &Program) -> Option<String> {
         match program {
-            Program::Binary(name)
-                if is_interpreter(name) && !self.allow_interpreters.iter().any(|a| a == name) =>
-            {
-                Some(format!(
-                    "it runs `{name}`, a shell or interpreter, which runs only when the user allows it by name"
-                ))
-            }
+            Program::Binary(name) => interpreter_in(name, Path::new("."), &self.allow_interpreters).map(|found| {
+                format!(
+                    "it runs `{found}`, a shell, interpreter or launcher, which runs only when the user allows it by name"
+                )
+            }),
             Program::Script(file) if !self.allow_scripts => Some(format!(
                 "it runs `{SCRIPTS_DIR}/{file}`, and skill scripts are disabled (allow_scripts is false)"
             )),
@@ -147,12 +145,20 @@ impl SkillTool {
             Program::Script(file) => {
                 let scripts = self.skill_dir.join(SCRIPTS_DIR);
                 let path = scripts.join(file);
-                if script_inside(&scripts, &path) {
-                    Ok(path)
-                } else {
+                if !script_inside(&scripts, &path) {
                     Err(self.failure(format!(
                         "`{SCRIPTS_DIR}/{file}` is not a regular file inside the skill's {SCRIPTS_DIR}/ folder (a link out of it is never run)"
                     )))
+                } else if let Some(found) = interpreter_in(
+                    &path.to_string_lossy(),
+                    &scripts,
+                    &self.options.allow_interpreters,
+                ) {
+                    Err(self.failure(format!(
+                        "`{SCRIPTS_DIR}/{file}` is `{found}`, a shell, interpreter or launcher, which runs only when the user allows it by name"
+                    )))
+                } else {
+                    Ok(path)
                 }
             }
         }

@@ -3,8 +3,10 @@
 //! A skill's `tools.json` is written by the skill's author, so its allowlist says only what the
 //! author wants to run. Three decisions belong to the user and are made here:
 //! - [`ToolTrust`]: whose tools are offered at all (none by default);
-//! - interpreters and shells ([`is_interpreter`]) run only when the user names them, because
-//!   `sh -c`, `python3 -c` or `env` turn any argument into a program;
+//! - interpreters, shells and launchers ([`interpreter_in`]) run only when the user names
+//!   them, because `sh -c`, `python3 -c`, `env` or `taskset -c 0 sh` turn any argument into a
+//!   program; a program is judged by its name and by the real file it resolves to, so a link
+//!   named `run` to `/bin/sh` is a shell too;
 //! - the environment a tool sees ([`tool_env`]): a short list of harmless variables, never a
 //!   key, token, secret, password or cloud credential.
 
@@ -164,14 +166,142 @@ const INTERPRETERS: &[&str] = &[
     "scp",
     "sftp",
     "openssl",
+    // Launchers: they run the program named in their arguments.
+    "taskset",
+    "chrt",
+    "prlimit",
+    "setpriv",
+    "setarch",
+    "linux32",
+    "linux64",
+    "capsh",
+    "fakeroot",
+    "fakechroot",
+    "proot",
+    "firejail",
+    "bwrap",
+    "systemd-nspawn",
+    "schroot",
+    "numactl",
+    "cpulimit",
+    "cgexec",
+    "runcon",
+    "trickle",
+    "torsocks",
+    "torify",
+    "proxychains",
+    "tsocks",
+    "valgrind",
+    "catchsegv",
+    "faketime",
+    "eatmydata",
+    "nocache",
+    "unbuffer",
+    "rlwrap",
+    "pkexec",
+    "sg",
+    "newgrp",
+    "gosu",
+    "su-exec",
+    "chpst",
+    "softlimit",
+    "setuidgid",
+    "envdir",
+    "envuidgid",
+    "daemonize",
+    "start-stop-daemon",
+    "dbus-launch",
+    "dbus-run-session",
+    "xvfb-run",
+    "chronic",
+    "ifne",
+    "run-parts",
+    "nq",
+    "tsp",
+    "batch",
+    "hyperfine",
+    "entr",
+    "watchexec",
+    "nodemon",
+    "perf",
+    "lldb",
+    "rr",
+    "ip",
+    "toybox",
+    "rbash",
+    "m4",
+    "wine",
+    "mono",
+    "dotnet",
+    "erl",
+    "escript",
+    "elixir",
+    "iex",
+    "guile",
+    "racket",
+    "sbcl",
+    "clisp",
+    "ocaml",
+    "runghc",
+    "runhaskell",
+    "ghci",
+    "scala",
+    "kotlin",
+    "groovy",
+    "swift",
+    "dart",
+    "xdg-open",
 ];
+
+/// Name prefixes of programs that run another program: the dynamic loader
+/// (`/lib64/ld-linux-x86-64.so.2 /bin/sh`, `ld.so`, `ld-musl-x86_64.so.1`) and user-mode
+/// emulators (`qemu-x86_64`).
+const INTERPRETER_PREFIXES: &[&str] = &["ld-linux", "ld-musl", "ld.so", "ld64.so", "qemu-"];
 
 /// Whether `program` (a bare name) is a shell, an interpreter or a launcher.
 pub(crate) fn is_interpreter(program: &str) -> bool {
     let lower = program.to_ascii_lowercase();
     let base = lower.trim_end_matches(".exe");
-    let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
-    INTERPRETERS.contains(&base) || INTERPRETERS.contains(&stem)
+    let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-' || c == '_');
+    INTERPRETERS.contains(&base)
+        || INTERPRETERS.contains(&stem)
+        || INTERPRETER_PREFIXES.iter().any(|p| base.starts_with(p))
+}
+
+/// The shell, interpreter or launcher that running `program` would start, unless the user
+/// allowed it by name (`allowed`): judged by the name as written, then by the name of the real
+/// file it resolves to — through `PATH` for a bare name, from `dir` for a relative path, every
+/// link followed — so `/usr/bin/sh` (really `dash`), a `scripts/run` linked to `/bin/sh` or a
+/// renamed copy reached through a link are caught. A program that does not resolve is left to
+/// fail when it is started.
+pub(crate) fn interpreter_in(program: &str, dir: &Path, allowed: &[String]) -> Option<String> {
+    let allows = |name: &str| allowed.iter().any(|a| a == name);
+    let named = file_name(Path::new(program))?;
+    if allows(&named) {
+        return None;
+    }
+    if is_interpreter(&named) {
+        return Some(named);
+    }
+    let real = real_program(program, dir)?;
+    let real_name = file_name(&real)?;
+    (is_interpreter(&real_name) && !allows(&real_name)).then_some(real_name)
+}
+
+/// The real path of the file `program` names: found through `PATH` when it is a bare name,
+/// relative to `dir` otherwise.
+pub(crate) fn real_program(program: &str, dir: &Path) -> Option<PathBuf> {
+    let path = Path::new(program);
+    let found = if path.components().count() > 1 || path.is_absolute() {
+        dir.join(path)
+    } else {
+        which::which(program).ok()?
+    };
+    std::fs::canonicalize(found).ok()
+}
+
+fn file_name(path: &Path) -> Option<String> {
+    path.file_name().map(|n| n.to_string_lossy().into_owned())
 }
 
 /// Variables every tool process gets, when set: enough to find programs, write temporary
@@ -290,6 +420,45 @@ mod tests {
         }
         for name in ["grep", "ls", "rg", "cat", "wc", "jq", "head"] {
             assert!(!is_interpreter(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn launchers_are_interpreters_by_name_and_by_the_file_they_resolve_to() {
+        for name in [
+            "taskset",
+            "chrt",
+            "prlimit",
+            "setpriv",
+            "ld-linux-x86-64.so.2",
+            "ld.so",
+            "qemu-x86_64",
+        ] {
+            assert!(is_interpreter(name), "{name}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            interpreter_in("taskset", dir.path(), &[]).as_deref(),
+            Some("taskset")
+        );
+        assert_eq!(
+            interpreter_in("python3", dir.path(), &["python3".into()]),
+            None,
+            "the user named it"
+        );
+        #[cfg(unix)]
+        {
+            let Some(sh) = real_program("sh", dir.path()) else {
+                return; // no sh on this machine
+            };
+            std::fs::create_dir(dir.path().join("scripts")).unwrap();
+            std::os::unix::fs::symlink(&sh, dir.path().join("scripts/run")).unwrap();
+            let caught = interpreter_in("scripts/run", dir.path(), &[]);
+            assert!(caught.as_deref().is_some_and(is_interpreter), "{caught:?}");
+            std::os::unix::fs::symlink(&sh, dir.path().join("innocent")).unwrap();
+            let absolute = dir.path().join("innocent");
+            assert!(interpreter_in(absolute.to_str().unwrap(), Path::new("/"), &[]).is_some());
+            assert_eq!(interpreter_in("grep", dir.path(), &[]), None);
         }
     }
 
