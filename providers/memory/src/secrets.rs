@@ -53,6 +53,9 @@ struct Rule {
     description: &'static str,
     pattern: &'static str,
     value: Value,
+    /// The pattern starts with a vendor's distinctive prefix, so it also fires glued to the
+    /// word before it (`xghp_…`, `Preghp_…`): its leading `\b` is dropped when compiled.
+    glued: bool,
 }
 
 const fn rule(name: &'static str, description: &'static str, pattern: &'static str) -> Rule {
@@ -61,6 +64,18 @@ const fn rule(name: &'static str, description: &'static str, pattern: &'static s
         description,
         pattern,
         value: Value::Any,
+        glued: false,
+    }
+}
+
+/// A vendor token with a distinctive prefix: fires anywhere, even glued to a word.
+const fn token(name: &'static str, description: &'static str, pattern: &'static str) -> Rule {
+    Rule {
+        name,
+        description,
+        pattern,
+        value: Value::Any,
+        glued: true,
     }
 }
 
@@ -70,6 +85,7 @@ const fn valued(name: &'static str, description: &'static str, pattern: &'static
         description,
         pattern,
         value,
+        glued: false,
     }
 }
 
@@ -85,7 +101,7 @@ const RULES: &[Rule] = &[
         // key body too.
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
     ),
-    rule(
+    token(
         "age-secret-key",
         "an age secret key",
         r"\bAGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}\b",
@@ -96,7 +112,7 @@ const RULES: &[Rule] = &[
         r"PuTTY-User-Key-File-[23]:",
     ),
     // ----- cloud providers --------------------------------------------------------------
-    rule(
+    token(
         "aws-access-key-id",
         "an AWS access key id",
         r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|A3T[A-Z0-9])[0-9A-Z]{16}\b",
@@ -141,37 +157,37 @@ const RULES: &[Rule] = &[
         "an Azure AD client secret",
         r"(?:^|[^A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?:[^A-Za-z0-9_~.\-]|$)",
     ),
-    rule(
+    token(
         "google-api-key",
         "a Google API key",
         r"\bAIza[0-9A-Za-z_\-]{35}\b",
     ),
-    rule(
+    token(
         "google-oauth-client-secret",
         "a Google OAuth client secret",
         r"\bGOCSPX-[A-Za-z0-9_\-]{28}\b",
     ),
-    rule(
+    token(
         "google-oauth-token",
         "a Google OAuth access token",
         r"\bya29\.[A-Za-z0-9_\-]{30,}",
     ),
-    rule(
+    token(
         "alibaba-access-key-id",
         "an Alibaba Cloud access key id",
         r"\bLTAI[A-Za-z0-9]{20}\b",
     ),
-    rule(
+    token(
         "digitalocean-token",
         "a DigitalOcean token",
         r"\bdo[opr]_v1_[a-f0-9]{64}\b",
     ),
-    rule(
+    token(
         "heroku-api-key",
         "a Heroku API key",
         r"\bHRKU-[A-Za-z0-9_\-]{58,62}\b",
     ),
-    rule(
+    token(
         "hashicorp-vault-token",
         "a HashiCorp Vault token",
         r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}",
@@ -181,18 +197,19 @@ const RULES: &[Rule] = &[
         "a Terraform Cloud API token",
         r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}",
     ),
-    rule("pulumi-token", "a Pulumi access token", r"\bpul-[a-f0-9]{40}\b"),
-    rule(
+    token("pulumi-token", "a Pulumi access token", r"\bpul-[a-f0-9]{40}\b"),
+    token(
         "doppler-token",
         "a Doppler token",
-        r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}\b",
+        // Service tokens carry their environment: `dp.st.dev.…`, `dp.st.prd_eu.…`.
+        r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.(?:[A-Za-z0-9_\-]{1,40}\.)?[A-Za-z0-9]{40,44}\b",
     ),
-    rule(
+    token(
         "databricks-token",
         "a Databricks token",
         r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
     ),
-    rule(
+    token(
         "supabase-token",
         "a Supabase access token",
         r"\bsbp_[a-f0-9]{40}\b",
@@ -202,40 +219,76 @@ const RULES: &[Rule] = &[
         "a Cloudflare origin CA key",
         r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b",
     ),
+    token(
+        "supabase-secret-key",
+        "a Supabase secret API key",
+        r"\bsb_secret_[A-Za-z0-9_\-]{20,}",
+    ),
+    token(
+        "fly-io-token",
+        "a Fly.io access token",
+        r"\b(?:FlyV1\s+)?(?:fm[12][ar]?|fo1)_[A-Za-z0-9+/=_\-]{40,}",
+    ),
+    token(
+        "tailscale-key",
+        "a Tailscale auth, API or OAuth key",
+        r"\btskey-[a-z]+-[A-Za-z0-9]{4,}-[A-Za-z0-9]{16,}\b",
+    ),
+    token(
+        "dynatrace-token",
+        "a Dynatrace API token",
+        r"\bdt0[a-z]\d{2}\.[A-Z0-9]{24}\.[A-Z0-9]{64}\b",
+    ),
+    token(
+        "yandex-cloud-key",
+        "a Yandex Cloud API key or IAM token",
+        r"\b(?:AQVN[A-Za-z0-9_\-]{35,38}|t1\.[A-Za-z0-9_\-]+={0,2}\.[A-Za-z0-9_\-]{86}={0,2})",
+    ),
+    token("neon-api-key", "a Neon API key", r"\bnapi_[a-z0-9]{64}\b"),
+    token(
+        "deno-deploy-token",
+        "a Deno Deploy token",
+        r"\bdd[pw]_[A-Za-z0-9]{36}\b",
+    ),
+    token(
+        "netlify-token",
+        "a Netlify access token",
+        r"\bnf[pc]_[A-Za-z0-9]{36,40}\b",
+    ),
     // ----- code hosting and package registries ------------------------------------------
-    rule(
+    token(
         "github-token",
         "a GitHub token",
         r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b",
     ),
-    rule(
+    token(
         "github-fine-grained-token",
         "a GitHub fine-grained personal access token",
         r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b",
     ),
-    rule(
+    token(
         "gitlab-token",
         "a GitLab token",
         r"\bgl(?:pat|dt|ptt|rt|cbt|oas|soat|ffct|agent|imt|ft)-[A-Za-z0-9_\-]{20,}\b",
     ),
-    rule(
+    token(
         "bitbucket-app-password",
         "a Bitbucket or Atlassian API token",
         r"\b(?:ATBB|ATATT)[A-Za-z0-9_=\-]{24,}\b",
     ),
-    rule("npm-token", "an npm access token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    token("npm-token", "an npm access token", r"\bnpm_[A-Za-z0-9]{36}\b"),
     valued(
         "npmrc-auth-token",
         "an npm registry auth token",
         r#"(?i)(?:^|[\s:/])_auth(?:Token)?\s*=\s*["']?(?P<value>[^\s"']{8,})"#,
         Value::Literal,
     ),
-    rule(
+    token(
         "pypi-token",
         "a PyPI upload token",
         r"\bpypi-AgE[A-Za-z0-9_\-]{50,}",
     ),
-    rule(
+    token(
         "rubygems-api-key",
         "a RubyGems API key",
         r"\brubygems_[a-f0-9]{48}\b",
@@ -246,43 +299,43 @@ const RULES: &[Rule] = &[
         "a Clojars deploy token",
         r"(?i)\bCLOJARS_[a-z0-9]{60}\b",
     ),
-    rule(
+    token(
         "docker-hub-token",
         "a Docker Hub access token",
         r"\bdckr_(?:pat|oat)_[A-Za-z0-9_\-]{27,}",
     ),
-    rule(
+    token(
         "postman-api-key",
         "a Postman API key",
         r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b",
     ),
     // ----- developer services -----------------------------------------------------------
-    rule(
+    token(
         "linear-api-key",
         "a Linear API key",
         r"\blin_api_[A-Za-z0-9]{40}\b",
     ),
-    rule(
+    token(
         "sentry-token",
         "a Sentry auth token",
         r"\b(?:sntrys_eyJ[A-Za-z0-9_=+/\-]{50,}|sntryu_[a-f0-9]{64}\b)",
     ),
-    rule(
+    token(
         "grafana-token",
         "a Grafana token",
         r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|glc_[A-Za-z0-9+/]{32,}={0,2})",
     ),
-    rule(
+    token(
         "new-relic-key",
         "a New Relic key",
         r"\bNR(?:AK|II|JS)-[A-Za-z0-9]{19,32}\b",
     ),
-    rule(
+    token(
         "planetscale-token",
         "a PlanetScale token or password",
         r"\bpscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=\-]{32,64}",
     ),
-    rule(
+    token(
         "onepassword-service-token",
         "a 1Password service account token",
         r"\bops_eyJ[A-Za-z0-9+/=_\-]{100,}",
@@ -307,8 +360,45 @@ const RULES: &[Rule] = &[
         "a Dropbox access token",
         r"\bsl\.[A-Za-z0-9_\-]{130,}",
     ),
+    token(
+        "buildkite-token",
+        "a Buildkite API or agent token",
+        r"\bbk(?:ua|at)_[A-Za-z0-9]{40}\b",
+    ),
+    token(
+        "sourcegraph-token",
+        "a Sourcegraph access token",
+        r"\bsgp_(?:[a-f0-9]{16}_|local_)?[a-f0-9]{40}\b",
+    ),
+    token(
+        "figma-token",
+        "a Figma personal access token",
+        r"\bfigd_[A-Za-z0-9_\-]{40,}",
+    ),
+    token("prefect-token", "a Prefect API key", r"\bpnu_[A-Za-z0-9]{36}\b"),
+    token("readme-api-key", "a ReadMe API key", r"\brdme_[a-z0-9]{70}\b"),
+    token(
+        "typeform-token",
+        "a Typeform personal token",
+        r"\btfp_[A-Za-z0-9_\-.=]{59}",
+    ),
+    token(
+        "artifactory-token",
+        "a JFrog Artifactory API key or reference token",
+        r"\b(?:AKCp[A-Za-z0-9]{69}|cmVmdGtu[A-Za-z0-9]{56})\b",
+    ),
+    token(
+        "infracost-api-key",
+        "an Infracost API key",
+        r"\bico-[A-Za-z0-9]{32}\b",
+    ),
+    token(
+        "onepassword-secret-key",
+        "a 1Password account secret key",
+        r"\bA3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}\b",
+    ),
     // ----- AI services ------------------------------------------------------------------
-    rule(
+    token(
         "anthropic-api-key",
         "an Anthropic API key",
         r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}",
@@ -319,24 +409,55 @@ const RULES: &[Rule] = &[
         r"\bsk-(?:(?:proj|svcacct|admin|None)-(?P<value>[A-Za-z0-9_\-]{20,})|(?P<legacy>[A-Za-z0-9]{32,}))\b",
         Value::Random,
     ),
-    rule(
+    token(
         "huggingface-token",
         "a Hugging Face token",
         r"\bhf_[A-Za-z0-9]{34,}\b",
     ),
-    rule("groq-api-key", "a Groq API key", r"\bgsk_[A-Za-z0-9]{48,56}\b"),
-    rule(
+    token("groq-api-key", "a Groq API key", r"\bgsk_[A-Za-z0-9]{48,56}\b"),
+    token(
         "replicate-token",
         "a Replicate API token",
         r"\br8_[A-Za-z0-9]{37}\b",
     ),
-    rule(
+    token(
         "perplexity-api-key",
         "a Perplexity API key",
         r"\bpplx-[A-Za-z0-9]{48}\b",
     ),
+    token(
+        "sk-vendor-api-key",
+        "an API key of the sk-VENDOR-vN- family (OpenRouter and others)",
+        r"\bsk-[a-z]{2,8}-v\d{1,2}-[A-Za-z0-9]{32,}\b",
+    ),
+    token(
+        "sk-hex-api-key",
+        "an API key of the sk-HEX family (DeepSeek and others)",
+        r"\bsk-[a-f0-9]{32,64}\b",
+    ),
+    token(
+        "langfuse-secret-key",
+        "a Langfuse secret key",
+        r"\bsk-lf-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}\b",
+    ),
+    token("xai-api-key", "an xAI API key", r"\bxai-[A-Za-z0-9]{60,100}\b"),
+    token(
+        "pinecone-api-key",
+        "a Pinecone API key",
+        r"\bpcsk_[A-Za-z0-9_]{40,}",
+    ),
+    token(
+        "langsmith-api-key",
+        "a LangSmith API key",
+        r"\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b",
+    ),
+    token(
+        "fireworks-api-key",
+        "a Fireworks AI API key",
+        r"\bfw_[A-Za-z0-9]{24,}\b",
+    ),
     // ----- messaging, payments, e-mail --------------------------------------------------
-    rule(
+    token(
         "slack-token",
         "a Slack token",
         r"\bxox[abposre]-[A-Za-z0-9-]{10,}\b",
@@ -382,12 +503,12 @@ const RULES: &[Rule] = &[
         "a Mailchimp API key",
         r"\b[0-9a-f]{32}-us\d{1,2}\b",
     ),
-    rule(
+    token(
         "stripe-key",
         "a Stripe API key",
         r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
     ),
-    rule(
+    token(
         "stripe-webhook-secret",
         "a Stripe webhook signing secret",
         r"\bwhsec_[A-Za-z0-9]{32,}\b",
@@ -397,7 +518,7 @@ const RULES: &[Rule] = &[
         "a Square access token",
         r"\b(?:EAAA[A-Za-z0-9_\-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43})\b",
     ),
-    rule(
+    token(
         "shopify-token",
         "a Shopify access token",
         r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",
@@ -411,6 +532,31 @@ const RULES: &[Rule] = &[
         "twitter-bearer-token",
         "a Twitter (X) bearer token",
         r"\bA{22}[A-Za-z0-9%]{30,}",
+    ),
+    token(
+        "firebase-cloud-messaging-key",
+        "a Firebase Cloud Messaging server key",
+        r"\bAAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}",
+    ),
+    token(
+        "resend-api-key",
+        "a Resend API key",
+        r"\bre_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b",
+    ),
+    token(
+        "easypost-api-key",
+        "an EasyPost API key",
+        r"\bEZ[AT]K[A-Za-z0-9]{54}\b",
+    ),
+    token(
+        "flutterwave-key",
+        "a Flutterwave secret or encryption key",
+        r"\bFLW(?:SECK|PUBK)(?:_TEST)?-[a-h0-9]{32}-X\b",
+    ),
+    token(
+        "shippo-token",
+        "a Shippo API token",
+        r"\bshippo_(?:live|test)_[a-f0-9]{40}\b",
     ),
     // ----- generic ----------------------------------------------------------------------
     rule(
@@ -437,9 +583,28 @@ const RULES: &[Rule] = &[
         Value::Literal,
     ),
     valued(
+        "authorization-header",
+        "an Authorization header with a token",
+        r#"(?i)\b(?:authorization|auth)\b["']?\s*[:=]\s*["']?(?:token|apikey|api-key|key|bot|sso-key|otoken|ssws|dsn|splunk)\s+(?P<value>[A-Za-z0-9_\-.=+/:]{16,})"#,
+        Value::Literal,
+    ),
+    valued(
+        "docker-config-auth",
+        "registry credentials from a Docker config.json",
+        r#"(?i)"(?:auth|identitytoken|registrytoken)"\s*:\s*"(?P<value>[A-Za-z0-9+/=_.\-]{12,})""#,
+        Value::Literal,
+    ),
+    valued(
+        "netrc-password",
+        "a password from a .netrc file",
+        r"(?i)\b(?:machine|login|default)\s+\S+(?:\s+\S+){0,4}?\s+password\s+(?P<value>\S{3,})",
+        Value::Password,
+    ),
+    valued(
         "password-assignment",
         "a password assignment",
-        r#"(?i)\b(?:[a-z0-9]+[_-])*(?:password|passwd|passphrase|pwd)\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[^\s"',;]{3,})"#,
+        // `PGPASSWORD`, `DB_PASSWORD`, `SMTP_PASS`, `MYSQL_PWD`.
+        r#"(?i)\b(?:[a-z0-9_\-]*(?:password|passwd|passphrase|pwd)|(?:[a-z0-9]+[_-])+pass)\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[^\s"',;]{3,})"#,
         Value::Literal,
     ),
     valued(
@@ -483,7 +648,13 @@ fn compiled() -> &'static Compiled {
     COMPILED.get_or_init(|| {
         let patterns: Vec<String> = RULES
             .iter()
-            .map(|r| r.pattern.replace(r"\b", r"(?-u:\b)"))
+            .map(|r| {
+                let pattern = match r.pattern.strip_prefix(r"\b") {
+                    Some(rest) if r.glued => rest,
+                    _ => r.pattern,
+                };
+                pattern.replace(r"\b", r"(?-u:\b)")
+            })
             .collect();
         Compiled {
             set: RegexSet::new(&patterns).expect("the secret rules are valid regexes"),
@@ -557,7 +728,43 @@ fn is_literal(value: &str) -> bool {
         "password",
         "vault",
     ];
-    !PREFIXES.iter().any(|p| lower.starts_with(p)) && !POINTERS.contains(&lower.as_str())
+    !PREFIXES.iter().any(|p| lower.starts_with(p))
+        && !POINTERS.contains(&lower.as_str())
+        && !is_type_name(&lower)
+}
+
+/// A type in typed code, not a value: `api_key: SecretStr`, `password: str`,
+/// `token: Optional[str]`, `secret: String`. The identifier the value starts with, when it is
+/// a known type or a word ending like a string type (`SecretStr`, `SecureString`).
+fn is_type_name(lower: &str) -> bool {
+    const TYPES: &[&str] = &[
+        "str",
+        "string",
+        "bytes",
+        "optional",
+        "option",
+        "field",
+        "sensitive",
+        "any",
+        "int",
+        "bool",
+        "text",
+        "char",
+        "buffer",
+        "uint8array",
+        "credentials",
+        "credential",
+    ];
+    let head = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("");
+    let rest = &lower[head.len()..];
+    let ends_a_type = rest.is_empty() || rest.starts_with(['[', '<', '(', '|', '?', '.']);
+    ends_a_type
+        && (TYPES.contains(&head)
+            || (head.bytes().all(|b| b.is_ascii_alphabetic())
+                && ["str", "string", "bytes"].iter().any(|t| head.ends_with(t))))
 }
 
 /// Upper case, lower case and digits: what a machine-made key looks like.
@@ -802,6 +1009,15 @@ mod tests {
             ("terraform-cloud-token", format!("{}.atlasv1.{}", r(14), r(67))),
             ("pulumi-token", format!("pul-{}", h(40))),
             ("doppler-token", format!("dp.pt.{}", r(43))),
+            ("doppler-token", format!("dp.st.dev.{}", r(40))),
+            ("supabase-secret-key", format!("sb_secret_{}", r(31))),
+            ("fly-io-token", format!("FlyV1 fm2_{}", r(120))),
+            ("tailscale-key", format!("tskey-auth-k{}-{}", r(10), r(30))),
+            ("dynatrace-token", format!("dt0c01.{}.{}", "ST2EY72KQINMH574WMNVI7YN", "G3DFPBEJYMODIDAEX454M7YWBUVEFOWKPRVMWFASS64NFH52PX6BNDVFFM572RZM")),
+            ("yandex-cloud-key", format!("AQVN{}", r(36))),
+            ("neon-api-key", format!("napi_{}", l(64))),
+            ("deno-deploy-token", format!("ddp_{}", r(36))),
+            ("netlify-token", format!("nfp_{}", r(36))),
             ("databricks-token", format!("dapi{}", h(32))),
             ("supabase-token", format!("sbp_{}", h(40))),
             ("cloudflare-origin-ca-key", format!("v1.0-{}-{}", h(24), h(146))),
@@ -818,6 +1034,15 @@ mod tests {
             ("docker-hub-token", format!("dckr_pat_{}", r(27))),
             ("postman-api-key", format!("PMAK-{}-{}", h(24), h(34))),
             ("linear-api-key", format!("lin_api_{}", r(40))),
+            ("buildkite-token", format!("bkua_{}", h(40))),
+            ("sourcegraph-token", format!("sgp_{}_{}", h(16), h(40))),
+            ("figma-token", format!("figd_{}", r(40))),
+            ("prefect-token", format!("pnu_{}", r(36))),
+            ("readme-api-key", format!("rdme_{}", l(70))),
+            ("typeform-token", format!("tfp_{}", r(59))),
+            ("artifactory-token", format!("AKCp{}", r(69))),
+            ("infracost-api-key", format!("ico-{}", r(32))),
+            ("onepassword-secret-key", format!("A3-{}-{}-{}-{}-{}", "ASWWYB", "798JRYLJVD4", "23DC2", "86TVM", "H43EB")),
             ("sentry-token", format!("sntryu_{}", h(64))),
             ("grafana-token", format!("glsa_{}_{}", r(32), h(8))),
             ("new-relic-key", format!("NRAK-{}", r(27))),
@@ -831,6 +1056,13 @@ mod tests {
             ("openai-api-key", format!("sk-proj-{}", r(40))),
             ("openai-api-key", format!("sk-{}", r(48))),
             ("huggingface-token", format!("hf_{}", r(34))),
+            ("sk-vendor-api-key", format!("sk-or-v1-{}", h(64))),
+            ("sk-hex-api-key", format!("sk-{}", h(32))),
+            ("langfuse-secret-key", format!("sk-lf-{}-{}-{}-{}-{}", h(8), h(4), h(4), h(4), h(12))),
+            ("xai-api-key", format!("xai-{}", r(80))),
+            ("pinecone-api-key", format!("pcsk_{}_{}", r(6), r(60))),
+            ("langsmith-api-key", format!("lsv2_pt_{}_{}", h(32), h(10))),
+            ("fireworks-api-key", format!("fw_{}", r(24))),
             ("groq-api-key", format!("gsk_{}", r(52))),
             ("replicate-token", format!("r8_{}", r(37))),
             ("perplexity-api-key", format!("pplx-{}", r(48))),
@@ -846,6 +1078,11 @@ mod tests {
             ("mailgun-api-key", format!("key-{}", h(32))),
             ("mailchimp-api-key", format!("{}-us12", h(32))),
             ("stripe-key", format!("sk_live_{}", r(24))),
+            ("firebase-cloud-messaging-key", format!("AAAA{}:APA91b{}", r(7), r(134))),
+            ("resend-api-key", format!("re_{}_{}", r(8), r(24))),
+            ("easypost-api-key", format!("EZAK{}", r(54))),
+            ("flutterwave-key", format!("FLWSECK_TEST-{}-X", h(32))),
+            ("shippo-token", format!("shippo_live_{}", h(40))),
             ("stripe-webhook-secret", format!("whsec_{}", r(32))),
             ("square-token", format!("sq0atp-{}", r(22))),
             ("shopify-token", format!("shpat_{}", h(32))),
@@ -856,7 +1093,14 @@ mod tests {
             ("url-credentials", format!("redis://:{}@cache.internal:6379", "s3cretpw")),
             ("basic-auth", format!("Authorization: Basic {}", "dXNlcjpodW50ZXIy")),
             ("bearer-token", format!("Authorization: Bearer {}", r(32))),
+            ("authorization-header", format!("Authorization: Token {}", h(40))),
+            ("authorization-header", format!("authorization: SSWS {}", r(42))),
+            ("docker-config-auth", format!("{{\"auths\": {{\"ghcr.io\": {{\"auth\": \"{}\"}}}}}}", "YW5uOmh1bnRlcjJodW50ZXIy")),
+            ("netrc-password", format!("machine api.example.com login ann password {}", "Xk29fa8q")),
+            ("netrc-password", format!("machine db\n  login ann\n  password {}", "s3cr3t!")),
             ("password-assignment", "password=hunter22".to_string()),
+            ("password-assignment", format!("PGPASSWORD={} psql -h db", "Tr0ub4dor")),
+            ("password-assignment", format!("SMTP_PASS={}", "mail-s3cret")),
             ("password-assignment", "DB_PASSWORD: \"correct-horse\"".to_string()),
             ("password-phrase", format!("my password is {}", "hunter2")),
             ("password-phrase", format!("the password for the prod db is {}", "Tr0ub4dor")),
@@ -886,6 +1130,40 @@ mod tests {
         }
     }
 
+    /// Variants of the families the examples do not show (other environments, kinds, lengths
+    /// and spellings), each refused and redacted without a trace.
+    #[test]
+    fn held_out_variants_of_each_family_are_refused() {
+        for text in [
+            format!("sb_secret_{}", r(40)),
+            format!("fo1_{}", r(43)),
+            format!("fm1r_{}", r(90)),
+            format!("dp.st.prd_eu.{}", r(43)),
+            format!("tskey-client-k{}-{}", r(8), r(40)),
+            format!("tskey-api-k{}-{}", r(12), r(24)),
+            format!("sk-or-v2-{}", h(64)),
+            format!("sk-{}", h(48)),
+            format!("{{\"identitytoken\": \"{}\"}}", r(40)),
+            format!("default login ann password {}", "pa55word!"),
+            format!("export PGPASSWORD='{}'", "Tr0ub4dor"),
+            format!("MYSQL_PWD={}", "x9-secret"),
+            format!("DB_PASS: {}", "hunter2hunter"),
+            format!("AAAA{}:APA91b{}", r(7), r(140)),
+            format!("authorization: token {}", h(32)),
+            format!("pcsk_{}_{}", r(5), r(70)),
+            format!("xai-{}", r(84)),
+            format!("lsv2_sk_{}_{}", h(32), h(10)),
+            format!("bkat_{}", r(40)),
+            format!("nfc_{}", r(40)),
+            format!("my token is x{}", format!("glpat-{}", r(20))),
+        ] {
+            let line = format!("note: {text} (keep it safe)");
+            assert!(find_secret(&line).is_some(), "not refused: {text}");
+            let red = redact(&line);
+            assert!(!red.contains(&text), "echoed: {red}");
+        }
+    }
+
     #[test]
     fn ordinary_text_passes() {
         for text in [
@@ -911,6 +1189,17 @@ mod tests {
             "the release archive's sha256 is 3f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d8264",
             "Microsoft.Extensions.DependencyInjection is the container",
             "use ＡＷＳ regions close to users",
+            // Typed code: types, not values.
+            "settings has api_key: SecretStr loaded from the environment",
+            "class Settings(BaseSettings): api_key: SecretStr; password: str; token: Optional[str] = None",
+            "struct Config { password: String, api_token: SecureString }",
+            "def connect(password: str, secret: bytes) -> None:",
+            "the login page has a password reset link",
+            "machine learning models need a password manager",
+            "Authorization: Token <your token>",
+            "\"auth\": \"${DOCKER_AUTH}\"",
+            "sk-learn and sk-image are libraries",
+            "the tskey-auth- prefix marks Tailscale auth keys",
         ] {
             assert_eq!(find_secret(text), None, "false positive on {text:?}");
             assert_eq!(redact(text), text);
@@ -921,6 +1210,10 @@ mod tests {
     fn invisible_and_full_width_characters_do_not_hide_a_secret() {
         let zero_width = format!("token gh\u{200b}p_{}", r(36));
         let found = find_secret(&zero_width).expect("zero-width space");
+        // A token glued to the word before it.
+        for glued in [format!("xghp_{}", r(36)), format!("Preghp_{}", r(36))] {
+            assert!(find_secret(&glued).is_some(), "{glued}");
+        }
         assert_eq!(found.rule, "github-token");
         let joiner = format!("AKIA\u{2060}{}\u{feff}", "IOSFODNN7EXAMPLE");
         assert_eq!(find_secret(&joiner).unwrap().rule, "aws-access-key-id");
