@@ -1155,7 +1155,7 @@ mod tests {
             format!("lsv2_sk_{}_{}", h(32), h(10)),
             format!("bkat_{}", r(40)),
             format!("nfc_{}", r(40)),
-            format!("my token is x{}", format!("glpat-{}", r(20))),
+            format!("my token is xglpat-{}", r(20)),
         ] {
             let line = format!("note: {text} (keep it safe)");
             assert!(find_secret(&line).is_some(), "not refused: {text}");
