@@ -18,7 +18,7 @@ use crate::CliError;
 
 /// A file named by a path relative to a folder the user chose (the folder itself may be a
 /// link; nothing below it may be).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ConfinedFile {
     root: PathBuf,
     relative: PathBuf,
@@ -35,8 +35,8 @@ impl ConfinedFile {
         }
     }
 
-    /// The file as `root` in the user config's folder and the file name (for the user's own
-    /// files, whose folder the user chose).
+    /// `path` as its folder (the root: the user's own files, whose folder the user chose) and
+    /// its file name.
     pub fn in_folder_of(path: &Path) -> Self {
         let root = path
             .parent()

@@ -72,8 +72,8 @@ pub struct EventArgs {
     #[arg(long)]
     pub max_skills: Option<usize>,
     /// Seconds from the start until the answer is printed, whatever is still loading (the
-    /// hosts give a hook 10 s at most, then drop it). Work cut short is finished by the next
-    /// events, so they answer in full.
+    /// hosts give a hook 10 s at most, then drop it). Skills still loading then are finished in
+    /// the background and cached, so the next events answer in full.
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS", value_parser = parse_deadline)]
     pub deadline: f64,
     /// Exit 1 on bad input or setup instead of 0 (for tests; a host hook must not fail).
