@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use ctxkit::{Agent, Assembly, BpeCounter, ChatModel, MemoCounter, Phase};
-use ctxkit_skills::{
-    LoadOptions, Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
-};
+use ctxkit_skills::{LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
 
 use crate::memory::open::{
     default_project, memory_db_path, normalize_project, open_hook, open_provider, open_provider_with,
@@ -198,7 +196,7 @@ impl RequestOptions {
 
     /// The injection mode: `--mode`, else the config's, else hybrid.
     pub fn mode(&self, config: &Config) -> Mode {
-        self.mode.or(config.mode()).unwrap_or_default()
+        config.skill_config(self.mode, None).mode
     }
 
     pub fn instructions(&self) -> Result<String, CliError> {
@@ -247,24 +245,10 @@ impl RequestOptions {
             &self.allow_interpreters,
             std::env::current_dir().ok(),
         );
-        let defaults = SkillConfig::default();
         let skill_config = SkillConfig {
-            mode,
-            select: SelectOptions {
-                max_skills: self
-                    .max_skills
-                    .or(config.max_skills())
-                    .unwrap_or(defaults.select.max_skills),
-                ..Default::default()
-            },
-            // `full` is the baseline: what sending every skill costs, without a budget.
-            token_budget: (mode != Mode::Full)
-                .then(|| config.token_budget().unwrap_or(SkillConfig::DEFAULT_TOKEN_BUDGET)),
-            catalog_tokens: config.catalog_tokens().unwrap_or(defaults.catalog_tokens),
-            max_content_lines: config.max_content_lines().unwrap_or(defaults.max_content_lines),
             tools,
             counter: counter.clone(),
-            ..defaults
+            ..config.skill_config(Some(mode), self.max_skills)
         };
         let skills = SkillContextProvider::new(library.clone(), skill_config);
         // The hooks of the skills selected in each run, for the skills trusted like tools.

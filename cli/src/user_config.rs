@@ -34,7 +34,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use ctxkit_skills::{ExecOptions, ExternalSkills, HookOptions, Mode, SkillRoot, Source, ToolTrust};
+use ctxkit_skills::{
+    ExecOptions, ExternalSkills, HookOptions, Mode, SelectOptions, SkillConfig, SkillRoot, Source, ToolTrust,
+};
 use serde::Deserialize;
 
 use crate::confined_file::ConfinedFile;
@@ -220,7 +222,7 @@ impl Config {
     }
 
     /// `[skills] mode`, checked when the file was read.
-    pub fn mode(&self) -> Option<Mode> {
+    fn mode(&self) -> Option<Mode> {
         let mode = self
             .project
             .skills
@@ -231,22 +233,45 @@ impl Config {
     }
 
     /// `[skills] max_skills`, else an external file's `settings.max_skills_per_story`.
-    pub fn max_skills(&self) -> Option<usize> {
+    fn max_skills(&self) -> Option<usize> {
         self.skills(|s| s.max_skills).or(self.extra.max_skills)
     }
 
-    pub fn token_budget(&self) -> Option<usize> {
+    fn token_budget(&self) -> Option<usize> {
         self.skills(|s| s.token_budget)
     }
 
-    pub fn catalog_tokens(&self) -> Option<usize> {
+    fn catalog_tokens(&self) -> Option<usize> {
         self.skills(|s| s.catalog_tokens)
     }
 
     /// `[skills] max_content_lines`, else an external file's `settings.max_content_lines`.
-    pub fn max_content_lines(&self) -> Option<usize> {
+    fn max_content_lines(&self) -> Option<usize> {
         self.skills(|s| s.max_content_lines)
             .or(self.extra.max_content_lines)
+    }
+
+    /// The skill provider's settings for every command: each one the command-line flag when
+    /// given, else the config's, else the default — decided here once, so `context`, `chat`,
+    /// the hooks and `mcp` select the same skills. `full` mode has no token budget (it is the
+    /// baseline of what sending everything costs).
+    pub fn skill_config(&self, mode: Option<Mode>, max_skills: Option<usize>) -> SkillConfig {
+        let defaults = SkillConfig::default();
+        let mode = mode.or(self.mode()).unwrap_or_default();
+        SkillConfig {
+            mode,
+            select: SelectOptions {
+                max_skills: max_skills
+                    .or(self.max_skills())
+                    .unwrap_or(defaults.select.max_skills),
+                ..defaults.select.clone()
+            },
+            token_budget: (mode != Mode::Full)
+                .then(|| self.token_budget().unwrap_or(SkillConfig::DEFAULT_TOKEN_BUDGET)),
+            catalog_tokens: self.catalog_tokens().unwrap_or(defaults.catalog_tokens),
+            max_content_lines: self.max_content_lines().unwrap_or(defaults.max_content_lines),
+            ..defaults
+        }
     }
 
     /// The roots the config adds: `[[skills.roots]]` and the skills of each `external` file,

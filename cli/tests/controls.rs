@@ -653,3 +653,102 @@ fn the_mcp_server_honours_disabled_skills() {
     drop(input);
     child.wait().unwrap();
 }
+
+/// One decision everywhere: for one project and message, `context`, the hook (session start,
+/// then the prompt) and MCP `match_skills` name the same skills — a skill the project's files
+/// detect, a trigger match, and not the skill the project turned off.
+#[test]
+fn context_the_hook_and_mcp_select_the_same_skills() {
+    use std::io::{BufRead, BufReader, Write};
+    let s = Setup {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    std::fs::create_dir_all(s.project()).unwrap();
+    write(
+        &s.project().join("Cargo.toml"),
+        "[package]\nname = \"p\"\n[dependencies]\ntokio = \"1\"\n",
+    );
+    s.skill(
+        "async-rust",
+        "---\nname: async-rust\ndescription: Async Rust with tokio\ndetect:\n  files: [Cargo.toml]\n  patterns: [tokio]\n---\nASYNC-BODY\n",
+    );
+    s.skill(
+        "greet",
+        "---\nname: greet\ndescription: Greetings\ntriggers: [greet]\n---\nGREET-BODY\n",
+    );
+    s.skill(
+        "zebra",
+        "---\nname: zebra\ndescription: Zebra team rules\ntriggers: [zebra]\n---\nZEBRA-BODY\n",
+    );
+    s.ok(&["skills", "disable", "zebra"]);
+    let message = "I greet the zebra team";
+    let sorted = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    let expected = ["async-rust", "greet"];
+
+    // `context --json`.
+    let context: Vec<String> = serde_json::from_value(s.injected(&[], message)).unwrap();
+    assert_eq!(sorted(context), expected);
+
+    // The hook: what the session start and the prompt send together.
+    let project = s.project().canonicalize().unwrap();
+    let mut sent = Vec::new();
+    for event in [
+        json!({"session_id": "one", "cwd": project, "hook_event_name": "SessionStart", "source": "startup"}),
+        json!({"session_id": "one", "cwd": project, "hook_event_name": "UserPromptSubmit", "prompt": message}),
+    ] {
+        let o = support::run_with_stdin(
+            s.command()
+                .args(["hook", "claude-code", "--no-memory", "--strict"]),
+            event.to_string().as_bytes(),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        for (name, body) in [
+            ("async-rust", "ASYNC-BODY"),
+            ("greet", "GREET-BODY"),
+            ("zebra", "ZEBRA-BODY"),
+        ] {
+            if out.contains(body) {
+                sent.push(name.to_string());
+            }
+        }
+    }
+    assert_eq!(sorted(sent), expected);
+
+    // MCP `match_skills`.
+    let mut child = s
+        .command()
+        .args(["mcp", "--watch", "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "match_skills", "arguments": {"message": message}}}),
+    ] {
+        writeln!(input, "{message}").unwrap();
+    }
+    let answer = loop {
+        let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if v["id"] == 2 {
+            break v;
+        }
+    };
+    let matched: Vec<String> = answer["result"]["structuredContent"]["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(sorted(matched), expected);
+    drop(input);
+    child.wait().unwrap();
+}

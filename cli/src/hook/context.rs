@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use ctxkit::{ContextProvider, Message, RunInfo, RunOutcome, State};
 use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
-use ctxkit_skills::{Reason, SelectOptions, Skill, SkillLibrary, SkillRoot, Source};
+use ctxkit_skills::{Reason, Skill, SkillContextProvider, SkillRoot, Source};
 
 use super::event::EventKind;
 use super::session::SessionState;
@@ -75,8 +75,12 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
                     text.push(&pinned);
                 }
             }
+            // What belongs to the project rather than to a prompt: `always` skills and those
+            // its files auto-detect.
             if let Some(skills) = skills {
-                add_skills(&mut text, &mut session, &skills, "", |r| r == Reason::Always);
+                add_skills(&mut text, &mut session, &skills, request.cwd, "", |r| {
+                    matches!(r, Reason::Always | Reason::Detected)
+                });
             }
         }
         EventKind::Prompt(prompt) => {
@@ -95,7 +99,9 @@ pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<Str
             }
             // `always` skills belong to the session start, not to every prompt.
             if let Some(skills) = skills {
-                add_skills(&mut text, &mut session, &skills, prompt, |r| r != Reason::Always);
+                add_skills(&mut text, &mut session, &skills, request.cwd, prompt, |r| {
+                    r != Reason::Always
+                });
             }
         }
     }
@@ -170,16 +176,15 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
     Ok(roots)
 }
 
-/// The event's project's skills under its config (the skills as `roots` finds them, and the
-/// most selected per prompt), as the session start and a prompt both use them.
-pub fn load_skills(cwd: &Path, args: &EventArgs) -> Result<(Arc<SkillLibrary>, usize), CliError> {
+/// The event's project's skill provider under its config: the skills as `roots` finds them,
+/// selected as every other command selects them (auto-detection, `disabled`, `max_skills`).
+pub fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextProvider, CliError> {
     let config = Config::load(cwd)?;
     let library = load_library(roots(args, cwd)?, &config);
-    let max_skills = args
-        .max_skills
-        .or(config.max_skills())
-        .unwrap_or(SelectOptions::default().max_skills);
-    Ok((library, max_skills))
+    Ok(SkillContextProvider::new(
+        library,
+        config.skill_config(None, args.max_skills),
+    ))
 }
 
 /// [`load_skills`] on a thread of its own, waited for until the request's deadline, less
@@ -187,10 +192,7 @@ pub fn load_skills(cwd: &Path, args: &EventArgs) -> Result<(Arc<SkillLibrary>, u
 /// first scan of a huge or hostile repository): the hook answers without them, and the
 /// loading is finished in the background ([`super::finish_loading_later`]) and saved in the
 /// cache, so the next event answers in full.
-fn load_skills_by(
-    request: &Request<'_>,
-    args: &EventArgs,
-) -> Result<Option<(Arc<SkillLibrary>, usize)>, CliError> {
+fn load_skills_by(request: &Request<'_>, args: &EventArgs) -> Result<Option<SkillContextProvider>, CliError> {
     let (sender, receiver) = std::sync::mpsc::channel();
     let (cwd, thread_args) = (request.cwd.to_path_buf(), args.clone());
     std::thread::Builder::new()
@@ -224,17 +226,15 @@ const ANSWER_TIME: Duration = Duration::from_millis(250);
 fn add_skills(
     text: &mut Text,
     session: &mut SessionState,
-    (library, max_skills): &(Arc<SkillLibrary>, usize),
+    skills: &SkillContextProvider,
+    project: &Path,
     message: &str,
     keep: impl Fn(Reason) -> bool,
 ) {
-    let index = library.snapshot();
-    let options = SelectOptions {
-        max_skills: *max_skills,
-        ..SelectOptions::default()
-    };
+    let index = skills.library().snapshot();
+    let messages = [Message::user(message)];
     let mut intro = Some(SKILLS_INTRO);
-    for selection in index.select(&[message], &[], &options) {
+    for selection in skills.select(&index, &messages, Some(&project.to_string_lossy()), None) {
         let skill = &index.skills()[selection.skill];
         if !keep(selection.reason) || session.was_sent(&skill.name, &skill.hash) {
             continue;
@@ -252,7 +252,7 @@ fn add_skills(
 }
 
 const SKILLS_INTRO: &str =
-    "ctxkit selected these skills for this request by their trigger keywords; follow them where they apply.";
+    "ctxkit selected these skills for this request by their triggers or this project's files; follow them where they apply.";
 
 /// A skill as sent: name, description, file and body; a long body, or one that does not fit
 /// in `room`, is cut at a line with a note naming the file that holds the rest.

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use ctxkit_skills::Mode;
+use ctxkit_skills::{Mode, SkillContextProvider};
 use rmcp::ServiceExt;
 
 pub use self::server::CtxkitServer;
@@ -110,16 +110,12 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
         Some(p) => normalize_project(p),
         None => default_project()?,
     };
+    let mut skills = config.skill_config(args.mode, args.max_skills.and_then(|n| usize::try_from(n).ok()));
+    skills.select.max_skills = skills.select.max_skills.clamp(1, tools::MAX_SKILLS);
     Ok(CtxkitServer::new(
-        library,
+        SkillContextProvider::new(library, skills),
         store,
         project,
-        args.mode.or(config.mode()).unwrap_or_default(),
-        args.max_skills
-            .and_then(|n| usize::try_from(n).ok())
-            .or(config.max_skills())
-            .unwrap_or(ctxkit_skills::SelectOptions::default().max_skills)
-            .clamp(1, tools::MAX_SKILLS),
     ))
 }
 

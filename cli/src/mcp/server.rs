@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ctxkit_memory::MemoryStore;
-use ctxkit_skills::{Mode, SkillLibrary};
+use ctxkit_skills::{SkillContextProvider, SkillIndex};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
@@ -25,40 +25,37 @@ const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call
 /// memories are scoped to. Cloned per connection; the clones share everything.
 #[derive(Clone)]
 pub struct CtxkitServer {
-    pub(super) library: Arc<SkillLibrary>,
+    /// The skill provider every command selects through, so `match_skills` picks what
+    /// `context`, `chat` and the hooks pick for the same project and message.
+    pub(super) skills: Arc<SkillContextProvider>,
     pub(super) store: Arc<dyn MemoryStore>,
     pub(super) project: String,
-    pub(super) mode: Mode,
-    pub(super) max_skills: usize,
     tool_router: ToolRouter<Self>,
     /// The skills last announced (see [`skills::fingerprint`]).
     listed: Arc<Mutex<Vec<(String, String, bool)>>>,
 }
 
 impl CtxkitServer {
-    pub fn new(
-        library: Arc<SkillLibrary>,
-        store: Arc<dyn MemoryStore>,
-        project: String,
-        mode: Mode,
-        max_skills: usize,
-    ) -> Self {
-        let listed = skills::fingerprint(&library.snapshot());
+    pub fn new(provider: SkillContextProvider, store: Arc<dyn MemoryStore>, project: String) -> Self {
+        let listed = skills::fingerprint(&provider.library().snapshot());
         CtxkitServer {
-            library,
+            skills: Arc::new(provider),
             store,
             project,
-            mode,
-            max_skills,
             tool_router: Self::router(),
             listed: Arc::new(Mutex::new(listed)),
         }
     }
 
+    /// The skills as they are now.
+    pub(super) fn index(&self) -> Arc<SkillIndex> {
+        self.skills.library().snapshot()
+    }
+
     /// Whether what the server lists changed since it last looked, under the library's
     /// current index.
     pub fn listing_changed(&self) -> bool {
-        let now = skills::fingerprint(&self.library.snapshot());
+        let now = skills::fingerprint(&self.index());
         let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         if *listed == now {
             return false;
@@ -74,7 +71,7 @@ impl CtxkitServer {
     /// swapped-in index, so `match_skills` and `read_skill` follow edits at once.
     pub async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
         let (changed, mut swaps) = tokio::sync::mpsc::unbounded_channel();
-        self.library.watch(every, move |_| {
+        self.skills.library().watch(every, move |_| {
             let _ = changed.send(());
         });
         while swaps.recv().await.is_some() {
@@ -132,7 +129,7 @@ impl ServerHandler for CtxkitServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(skills::resources(
-            &self.library.snapshot(),
+            &self.index(),
         )))
     }
 
@@ -141,7 +138,7 @@ impl ServerHandler for CtxkitServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let index = self.library.snapshot();
+        let index = self.index();
         let skill = skills::by_uri(&index, &request.uri).ok_or_else(|| {
             ErrorData::resource_not_found("no skill resource has that URI; resources/list gives them", None)
         })?;
@@ -153,9 +150,7 @@ impl ServerHandler for CtxkitServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(skills::prompts(
-            &self.library.snapshot(),
-        )))
+        Ok(ListPromptsResult::with_all_items(skills::prompts(&self.index())))
     }
 
     async fn get_prompt(
@@ -163,7 +158,7 @@ impl ServerHandler for CtxkitServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let index = self.library.snapshot();
+        let index = self.index();
         let skill = skills::prompt_skill(&index, &request.name)
             .ok_or_else(|| not_found("no prompt has that name; prompts/list gives them"))?;
         let text = request
@@ -181,7 +176,7 @@ impl ServerHandler for CtxkitServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
-        let index = self.library.snapshot();
+        let index = self.index();
         Ok(ListSkillsResult::with_all_items(
             index.ranked().filter_map(skills::extension_entry).collect(),
         ))
@@ -192,7 +187,7 @@ impl ServerHandler for CtxkitServer {
         request: GetSkillRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
-        let index = self.library.snapshot();
+        let index = self.index();
         skills::by_uri(&index, &request.uri)
             .and_then(skills::extension_entry)
             .map(GetSkillResult::new)

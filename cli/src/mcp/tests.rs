@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
-use ctxkit_skills::{Mode, SkillLibrary, SkillRoot, Source};
+use ctxkit_skills::{
+    Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, GetPromptRequestParams, GetSkillRequestParams,
     ReadResourceRequestParams, ResourceContents,
@@ -48,12 +50,18 @@ fn fixture(mode: Mode) -> Fixture {
     std::fs::write(dir.path().join("outside.txt"), "TOP SECRET FILE").unwrap();
     let library = Arc::new(SkillLibrary::load(vec![SkillRoot::new(&skills, Source::Project)]));
     let store = Arc::new(SqliteMemoryStore::open(dir.path().join("memory.db")).unwrap());
+    let config = SkillConfig {
+        mode,
+        select: SelectOptions {
+            max_skills: 3,
+            ..SelectOptions::default()
+        },
+        ..SkillConfig::default()
+    };
     let server = CtxkitServer::new(
-        library,
+        SkillContextProvider::new(library, config),
         store.clone() as Arc<dyn MemoryStore>,
         "/repo".into(),
-        mode,
-        3,
     );
     Fixture {
         _dir: dir,

@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
+use ctxkit::Message;
 use ctxkit_memory::{
     secrets::redact, ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest,
     NewMemoryEntry, UpsertResult,
 };
-use ctxkit_skills::{Mode, Reason, SelectOptions};
+use ctxkit_skills::{Mode, Reason, SkillContextProvider};
 use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::JsonObject;
@@ -272,19 +273,28 @@ impl CtxkitServer {
     async fn match_skills(&self, args: JsonObject) -> Result<Json<MatchAnswer>, String> {
         let args: MatchArgs = parse("match_skills", args)?;
         let message = bounded("message", &args.message, MAX_MESSAGE_CHARS)?;
-        let max_skills = count("max_skills", args.max_skills, self.max_skills, MAX_SKILLS)?;
-        let index = self.library.snapshot();
-        let options = SelectOptions {
-            max_skills,
-            ..Default::default()
-        };
-        let skills = index
-            .select(&[message], &[], &options)
+        let config = self.skills.config();
+        let max_skills = count(
+            "max_skills",
+            args.max_skills,
+            config.select.max_skills,
+            MAX_SKILLS,
+        )?;
+        // Another cap than the server's is the same provider's decision with that cap.
+        let provider = (max_skills != config.select.max_skills).then(|| {
+            let mut config = config.clone();
+            config.select.max_skills = max_skills;
+            SkillContextProvider::new(self.skills.library().clone(), config)
+        });
+        let provider = provider.as_ref().unwrap_or(&self.skills);
+        let index = self.index();
+        let skills = provider
+            .select(&index, &[Message::user(message)], Some(&self.project), None)
             .into_iter()
             .filter_map(|selection| {
                 let skill = index.get(&selection.name)?;
                 Some(Matched {
-                    body: (self.mode != Mode::OnDemand)
+                    body: (config.mode != Mode::OnDemand)
                         .then(|| skill.truncated_body(BODY_LINES, BODY_CHARS).into_owned()),
                     name: selection.name,
                     reason: reason_name(selection.reason).to_string(),
@@ -302,7 +312,7 @@ impl CtxkitServer {
         annotations(title = "List skills", read_only_hint = true, open_world_hint = false)
     )]
     async fn list_skills(&self) -> Result<Json<ListAnswer>, String> {
-        let index = self.library.snapshot();
+        let index = self.index();
         let skills = index
             .ranked()
             .map(|s| Listed {
@@ -323,7 +333,7 @@ impl CtxkitServer {
     )]
     async fn read_skill(&self, args: JsonObject) -> Result<Json<ReadAnswer>, String> {
         let args: ReadArgs = parse("read_skill", args)?;
-        let index = self.library.snapshot();
+        let index = self.index();
         let skill = (args.name.chars().nth(MAX_NAME_CHARS).is_none())
             .then(|| index.get(&args.name))
             .flatten()

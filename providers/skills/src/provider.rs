@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use ctxkit::{
@@ -193,7 +193,10 @@ pub struct SkillContextProvider {
     config: SkillConfig,
     tools: Vec<Arc<dyn Tool>>,
     /// Tokens of the intro line above injected bodies, counted once.
-    intro_tokens: usize,
+    /// Tokens of the intro line, counted on the first request that injects: a provider used
+    /// only to [`select`](Self::select) (the hooks, `match_skills`) never builds the
+    /// tokenizer's tables.
+    intro_tokens: OnceLock<usize>,
     caches: Mutex<Caches>,
     /// The trusted selected skills with hooks, per thread, for [`SkillHooks`].
     active: Arc<ActiveHooks>,
@@ -210,19 +213,11 @@ impl SkillContextProvider {
         } else {
             Vec::new()
         };
-        // Counting here also builds the tokenizer (BPE tables take a moment the first time)
-        // now rather than inside the first request's timeout.
-        let intro = if config.mode == Mode::Full {
-            FULL_INTRO
-        } else {
-            TRIGGERED_INTRO
-        };
-        let intro_tokens = config.counter.count(intro);
         SkillContextProvider {
             library,
             config,
             tools,
-            intro_tokens,
+            intro_tokens: OnceLock::new(),
             caches: Mutex::default(),
             active: Arc::default(),
         }
@@ -262,6 +257,17 @@ impl SkillContextProvider {
     /// Its settings.
     pub fn config(&self) -> &SkillConfig {
         &self.config
+    }
+
+    fn intro_tokens(&self) -> usize {
+        *self.intro_tokens.get_or_init(|| {
+            let intro = if self.config.mode == Mode::Full {
+                FULL_INTRO
+            } else {
+                TRIGGERED_INTRO
+            };
+            self.config.counter.count(intro)
+        })
     }
 
     fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
@@ -433,7 +439,7 @@ impl SkillContextProvider {
         if self.config.mode == Mode::Full {
             let mut text = String::from(FULL_INTRO);
             let mut names = Vec::new();
-            left = left.saturating_sub(self.intro_tokens);
+            left = left.saturating_sub(self.intro_tokens());
             for skill in index.ranked().filter(|s| s.serves(run.phase)) {
                 let block = self.block(skill, &mut caches);
                 if block.tokens <= left {
@@ -485,7 +491,7 @@ impl SkillContextProvider {
         caches: &mut Caches,
         ctx: &mut Context,
     ) -> usize {
-        let intro = self.intro_tokens;
+        let intro = self.intro_tokens();
         let mut text = String::new();
         let mut names = Vec::new();
         for s in selected {
