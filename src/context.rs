@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::provider::ProviderReport;
+use crate::report::ProviderReport;
 use crate::{Message, Tool};
 
 /// Where a section goes in the system text.

@@ -17,6 +17,23 @@
 //! - [`Tool`] / [`ToolRegistry`], [`ChatModel`] with [`DryRunModel`] and [`ScriptedModel`];
 //! - [`TokenCounter`] with real BPE counts ([`BpeCounter`]) and an approximation;
 //! - with the `mcp` feature, `mcp`: MCP servers' tools in the agent (stdio or streamable HTTP).
+//!
+//! # Layering
+//!
+//! Each module uses only modules on lower lines:
+//!
+//! ```text
+//! agent                      the runner: assembly, the tool loop, hooks, threads, reports
+//! mcp                        MCP servers' tools (feature `mcp`)
+//! provider                   the ContextProvider trait, composition, policies
+//! tokens                     token counting of requests
+//! model                      ChatModel, ModelRequest, the dry-run, scripted and HTTP backends
+//! lazy                       ContextManager: full context once, then deltas
+//! context                    what providers contribute: Context, Section, CatalogEntry
+//! report, restrict           how a provider fared; limits on the tools a run may call
+//! tool, state                tools and their registry; scoped state
+//! message, error, text       the chat shape; errors; character classes
+//! ```
 
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
@@ -30,6 +47,7 @@ pub mod mcp;
 mod message;
 mod model;
 mod provider;
+mod report;
 mod restrict;
 mod state;
 pub mod text;
@@ -48,9 +66,9 @@ pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
 pub use model::http;
 pub use model::{ChatModel, DryRunModel, ModelRequest, RequestMeta, ScriptedModel};
 pub use provider::{
-    ContextProvider, Outcome, Phase, Policy, ProviderExt, ProviderReport, RunInfo, RunOutcome, ThreadInfo,
-    WithPolicy,
+    ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, ThreadInfo, WithPolicy,
 };
+pub use report::{Outcome, ProviderReport};
 pub use restrict::ToolRestriction;
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, MemoCounter, TokenCounter};

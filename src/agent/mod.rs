@@ -14,7 +14,8 @@ use tracing::Instrument;
 use crate::context::Section;
 use crate::context::SectionKind;
 use crate::model::{ChatModel, DryRunModel, ModelRequest};
-use crate::provider::{ContextProvider, Phase, ProviderReport, RunInfo, RunOutcome, ThreadInfo};
+use crate::provider::{ContextProvider, Phase, RunInfo, RunOutcome, ThreadInfo};
+use crate::report::ProviderReport;
 use crate::tokens::{default_counter, TokenCounter};
 use crate::{Context, Error, Message, Result, Tool, ToolRegistry};
 

@@ -24,8 +24,6 @@ use serde::Serialize;
 use crate::state::State;
 use crate::{Context, Error, Message, Result};
 
-pub use compose::{Outcome, ProviderReport};
-
 /// What a provider may know about the run it serves.
 #[derive(Clone, Debug, Default)]
 pub struct RunInfo {
