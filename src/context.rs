@@ -249,7 +249,7 @@ impl Context {
 }
 
 /// Join non-empty text blocks with a blank line; `None` when nothing remains.
-pub fn join_blocks<'a>(blocks: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub(crate) fn join_blocks<'a>(blocks: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let mut out = String::new();
     for block in blocks.into_iter().map(str::trim).filter(|b| !b.is_empty()) {
         if !out.is_empty() {

@@ -225,7 +225,7 @@ impl std::fmt::Debug for MemoCounter {
 }
 
 /// The default counter: real BPE.
-pub fn default_counter() -> Arc<dyn TokenCounter> {
+pub(crate) fn default_counter() -> Arc<dyn TokenCounter> {
     Arc::new(BpeCounter)
 }
 

@@ -4,20 +4,20 @@
 use std::fmt::Write;
 
 /// A tiny deterministic PRNG (SplitMix64), so every run benches the same data.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed)
     }
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
@@ -28,13 +28,13 @@ const SYLLABLES: &[&str] = &[
 ];
 
 /// A pseudo-word of 3-4 syllables: plenty of distinct triggers, none an English word.
-pub fn word(rng: &mut Rng) -> String {
+pub(crate) fn word(rng: &mut Rng) -> String {
     let n = 3 + rng.below(2);
     (0..n).map(|_| SYLLABLES[rng.below(SYLLABLES.len())]).collect()
 }
 
 /// Write `n` generated skills (see [`skill_files`]) as folders under `root`.
-pub fn write_skill_files(root: &std::path::Path, n: usize) {
+pub(crate) fn write_skill_files(root: &std::path::Path, n: usize) {
     for (name, text) in skill_files(n) {
         let folder = root.join(&name);
         std::fs::create_dir_all(&folder).unwrap();
@@ -43,7 +43,7 @@ pub fn write_skill_files(root: &std::path::Path, n: usize) {
 }
 
 /// `n` skills with 10 triggers each (8 keywords, 2 two-word phrases), as SKILL.md texts.
-pub fn skill_files(n: usize) -> Vec<(String, String)> {
+pub(crate) fn skill_files(n: usize) -> Vec<(String, String)> {
     let mut rng = Rng::new(42);
     (0..n)
         .map(|i| {
@@ -65,7 +65,7 @@ pub fn skill_files(n: usize) -> Vec<(String, String)> {
 }
 
 /// The triggers of the generated skill `i` (to build messages that hit).
-pub fn triggers_of(text: &str) -> Vec<String> {
+pub(crate) fn triggers_of(text: &str) -> Vec<String> {
     let line = text.lines().find(|l| l.starts_with("triggers:")).unwrap_or("");
     line.trim_start_matches("triggers: [")
         .trim_end_matches(']')
@@ -81,7 +81,7 @@ const FILLER: &[&str] = &[
 ];
 
 /// A message of about `bytes` bytes of ordinary words; with `hits`, trigger phrases are mixed in.
-pub fn message(bytes: usize, hits: &[String]) -> String {
+pub(crate) fn message(bytes: usize, hits: &[String]) -> String {
     let mut rng = Rng::new(7);
     let mut out = String::with_capacity(bytes + 64);
     let mut next_hit = 0;

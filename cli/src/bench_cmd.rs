@@ -15,16 +15,16 @@ use crate::CliError;
 
 /// The three requests the design record this project started from estimated its token savings
 /// on: two that no shipped skill serves and one that fires `hello-extended`.
-pub const ADR_QUERIES: [&str; 3] = ["What is 2+2?", "Say bonjour to Alice", "Calculate pi"];
+pub(crate) const ADR_QUERIES: [&str; 3] = ["What is 2+2?", "Say bonjour to Alice", "Calculate pi"];
 
 #[derive(Args, Debug)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     #[command(subcommand)]
     pub command: BenchCommand,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Request tokens of full, triggered, on-demand and hybrid modes for each query.
     Tokens {
         #[command(flatten)]
@@ -49,7 +49,7 @@ pub enum BenchCommand {
     },
 }
 
-pub async fn run(args: BenchArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
     let (mut request, queries, json) = match args.command {
         BenchCommand::Tokens {
             request,

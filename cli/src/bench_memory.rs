@@ -10,7 +10,7 @@ use crate::CliError;
 
 /// Load the set (the embedded one unless `eval` names a folder with `memories.jsonl` and
 /// `queries.jsonl`) into a temporary database, score both systems and print the report.
-pub async fn run(eval: Option<PathBuf>, json: bool) -> Result<(), CliError> {
+pub(crate) async fn run(eval: Option<PathBuf>, json: bool) -> Result<(), CliError> {
     let set = match &eval {
         Some(dir) => EvalSet::load(dir)?,
         None => EvalSet::embedded(),

@@ -29,7 +29,7 @@ typed or an error stops it.";
 
 #[derive(Args, Debug)]
 #[command(after_long_help = after_long_help())]
-pub struct ChatArgs {
+pub(crate) struct ChatArgs {
     #[command(flatten)]
     pub request: RequestOptions,
     /// The model: dry-run (offline, the default), openai:NAME or ollama:NAME.
@@ -83,7 +83,7 @@ async fn mount_servers(args: &ChatArgs, config: &Config) -> Result<Vec<ctxkit::m
 }
 
 /// Exit status 1 if any message or command failed (each already said why on stderr).
-pub async fn run(args: ChatArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model: Arc<dyn ChatModel> = ctxkit::http::model_from_spec(&args.model, args.base_url.as_deref())?;
     let loaded = args.request.load()?;
     let library = loaded.library.clone();

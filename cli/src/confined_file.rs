@@ -19,14 +19,14 @@ use crate::CliError;
 /// A file named by a path relative to a folder the user chose (the folder itself may be a
 /// link; nothing below it may be).
 #[derive(Clone, Debug)]
-pub struct ConfinedFile {
+pub(crate) struct ConfinedFile {
     root: PathBuf,
     relative: PathBuf,
 }
 
 impl ConfinedFile {
     /// The file `relative` (plain components only) below `root`.
-    pub fn new(root: impl Into<PathBuf>, relative: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(root: impl Into<PathBuf>, relative: impl Into<PathBuf>) -> Self {
         let relative = relative.into();
         debug_assert!(relative.components().all(|c| matches!(c, Component::Normal(_))));
         ConfinedFile {
@@ -37,7 +37,7 @@ impl ConfinedFile {
 
     /// `path` as its folder (the root: the user's own files, whose folder the user chose) and
     /// its file name.
-    pub fn in_folder_of(path: &Path) -> Self {
+    pub(crate) fn in_folder_of(path: &Path) -> Self {
         let root = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
@@ -46,12 +46,12 @@ impl ConfinedFile {
     }
 
     /// The whole path, for messages.
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.root.join(&self.relative)
     }
 
     /// The file's bytes, at most `cap` (more is an error); `None` when it does not exist.
-    pub fn read(&self, cap: u64) -> Result<Option<Vec<u8>>, CliError> {
+    pub(crate) fn read(&self, cap: u64) -> Result<Option<Vec<u8>>, CliError> {
         let (folders, name) = self.split();
         let dir = match imp::open_folders(&self.root, &folders, false) {
             Ok(dir) => dir,
@@ -79,7 +79,7 @@ impl ConfinedFile {
 
     /// Replace the file's content with `bytes` (creating it and its folders when missing),
     /// atomically: a reader sees the old file or the new one, never a part.
-    pub fn write(&self, bytes: &[u8]) -> Result<(), CliError> {
+    pub(crate) fn write(&self, bytes: &[u8]) -> Result<(), CliError> {
         let (folders, name) = self.split();
         let dir = imp::open_folders(&self.root, &folders, true).map_err(|p| self.refusal(p, "write"))?;
         imp::replace(&dir, name, bytes).map_err(|p| self.refusal(p, "write"))
@@ -143,14 +143,14 @@ mod imp {
     use super::Problem;
 
     /// A folder reached without a link: its handle, and its path below the root for messages.
-    pub struct Folder {
+    pub(super) struct Folder {
         fd: OwnedFd,
         below: PathBuf,
     }
 
     /// Open `root` (followed: the user chose it), then each of `folders` below it, creating
     /// missing ones (the root included) when `create`.
-    pub fn open_folders(root: &Path, folders: &[&OsStr], create: bool) -> Result<Folder, Problem> {
+    pub(super) fn open_folders(root: &Path, folders: &[&OsStr], create: bool) -> Result<Folder, Problem> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let fd = match fs::open(root, flags, Mode::empty()) {
             Err(Errno::NOENT) if create => {
@@ -188,7 +188,7 @@ mod imp {
 
     /// Open the regular file `name` of `dir` for reading, never through a link and never
     /// blocking on a FIFO.
-    pub fn open_file(dir: &Folder, name: &OsStr) -> Result<File, Problem> {
+    pub(super) fn open_file(dir: &Folder, name: &OsStr) -> Result<File, Problem> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = fs::openat(&dir.fd, name, flags, Mode::empty())
             .map_err(|e| classify(&dir.fd, name, dir.below.join(name), e))?;
@@ -201,7 +201,7 @@ mod imp {
 
     /// Write `bytes` to a new file in `dir` and rename it over `name`, with the old file's
     /// permissions when there was one (a user may have made it private).
-    pub fn replace(dir: &Folder, name: &OsStr, bytes: &[u8]) -> Result<(), Problem> {
+    pub(super) fn replace(dir: &Folder, name: &OsStr, bytes: &[u8]) -> Result<(), Problem> {
         let mode = match fs::statat(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
                 FileType::RegularFile => Mode::from_raw_mode(stat.st_mode & 0o7777),

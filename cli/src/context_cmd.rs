@@ -12,7 +12,7 @@ use crate::setup::{save_counts, token_counter, RequestOptions};
 use crate::CliError;
 
 #[derive(Args, Debug)]
-pub struct ContextArgs {
+pub(crate) struct ContextArgs {
     #[command(flatten)]
     pub request: RequestOptions,
     /// Print one JSON object instead of text.
@@ -22,7 +22,7 @@ pub struct ContextArgs {
     pub message: String,
 }
 
-pub async fn run(args: ContextArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
     let loaded = args.request.load()?;
     let counter = token_counter();
     let agent = args.request.agent(

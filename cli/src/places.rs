@@ -19,7 +19,7 @@ fn var(name: &str) -> Option<PathBuf> {
 }
 
 /// The memory database used when none is given.
-pub fn memory_db() -> Result<PathBuf, CliError> {
+pub(crate) fn memory_db() -> Result<PathBuf, CliError> {
     if let Some(path) = var("CTXKIT_MEMORY_DB") {
         return Ok(path);
     }
@@ -30,11 +30,11 @@ pub fn memory_db() -> Result<PathBuf, CliError> {
 }
 
 /// The user config file, if the user has a config directory.
-pub fn user_config() -> Option<PathBuf> {
+pub(crate) fn user_config() -> Option<PathBuf> {
     var("CTXKIT_CONFIG").or_else(|| Some(dirs::config_dir()?.join("ctxkit").join("config.toml")))
 }
 
 /// The folder for caches that can be deleted at any time (index cache, hook session state).
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     var("CTXKIT_CACHE_DIR").or_else(|| Some(dirs::cache_dir()?.join("ctxkit")))
 }

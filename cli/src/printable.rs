@@ -8,7 +8,7 @@ use std::fmt::Write;
 /// `text` with every control character except newline and tab escaped (`\u{1b}` for ESC), so
 /// it can't drive the terminal it is printed on. JSON output needs no escaping (serde escapes
 /// control characters).
-pub fn printable(text: &str) -> Cow<'_, str> {
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {
         return Cow::Borrowed(text);
     }
@@ -24,7 +24,7 @@ pub fn printable(text: &str) -> Cow<'_, str> {
 }
 
 /// `a, b, c` made printable, or `none` for an empty list.
-pub fn list_or_none<S: AsRef<str>>(items: &[S]) -> String {
+pub(crate) fn list_or_none<S: AsRef<str>>(items: &[S]) -> String {
     if items.is_empty() {
         return "none".into();
     }

@@ -15,13 +15,13 @@ use crate::user_config::Config;
 use crate::CliError;
 
 /// Instructions used when `--instructions` is not given.
-pub const DEFAULT_INSTRUCTIONS: &str =
+pub(crate) const DEFAULT_INSTRUCTIONS: &str =
     "You are a helpful assistant. Answer concisely and follow the skills below when they apply.";
 
 /// A skills folder from the command line, with the tier its skills get: `PATH`, or
 /// `TIER:PATH` with a tier of builtin, external, user or project (the default).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TierDir {
+pub(crate) struct TierDir {
     pub source: Source,
     pub path: PathBuf,
 }
@@ -51,7 +51,7 @@ impl std::str::FromStr for TierDir {
 
 /// Where skills are loaded from.
 #[derive(Args, Debug, Clone, Default)]
-pub struct SkillDirs {
+pub(crate) struct SkillDirs {
     /// A folder of skills (repeatable), `DIR` or `TIER:DIR` (tier builtin, external, user or
     /// project, the default). Default: the project roots under the current directory (skills/,
     /// .skills/, .agents/skills/, .claude/skills/ and convention files like AGENTS.md). Roots
@@ -62,7 +62,7 @@ pub struct SkillDirs {
 
 impl SkillDirs {
     /// The roots to load; an explicit folder that does not exist is an error naming it.
-    pub fn roots(&self) -> Result<Vec<SkillRoot>, CliError> {
+    pub(crate) fn roots(&self) -> Result<Vec<SkillRoot>, CliError> {
         if self.dirs.is_empty() {
             return Ok(SkillRoot::project_defaults(&current_dir()?));
         }
@@ -83,13 +83,13 @@ impl SkillDirs {
 
     /// Load the library with `config`'s roots and disabled skills; diagnostics are logged as
     /// warnings (use `skills validate` to see them).
-    pub fn library(&self, config: &Config) -> Result<Arc<SkillLibrary>, CliError> {
+    pub(crate) fn library(&self, config: &Config) -> Result<Arc<SkillLibrary>, CliError> {
         Ok(load_library(self.roots()?, config))
     }
 }
 
 /// The current directory, with an error that says so.
-pub fn current_dir() -> Result<PathBuf, CliError> {
+pub(crate) fn current_dir() -> Result<PathBuf, CliError> {
     std::env::current_dir().map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))
 }
 
@@ -97,7 +97,7 @@ pub fn current_dir() -> Result<PathBuf, CliError> {
 /// off: the one way every command (and so every entry point: context, chat, hooks, MCP) gets
 /// its skills, through the index cache in the user's cache folder (see `crate::places`).
 /// Diagnostics are logged as warnings (use `skills validate` to see them).
-pub fn load_library(mut roots: Vec<SkillRoot>, config: &Config) -> Arc<SkillLibrary> {
+pub(crate) fn load_library(mut roots: Vec<SkillRoot>, config: &Config) -> Arc<SkillLibrary> {
     roots.extend(config.roots());
     let options = LoadOptions {
         cache: crate::places::cache_dir(),
@@ -116,14 +116,14 @@ pub fn load_library(mut roots: Vec<SkillRoot>, config: &Config) -> Arc<SkillLibr
 }
 
 /// What a command that assembles requests loads once: the config and the skill library.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub config: Config,
     pub library: Arc<SkillLibrary>,
 }
 
 /// Options of every command that assembles a request.
 #[derive(Args, Debug, Clone)]
-pub struct RequestOptions {
+pub(crate) struct RequestOptions {
     /// A folder of skills (repeatable), `DIR` or `TIER:DIR`; default: the project roots under
     /// the current directory.
     #[arg(long = "skills", value_name = "[TIER:]DIR")]
@@ -180,7 +180,7 @@ fn parse_phase(s: &str) -> Result<Phase, String> {
 }
 
 impl RequestOptions {
-    pub fn skill_dirs(&self) -> SkillDirs {
+    pub(crate) fn skill_dirs(&self) -> SkillDirs {
         SkillDirs {
             dirs: self.skills.clone(),
         }
@@ -188,18 +188,18 @@ impl RequestOptions {
 
     /// The config in force in the current directory (read once per command) and the skills
     /// it and the command line name.
-    pub fn load(&self) -> Result<Loaded, CliError> {
+    pub(crate) fn load(&self) -> Result<Loaded, CliError> {
         let config = Config::load(&current_dir()?)?;
         let library = self.skill_dirs().library(&config)?;
         Ok(Loaded { config, library })
     }
 
     /// The injection mode: `--mode`, else the config's, else hybrid.
-    pub fn mode(&self, config: &Config) -> Mode {
+    pub(crate) fn mode(&self, config: &Config) -> Mode {
         config.skill_config(self.mode, None).mode
     }
 
-    pub fn instructions(&self) -> Result<String, CliError> {
+    pub(crate) fn instructions(&self) -> Result<String, CliError> {
         match &self.instructions {
             None => Ok(DEFAULT_INSTRUCTIONS.to_string()),
             Some(path) => read_text(path),
@@ -208,7 +208,7 @@ impl RequestOptions {
 
     /// The memory database the agent uses: `--memory`, else the default one; none with
     /// `--no-memory`, or with `--read-only` when the default database does not exist yet.
-    pub fn memory_db(&self) -> Result<Option<PathBuf>, CliError> {
+    pub(crate) fn memory_db(&self) -> Result<Option<PathBuf>, CliError> {
         if self.no_memory {
             return Ok(None);
         }
@@ -220,7 +220,7 @@ impl RequestOptions {
         memory_db_path(self.memory.as_deref()).map(Some)
     }
 
-    pub fn project(&self) -> Result<String, CliError> {
+    pub(crate) fn project(&self) -> Result<String, CliError> {
         match &self.project {
             Some(p) => Ok(normalize_project(p)),
             None => default_project(),
@@ -230,7 +230,7 @@ impl RequestOptions {
     /// An agent over `library` in `mode`, with project memory unless `--no-memory` and the
     /// tools of mounted MCP servers; with `baseline`, its run reports also give the tokens
     /// `full` mode would have sent.
-    pub fn agent(
+    pub(crate) fn agent(
         &self,
         Loaded { config, library }: &Loaded,
         mode: Mode,
@@ -295,7 +295,7 @@ impl RequestOptions {
 
 /// Token counts remembered across commands in the cache folder: without them every command
 /// would count every skill body again (a second for 650 skills).
-pub fn token_counter() -> Arc<MemoCounter> {
+pub(crate) fn token_counter() -> Arc<MemoCounter> {
     let bpe = Arc::new(BpeCounter);
     Arc::new(match crate::places::cache_dir() {
         Some(dir) => MemoCounter::open(bpe, dir.join("tokens-o200k.bin")),
@@ -304,14 +304,14 @@ pub fn token_counter() -> Arc<MemoCounter> {
 }
 
 /// Keep what `counter` counted for the next command; a cache, so a failure is only logged.
-pub fn save_counts(counter: &MemoCounter) {
+pub(crate) fn save_counts(counter: &MemoCounter) {
     if let Err(e) = counter.save() {
         tracing::debug!("token counts not saved: {e}");
     }
 }
 
 /// Read a UTF-8 text file, with an error naming it.
-pub fn read_text(path: &Path) -> Result<String, CliError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, CliError> {
     let bytes =
         std::fs::read(path).map_err(|e| CliError::new(format!("cannot read `{}`: {e}", path.display())))?;
     String::from_utf8(bytes).map_err(|e| {

@@ -17,7 +17,7 @@ use crate::setup::SkillDirs;
 use crate::CliError;
 
 #[derive(Args, Debug)]
-pub struct NewArgs {
+pub(crate) struct NewArgs {
     /// The skill's name: lowercase letters, digits and hyphens.
     name: String,
     /// What the skill does and when to use it (default: a placeholder to replace).
@@ -26,7 +26,7 @@ pub struct NewArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct TestArgs {
+pub(crate) struct TestArgs {
     /// Only this skill's examples (repeatable); default: every skill with examples.
     #[arg(long = "skill", value_name = "NAME")]
     skills: Vec<String>,
@@ -47,7 +47,7 @@ const MAX_NAME: usize = 64;
 const MAX_TESTS_BYTES: u64 = 1 << 20;
 
 /// Create `NAME/SKILL.md` in the first `--dir` (default `skills/`), refusing to overwrite.
-pub fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Result<(), CliError> {
+pub(crate) fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Result<(), CliError> {
     let name = &args.name;
     let valid = !name.is_empty()
         && name.len() <= MAX_NAME
@@ -132,7 +132,7 @@ struct Outcome {
 /// Run every declared example against the index and report per skill; an error (exit 1) when
 /// any example missed or fired falsely (or cross-fired, with `--deny-cross-fires`), or could
 /// not be read.
-pub fn test(index: &SkillIndex, args: &TestArgs, out: &mut impl Write) -> Result<(), CliError> {
+pub(crate) fn test(index: &SkillIndex, args: &TestArgs, out: &mut impl Write) -> Result<(), CliError> {
     for name in &args.skills {
         if index.get(name).is_none() {
             return Err(CliError::new(format!("no skill is named `{}`", printable(name))));

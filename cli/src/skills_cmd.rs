@@ -16,7 +16,7 @@ use crate::user_config::{set_disabled, Config, Layer};
 use crate::CliError;
 
 #[derive(Args, Debug)]
-pub struct SkillsArgs {
+pub(crate) struct SkillsArgs {
     #[command(flatten)]
     pub dirs: SkillDirs,
     #[command(subcommand)]
@@ -24,7 +24,7 @@ pub struct SkillsArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum SkillsCommand {
+pub(crate) enum SkillsCommand {
     /// List loaded skills: name, source, priority, triggers and description; skills turned
     /// off are listed last, marked `(disabled)`.
     List {
@@ -90,7 +90,7 @@ pub enum SkillsCommand {
     Test(crate::skills_author::TestArgs),
 }
 
-pub fn run(args: SkillsArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: SkillsArgs) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if let SkillsCommand::New(new) = &args.command {
         return crate::skills_author::new(new, &args.dirs, &mut out);
@@ -312,7 +312,7 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
 }
 
 /// The files and patterns that detected a skill, printable.
-pub fn why_detected(d: &Detection) -> String {
+pub(crate) fn why_detected(d: &Detection) -> String {
     let mut why = format!("files: {}", printable(&d.files.join(", ")));
     if !d.patterns.is_empty() {
         why.push_str(&format!("; patterns: {}", printable(&d.patterns.join(", "))));

@@ -43,7 +43,7 @@ use crate::confined_file::ConfinedFile;
 use crate::CliError;
 
 /// Where a project keeps its config, below the project folder.
-pub const PROJECT_CONFIG: &str = ".ctxkit/config.toml";
+pub(crate) const PROJECT_CONFIG: &str = ".ctxkit/config.toml";
 
 /// One config file.
 #[derive(Debug, Default, Deserialize)]
@@ -125,7 +125,7 @@ const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 
 /// The configuration in force: the user's file and the project's.
 #[derive(Debug, Default)]
-pub struct Config {
+pub(crate) struct Config {
     user: ConfigFile,
     user_path: Option<PathBuf>,
     project: ConfigFile,
@@ -137,7 +137,7 @@ pub struct Config {
 
 /// Which config file a change goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layer {
+pub(crate) enum Layer {
     User,
     Project,
 }
@@ -161,7 +161,7 @@ impl Config {
     }
 
     /// The user's config and `project`'s `.ctxkit/config.toml` (either may be missing).
-    pub fn load(project: &Path) -> Result<Config, CliError> {
+    pub(crate) fn load(project: &Path) -> Result<Config, CliError> {
         let mut config = Self::read_user()?;
         let file = ConfinedFile::new(project, PROJECT_CONFIG);
         if let Some(found) = read(&file)? {
@@ -174,7 +174,7 @@ impl Config {
     }
 
     /// The file a change to `layer` goes to.
-    pub fn file(&self, layer: Layer) -> Result<ConfinedFile, CliError> {
+    pub(crate) fn file(&self, layer: Layer) -> Result<ConfinedFile, CliError> {
         match layer {
             Layer::User => self
                 .user_path
@@ -193,7 +193,7 @@ impl Config {
     }
 
     /// Skills turned off: the project's, and the user's unless the project turns them back on.
-    pub fn disabled(&self) -> Vec<String> {
+    pub(crate) fn disabled(&self) -> Vec<String> {
         let project = &self.project.skills;
         let mut names = project.disabled.clone();
         names.extend(
@@ -208,7 +208,7 @@ impl Config {
     }
 
     /// Whether `name` is turned off in `layer`'s file itself.
-    pub fn disables_in(&self, layer: Layer, name: &str) -> bool {
+    pub(crate) fn disables_in(&self, layer: Layer, name: &str) -> bool {
         let file = match layer {
             Layer::User => &self.user,
             Layer::Project => &self.project,
@@ -255,7 +255,7 @@ impl Config {
     /// given, else the config's, else the default — decided here once, so `context`, `chat`,
     /// the hooks and `mcp` select the same skills. `full` mode has no token budget (it is the
     /// baseline of what sending everything costs).
-    pub fn skill_config(&self, mode: Option<Mode>, max_skills: Option<usize>) -> SkillConfig {
+    pub(crate) fn skill_config(&self, mode: Option<Mode>, max_skills: Option<usize>) -> SkillConfig {
         let defaults = SkillConfig::default();
         let mode = mode.or(self.mode()).unwrap_or_default();
         SkillConfig {
@@ -276,7 +276,7 @@ impl Config {
 
     /// The roots the config adds: `[[skills.roots]]` and the skills of each `external` file,
     /// the user's first, then the project's (confined to the project).
-    pub fn roots(&self) -> Vec<SkillRoot> {
+    pub(crate) fn roots(&self) -> Vec<SkillRoot> {
         self.extra.roots.clone()
     }
 
@@ -339,13 +339,13 @@ impl Config {
     }
 
     /// The MCP servers the user configured for `ctxkit chat`.
-    pub fn mcp_servers(&self) -> &[String] {
+    pub(crate) fn mcp_servers(&self) -> &[String] {
         &self.user.mcp.servers
     }
 
     /// How SKILL.md hooks of trusted skills run: `[hooks]` and `[tools] pass_env` of the
     /// user config only.
-    pub fn hook_options(&self) -> HookOptions {
+    pub(crate) fn hook_options(&self) -> HookOptions {
         let defaults = HookOptions::default();
         HookOptions {
             allow_shell: self.user.hooks.shell,
@@ -360,7 +360,7 @@ impl Config {
 
     /// Tool options from the user config (its `[tools]` and trusted roots) plus the command
     /// line's `--trust-tools` and `--allow-interpreter`, with the workspace tools run in.
-    pub fn exec_options(
+    pub(crate) fn exec_options(
         &self,
         trust: &[String],
         interpreters: &[String],
@@ -503,7 +503,7 @@ fn check_project(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
 /// Turn `name` off (or back on) in the config `file`, keeping the rest of the file (comments
 /// included) as it was. Turning a skill on in the project file while the user file disables
 /// it records it under `enabled`, so the project wins.
-pub fn set_disabled(
+pub(crate) fn set_disabled(
     file: &ConfinedFile,
     name: &str,
     disabled: bool,

@@ -9,16 +9,16 @@ use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
 #[derive(Clone, Default)]
-pub struct Captured(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<String>>>);
 
 impl Captured {
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
     }
 }
 
 /// Capture the events (and span fields) of the current thread until the guard is dropped.
-pub fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
+pub(crate) fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
     let guard = tracing::subscriber::set_default(Collector(captured.clone()));
     (captured, guard)

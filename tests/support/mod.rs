@@ -2,8 +2,8 @@
 //! each connection with the next scripted reply and records every request.
 #![allow(dead_code)]
 
-pub mod capture;
-pub mod suites;
+pub(crate) mod capture;
+pub(crate) mod suites;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 // The scripted server: one connection per request (every reply says `Connection: close`).
 
 /// What the server does with the next request.
-pub enum Reply {
+pub(crate) enum Reply {
     /// Answer with this status, extra headers and body.
     Http {
         status: u16,
@@ -34,11 +34,11 @@ pub enum Reply {
     Delayed(Duration, Box<Reply>),
 }
 
-pub fn ok(body: Value) -> Reply {
+pub(crate) fn ok(body: Value) -> Reply {
     status(200, body.to_string())
 }
 
-pub fn status(code: u16, body: impl Into<String>) -> Reply {
+pub(crate) fn status(code: u16, body: impl Into<String>) -> Reply {
     Reply::Http {
         status: code,
         headers: Vec::new(),
@@ -48,7 +48,7 @@ pub fn status(code: u16, body: impl Into<String>) -> Reply {
 
 /// One request as the server received it.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub method: String,
     pub path: String,
     /// Lower-cased names.
@@ -57,7 +57,7 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -65,20 +65,20 @@ impl Recorded {
     }
 }
 
-pub struct Server {
+pub(crate) struct Server {
     pub url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
 }
 
 impl Server {
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
 }
 
 /// Serve `script` in order, one reply per connection; once it is used up the port is closed,
 /// so an unexpected extra request fails loudly instead of being answered.
-pub async fn serve(script: Vec<Reply>) -> Server {
+pub(crate) async fn serve(script: Vec<Reply>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(Mutex::new(Vec::new()));

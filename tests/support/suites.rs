@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The workspace root: the nearest folder above this crate holding `Cargo.lock`.
-pub fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest
         .ancestors()
@@ -18,7 +18,7 @@ pub fn workspace() -> PathBuf {
 }
 
 /// Where `.ci/run` installs the suites' tools: `$CTXKIT_MCP_SUITES`, else `target/mcp-suites`.
-pub fn suites_dir() -> PathBuf {
+pub(crate) fn suites_dir() -> PathBuf {
     std::env::var_os("CTXKIT_MCP_SUITES")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target/mcp-suites"))
@@ -26,7 +26,7 @@ pub fn suites_dir() -> PathBuf {
 
 /// The tool at `path`, or `None` after saying the suite was skipped (a failure under
 /// `CTXKIT_EXTERNAL_SUITES=1`, where the tools must be there).
-pub fn required(path: PathBuf, suite: &str) -> Option<PathBuf> {
+pub(crate) fn required(path: PathBuf, suite: &str) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }

@@ -10,7 +10,7 @@ use super::event::EventType;
 use super::Host;
 
 /// The Claude Code host.
-pub struct ClaudeCode;
+pub(super) struct ClaudeCode;
 
 impl Host for ClaudeCode {
     fn name(&self) -> &'static str {
@@ -34,7 +34,7 @@ impl Host for ClaudeCode {
 }
 
 /// The answer shape Claude Code defined and Codex and Gemini CLI adopted.
-pub fn hook_specific_output(event_name: &str, context: &str) -> serde_json::Value {
+pub(super) fn hook_specific_output(event_name: &str, context: &str) -> serde_json::Value {
     json!({
         "hookSpecificOutput": {
             "hookEventName": event_name,

@@ -10,7 +10,7 @@ use super::event::EventType;
 use super::Host;
 
 /// The Codex host.
-pub struct Codex;
+pub(super) struct Codex;
 
 impl Host for Codex {
     fn name(&self) -> &'static str {

@@ -31,7 +31,7 @@ use crate::user_config::Config;
 use crate::CliError;
 
 /// Bodies longer than this are sent as their start and the file's path.
-pub const LONG_BODY_CHARS: usize = 6_000;
+pub(super) const LONG_BODY_CHARS: usize = 6_000;
 /// A skill is not started in less room than this.
 const MIN_SKILL_CHARS: usize = 400;
 /// Memories at least this important are pinned: sent at every session start.
@@ -42,7 +42,7 @@ const MAX_PINNED: usize = 10;
 const MAX_SESSION_ID_CHARS: usize = 128;
 
 /// One checked event, ready to answer.
-pub struct Request<'a> {
+pub(super) struct Request<'a> {
     pub kind: EventKind,
     pub session_id: Option<&'a str>,
     /// The project: canonical, an existing folder.
@@ -54,7 +54,7 @@ pub struct Request<'a> {
 }
 
 /// The context for `request`, or `None` when there is nothing to add.
-pub async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<String>, CliError> {
+pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<String>, CliError> {
     let cache = crate::places::cache_dir();
     let mut session = SessionState::load(cache.as_deref(), request.session_id);
     let project = normalize_project(&request.cwd.to_string_lossy());
@@ -178,7 +178,7 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
 
 /// The event's project's skill provider under its config: the skills as `roots` finds them,
 /// selected as every other command selects them (auto-detection, `disabled`, `max_skills`).
-pub fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextProvider, CliError> {
+pub(super) fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextProvider, CliError> {
     let config = Config::load(cwd)?;
     let library = load_library(roots(args, cwd)?, &config);
     Ok(SkillContextProvider::new(

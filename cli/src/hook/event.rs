@@ -14,13 +14,13 @@ use crate::CliError;
 
 /// The most bytes read from standard input: a pasted log of a few hundred KiB still passes;
 /// more is refused rather than matched.
-pub const MAX_INPUT_BYTES: u64 = 1 << 20;
+pub(super) const MAX_INPUT_BYTES: u64 = 1 << 20;
 /// The longest `cwd` accepted (Linux's PATH_MAX).
 const MAX_CWD_BYTES: usize = 4096;
 
 /// Which of ctxkit's events a host's event is (a host module maps its names to these).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     /// The user submitted a prompt.
     Prompt,
     /// A session (re)started; `fresh` unless the conversation resumes with its context intact.
@@ -31,7 +31,7 @@ pub enum EventType {
 
 /// What the hook is asked to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EventKind {
+pub(super) enum EventKind {
     /// The user submitted a prompt: inject what it fires.
     Prompt(String),
     /// A session (re)started; `fresh` when the model's context was emptied (startup, clear,
@@ -43,7 +43,7 @@ pub enum EventKind {
 
 /// One checked event.
 #[derive(Debug)]
-pub struct Event {
+pub(super) struct Event {
     /// The host's event name, echoed in the answer.
     pub name: String,
     pub kind: EventKind,
@@ -67,7 +67,7 @@ struct Raw {
 /// end of the stream, which a host (or a stuck pipe) may keep open — and only until
 /// `deadline`: what has not arrived by then is an error, and the reading thread is left to
 /// the end of the process. At most [`MAX_INPUT_BYTES`]; more is an error, never a partial read.
-pub fn read_stdin(deadline: Instant) -> Result<Vec<u8>, CliError> {
+pub(super) fn read_stdin(deadline: Instant) -> Result<Vec<u8>, CliError> {
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("ctxkit-hook-stdin".into())
@@ -105,7 +105,7 @@ fn read_one_value(input: impl Read) -> Result<Vec<u8>, CliError> {
 }
 
 /// Parse and check one event for `host`.
-pub fn parse(input: &[u8], host: &dyn Host) -> Result<Event, CliError> {
+pub(super) fn parse(input: &[u8], host: &dyn Host) -> Result<Event, CliError> {
     if input.iter().all(u8::is_ascii_whitespace) {
         return Err(CliError::new(
             "standard input is empty; expected one hook event as JSON",

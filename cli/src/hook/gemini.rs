@@ -10,7 +10,7 @@ use super::event::EventType;
 use super::Host;
 
 /// The Gemini CLI host.
-pub struct Gemini;
+pub(super) struct Gemini;
 
 impl Host for Gemini {
     fn name(&self) -> &'static str {

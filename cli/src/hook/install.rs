@@ -37,7 +37,7 @@ const TIMEOUT_SECS: u64 = 10;
 const MAX_SETTINGS_BYTES: u64 = 4 << 20;
 
 /// Add or replace ctxkit's entries in `file`.
-pub fn install(file: &ConfinedFile) -> Result<(), CliError> {
+pub(super) fn install(file: &ConfinedFile) -> Result<(), CliError> {
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|e| CliError::new(format!("cannot find the path of the running ctxkit: {e}")))?;
@@ -60,7 +60,7 @@ pub fn install(file: &ConfinedFile) -> Result<(), CliError> {
 }
 
 /// Remove ctxkit's entries from `file`; other hooks and settings stay.
-pub fn uninstall(file: &ConfinedFile) -> Result<(), CliError> {
+pub(super) fn uninstall(file: &ConfinedFile) -> Result<(), CliError> {
     let mut settings = Settings::read(file)?;
     if settings.missing {
         println!("No {}: nothing to remove", file.path().display());

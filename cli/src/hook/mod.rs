@@ -31,7 +31,7 @@ use crate::confined_file::ConfinedFile;
 use crate::CliError;
 
 #[derive(Args, Debug)]
-pub struct HookArgs {
+pub(crate) struct HookArgs {
     #[command(subcommand)]
     command: HookCommand,
 }
@@ -52,7 +52,7 @@ enum HookCommand {
 
 /// Options of every event command.
 #[derive(Args, Debug, Clone)]
-pub struct EventArgs {
+pub(crate) struct EventArgs {
     /// A folder of skills (repeatable). Default: the project roots under the event's `cwd`
     /// (.claude/skills, skills/, .skills/, .agents/skills/, convention files) plus the user's
     /// ~/.claude/skills.
@@ -93,7 +93,7 @@ fn parse_deadline(text: &str) -> Result<f64, String> {
 }
 
 #[derive(Args, Debug)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// The host whose settings are changed.
     host: InstallHost,
     /// The project whose `.claude/settings.json` is changed (default: the current directory).
@@ -110,7 +110,7 @@ enum InstallHost {
 }
 
 /// What a host module provides: how its events are named and how it answers.
-pub trait Host {
+pub(crate) trait Host {
     /// The name after `ctxkit hook`, for messages.
     fn name(&self) -> &'static str;
     /// Our event for the host's `hook_event_name` and `source`, if it is one we answer.
@@ -119,7 +119,7 @@ pub trait Host {
     fn answer(&self, event_name: &str, context: &str) -> serde_json::Value;
 }
 
-pub async fn run(args: HookArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: HookArgs) -> Result<(), CliError> {
     match args.command {
         HookCommand::ClaudeCode(a) => answer_event(&claude_code::ClaudeCode, &a).await,
         HookCommand::Codex(a) => answer_event(&codex::Codex, &a).await,

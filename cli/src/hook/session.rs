@@ -31,7 +31,7 @@ struct Stored {
 }
 
 /// One session's record of what was sent.
-pub struct SessionState {
+pub(super) struct SessionState {
     /// `None` when there is no session id or no cache folder: nothing is remembered.
     path: Option<PathBuf>,
     stored: Stored,
@@ -39,7 +39,7 @@ pub struct SessionState {
 
 impl SessionState {
     /// The state of `session_id` under `cache` (`<cache>/sessions/`), empty when new or unreadable.
-    pub fn load(cache: Option<&Path>, session_id: Option<&str>) -> SessionState {
+    pub(super) fn load(cache: Option<&Path>, session_id: Option<&str>) -> SessionState {
         let path = cache
             .zip(session_id)
             .map(|(cache, id)| cache.join("sessions").join(file_name(id)));
@@ -48,17 +48,17 @@ impl SessionState {
     }
 
     /// Forget everything sent: the model's context was emptied.
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.stored.skills.clear();
     }
 
     /// Whether this version of the skill was already sent in this session.
-    pub fn was_sent(&self, name: &str, hash: &str) -> bool {
+    pub(super) fn was_sent(&self, name: &str, hash: &str) -> bool {
         self.stored.skills.get(name).is_some_and(|h| h == hash)
     }
 
     /// Record that this version of the skill was sent.
-    pub fn mark_sent(&mut self, name: &str, hash: &str) {
+    pub(super) fn mark_sent(&mut self, name: &str, hash: &str) {
         if self.stored.skills.len() >= MAX_SKILLS && !self.stored.skills.contains_key(name) {
             self.stored.skills.clear();
         }
@@ -67,7 +67,7 @@ impl SessionState {
 
     /// Write the state atomically (a temporary file renamed over the old one), then drop the
     /// oldest sessions past [`MAX_SESSIONS`]. Without a session nothing is written.
-    pub fn save(&self) -> std::io::Result<()> {
+    pub(super) fn save(&self) -> std::io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };
@@ -101,7 +101,7 @@ fn read(path: &Path) -> Option<Stored> {
 /// A file name for a session id: ASCII letters, digits, `-` and `_` kept, at most
 /// [`MAX_ID_CHARS`] of them; when anything was dropped or replaced, a hash of the whole id is
 /// appended so two ids that clean to the same text stay apart.
-pub fn file_name(session_id: &str) -> String {
+pub(super) fn file_name(session_id: &str) -> String {
     let clean: String = session_id
         .chars()
         .take(MAX_ID_CHARS)

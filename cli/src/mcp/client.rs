@@ -9,7 +9,7 @@ use ctxkit::mcp::{McpServer, McpTools};
 use crate::CliError;
 
 /// The server `command_line` starts, bounded by `timeout` (start, listing, each call).
-pub fn server(command_line: &str, timeout: Duration) -> Result<McpServer, CliError> {
+pub(crate) fn server(command_line: &str, timeout: Duration) -> Result<McpServer, CliError> {
     let words = shell_words::split(command_line)
         .map_err(|e| CliError::new(format!("cannot split the MCP server command: {e}")))?;
     let (program, args) = words
@@ -19,7 +19,7 @@ pub fn server(command_line: &str, timeout: Duration) -> Result<McpServer, CliErr
 }
 
 /// Start `command_line` and list its tools.
-pub async fn mount(command_line: &str, timeout: Duration) -> Result<McpTools, CliError> {
+pub(crate) async fn mount(command_line: &str, timeout: Duration) -> Result<McpTools, CliError> {
     Ok(server(command_line, timeout)?.connect().await?)
 }
 

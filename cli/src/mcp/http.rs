@@ -13,11 +13,11 @@ use super::CtxkitServer;
 use crate::CliError;
 
 /// The path the endpoint is served at.
-pub const PATH: &str = "/mcp";
+pub(super) const PATH: &str = "/mcp";
 
 /// `PORT`, `IP:PORT`, `[IPv6]:PORT` or `localhost:PORT` as a socket address; a bare port is on
 /// 127.0.0.1. A non-loopback address is refused unless `allow_remote`.
-pub fn parse_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, CliError> {
+pub(super) fn parse_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, CliError> {
     let addr = if let Ok(port) = text.parse::<u16>() {
         SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
     } else if let Some(port) = text.strip_prefix("localhost:") {
@@ -43,7 +43,7 @@ fn bad_addr() -> CliError {
 
 /// Serve every client that connects to `addr`, each in its own session, until the process is
 /// stopped. The address actually bound (useful with port 0) is printed on standard error.
-pub async fn serve(server: CtxkitServer, addr: SocketAddr) -> Result<(), CliError> {
+pub(super) async fn serve(server: CtxkitServer, addr: SocketAddr) -> Result<(), CliError> {
     let mut config = StreamableHttpServerConfig::default();
     if !addr.ip().is_loopback() {
         // Clients name a remote server however they reach it; `--allow-remote` accepted that.

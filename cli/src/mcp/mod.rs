@@ -15,7 +15,7 @@
 //! Standard output carries protocol messages only: logging goes to standard error (see
 //! `init_tracing` in `main.rs`), and nothing here prints.
 
-pub mod client;
+pub(crate) mod client;
 mod http;
 mod server;
 mod skills;
@@ -28,14 +28,14 @@ use clap::Args;
 use ctxkit_skills::{Mode, SkillContextProvider};
 use rmcp::ServiceExt;
 
-pub use self::server::CtxkitServer;
+pub(crate) use self::server::CtxkitServer;
 use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store_with};
 use crate::setup::{load_library, SkillDirs};
 use crate::user_config::Config;
 use crate::CliError;
 
 #[derive(Args, Debug, Clone)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// A folder of skills (repeatable); default: the project roots under the current directory.
     #[arg(long = "skills", value_name = "[TIER:]DIR")]
     pub skills: Vec<crate::setup::TierDir>,
@@ -74,7 +74,7 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 
 /// Serve one client over standard input and output until it closes the connection, or, with
 /// `--http`, every client that connects until the process is stopped.
-pub async fn run(args: McpArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: McpArgs) -> Result<(), CliError> {
     if let Some(addr) = &args.http {
         // The address first: a refused one must not create a memory database.
         let addr = http::parse_addr(addr, args.allow_remote)?;

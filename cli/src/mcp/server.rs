@@ -24,7 +24,7 @@ const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call
 /// One MCP session's view of ctxkit: the skill library, the memory store and the project
 /// memories are scoped to. Cloned per connection; the clones share everything.
 #[derive(Clone)]
-pub struct CtxkitServer {
+pub(crate) struct CtxkitServer {
     /// The skill provider every command selects through, so `match_skills` picks what
     /// `context`, `chat` and the hooks pick for the same project and message.
     pub(super) skills: Arc<SkillContextProvider>,
@@ -36,7 +36,7 @@ pub struct CtxkitServer {
 }
 
 impl CtxkitServer {
-    pub fn new(provider: SkillContextProvider, store: Arc<dyn MemoryStore>, project: String) -> Self {
+    pub(crate) fn new(provider: SkillContextProvider, store: Arc<dyn MemoryStore>, project: String) -> Self {
         let listed = skills::fingerprint(&provider.library().snapshot());
         CtxkitServer {
             skills: Arc::new(provider),
@@ -54,7 +54,7 @@ impl CtxkitServer {
 
     /// Whether what the server lists changed since it last looked, under the library's
     /// current index.
-    pub fn listing_changed(&self) -> bool {
+    pub(crate) fn listing_changed(&self) -> bool {
         let now = skills::fingerprint(&self.index());
         let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         if *listed == now {
@@ -69,7 +69,7 @@ impl CtxkitServer {
     /// tell the client when what the server lists changed (`resources/list_changed`,
     /// `prompts/list_changed`); ends when the client is gone. Every tool call reads the
     /// swapped-in index, so `match_skills` and `read_skill` follow edits at once.
-    pub async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
+    pub(crate) async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
         let (changed, mut swaps) = tokio::sync::mpsc::unbounded_channel();
         self.skills.library().watch(every, move |_| {
             let _ = changed.send(());

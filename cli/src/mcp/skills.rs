@@ -12,7 +12,7 @@ const SCHEME: &str = "skill://";
 const FILE: &str = "/SKILL.md";
 const MARKDOWN: &str = "text/markdown";
 /// The most characters of a prompt's `request` argument kept.
-pub const MAX_REQUEST_CHARS: usize = 10_000;
+pub(super) const MAX_REQUEST_CHARS: usize = 10_000;
 
 /// Whether `name` can stand in a `skill://NAME/SKILL.md` URI as it is: the agentskills.io
 /// characters (and `_`, `.`). A skill whose name needs escaping is still a tool answer, just
@@ -26,19 +26,19 @@ fn uri_safe(name: &str) -> bool {
 }
 
 /// The resource URI of a skill's `SKILL.md`.
-pub fn uri(skill: &Skill) -> Option<String> {
+pub(super) fn uri(skill: &Skill) -> Option<String> {
     uri_safe(&skill.name).then(|| format!("{SCHEME}{}{FILE}", skill.name))
 }
 
 /// The skill a `skill://NAME/SKILL.md` URI names, if one is loaded.
-pub fn by_uri<'a>(index: &'a SkillIndex, uri: &str) -> Option<&'a Skill> {
+pub(super) fn by_uri<'a>(index: &'a SkillIndex, uri: &str) -> Option<&'a Skill> {
     let name = uri.strip_prefix(SCHEME)?.strip_suffix(FILE)?;
     uri_safe(name).then(|| index.get(name)).flatten()
 }
 
 /// A `SKILL.md` as served: the name and description as frontmatter, then the body. It is
 /// written from the index (YAML-quoted), so it is what ctxkit parsed, not the file's bytes.
-pub fn skill_md(skill: &Skill) -> String {
+pub(super) fn skill_md(skill: &Skill) -> String {
     let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
     format!(
         "---\nname: {}\ndescription: {}\n---\n\n{}",
@@ -49,7 +49,7 @@ pub fn skill_md(skill: &Skill) -> String {
 }
 
 /// Every skill with a URI, in catalog order.
-pub fn resources(index: &SkillIndex) -> Vec<Resource> {
+pub(super) fn resources(index: &SkillIndex) -> Vec<Resource> {
     index
         .ranked()
         .filter_map(|s| {
@@ -65,12 +65,12 @@ pub fn resources(index: &SkillIndex) -> Vec<Resource> {
 }
 
 /// The contents of one skill resource.
-pub fn contents(skill: &Skill, uri: &str) -> ResourceContents {
+pub(super) fn contents(skill: &Skill, uri: &str) -> ResourceContents {
     ResourceContents::text(skill_md(skill), uri).with_mime_type(MARKDOWN)
 }
 
 /// A Skills-extension (SEP-2640) entry: one file, the served `SKILL.md`, with its digest.
-pub fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
+pub(super) fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
     let uri = uri(skill)?;
     let text = skill_md(skill);
     Some(rmcp::model::Skill::new(
@@ -81,7 +81,7 @@ pub fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
 }
 
 /// Every skill meant to be invoked as `/name`, as a prompt with an optional request.
-pub fn prompts(index: &SkillIndex) -> Vec<Prompt> {
+pub(super) fn prompts(index: &SkillIndex) -> Vec<Prompt> {
     index
         .ranked()
         .filter(|s| s.user_invocable == Some(true))
@@ -95,12 +95,12 @@ pub fn prompts(index: &SkillIndex) -> Vec<Prompt> {
 }
 
 /// A user-invocable skill by name; other skills are not prompts.
-pub fn prompt_skill<'a>(index: &'a SkillIndex, name: &str) -> Option<&'a Skill> {
+pub(super) fn prompt_skill<'a>(index: &'a SkillIndex, name: &str) -> Option<&'a Skill> {
     index.get(name).filter(|s| s.user_invocable == Some(true))
 }
 
 /// The prompt's one user message: the skill's instructions, then the request when given.
-pub fn prompt_message(skill: &Skill, request: Option<&str>) -> PromptMessage {
+pub(super) fn prompt_message(skill: &Skill, request: Option<&str>) -> PromptMessage {
     let mut text = format!("# {}\n{}\n\n{}", skill.name, skill.description, skill.body);
     if let Some(request) = request.map(str::trim).filter(|r| !r.is_empty()) {
         let request: String = request.chars().take(MAX_REQUEST_CHARS).collect();
@@ -111,7 +111,7 @@ pub fn prompt_message(skill: &Skill, request: Option<&str>) -> PromptMessage {
 }
 
 /// What identifies the skills the server lists: a change means clients should list again.
-pub fn fingerprint(index: &SkillIndex) -> Vec<(String, String, bool)> {
+pub(super) fn fingerprint(index: &SkillIndex) -> Vec<(String, String, bool)> {
     index
         .ranked()
         .map(|s| (s.name.clone(), s.hash.clone(), s.user_invocable == Some(true)))

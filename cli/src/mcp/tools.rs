@@ -21,19 +21,19 @@ use serde::{Deserialize, Serialize};
 use super::server::CtxkitServer;
 
 /// The most skills one `match_skills` call may ask for.
-pub const MAX_SKILLS: usize = 20;
+pub(super) const MAX_SKILLS: usize = 20;
 /// The most characters of a message matched against triggers.
-pub const MAX_MESSAGE_CHARS: usize = 100_000;
+pub(super) const MAX_MESSAGE_CHARS: usize = 100_000;
 /// The most characters of a memory search query.
-pub const MAX_QUERY_CHARS: usize = 10_000;
+pub(super) const MAX_QUERY_CHARS: usize = 10_000;
 /// The most memories one search returns.
-pub const MAX_TOP_K: usize = 50;
+pub(super) const MAX_TOP_K: usize = 50;
 /// The most characters of a skill name or memory id (longer ones name nothing).
-pub const MAX_NAME_CHARS: usize = 256;
+pub(super) const MAX_NAME_CHARS: usize = 256;
 /// The most keywords given with a memory.
-pub const MAX_KEYWORDS: usize = 32;
+pub(super) const MAX_KEYWORDS: usize = 32;
 /// The most memories one listing returns.
-pub const MAX_LISTED: usize = 200;
+pub(super) const MAX_LISTED: usize = 200;
 /// Body lines and characters of one skill in a `match_skills` answer (as the provider cuts).
 const BODY_LINES: usize = 200;
 const BODY_CHARS: usize = 20_000;
@@ -42,7 +42,7 @@ const MAX_ERROR_CHARS: usize = 300;
 
 /// Arguments of `match_skills`.
 #[derive(Deserialize, JsonSchema)]
-pub struct MatchArgs {
+pub(super) struct MatchArgs {
     /// The user's message, matched against every skill's triggers (and `$name` / `/name`).
     pub message: String,
     /// The most skills selected by their triggers (1-20; default: the server's setting).
@@ -51,14 +51,14 @@ pub struct MatchArgs {
 
 /// Arguments of `read_skill`.
 #[derive(Deserialize, JsonSchema)]
-pub struct ReadArgs {
+pub(super) struct ReadArgs {
     /// A loaded skill's name, as `list_skills` gives it.
     pub name: String,
 }
 
 /// Arguments of `add_memory`.
 #[derive(Deserialize, JsonSchema)]
-pub struct AddMemoryArgs {
+pub(super) struct AddMemoryArgs {
     /// The statement to remember (at most 2,000 characters); text that looks like a secret is
     /// refused.
     pub content: String,
@@ -72,7 +72,7 @@ pub struct AddMemoryArgs {
 
 /// Arguments of `search_memories`.
 #[derive(Deserialize, JsonSchema)]
-pub struct SearchArgs {
+pub(super) struct SearchArgs {
     /// What to look for.
     pub query: String,
     /// The most memories returned (1-50, default 10).
@@ -81,21 +81,21 @@ pub struct SearchArgs {
 
 /// Arguments of `list_memories`.
 #[derive(Deserialize, JsonSchema)]
-pub struct ListMemoriesArgs {
+pub(super) struct ListMemoriesArgs {
     /// Only this category: preference, convention, pattern, correction or fact.
     pub category: Option<String>,
 }
 
 /// Arguments of `delete_memory`.
 #[derive(Deserialize, JsonSchema)]
-pub struct DeleteArgs {
+pub(super) struct DeleteArgs {
     /// The memory's id, as `list_memories` or `search_memories` give it.
     pub id: String,
 }
 
 /// One skill in a `match_skills` answer.
 #[derive(Serialize, JsonSchema)]
-pub struct Matched {
+pub(super) struct Matched {
     /// The skill's name.
     pub name: String,
     /// Why it was selected: explicit, always, detected, triggered or lexical.
@@ -112,14 +112,14 @@ pub struct Matched {
 
 /// The answer of `match_skills`.
 #[derive(Serialize, JsonSchema)]
-pub struct MatchAnswer {
+pub(super) struct MatchAnswer {
     /// The skills that fire, best first; empty when none does.
     pub skills: Vec<Matched>,
 }
 
 /// One skill in `list_skills`.
 #[derive(Serialize, JsonSchema)]
-pub struct Listed {
+pub(super) struct Listed {
     /// The name `read_skill` takes.
     pub name: String,
     /// What the skill is for.
@@ -132,14 +132,14 @@ pub struct Listed {
 
 /// The answer of `list_skills`.
 #[derive(Serialize, JsonSchema)]
-pub struct ListAnswer {
+pub(super) struct ListAnswer {
     /// Every loaded skill, in catalog order (priority, then name).
     pub skills: Vec<Listed>,
 }
 
 /// The answer of `read_skill`.
 #[derive(Serialize, JsonSchema)]
-pub struct ReadAnswer {
+pub(super) struct ReadAnswer {
     /// The skill's name.
     pub name: String,
     /// What it is for.
@@ -150,7 +150,7 @@ pub struct ReadAnswer {
 
 /// A memory as the tools show it.
 #[derive(Serialize, JsonSchema)]
-pub struct Memory {
+pub(super) struct Memory {
     /// Names it for `delete_memory`.
     pub id: String,
     /// preference, convention, pattern, correction or fact.
@@ -180,7 +180,7 @@ impl From<MemoryEntry> for Memory {
 
 /// The answer of `add_memory`.
 #[derive(Serialize, JsonSchema)]
-pub struct AddAnswer {
+pub(super) struct AddAnswer {
     /// inserted, merged (into a memory saying nearly the same) or skipped.
     pub outcome: String,
     /// The memory that now holds the content, if any.
@@ -193,14 +193,14 @@ pub struct AddAnswer {
 
 /// The answer of `search_memories` and `list_memories`.
 #[derive(Serialize, JsonSchema)]
-pub struct Memories {
+pub(super) struct Memories {
     /// The memories, best (or newest) first.
     pub memories: Vec<Memory>,
 }
 
 /// The answer of `delete_memory`.
 #[derive(Serialize, JsonSchema)]
-pub struct Deleted {
+pub(super) struct Deleted {
     /// The memory that was deleted.
     pub deleted: Memory,
 }

@@ -15,7 +15,7 @@
 //! [`open`] finds the database and the project (other commands build their memory provider
 //! and hook there too); [`output`] prints.
 
-pub mod open;
+pub(crate) mod open;
 mod output;
 
 use std::io::{BufRead, BufReader, Write};
@@ -42,7 +42,7 @@ impl From<MemoryError> for CliError {
 }
 
 #[derive(Args, Debug)]
-pub struct MemoryArgs {
+pub(crate) struct MemoryArgs {
     /// The memory database: a SQLite file, or a PostgreSQL server as a postgres:// URL (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's data directory).
     #[arg(long, value_name = "FILE|URL", global = true)]
     pub db: Option<PathBuf>,
@@ -54,7 +54,7 @@ pub struct MemoryArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum MemoryCommand {
+pub(crate) enum MemoryCommand {
     /// Add a memory and print its id.
     Add {
         /// preference, convention, pattern, correction or fact.
@@ -189,7 +189,7 @@ async fn get_in(store: &Store, id: &str, project: &str) -> Result<MemoryEntry, C
 }
 
 /// Run one `ctxkit memory` command.
-pub async fn run(args: MemoryArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: MemoryArgs) -> Result<(), CliError> {
     // The project as typed, before it is canonicalised (and never echoed).
     if let Some(found) = args.project.as_deref().and_then(find_secret) {
         return Err(CliError::new(format!(

@@ -16,7 +16,7 @@ use ctxkit_memory::{
 use crate::CliError;
 
 /// A project key: an existing path canonicalised, anything else as given.
-pub fn normalize_project(project: &str) -> String {
+pub(crate) fn normalize_project(project: &str) -> String {
     match std::fs::canonicalize(project) {
         Ok(p) if !project.trim().is_empty() => p.to_string_lossy().into_owned(),
         _ => project.to_string(),
@@ -150,7 +150,7 @@ fn is_key_value_connection(text: &str) -> bool {
 /// else the user's data folder), whose folder is created when it is a file. Every command
 /// (`memory`, `context`, `chat`, `mcp`, the agent hook) finds its database here, so they all
 /// see the same memories. A `postgres://` or `postgresql://` URL names a server instead.
-pub fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
+pub(crate) fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
     match db {
         Some(p) => {
             server_url(p)?;
@@ -171,13 +171,13 @@ pub fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
 }
 
 /// The memory provider for `ctxkit context` / `ctxkit chat`, scoped to `project`.
-pub fn open_provider(db: &Path, project: &str) -> Result<MemoryContextProvider, CliError> {
+pub(crate) fn open_provider(db: &Path, project: &str) -> Result<MemoryContextProvider, CliError> {
     open_provider_with(db, project, false)
 }
 
 /// [`open_provider`], or with `read_only` a provider that writes nothing on a database opened
 /// read-only.
-pub fn open_provider_with(
+pub(crate) fn open_provider_with(
     db: &Path,
     project: &str,
     read_only: bool,
@@ -194,7 +194,7 @@ pub fn open_provider_with(
 /// memories at `/new`, `/compact` and the end of the session, and decays and prunes the project
 /// at the end of the session. Give it no model with the offline dry-run model, whose replies
 /// are not extraction JSON.
-pub fn open_hook(
+pub(crate) fn open_hook(
     db: &Path,
     project: &str,
     extraction_model: Option<Arc<dyn ChatModel>>,
@@ -208,7 +208,7 @@ pub fn open_hook(
 }
 
 /// The canonical current directory: the default project memories are scoped to.
-pub fn default_project() -> Result<String, CliError> {
+pub(crate) fn default_project() -> Result<String, CliError> {
     let cwd = std::env::current_dir().and_then(std::fs::canonicalize);
     let cwd = cwd.map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?;
     Ok(cwd.to_string_lossy().into_owned())

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 /// `ctxkit` with `dir` holding its user config (`config.toml`), index cache (`cache/`),
 /// default memory database (`memory.db`) and home (`home/`), never the user's, and no log
 /// level from the environment.
-pub fn isolated(dir: &Path) -> Command {
+pub(crate) fn isolated(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
     command
         .env("CTXKIT_CONFIG", dir.join("config.toml"))
@@ -22,7 +22,7 @@ pub fn isolated(dir: &Path) -> Command {
 
 /// Run `command` with `stdin` piped in and collect its output. A process that stops reading
 /// early (as a hook does with oversized input) is not an error.
-pub fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
+pub(crate) fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -35,16 +35,16 @@ pub fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
 }
 
 /// Write `text` at `path`, creating its folders.
-pub fn write(path: &Path, text: &str) {
+pub(crate) fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }

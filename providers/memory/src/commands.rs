@@ -17,11 +17,11 @@ use regex::Regex;
 use crate::types::MemoryCategory;
 
 /// Importance of a memory the user asked for explicitly.
-pub const EXPLICIT_IMPORTANCE: f32 = 0.95;
+pub(crate) const EXPLICIT_IMPORTANCE: f32 = 0.95;
 
 /// A memory operation the user asked for in so many words.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MemoryCommand {
+pub(crate) enum MemoryCommand {
     /// Store this (with importance [`EXPLICIT_IMPORTANCE`]).
     Remember {
         content: String,
@@ -71,7 +71,7 @@ fn patterns() -> &'static Patterns {
 }
 
 /// Detect an explicit memory command; `None` when the message is not one.
-pub fn detect_memory_command(user_message: &str) -> Option<MemoryCommand> {
+pub(crate) fn detect_memory_command(user_message: &str) -> Option<MemoryCommand> {
     let p = patterns();
     // Only the first line counts; the rest of a message is the request itself.
     let line = user_message.trim().lines().next()?.trim();

@@ -19,7 +19,7 @@ use crate::{secrets, ListOptions, ListOrder};
 
 /// What a session is summarised as for the extraction prompt.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ExtractionInput {
+pub(crate) struct ExtractionInput {
     pub task_description: String,
     pub files_read: Vec<String>,
     pub key_findings: Vec<String>,
@@ -37,7 +37,7 @@ impl ExtractionInput {
     /// Summarise a conversation: the first user message is the task, file arguments of tool
     /// calls are the files read, and the transcript (latest part, secrets redacted) is the
     /// conversation summary.
-    pub fn from_messages(messages: &[Message]) -> Self {
+    pub(crate) fn from_messages(messages: &[Message]) -> Self {
         let task = messages
             .iter()
             .find(|m| m.role == Role::User)
@@ -103,7 +103,7 @@ impl ExtractionInput {
 
     /// Summarise a finished session; `session:key_findings` (a string or a list of strings) in
     /// the thread's state become the key findings.
-    pub fn from_session(summary: &SessionSummary, state: &State) -> Self {
+    pub(crate) fn from_session(summary: &SessionSummary, state: &State) -> Self {
         let mut input = Self::from_messages(&summary.messages);
         input.session_id = Some(summary.thread_id.clone()).filter(|s| !s.is_empty());
         input.key_findings = match state.get("session:key_findings") {
@@ -121,7 +121,7 @@ impl ExtractionInput {
 
 /// One memory proposed by the model.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ExtractedMemory {
+pub(crate) struct ExtractedMemory {
     pub category: MemoryCategory,
     pub content: String,
     pub keywords: Vec<String>,

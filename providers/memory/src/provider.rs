@@ -36,23 +36,23 @@ use crate::types::*;
 use crate::{secrets, ListOptions, ListOrder};
 
 /// The section heading.
-pub const HEADING: &str = "## Project Memory";
+pub(crate) const HEADING: &str = "## Project Memory";
 /// The line under the heading, telling the model where the facts come from.
-pub const INTRO: &str = "The following facts were learned from previous sessions:";
+pub(crate) const INTRO: &str = "The following facts were learned from previous sessions:";
 /// The default injection budget in characters (about 500 tokens).
-pub const DEFAULT_MAX_CHARS: usize = 2000;
+pub(crate) const DEFAULT_MAX_CHARS: usize = 2000;
 const SUMMARY_CHARS: usize = 300;
 /// The heading of the memories sent with every request.
-pub const ESSENTIALS_HEADING: &str = "## Project Essentials";
+pub(crate) const ESSENTIALS_HEADING: &str = "## Project Essentials";
 /// The line under it.
-pub const ESSENTIALS_INTRO: &str =
+pub(crate) const ESSENTIALS_INTRO: &str =
     "Standing preferences and corrections for this project; always apply them:";
 /// The essentials' own budget in characters.
-pub const DEFAULT_ESSENTIAL_CHARS: usize = 1000;
+pub(crate) const DEFAULT_ESSENTIAL_CHARS: usize = 1000;
 /// Preferences and corrections at least this important are essentials.
-pub const DEFAULT_ESSENTIAL_IMPORTANCE: f32 = 0.8;
+pub(crate) const DEFAULT_ESSENTIAL_IMPORTANCE: f32 = 0.8;
 /// The heading of similar earlier runs.
-pub const EPISODES_HEADING: &str = "## Past Runs";
+pub(crate) const EPISODES_HEADING: &str = "## Past Runs";
 /// Earlier runs at least this similar to the message are shown…
 const EPISODE_SIMILARITY: f32 = 0.35;
 /// …at most this many, from the latest this many.
@@ -68,7 +68,7 @@ fn command_line(message: &str) -> &str {
 /// Render memories as the `## Project Memory` section, best first, keeping only what fits in
 /// `max_chars` characters and (when given) `max_tokens` tokens. Returns the text and the ids of
 /// the memories in it; no memory fits → empty text.
-pub fn render_memories(
+pub(crate) fn render_memories(
     entries: &[&MemoryEntry],
     max_chars: usize,
     max_tokens: Option<(usize, &dyn TokenCounter)>,

@@ -24,17 +24,17 @@ use crate::types::{MemoryEntry, MemorySearchResult};
 pub(crate) const MAX_QUERY_TERMS: usize = 24;
 
 /// Weight of TF-IDF cosine similarity.
-pub const W_SIMILARITY: f32 = 0.40;
+pub(crate) const W_SIMILARITY: f32 = 0.40;
 /// Weight of keyword overlap (Jaccard).
-pub const W_KEYWORDS: f32 = 0.25;
+pub(crate) const W_KEYWORDS: f32 = 0.25;
 /// Weight of importance.
-pub const W_IMPORTANCE: f32 = 0.20;
+pub(crate) const W_IMPORTANCE: f32 = 0.20;
 /// Weight of recency.
-pub const W_RECENCY: f32 = 0.15;
+pub(crate) const W_RECENCY: f32 = 0.15;
 
 /// The relevance formula, its weights summing to 1: identical text, the same keywords,
 /// importance 1 and an access just now score 1.0, the maximum.
-pub fn compute_relevance_score(
+pub(crate) fn compute_relevance_score(
     embedding_similarity: f32,
     keyword_overlap: f32,
     importance: f32,
@@ -48,12 +48,12 @@ pub fn compute_relevance_score(
 }
 
 /// `1 / (1 + days · 0.1)`; negative ages (clock skew) count as zero.
-pub fn recency_score(days_since_last_access: f64) -> f32 {
+pub(crate) fn recency_score(days_since_last_access: f64) -> f32 {
     1.0 / (1.0 + days_since_last_access.max(0.0) as f32 * 0.1)
 }
 
 /// Jaccard coefficient of two term sets; zero when both are empty.
-pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
+pub(crate) fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     if a.is_empty() && b.is_empty() {
         return 0.0;
     }
@@ -132,20 +132,20 @@ pub(crate) fn rank_before(a: &MemorySearchResult, b: &MemorySearchResult) -> boo
 
 /// Document frequencies of one project's memories: what IDF is computed from.
 #[derive(Clone, Debug, Default)]
-pub struct Vocabulary {
+pub(crate) struct Vocabulary {
     docs: u64,
     df: HashMap<String, u32>,
 }
 
 impl Vocabulary {
     /// A vocabulary of `docs` documents with these document frequencies.
-    pub fn new(docs: u64, df: HashMap<String, u32>) -> Self {
+    pub(crate) fn new(docs: u64, df: HashMap<String, u32>) -> Self {
         Vocabulary { docs, df }
     }
 
     /// Build from texts, to check scores by hand.
     #[cfg(test)]
-    pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+    pub(crate) fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
         let mut v = Vocabulary::default();
         for t in texts {
             v.docs += 1;
@@ -158,35 +158,35 @@ impl Vocabulary {
 
     /// Number of documents.
     #[cfg(test)]
-    pub fn docs(&self) -> u64 {
+    pub(crate) fn docs(&self) -> u64 {
         self.docs
     }
 
     /// Document frequency of `term` (zero when unknown).
-    pub fn df(&self, term: &str) -> u32 {
+    pub(crate) fn df(&self, term: &str) -> u32 {
         self.df.get(term).copied().unwrap_or(0)
     }
 
     /// Smoothed inverse document frequency: `ln((1 + N) / (1 + df)) + 1`.
-    pub fn idf(&self, term: &str) -> f32 {
+    pub(crate) fn idf(&self, term: &str) -> f32 {
         idf(self.docs, self.df(term))
     }
 
     /// The TF-IDF vector of a list of terms.
-    pub fn vector(&self, terms: &[String]) -> TfIdf {
+    pub(crate) fn vector(&self, terms: &[String]) -> TfIdf {
         TfIdf::build(terms, |t| self.idf(t))
     }
 }
 
 /// Smoothed inverse document frequency of a term found in `df` of `docs` documents:
 /// `ln((1 + N) / (1 + df)) + 1`. The one formula every index computes IDF with.
-pub fn idf(docs: u64, df: u32) -> f32 {
+pub(crate) fn idf(docs: u64, df: u32) -> f32 {
     (((1 + docs) as f64 / (1 + u64::from(df)) as f64).ln() + 1.0) as f32
 }
 
 /// A sparse TF-IDF vector, terms sorted.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct TfIdf {
+pub(crate) struct TfIdf {
     weights: Vec<(String, f32)>,
     norm: f32,
 }
@@ -194,7 +194,7 @@ pub struct TfIdf {
 impl TfIdf {
     /// The vector of `terms` with each term's IDF from `idf`: a repeated term adds its IDF
     /// once per occurrence.
-    pub fn build(terms: &[String], idf: impl Fn(&str) -> f32) -> TfIdf {
+    pub(crate) fn build(terms: &[String], idf: impl Fn(&str) -> f32) -> TfIdf {
         let mut sorted: Vec<&str> = terms.iter().map(String::as_str).collect();
         sorted.sort_unstable();
         let mut weights: Vec<(String, f32)> = Vec::new();
@@ -209,17 +209,17 @@ impl TfIdf {
     }
 
     /// The terms with their weights, sorted by term.
-    pub fn weights(&self) -> &[(String, f32)] {
+    pub(crate) fn weights(&self) -> &[(String, f32)] {
         &self.weights
     }
 
     /// Euclidean norm.
-    pub fn norm(&self) -> f32 {
+    pub(crate) fn norm(&self) -> f32 {
         self.norm
     }
 
     /// Cosine similarity in `[0, 1]`; zero when either vector is empty.
-    pub fn cosine(&self, other: &TfIdf) -> f32 {
+    pub(crate) fn cosine(&self, other: &TfIdf) -> f32 {
         if self.norm == 0.0 || other.norm == 0.0 {
             return 0.0;
         }
@@ -240,7 +240,7 @@ impl TfIdf {
 
     /// The heaviest terms whose weight must be shared by any vector with cosine of at least
     /// `threshold` to this one: a vector sharing none of them has a cosine below `threshold`.
-    pub fn prefix_terms(&self, threshold: f32) -> Vec<&str> {
+    pub(crate) fn prefix_terms(&self, threshold: f32) -> Vec<&str> {
         if self.norm == 0.0 {
             return Vec::new();
         }

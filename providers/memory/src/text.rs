@@ -20,7 +20,7 @@ use std::sync::{Mutex, OnceLock};
 /// The longest a keyword may be, in characters.
 const MAX_KEYWORD_CHARS: usize = 64;
 /// The most keywords one memory keeps.
-pub const MAX_KEYWORDS: usize = 16;
+pub(crate) const MAX_KEYWORDS: usize = 16;
 /// How many keywords are derived from the content when none are given.
 const DERIVED_KEYWORDS: usize = 8;
 
@@ -213,7 +213,7 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// True for a stop word (already lowercased).
-pub fn is_stop_word(word: &str) -> bool {
+pub(crate) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
@@ -229,7 +229,7 @@ fn is_apostrophe(c: char) -> bool {
 
 /// The terms of `text`, in order, repeats kept, stop words removed; a run of Han or kana
 /// becomes its overlapping pairs ("日本語" → "日本", "本語").
-pub fn terms(text: &str) -> Vec<String> {
+pub(crate) fn terms(text: &str) -> Vec<String> {
     words(text, true)
 }
 
@@ -360,13 +360,13 @@ fn push_unspaced(run: &[char], out: &mut Vec<String>) {
 }
 
 /// The distinct terms of `text`.
-pub fn term_set(text: &str) -> BTreeSet<String> {
+pub(crate) fn term_set(text: &str) -> BTreeSet<String> {
     terms(text).into_iter().collect()
 }
 
 /// Keywords as stored: trimmed, lowercased, inner whitespace collapsed, empty ones and repeats
 /// dropped, at most [`MAX_KEYWORDS`], each at most 64 characters.
-pub fn normalize_keywords<S: AsRef<str>>(keywords: &[S]) -> Vec<String> {
+pub(crate) fn normalize_keywords<S: AsRef<str>>(keywords: &[S]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for k in keywords {
         let k = k
@@ -388,7 +388,7 @@ pub fn normalize_keywords<S: AsRef<str>>(keywords: &[S]) -> Vec<String> {
 
 /// Keywords for a memory given without any: its first words of distinct terms, as written
 /// (lowercased), so they read as words; they are stemmed when compared, like everything else.
-pub fn derive_keywords(content: &str) -> Vec<String> {
+pub(crate) fn derive_keywords(content: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for w in words(content, false) {
@@ -405,12 +405,12 @@ pub fn derive_keywords(content: &str) -> Vec<String> {
 }
 
 /// The term set of a keyword list, for keyword overlap (`"package manager"` gives two terms).
-pub fn keyword_terms<S: AsRef<str>>(keywords: &[S]) -> BTreeSet<String> {
+pub(crate) fn keyword_terms<S: AsRef<str>>(keywords: &[S]) -> BTreeSet<String> {
     keywords.iter().flat_map(|k| terms(k.as_ref())).collect()
 }
 
 /// Cut `text` to at most `max` characters, marking the cut with `…`.
-pub fn truncate_chars(text: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }

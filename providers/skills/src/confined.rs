@@ -35,7 +35,7 @@ pub(crate) enum ReadProblem {
 
 impl ReadProblem {
     /// The 1-based line at fault, when there is one.
-    pub fn line(&self) -> Option<usize> {
+    pub(crate) fn line(&self) -> Option<usize> {
         match self {
             ReadProblem::NotUtf8 { line, .. } => Some(*line),
             _ => None,
@@ -43,7 +43,7 @@ impl ReadProblem {
     }
 
     /// What went wrong, as the start of a sentence about the file.
-    pub fn reason(&self, root: &Path) -> String {
+    pub(crate) fn reason(&self, root: &Path) -> String {
         match self {
             ReadProblem::Io(e) => format!("cannot read the file ({e})"),
             ReadProblem::Outside => format!(
@@ -72,19 +72,19 @@ pub(crate) struct Confined {
 impl Confined {
     /// Confine reads to `folder` (resolved once; the folder itself may be a symlink the user
     /// chose).
-    pub fn new(folder: &Path) -> io::Result<Self> {
+    pub(crate) fn new(folder: &Path) -> io::Result<Self> {
         Ok(Confined {
             real: fs::canonicalize(folder)?,
         })
     }
 
     /// The folder's real path.
-    pub fn real(&self) -> &Path {
+    pub(crate) fn real(&self) -> &Path {
         &self.real
     }
 
     /// The real path of `path` when it exists and lies inside the folder.
-    pub fn resolve(&self, path: &Path) -> Result<PathBuf, ReadProblem> {
+    pub(crate) fn resolve(&self, path: &Path) -> Result<PathBuf, ReadProblem> {
         let real = fs::canonicalize(path).map_err(ReadProblem::Io)?;
         if real.starts_with(&self.real) {
             Ok(real)
@@ -94,7 +94,7 @@ impl Confined {
     }
 
     /// Read `path` as UTF-8 text, within every guarantee of this module.
-    pub fn read_text(&self, path: &Path) -> Result<String, ReadProblem> {
+    pub(crate) fn read_text(&self, path: &Path) -> Result<String, ReadProblem> {
         let real = self.resolve(path)?;
         let file = open_regular(&real)?;
         let mut bytes = Vec::new();

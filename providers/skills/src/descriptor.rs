@@ -45,7 +45,7 @@ pub(crate) enum ParamType {
 
 impl ParamType {
     /// The JSON Schema type name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ParamType::String => "string",
             ParamType::Integer => "integer",

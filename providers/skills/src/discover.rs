@@ -135,7 +135,7 @@ pub(crate) struct Found {
 
 impl Found {
     /// The file's text, or the diagnostic that skips it.
-    pub fn read(&self) -> Result<String, Diagnostic> {
+    pub(crate) fn read(&self) -> Result<String, Diagnostic> {
         self.root.read_text(&self.real).map_err(|problem| {
             let message = format!("{}; skipped", problem.reason(self.root.real()));
             Diagnostic::error(&self.path, problem.line(), message)

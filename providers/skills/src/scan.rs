@@ -38,7 +38,7 @@ pub(crate) struct Scanned {
 
 impl Scan {
     /// Walk, read and parse everything under `roots` now.
-    pub fn run(roots: &[SkillRoot]) -> Scan {
+    pub(crate) fn run(roots: &[SkillRoot]) -> Scan {
         let Discovery {
             found,
             mut diagnostics,

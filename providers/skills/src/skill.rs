@@ -98,7 +98,7 @@ pub(crate) struct Overrides {
 }
 
 impl Overrides {
-    pub fn apply(&self, skill: &mut Skill) {
+    pub(crate) fn apply(&self, skill: &mut Skill) {
         if let Some(p) = self.priority {
             skill.priority = p;
         }

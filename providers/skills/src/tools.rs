@@ -15,7 +15,7 @@ pub(crate) struct ReadSkillTool {
 }
 
 impl ReadSkillTool {
-    pub fn new(library: Arc<SkillLibrary>) -> Self {
+    pub(crate) fn new(library: Arc<SkillLibrary>) -> Self {
         ReadSkillTool { library }
     }
 }
@@ -66,7 +66,7 @@ pub(crate) struct ReadSkillsTool {
 }
 
 impl ReadSkillsTool {
-    pub fn new(library: Arc<SkillLibrary>) -> Self {
+    pub(crate) fn new(library: Arc<SkillLibrary>) -> Self {
         ReadSkillsTool { library }
     }
 }

@@ -4,11 +4,11 @@
 use ctxkit_skills::{SelectOptions, Skill, SkillIndex, Source};
 
 /// A skill from a name, triggers (YAML flow list or mapping) and extra frontmatter lines.
-pub fn skill(name: &str, triggers: &str, extra: &str) -> Skill {
+pub(crate) fn skill(name: &str, triggers: &str, extra: &str) -> Skill {
     skill_with_body(name, triggers, extra, &format!("Instructions of {name}."))
 }
 
-pub fn skill_with_body(name: &str, triggers: &str, extra: &str, body: &str) -> Skill {
+pub(crate) fn skill_with_body(name: &str, triggers: &str, extra: &str, body: &str) -> Skill {
     let triggers = if triggers.is_empty() {
         String::new()
     } else {
@@ -21,16 +21,16 @@ pub fn skill_with_body(name: &str, triggers: &str, extra: &str, body: &str) -> S
     parsed.with_root(Source::Project, 250)
 }
 
-pub fn index(skills: Vec<Skill>) -> SkillIndex {
+pub(crate) fn index(skills: Vec<Skill>) -> SkillIndex {
     SkillIndex::build(skills, Vec::new())
 }
 
 /// Names selected for one message with default options.
-pub fn pick(index: &SkillIndex, message: &str) -> Vec<String> {
+pub(crate) fn pick(index: &SkillIndex, message: &str) -> Vec<String> {
     pick_with(index, &[message], &SelectOptions::default())
 }
 
-pub fn pick_with(index: &SkillIndex, messages: &[&str], options: &SelectOptions) -> Vec<String> {
+pub(crate) fn pick_with(index: &SkillIndex, messages: &[&str], options: &SelectOptions) -> Vec<String> {
     index
         .select(messages, &[], options)
         .into_iter()

@@ -9,31 +9,31 @@ use std::time::Instant;
 use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
 use tokio::runtime::Runtime;
 
-pub const PROJECT: &str = "/bench/project";
-pub const VOCABULARY: usize = 6000;
+pub(crate) const PROJECT: &str = "/bench/project";
+pub(crate) const VOCABULARY: usize = 6000;
 
 /// xorshift64*: small, seeded, good enough for test data.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
-    pub fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
 /// Pronounceable pseudo-words, one per rank.
-pub fn vocabulary() -> Vec<String> {
+pub(crate) fn vocabulary() -> Vec<String> {
     const SYLLABLES: &[&str] = &[
         "ka", "lo", "mi", "ne", "ru", "ta", "zo", "pi", "se", "du", "fa", "gi", "ho", "ju", "be", "co", "vi",
         "wa", "xe", "yo", "qua", "tri", "sto", "pla",
@@ -48,12 +48,12 @@ pub fn vocabulary() -> Vec<String> {
 }
 
 /// Samples word ranks with probability ∝ 1 / (rank + 10): Zipf-like with a flattened head.
-pub struct Zipf {
+pub(crate) struct Zipf {
     cumulative: Vec<f64>,
 }
 
 impl Zipf {
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         let mut total = 0.0;
         let cumulative = (0..n)
             .map(|r| {
@@ -67,7 +67,7 @@ impl Zipf {
         }
     }
 
-    pub fn sample(&self, rng: &mut Rng) -> usize {
+    pub(crate) fn sample(&self, rng: &mut Rng) -> usize {
         let u = rng.unit();
         self.cumulative
             .partition_point(|&c| c < u)
@@ -76,7 +76,7 @@ impl Zipf {
 }
 
 /// `min..=max` words drawn from `zipf`.
-pub fn sentence(rng: &mut Rng, zipf: &Zipf, words: &[String], min: usize, max: usize) -> String {
+pub(crate) fn sentence(rng: &mut Rng, zipf: &Zipf, words: &[String], min: usize, max: usize) -> String {
     let n = min + rng.below(max - min + 1);
     (0..n)
         .map(|_| words[zipf.sample(rng)].as_str())
@@ -85,7 +85,7 @@ pub fn sentence(rng: &mut Rng, zipf: &Zipf, words: &[String], min: usize, max: u
 }
 
 /// A store at `path` holding `n` distinct memories of [`PROJECT`], its in-memory index built.
-pub fn build(rt: &Runtime, n: usize, path: &std::path::Path) -> SqliteMemoryStore {
+pub(crate) fn build(rt: &Runtime, n: usize, path: &std::path::Path) -> SqliteMemoryStore {
     let words = vocabulary();
     let zipf = Zipf::new(words.len());
     let mut rng = Rng(0x5EED_0000 + n as u64);
@@ -113,7 +113,7 @@ pub fn build(rt: &Runtime, n: usize, path: &std::path::Path) -> SqliteMemoryStor
 }
 
 /// 64 user-message-like queries over the same vocabulary.
-pub fn queries() -> Vec<String> {
+pub(crate) fn queries() -> Vec<String> {
     let words = vocabulary();
     let zipf = Zipf::new(words.len());
     let mut rng = Rng(0xC0FFEE);

@@ -13,7 +13,7 @@ impl MemoryDb {
 
     /// Record what happened in a run. Secrets are refused like in memories; redact first
     /// ([`secrets::redact`]) when the text comes from a conversation.
-    pub fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
+    pub(crate) fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
         let project_path = check_episode(&new)?;
         self.write(|tx, now| {
             let record = episode_record(new, project_path, new_unique_id(tx, "episodic_records")?, now);
@@ -23,7 +23,7 @@ impl MemoryDb {
     }
 
     /// The latest episodic records of a project, newest first.
-    pub fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
+    pub(crate) fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
@@ -39,7 +39,7 @@ impl MemoryDb {
     // ----- project: state (a thread's `project:` keys, kept across sessions) ------------
 
     /// Persist one `project:` state value; secrets are refused.
-    pub fn set_state(&self, project: &str, key: &str, value: &serde_json::Value) -> Result<()> {
+    pub(crate) fn set_state(&self, project: &str, key: &str, value: &serde_json::Value) -> Result<()> {
         let (project, json) = check_state(project, key, value)?;
         self.write(|tx, now| {
             tx.prepare_cached(
@@ -53,7 +53,7 @@ impl MemoryDb {
     }
 
     /// Every persisted state value of a project, by key.
-    pub fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+    pub(crate) fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT key, value FROM project_state WHERE project_path = ?1 ORDER BY key",
@@ -72,7 +72,7 @@ impl MemoryDb {
     }
 
     /// Remove a persisted state value; true when it existed.
-    pub fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
+    pub(crate) fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
         self.write(|tx, _| {
             Ok(tx
                 .prepare_cached("DELETE FROM project_state WHERE project_path = ?1 AND key = ?2")?

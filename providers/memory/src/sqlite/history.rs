@@ -105,7 +105,7 @@ pub(super) fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
 
 impl MemoryDb {
     /// Every change to one memory of `project`, oldest first (nothing of another project).
-    pub fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
+    pub(crate) fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(&format!(
                 "SELECT {HISTORY_COLS} FROM memory_history WHERE memory_id = ?1 AND project_path = ?2 ORDER BY id"
@@ -117,12 +117,12 @@ impl MemoryDb {
 
     /// One history entry of `project` by its id; `None` when it does not exist or belongs to
     /// another project.
-    pub fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+    pub(crate) fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         self.read(|tx| entry_in(tx, project, history_id))
     }
 
     /// The latest changes in a project, newest first.
-    pub fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
+    pub(crate) fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(&format!(
@@ -142,7 +142,7 @@ impl MemoryDb {
     /// [`MemoryError::HistoryNotFound`], and if the memory id were ever held by another
     /// project's memory (which the store prevents, see [`import`](MemoryDb::import)) the undo
     /// is refused rather than touching it.
-    pub fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
+    pub(crate) fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
         self.write(|tx, now| {
             let h = entry_in(tx, project, history_id)?.ok_or_else(|| MemoryError::HistoryNotFound {
                 id: history_id,

@@ -14,7 +14,7 @@ impl MemoryDb {
     /// Lower the importance of memories not accessed lately: `importance × 0.95^(days / 7)`,
     /// where `days` counts from the later of the last access and the last decay, so decaying
     /// daily or once a month ends at the same importance. Returns how many memories changed.
-    pub fn decay(&self, project: &str) -> Result<usize> {
+    pub(crate) fn decay(&self, project: &str) -> Result<usize> {
         let project = check_project(project)?;
         self.write(|tx, now| {
             let rows = select_entries(
@@ -48,7 +48,7 @@ impl MemoryDb {
     /// Delete the memories of a project whose importance is below `min_importance`; returns
     /// how many. `min_importance` must lie in [`IMPORTANCE_RANGE`](super::IMPORTANCE_RANGE),
     /// like every importance (a threshold above 1 would delete everything).
-    pub fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
+    pub(crate) fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
         let project = check_project(project)?;
         let min_importance = check_importance(min_importance)?;
         self.write(|tx, now| {
@@ -69,7 +69,7 @@ impl MemoryDb {
     /// the more important one (then the more used, then the older); it keeps its content and
     /// gains the others' keywords, the highest importance and the summed access counts.
     /// Returns how many memories were merged away.
-    pub fn compact(&self, project: &str) -> Result<usize> {
+    pub(crate) fn compact(&self, project: &str) -> Result<usize> {
         let project = check_project(project)?;
         self.write(|tx, now| {
             let vocab = self.inner.vocab.get(tx, &project)?;

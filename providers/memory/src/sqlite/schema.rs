@@ -21,7 +21,7 @@
 use rusqlite::{Connection, TransactionBehavior};
 
 /// The schema version this build writes.
-pub const LATEST: i64 = 3;
+pub(crate) const LATEST: i64 = 3;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (

@@ -20,7 +20,7 @@ impl MemoryDb {
     // ----- reads ------------------------------------------------------------------------
 
     /// A memory by id (secrets redacted, see [`MemoryDb::redact_read`]).
-    pub fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+    pub(crate) fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         let mut entry = self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))?;
         if let Some(e) = &mut entry {
             self.redact_read(e);
@@ -29,7 +29,7 @@ impl MemoryDb {
     }
 
     /// Memories of a project, filtered and paged; superseded ones only when asked for.
-    pub fn list(&self, project: &str, options: &ListOptions) -> Result<Vec<MemoryEntry>> {
+    pub(crate) fn list(&self, project: &str, options: &ListOptions) -> Result<Vec<MemoryEntry>> {
         let order = match options.order {
             ListOrder::Newest => "created_at DESC, id",
             ListOrder::Importance => "importance DESC, created_at DESC, id",
@@ -59,7 +59,7 @@ impl MemoryDb {
     }
 
     /// How many current (not superseded) memories a project has.
-    pub fn count(&self, project: &str) -> Result<usize> {
+    pub(crate) fn count(&self, project: &str) -> Result<usize> {
         self.read(|tx| {
             let n: i64 = tx
                 .prepare_cached(
@@ -86,7 +86,7 @@ impl MemoryDb {
     /// counted unless the request says not to.
     ///
     /// [`OpenOptions::candidate_limit`]: super::OpenOptions::candidate_limit
-    pub fn search(&self, req: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+    pub(crate) fn search(&self, req: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
         let project = check_project(&req.project_path)?;
         let q_terms = terms(&req.query);
         if q_terms.is_empty() || req.top_k == 0 {
@@ -262,7 +262,7 @@ impl MemoryDb {
 
     /// Bring the in-memory search index of a project up to date now (catching up with recent
     /// writes, or building it), whatever [`SearchIndex`] says, so the next search is fast.
-    pub fn warm_up(&self, project: &str) -> Result<()> {
+    pub(crate) fn warm_up(&self, project: &str) -> Result<()> {
         self.read(|tx| {
             let version = index::project_version(tx, project)?;
             let cached = lock(&self.inner.indexes).get(project).cloned();
@@ -330,7 +330,7 @@ impl MemoryDb {
     }
 
     /// Counts for a project.
-    pub fn stats(&self, project: &str) -> Result<MemoryStats> {
+    pub(crate) fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.read(|tx| {
             let mut stats = crate::decide::StatsBuilder::new(project);
             let mut stmt = tx.prepare_cached(

@@ -16,7 +16,7 @@ use crate::types::{HistoryAction, HistoryEntry};
 impl MemoryDb {
     /// Every memory (oldest first), episodic record and history entry (oldest first) of a
     /// project, or of all projects.
-    pub fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
+    pub(crate) fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         self.read(|tx| {
             let mut out: Vec<ExportRecord> = select_entries(
                 tx,
@@ -57,7 +57,7 @@ impl MemoryDb {
 
     /// Import records in one transaction (all or nothing); see
     /// [`MemoryStore::import`](crate::MemoryStore::import) for the rules.
-    pub fn import(&self, records: &[ExportRecord], project: Option<&str>) -> Result<ImportReport> {
+    pub(crate) fn import(&self, records: &[ExportRecord], project: Option<&str>) -> Result<ImportReport> {
         let plan = ImportPlan::new(records.to_vec(), project)?;
         self.write(|tx, now| {
             let mut report = ImportReport::default();

@@ -22,7 +22,7 @@ impl MemoryDb {
     /// Add a memory, marking the older memories it contradicts as superseded (see
     /// [`supersede`](crate::supersede)). An identical content in the same project is
     /// [`MemoryError::Duplicate`].
-    pub fn add(&self, new: NewMemoryEntry) -> Result<MemoryEntry> {
+    pub(crate) fn add(&self, new: NewMemoryEntry) -> Result<MemoryEntry> {
         let checked = check_new(&new)?;
         self.write(|tx, now| {
             let similar = if may_supersede(&checked) {
@@ -39,7 +39,7 @@ impl MemoryDb {
     /// Add several memories in one transaction: all are stored or none. A bulk load marks as
     /// superseded only what a memory names ([`NewMemoryEntry::supersedes`]) or says it replaces
     /// ("instead of …"); comparing every memory with its neighbours is left to single adds.
-    pub fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
+    pub(crate) fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
         let checked = entries
             .iter()
             .enumerate()
@@ -189,7 +189,7 @@ impl MemoryDb {
 
     /// Change fields of a memory. Changing the content keeps the keywords unless new ones are
     /// given; an empty keyword list derives them from the content.
-    pub fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
+    pub(crate) fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
         let update = check_update(update)?;
         self.write(|tx, now| {
             let (num, old) = load(tx, id)?.ok_or_else(|| MemoryError::NotFound(id.to_string()))?;
@@ -228,7 +228,7 @@ impl MemoryDb {
     /// A merge keeps the more informative content (the new one when it has at least as many
     /// distinct terms), the union of the keywords and the higher importance; the history keeps
     /// the memory as it was.
-    pub fn upsert(&self, new: NewMemoryEntry) -> Result<UpsertResult> {
+    pub(crate) fn upsert(&self, new: NewMemoryEntry) -> Result<UpsertResult> {
         let checked = check_new(&new)?;
         self.write(|tx, now| {
             if let Some(existing) = find_by_content(tx, &checked.project_path, &checked.content)? {
@@ -280,7 +280,7 @@ impl MemoryDb {
     }
 
     /// Delete a memory, returning it.
-    pub fn delete(&self, id: &str) -> Result<MemoryEntry> {
+    pub(crate) fn delete(&self, id: &str) -> Result<MemoryEntry> {
         self.write(|tx, now| {
             let (num, old) = load(tx, id)?.ok_or_else(|| MemoryError::NotFound(id.to_string()))?;
             delete_row(tx, num, &old, "deleted", now)?;
@@ -290,7 +290,7 @@ impl MemoryDb {
 
     /// Delete the memories of a project that best match `query` (those at least 0.3 similar and
     /// within 80 % of the best match, at most five), returning them.
-    pub fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
+    pub(crate) fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
         let project = check_project(project)?;
         let q_terms = terms(query);
         if q_terms.is_empty() {
@@ -316,7 +316,7 @@ impl MemoryDb {
     }
 
     /// Delete every memory of a project, returning how many there were.
-    pub fn clear(&self, project: &str) -> Result<usize> {
+    pub(crate) fn clear(&self, project: &str) -> Result<usize> {
         let project = check_project(project)?;
         self.write(|tx, now| {
             let rows = select_entries(
@@ -347,7 +347,7 @@ impl MemoryDb {
 
     /// Bump access counts (saturating at [`MAX_ACCESS_COUNT`]) and
     /// last-access times: what a search does to what it returns.
-    pub fn touch(&self, ids: &[String]) -> Result<()> {
+    pub(crate) fn touch(&self, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }

@@ -2,7 +2,7 @@
 //! the maintenance both stores have.
 #![allow(dead_code)]
 
-pub mod pg;
+pub(crate) mod pg;
 
 use std::sync::Arc;
 
@@ -12,10 +12,10 @@ use ctxkit_memory::PostgresStore;
 use ctxkit_memory::{ManualClock, MemoryStore, OpenOptions, Result, SqliteMemoryStore};
 
 /// Noon on 14 November 2023 (UTC): where every test's clock starts.
-pub const START: i64 = 1_700_000_000_000;
+pub(crate) const START: i64 = 1_700_000_000_000;
 
 /// A store under test, with its clock.
-pub struct Backend {
+pub(crate) struct Backend {
     pub store: Arc<dyn MemoryStore>,
     pub clock: ManualClock,
     kind: Kind,
@@ -31,7 +31,7 @@ enum Kind {
 
 impl Backend {
     /// A fresh SQLite store.
-    pub fn sqlite() -> Backend {
+    pub(crate) fn sqlite() -> Backend {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(START);
         let store = SqliteMemoryStore::open_with(
@@ -49,7 +49,7 @@ impl Backend {
 
     /// A store on a fresh database of the test cluster; `None` when PostgreSQL is missing.
     #[cfg(feature = "postgres")]
-    pub async fn postgres() -> Option<Backend> {
+    pub(crate) async fn postgres() -> Option<Backend> {
         let url = pg::cluster()?.database();
         let clock = ManualClock::new(START);
         let store = PostgresStore::connect_with(&url, OpenOptions::default().clock(clock.clone()))
@@ -64,7 +64,7 @@ impl Backend {
     }
 
     /// Another store on the same database (another process would see the same).
-    pub async fn reopen(&self) -> Arc<dyn MemoryStore> {
+    pub(crate) async fn reopen(&self) -> Arc<dyn MemoryStore> {
         match &self.kind {
             Kind::Sqlite(s) => Arc::new(s.clone()),
             #[cfg(feature = "postgres")]
@@ -72,7 +72,7 @@ impl Backend {
         }
     }
 
-    pub async fn decay(&self, project: &str) -> Result<usize> {
+    pub(crate) async fn decay(&self, project: &str) -> Result<usize> {
         match &self.kind {
             Kind::Sqlite(s) => s.decay(project).await,
             #[cfg(feature = "postgres")]
@@ -80,7 +80,7 @@ impl Backend {
         }
     }
 
-    pub async fn prune(&self, project: &str, min: f32) -> Result<usize> {
+    pub(crate) async fn prune(&self, project: &str, min: f32) -> Result<usize> {
         match &self.kind {
             Kind::Sqlite(s) => s.prune(project, min).await,
             #[cfg(feature = "postgres")]
@@ -88,7 +88,7 @@ impl Backend {
         }
     }
 
-    pub async fn compact(&self, project: &str) -> Result<usize> {
+    pub(crate) async fn compact(&self, project: &str) -> Result<usize> {
         match &self.kind {
             Kind::Sqlite(s) => s.compact(project).await,
             #[cfg(feature = "postgres")]
@@ -96,7 +96,7 @@ impl Backend {
         }
     }
 
-    pub async fn clear(&self, project: &str) -> Result<usize> {
+    pub(crate) async fn clear(&self, project: &str) -> Result<usize> {
         match &self.kind {
             Kind::Sqlite(s) => s.clear(project).await,
             #[cfg(feature = "postgres")]
@@ -104,7 +104,7 @@ impl Backend {
         }
     }
 
-    pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
+    pub(crate) async fn stats(&self, project: &str) -> Result<MemoryStats> {
         match &self.kind {
             Kind::Sqlite(s) => s.stats(project).await,
             #[cfg(feature = "postgres")]

@@ -16,11 +16,11 @@ use std::sync::OnceLock;
 use crate::suites;
 
 /// The superuser's password (the wrong-password test uses another).
-pub const PASSWORD: &str = "ctxkit-test-Pw-7731";
+pub(crate) const PASSWORD: &str = "ctxkit-test-Pw-7731";
 const USER: &str = "ctxkit";
 
 /// A running cluster.
-pub struct Cluster {
+pub(crate) struct Cluster {
     bin: PathBuf,
     dir: PathBuf,
     port: u16,
@@ -29,7 +29,7 @@ pub struct Cluster {
 
 /// The cluster of this test process, started on first use; `None` (after one line saying
 /// so) when PostgreSQL is not installed.
-pub fn cluster() -> Option<&'static Cluster> {
+pub(crate) fn cluster() -> Option<&'static Cluster> {
     static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
     CLUSTER
         .get_or_init(|| {
@@ -181,7 +181,7 @@ impl Cluster {
     }
 
     /// A fresh, empty database, and its URL.
-    pub fn database(&self) -> String {
+    pub(crate) fn database(&self) -> String {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let name = format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed));
         let port = self.port.to_string();
@@ -190,7 +190,7 @@ impl Cluster {
     }
 
     /// The URL of database `name` with this password.
-    pub fn url(&self, name: &str, password: &str) -> String {
+    pub(crate) fn url(&self, name: &str, password: &str) -> String {
         format!(
             "postgres://{USER}:{password}@127.0.0.1:{}/{name}?sslmode=disable",
             self.port
@@ -198,7 +198,7 @@ impl Cluster {
     }
 
     /// Run SQL on database `name` with `psql`.
-    pub fn psql(&self, name: &str, sql: &str) {
+    pub(crate) fn psql(&self, name: &str, sql: &str) {
         let port = self.port.to_string();
         self.run(
             "psql",
@@ -220,7 +220,7 @@ impl Cluster {
     }
 
     /// The database name of a URL made by [`database`](Self::database).
-    pub fn name_of(url: &str) -> &str {
+    pub(crate) fn name_of(url: &str) -> &str {
         url.rsplit('/')
             .next()
             .unwrap_or("")
@@ -230,7 +230,7 @@ impl Cluster {
     }
 
     /// The port the cluster listens on.
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 }
@@ -243,7 +243,7 @@ fn nanos() -> u128 {
 }
 
 /// A local port nobody listens on now.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

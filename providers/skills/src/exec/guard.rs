@@ -42,7 +42,7 @@ pub(crate) struct PathPolicy {
 }
 
 impl PathPolicy {
-    pub fn new(cwd: &Path, roots: &[&Path]) -> Self {
+    pub(super) fn new(cwd: &Path, roots: &[&Path]) -> Self {
         PathPolicy {
             cwd: absolute(cwd),
             roots: roots.iter().map(|r| absolute(r)).collect(),
@@ -51,7 +51,7 @@ impl PathPolicy {
 
     /// Accept a relative path that stays inside a root once resolved against the working
     /// directory; refuse absolute paths outright (they say nothing about intent but "elsewhere").
-    pub fn check(&self, value: &str) -> Result<(), String> {
+    pub(super) fn check(&self, value: &str) -> Result<(), String> {
         no_metacharacters(value)?;
         let path = Path::new(value);
         if path.is_absolute() || path.has_root() {

@@ -6,15 +6,15 @@
 use std::fmt::Write;
 
 /// The discovery cap (`MAX_FILE_BYTES`); every generated file stays just under it.
-pub const FILE_BYTES: usize = 1 << 20;
+pub(crate) const FILE_BYTES: usize = 1 << 20;
 /// Just under the parser's 16 KiB frontmatter cap.
-pub const AT_CAP: usize = (16 << 10) - 256;
+pub(crate) const AT_CAP: usize = (16 << 10) - 256;
 /// A frontmatter that fills the file.
-pub const WHOLE_FILE: usize = FILE_BYTES - 4096;
+pub(crate) const WHOLE_FILE: usize = FILE_BYTES - 4096;
 
 /// The worst cases of the security issue, and a few more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Case {
+pub(crate) enum Case {
     /// Distinct trigger keywords (quadratic de-duplication).
     DistinctTriggers,
     /// One trigger repeated.
@@ -35,7 +35,7 @@ pub enum Case {
     AliasBomb,
 }
 
-pub const CASES: &[Case] = &[
+pub(crate) const CASES: &[Case] = &[
     Case::DistinctTriggers,
     Case::DuplicateTriggers,
     Case::UnknownKeys,
@@ -48,7 +48,7 @@ pub const CASES: &[Case] = &[
 ];
 
 impl Case {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Case::DistinctTriggers => "distinct-triggers",
             Case::DuplicateTriggers => "duplicate-triggers",
@@ -134,7 +134,7 @@ impl Case {
 
     /// The whole file: frontmatter of about `frontmatter_bytes`, body padding to just under
     /// 1 MiB. [`Case::LongLine`] pads with one line.
-    pub fn file(self, frontmatter_bytes: usize) -> String {
+    pub(crate) fn file(self, frontmatter_bytes: usize) -> String {
         let mut text = format!(
             "---\nname: hostile\ndescription: A hostile {} skill\n{}---\n",
             self.name(),
