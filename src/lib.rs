@@ -66,7 +66,7 @@ pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
 pub use model::http;
 pub use model::{ChatModel, DryRunModel, ModelRequest, RequestMeta, ScriptedModel};
 pub use provider::{
-    ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, ThreadInfo, WithPolicy,
+    run_once, ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, ThreadInfo, WithPolicy,
 };
 pub use report::{Outcome, ProviderReport};
 pub use restrict::ToolRestriction;

@@ -282,3 +282,51 @@ async fn a_runs_end_is_not_cut_off_by_a_timeout_sized_for_context() {
     agent.run(&mut ctxkit::Thread::new(), "hi").await.unwrap();
     assert!(*finished.lock().unwrap(), "10 s of writes fit the 30 s floor");
 }
+
+/// `run_once`: one run outside an agent — the provider is asked for context for the one user
+/// message, then hears the run end with an empty reply, carrying the context it gave.
+#[tokio::test]
+async fn run_once_invokes_then_finishes_the_run_with_what_was_contributed() {
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+    #[async_trait]
+    impl ContextProvider for Recorder {
+        fn name(&self) -> &str {
+            "recorder"
+        }
+        async fn invoking(&self, messages: &[Message], _: &RunInfo) -> Result<Context> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("invoking {}", messages[0].content));
+            Ok(Context::new().with_instructions("remembered"))
+        }
+        async fn run_finished(&self, run: &RunInfo, outcome: &ctxkit::RunOutcome<'_>) -> Result<()> {
+            let reply = outcome.result.map(|m| m.content.clone()).unwrap_or_default();
+            self.0.lock().unwrap().push(format!(
+                "finished {} in {} with {:?} after {:?}",
+                outcome.input.content,
+                run.thread_id,
+                reply,
+                outcome.context.instructions()
+            ));
+            Ok(())
+        }
+    }
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let run = RunInfo {
+        thread_id: "session-1".into(),
+        ..RunInfo::default()
+    };
+    let context = ctxkit::run_once(&Recorder(calls.clone()), "remember that we use pnpm", &run)
+        .await
+        .unwrap();
+    assert_eq!(context.instructions().as_deref(), Some("remembered"));
+    assert_eq!(
+        *calls.lock().unwrap(),
+        [
+            "invoking remember that we use pnpm".to_string(),
+            "finished remember that we use pnpm in session-1 with \"\" after Some(\"remembered\")"
+                .to_string(),
+        ]
+    );
+}

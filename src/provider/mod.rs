@@ -211,6 +211,26 @@ pub trait ContextProvider: Send + Sync {
     }
 }
 
+/// One run of `provider` outside an [`Agent`](crate::Agent), for a surface that only injects
+/// context and never sees the reply (an agent host's hook: the host's own model answers):
+/// `invoking` on the single user message `input`, then `run_finished` as a run that ended with
+/// an empty reply, so the provider carries out and records what a run in an agent would
+/// (memory commands, access counts). Returns what it contributed.
+pub async fn run_once(provider: &dyn ContextProvider, input: &str, run: &RunInfo) -> Result<Context> {
+    let messages = [Message::user(input)];
+    let context = provider.invoking(&messages, run).await?;
+    let reply = Message::assistant("");
+    let outcome = RunOutcome {
+        messages: &messages,
+        input: &messages[0],
+        result: Ok(&reply),
+        context: &context,
+        state: &State::default(),
+    };
+    provider.run_finished(run, &outcome).await?;
+    Ok(context)
+}
+
 /// Change a provider's [`Policy`].
 pub trait ProviderExt: ContextProvider + Sized {
     /// Cut the provider off after `timeout`.

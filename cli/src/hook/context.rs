@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxkit::{ContextProvider, Message, RunInfo, RunOutcome, State};
+use ctxkit::{Message, RunInfo};
 use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
 use ctxkit_skills::{Reason, Skill, SkillContextProvider, SkillRoot, Source};
 
@@ -322,7 +322,6 @@ async fn prompt_memories(
         .with_project(&project)
         .without_episodes()
         .without_state();
-    let messages = [Message::user(prompt)];
     let run = RunInfo {
         thread_id: session_id
             .filter(|s| s.chars().count() <= MAX_SESSION_ID_CHARS)
@@ -331,17 +330,7 @@ async fn prompt_memories(
         project: Some(project),
         ..RunInfo::default()
     };
-    let context = provider.invoking(&messages, &run).await?;
-    let reply = Message::assistant("");
-    let outcome = RunOutcome {
-        messages: &messages,
-        input: &messages[0],
-        result: Ok(&reply),
-        context: &context,
-        state: &State::default(),
-    };
-    provider.run_finished(&run, &outcome).await?;
-    Ok(context.instructions())
+    Ok(ctxkit::run_once(&provider, &prompt, &run).await?.instructions())
 }
 
 /// The project's pinned memories, most important first.
