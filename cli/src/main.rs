@@ -6,6 +6,7 @@ mod bench_memory;
 mod chat;
 mod confined_file;
 mod context_cmd;
+mod error;
 mod hook;
 mod mcp;
 mod memory;
@@ -19,6 +20,8 @@ mod user_config;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+pub(crate) use error::CliError;
 
 const EXIT_CODES: &str = "Exit codes: 0 success (also when standard output is closed early, as by `| head`); 1 an error (one sentence on stderr) or, for `skills validate`, a skipped skill; 2 bad command-line usage.\nSet CTXKIT_LOG=info (or debug) to see provider and model spans on stderr.";
 
@@ -54,68 +57,6 @@ enum Command {
     /// standard input and output.
     #[command(after_help = EXIT_CODES)]
     Mcp(mcp::McpArgs),
-}
-
-/// An error for the user: one sentence, printed to stderr (unless already reported).
-#[derive(Debug)]
-pub struct CliError {
-    message: String,
-    /// Already reported on stdout (e.g. `skills validate`); print nothing more.
-    quiet: bool,
-    /// Standard output was closed by its reader: stop quietly and exit 0.
-    broken_pipe: bool,
-}
-
-impl CliError {
-    /// An error whose sentence may quote input (a file name, a serde message, a server's
-    /// reply): every secret in it is redacted here, before anyone can cut or print it.
-    pub fn new(message: impl Into<String>) -> Self {
-        use ctxkit_memory::secrets::{redact, redact_url};
-        CliError {
-            message: redact_url(&redact(&message.into())),
-            quiet: false,
-            broken_pipe: false,
-        }
-    }
-    pub fn quiet(message: impl Into<String>) -> Self {
-        CliError {
-            quiet: true,
-            ..CliError::new(message)
-        }
-    }
-    /// The sentence shown to the user.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-    fn broken_pipe() -> Self {
-        CliError {
-            quiet: true,
-            broken_pipe: true,
-            ..CliError::new("standard output was closed")
-        }
-    }
-}
-
-impl From<ctxkit::Error> for CliError {
-    fn from(e: ctxkit::Error) -> Self {
-        CliError::new(e.to_string())
-    }
-}
-
-impl From<std::io::Error> for CliError {
-    fn from(e: std::io::Error) -> Self {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            // The reader went away (`ctxkit … | head`): nothing left to say to anyone.
-            return CliError::broken_pipe();
-        }
-        CliError::new(format!("I/O error: {e}"))
-    }
-}
-
-impl From<serde_json::Error> for CliError {
-    fn from(e: serde_json::Error) -> Self {
-        CliError::new(format!("JSON error: {e}"))
-    }
 }
 
 fn init_tracing() {
@@ -188,11 +129,9 @@ async fn run(command: Command) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.broken_pipe => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            if !e.quiet {
-                eprintln!("error: {}", e.message);
-            }
+            e.report();
             ExitCode::FAILURE
         }
     }

@@ -33,14 +33,6 @@ use self::open::{default_project, normalize_project, open_store, Store};
 use crate::printable::printable;
 use crate::CliError;
 
-impl From<MemoryError> for CliError {
-    /// Redacted like every CLI error: a mistyped URL opened as a file must not show its
-    /// password either.
-    fn from(e: MemoryError) -> Self {
-        CliError::new(e.to_string())
-    }
-}
-
 #[derive(Args, Debug)]
 pub(crate) struct MemoryArgs {
     /// The memory database: a SQLite file, or a PostgreSQL server as a postgres:// URL (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's data directory).
@@ -579,7 +571,7 @@ mod tests {
         let err = run(parse(&["--db", db_arg, "--project", "/p", "add", &secret]))
             .await
             .unwrap_err();
-        assert!(err.message.contains("password-assignment") && !err.message.contains("hunter22"));
+        assert!(err.message().contains("password-assignment") && !err.message().contains("hunter22"));
         let store = SqliteMemoryStore::open(&db).unwrap();
         assert_eq!(store.count("/p").await.unwrap(), 1);
         let file = dir.path().join("out.jsonl");
@@ -615,6 +607,6 @@ mod tests {
         let err = run(parse(&["--db", db_arg, "--project", "/q", "clear"]))
             .await
             .unwrap_err();
-        assert!(err.message.contains("--yes"));
+        assert!(err.message().contains("--yes"));
     }
 }
