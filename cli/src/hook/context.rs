@@ -234,7 +234,7 @@ fn add_skills(
     let index = skills.library().snapshot();
     let messages = [Message::user(message)];
     let mut intro = Some(SKILLS_INTRO);
-    for selection in skills.select(&index, &messages, Some(&project.to_string_lossy()), None) {
+    for selection in skills.select(&index, &messages, Some(&project.to_string_lossy()), None, None) {
         let skill = &index.skills()[selection.skill];
         if !keep(selection.reason) || session.was_sent(&skill.name, &skill.hash) {
             continue;

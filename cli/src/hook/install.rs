@@ -46,7 +46,7 @@ pub(super) fn install(file: &ConfinedFile) -> Result<(), CliError> {
         "hooks": [{"type": "command", "command": command, "timeout": TIMEOUT_SECS}]
     });
     let mut settings = Settings::read(file)?;
-    settings.edit(|_, groups| {
+    settings.edit(|groups| {
         remove_ours(groups);
         groups.push(Json::new(&entry));
     })?;
@@ -67,7 +67,7 @@ pub(super) fn uninstall(file: &ConfinedFile) -> Result<(), CliError> {
         return Ok(());
     }
     let mut removed = 0;
-    settings.edit(|_, groups| removed += remove_ours(groups))?;
+    settings.edit(|groups| removed += remove_ours(groups))?;
     if removed > 0 {
         settings.write()?;
     }
@@ -129,7 +129,7 @@ impl<'a> Settings<'a> {
     /// Apply `change` to the matcher-group list of every event ctxkit answers (an empty list
     /// when the event has none, and when `hooks` is missing); a list left empty is removed,
     /// and `hooks` too when nothing is left in it. Every member keeps its place.
-    fn edit(&mut self, mut change: impl FnMut(&str, &mut Vec<Json>)) -> Result<(), CliError> {
+    fn edit(&mut self, mut change: impl FnMut(&mut Vec<Json>)) -> Result<(), CliError> {
         let path = self.file.path();
         let refuse =
             |what: String| CliError::new(format!("{what} in `{}`; nothing was written", path.display()));
@@ -148,7 +148,7 @@ impl<'a> Settings<'a> {
                             .into_list()
                             .ok_or_else(|| refuse(format!("`hooks.{event}` is not a list")))?,
                     };
-                    change(event, &mut groups);
+                    change(&mut groups);
                     Ok((!groups.is_empty()).then_some(Json::List(groups)))
                 })
                 .map_err(|e| e.unwrap_or_else(|| refuse(format!("`hooks.{event}` is set twice"))))?;

@@ -9,7 +9,7 @@ use ctxkit_memory::{
     secrets::redact, ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest,
     NewMemoryEntry, UpsertResult,
 };
-use ctxkit_skills::{Mode, Reason, SkillContextProvider};
+use ctxkit_skills::{Mode, Reason};
 use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::JsonObject;
@@ -280,16 +280,16 @@ impl CtxkitServer {
             config.select.max_skills,
             MAX_SKILLS,
         )?;
-        // Another cap than the server's is the same provider's decision with that cap.
-        let provider = (max_skills != config.select.max_skills).then(|| {
-            let mut config = config.clone();
-            config.select.max_skills = max_skills;
-            SkillContextProvider::new(self.skills.library().clone(), config)
-        });
-        let provider = provider.as_ref().unwrap_or(&self.skills);
         let index = self.index();
-        let skills = provider
-            .select(&index, &[Message::user(message)], Some(&self.project), None)
+        let skills = self
+            .skills
+            .select(
+                &index,
+                &[Message::user(message)],
+                Some(&self.project),
+                None,
+                Some(max_skills),
+            )
             .into_iter()
             .filter_map(|selection| {
                 let skill = index.get(&selection.name)?;

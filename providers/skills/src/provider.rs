@@ -275,13 +275,16 @@ impl SkillContextProvider {
     }
 
     /// The skills this provider selects for `messages` in `project` (whose files auto-detect
-    /// skills; `None` detects nothing) during `phase` (`None`: every phase).
+    /// skills; `None` detects nothing) during `phase` (`None`: every phase), with at most
+    /// `max_skills` chosen by their triggers when given (an MCP client's own cap), else the
+    /// config's.
     pub fn select(
         &self,
         index: &Arc<SkillIndex>,
         messages: &[Message],
         project: Option<&str>,
         phase: Option<Phase>,
+        max_skills: Option<usize>,
     ) -> Vec<Selection> {
         let window: Vec<&str> = {
             let mut users: Vec<&str> = messages
@@ -295,11 +298,12 @@ impl SkillContextProvider {
             users
         };
         let detected = project.map(|p| self.detected(index, p)).unwrap_or_default();
-        if phase.is_none() {
+        if phase.is_none() && max_skills.is_none() {
             return index.select(&window, &detected, &self.config.select);
         }
         let options = SelectOptions {
-            phase,
+            phase: phase.or(self.config.select.phase),
+            max_skills: max_skills.unwrap_or(self.config.select.max_skills),
             ..self.config.select.clone()
         };
         index.select(&window, &detected, &options)
@@ -532,7 +536,7 @@ impl SkillContextProvider {
     pub fn context_for(&self, messages: &[Message], run: &RunInfo) -> (Context, Vec<Selection>) {
         let index = self.library.snapshot();
         let selected = if self.config.mode.has_selection() {
-            self.select(&index, messages, run.project.as_deref(), run.phase)
+            self.select(&index, messages, run.project.as_deref(), run.phase, None)
         } else {
             Vec::new()
         };
