@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use crate::clock::DAY_MS;
 use crate::error::{MemoryError, Result};
-use crate::retrieval::{TfIdf, Vocabulary};
+use crate::retrieval::Vocabulary;
 use crate::rules::{Checked, COMPACT_SIMILARITY, MAX_ACCESS_COUNT};
 use crate::secrets;
 use crate::supersede::{
@@ -19,10 +19,11 @@ use crate::text::{self, terms};
 use crate::types::*;
 
 /// `forget` removes matches at least this similar to the query…
-const FORGET_MIN_SIMILARITY: f32 = 0.3;
-/// …and within this fraction of the best match, at most this many.
+pub(crate) const FORGET_MIN_SIMILARITY: f32 = 0.3;
+/// …at most this many…
+pub(crate) const FORGET_MAX: usize = 5;
+/// …and within this fraction of the best match.
 const FORGET_RELATIVE: f32 = 0.8;
-const FORGET_MAX: usize = 5;
 
 /// The merge of an upsert: the more informative content, the union of keywords, the higher
 /// importance.
@@ -131,26 +132,15 @@ pub(crate) fn forget_reason(query: &str) -> String {
     )
 }
 
-/// What `forget` removes from `candidates` (anything carried along with each memory): those
-/// at least 0.3 similar to the query and within 80 % of the best match, at most five, best
-/// first.
-pub(crate) fn forget_pick<T>(
-    qv: &TfIdf,
-    vocab: &Vocabulary,
-    candidates: Vec<(T, MemoryEntry)>,
-) -> Vec<(T, MemoryEntry)> {
-    let mut scored: Vec<(f32, T, MemoryEntry)> = candidates
+/// What `forget` removes of its matches (most similar first, with their cosine to the query,
+/// none below [`FORGET_MIN_SIMILARITY`], at most [`FORGET_MAX`]): those within 80 % of the
+/// best match.
+pub(crate) fn forget_pick<T>(matches: Vec<(f32, T)>) -> Vec<T> {
+    let best = matches.first().map_or(0.0, |m| m.0);
+    matches
         .into_iter()
-        .map(|(t, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), t, e))
-        .filter(|(s, _, _)| *s >= FORGET_MIN_SIMILARITY)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.2.id.cmp(&b.2.id)));
-    let best = scored.first().map_or(0.0, |s| s.0);
-    scored
-        .into_iter()
-        .take(FORGET_MAX)
-        .take_while(|(sim, _, _)| *sim >= best * FORGET_RELATIVE)
-        .map(|(_, t, e)| (t, e))
+        .take_while(|(sim, _)| *sim >= best * FORGET_RELATIVE)
+        .map(|(_, t)| t)
         .collect()
 }
 
@@ -266,6 +256,11 @@ pub(crate) fn absorbed_survivor<'a>(
     survivor.keywords = text::normalize_keywords(&keywords);
     survivor.updated_at = now;
     survivor
+}
+
+/// The history reason of a compaction survivor.
+pub(crate) fn absorb_reason(absorbed: usize) -> String {
+    format!("absorbed {absorbed} similar memories by compact")
 }
 
 /// The history reason of a memory merged away by compaction.

@@ -49,6 +49,13 @@ pub(crate) fn project_hash(project: &str) -> u64 {
     h
 }
 
+/// A token standing for a project inside a full-text index (SQLite's FTS5 rows, PostgreSQL's
+/// `tsvector`), from [`project_hash`], so candidate retrieval is confined to one project before
+/// ranking. Collisions only cost speed: rows are still filtered by the exact `project_path`.
+pub(crate) fn project_token(project: &str) -> String {
+    format!("p{:016x}", project_hash(project))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -67,6 +67,7 @@ pub mod eval;
 mod extraction;
 mod hook;
 mod ids;
+mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod provider;
@@ -80,16 +81,18 @@ mod supersede;
 mod text;
 mod transfer;
 mod types;
+mod write;
 
 pub use clock::ManualClock;
 pub use error::{MemoryError, Result};
 pub use extraction::MemoryExtractor;
 pub use hook::MemoryHook;
+pub use options::{OpenOptions, SearchIndex};
 #[cfg(feature = "postgres")]
 pub use postgres::{is_postgres_url, PostgresStore};
 pub use provider::MemoryContextProvider;
-pub use sqlite::{OpenOptions, SearchIndex};
-pub use store::{MemoryStore, SqliteMemoryStore};
+pub use sqlite::SqliteMemoryStore;
+pub use store::MemoryStore;
 pub use types::{
     ListOptions, ListOrder, MemoryCategory, MemoryEntry, MemorySearchRequest, MemorySearchResult,
     MemoryUpdate, NewMemoryEntry, UpsertResult,

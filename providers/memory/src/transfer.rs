@@ -1,7 +1,7 @@
 //! The export format — every field of every memory, episodic record and history entry, as
 //! JSON lines — and the checks an import applies before a backend writes anything.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
@@ -352,63 +352,4 @@ impl ImportPlan {
     pub(crate) fn records_insert(&self, original_id: &str) -> bool {
         original_id.is_empty() || !self.with_history.contains(original_id)
     }
-}
-
-/// What happened to the memory ids of an import: kept, renamed, or skipped (the memory was
-/// already there), so the history that follows refers to the memories as stored.
-#[derive(Default)]
-pub(crate) struct IdMap {
-    /// Every stored memory of the file: its id in the file → its id as stored.
-    renamed: HashMap<String, String>,
-    skipped: HashSet<String>,
-}
-
-impl IdMap {
-    /// Memory `from` of the file is stored as `to` (the same id when it was kept).
-    pub(crate) fn rename(&mut self, from: &str, to: &str) {
-        if !from.is_empty() {
-            self.renamed.insert(from.to_string(), to.to_string());
-        }
-    }
-
-    /// Memory `id` of the file was skipped: its history is not imported.
-    pub(crate) fn skip(&mut self, id: &str) {
-        self.skipped.insert(id.to_string());
-    }
-
-    /// Whether the history of memory `id` of the file is dropped.
-    pub(crate) fn skipped(&self, id: &str) -> bool {
-        self.skipped.contains(id)
-    }
-
-    /// The stored id of memory `id` of the file, once known.
-    pub(crate) fn get(&self, id: &str) -> Option<&str> {
-        self.renamed.get(id).map(String::as_str)
-    }
-
-    /// `h` with its memory ids as stored.
-    pub(crate) fn apply(&self, mut h: HistoryEntry) -> HistoryEntry {
-        let map = |id: &mut String| {
-            if let Some(new) = self.renamed.get(id.as_str()) {
-                *id = new.clone();
-            }
-        };
-        map(&mut h.memory_id);
-        for m in h.before.iter_mut().chain(h.after.iter_mut()) {
-            map(&mut m.id);
-            if let Some(s) = &mut m.superseded_by {
-                map(s);
-            }
-        }
-        if let Some(r) = &mut h.related_id {
-            map(r);
-        }
-        h
-    }
-}
-
-/// Whether an imported history entry equals one already stored under its id (the same file
-/// imported again).
-pub(crate) fn same_history(a: &HistoryEntry, b: &HistoryEntry) -> bool {
-    a.memory_id == b.memory_id && a.project_path == b.project_path && a.action == b.action && a.at == b.at
 }

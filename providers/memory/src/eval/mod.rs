@@ -23,7 +23,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MemoryError, Result};
-use crate::sqlite::{MemoryDb, OpenOptions, SearchIndex};
+use crate::options::{OpenOptions, SearchIndex};
+use crate::sqlite::MemoryDb;
 use crate::types::{MemoryCategory, MemorySearchRequest, NewMemoryEntry};
 
 /// How many results of each system are scored.

@@ -1,20 +1,10 @@
 //! Episodic records and persisted `project:` state on PostgreSQL.
 
-use super::rows::{insert_episode, new_unique_id, row_to_episode, EPISODE_COLS};
+use super::rows::{row_to_episode, EPISODE_COLS};
 use super::{read_tx, write_tx, PostgresStore};
 use crate::error::Result;
-use crate::rules::{check_episode, check_state, episode_record, state_value};
+use crate::rules::{check_state, state_value};
 use crate::types::*;
-
-pub(super) async fn add_episode(store: &PostgresStore, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
-    let project = check_episode(&new)?;
-    write_tx!(store, [project.as_str()], |tx, now| {
-        let id = new_unique_id(&tx, false).await?;
-        let record = episode_record(new.clone(), project.clone(), id, now);
-        insert_episode(&tx, &record).await?;
-        record
-    })
-}
 
 pub(super) async fn episodes(
     store: &PostgresStore,

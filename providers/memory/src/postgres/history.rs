@@ -1,14 +1,12 @@
-//! The history on PostgreSQL: every change to a memory with the memory before and after it,
-//! and undo.
+//! The history on PostgreSQL: every change to a memory with the memory before and after it.
 
 use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 
-use super::rows::{delete_row, find_by_content, insert_entry, load, store_row};
-use super::{read_tx, write_tx, PostgresStore};
-use crate::decide;
+use super::{read_tx, PostgresStore};
 use crate::error::{MemoryError, Result};
 use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
+use crate::write::Change;
 
 pub(super) const HISTORY_COLS: &str =
     "id, memory_id, project_path, action, before, after, related_id, reason, at";
@@ -17,40 +15,30 @@ fn json(e: Option<&MemoryEntry>) -> Option<String> {
     e.and_then(|e| serde_json::to_string(e).ok())
 }
 
-/// Append one history entry about memory `of` (its id and project).
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn record(
-    tx: &Transaction<'_>,
-    action: HistoryAction,
-    of: &MemoryEntry,
-    before: Option<&MemoryEntry>,
-    after: Option<&MemoryEntry>,
-    related_id: Option<&str>,
-    reason: Option<&str>,
-    at: i64,
-) -> Result<i64> {
+/// Append one history entry.
+pub(super) async fn record(tx: &Transaction<'_>, change: Change<'_>) -> Result<()> {
+    let memory = change.memory();
     let stmt = tx
         .prepare_cached(
             "INSERT INTO memory_history (memory_id, project_path, action, before, after, related_id, reason, at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .await?;
-    Ok(tx
-        .query_one(
-            &stmt,
-            &[
-                &of.id,
-                &of.project_path,
-                &action.as_str(),
-                &json(before),
-                &json(after),
-                &related_id,
-                &reason,
-                &at,
-            ],
-        )
-        .await?
-        .try_get(0)?)
+    tx.execute(
+        &stmt,
+        &[
+            &memory.id,
+            &memory.project_path,
+            &change.action.as_str(),
+            &json(change.before),
+            &json(change.after),
+            &change.related_id,
+            &change.reason,
+            &change.at,
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Store an imported history entry under its own id when that id is free, else under a new
@@ -175,67 +163,5 @@ pub(super) async fn project_history(
             "SELECT {HISTORY_COLS} FROM memory_history WHERE project_path = $1 ORDER BY id DESC LIMIT $2"
         );
         select_history(&tx, &sql, &[&project, &limit]).await?
-    })
-}
-
-/// Put a memory of `project` back as it was before history entry `history_id`, as the SQLite
-/// store does (see [`MemoryStore::undo`](crate::MemoryStore::undo)).
-pub(super) async fn undo(
-    store: &PostgresStore,
-    project: &str,
-    history_id: i64,
-) -> Result<Option<MemoryEntry>> {
-    write_tx!(store, [project], |tx, now| {
-        let h = entry_in(&tx, project, history_id)
-            .await?
-            .ok_or_else(|| MemoryError::HistoryNotFound {
-                id: history_id,
-                project: project.to_string(),
-            })?;
-        let current = load(&tx, &h.memory_id).await?;
-        decide::check_undo(&h, current.as_ref().map(|(_, cur)| cur), project)?;
-        let reason = format!("undo of history entry {history_id}");
-        match (h.before, current) {
-            (None, Some((num, cur))) => {
-                delete_row(&tx, num, &cur, &reason, now).await?;
-                None
-            }
-            (None, None) => return Err(decide::insert_gone(&h.memory_id)),
-            (Some(before), current) => {
-                if let Some(other) = find_by_content(&tx, &before.project_path, &before.content)
-                    .await?
-                    .filter(|other| *other != before.id)
-                {
-                    return Err(MemoryError::Duplicate {
-                        project: before.project_path,
-                        existing: other,
-                    });
-                }
-                let mut restored = before;
-                restored.updated_at = now;
-                let previous = match current {
-                    Some((num, cur)) => {
-                        store_row(&tx, num, &cur, &restored).await?;
-                        Some(cur)
-                    }
-                    None => {
-                        insert_entry(&tx, &restored).await?;
-                        None
-                    }
-                };
-                record(
-                    &tx,
-                    HistoryAction::Restore,
-                    &restored,
-                    previous.as_ref(),
-                    Some(&restored),
-                    None,
-                    Some(&reason),
-                    now,
-                )
-                .await?;
-                Some(restored)
-            }
-        }
     })
 }

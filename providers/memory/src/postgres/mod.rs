@@ -22,12 +22,12 @@
 
 mod episodes;
 mod history;
-mod maintenance;
 mod rows;
 mod schema;
 mod search;
 mod transfer;
 mod write;
+mod writer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,8 +38,8 @@ use tracing::Instrument;
 
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
+use crate::options::OpenOptions;
 use crate::secrets::redact_url;
-use crate::sqlite::OpenOptions;
 use crate::store::MemoryStore;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
@@ -250,25 +250,25 @@ impl PostgresStore {
 
     /// Delete every memory of a project (each recorded in the history), returning how many.
     pub async fn clear(&self, project: &str) -> Result<usize> {
-        self.traced("clear", maintenance::clear(self, project)).await
+        self.traced("clear", write::clear(self, project)).await
     }
 
     /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`;
     /// returns how many changed.
     pub async fn decay(&self, project: &str) -> Result<usize> {
-        self.traced("decay", maintenance::decay(self, project)).await
+        self.traced("decay", write::decay(self, project)).await
     }
 
     /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
     pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        self.traced("prune", maintenance::prune(self, project, min_importance))
+        self.traced("prune", write::prune(self, project, min_importance))
             .await
     }
 
     /// Merge memories more than 0.90 similar into the most important of them; returns how
     /// many were merged away.
     pub async fn compact(&self, project: &str) -> Result<usize> {
-        self.traced("compact", maintenance::compact(self, project)).await
+        self.traced("compact", write::compact(self, project)).await
     }
 
     /// Counts for a project: memories by category, accesses, episodes, history entries.
@@ -458,12 +458,10 @@ impl MemoryStore for PostgresStore {
             .await
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.traced("undo", history::undo(self, project, history_id))
-            .await
+        self.traced("undo", write::undo(self, project, history_id)).await
     }
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.traced("add_episode", episodes::add_episode(self, record))
-            .await
+        self.traced("add_episode", write::add_episode(self, record)).await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
         self.traced("episodes", episodes::episodes(self, project, limit))
@@ -485,8 +483,7 @@ impl MemoryStore for PostgresStore {
         self.traced("export", transfer::export(self, project)).await
     }
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
-        self.traced("import", transfer::import(self, records, project))
-            .await
+        self.traced("import", write::import(self, records, project)).await
     }
 
     /// Decay then prune; nothing on a store opened read-only.

@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 
-use super::history;
-use crate::decide;
 use crate::error::{MemoryError, Result};
+use crate::ids::project_token;
 use crate::text::{keyword_terms, term_set, terms};
 use crate::types::*;
 
@@ -21,16 +20,11 @@ pub(super) const COLS: &str =
 pub(super) const EPISODE_COLS: &str = "id, project_path, session_id, record_type, task_summary, \
      approach_summary, outcome_summary, tools_used, keywords, created_at";
 
-/// The lexeme standing for a project in the `terms` column (the SQLite index's token).
-pub(super) fn project_lexeme(project: &str) -> String {
-    crate::sqlite::index::project_token(project)
-}
-
 /// The lexemes of a memory's `terms` column: its content and keyword terms, and its project.
 fn lexemes(e: &MemoryEntry) -> Vec<String> {
     let mut all: Vec<String> = terms(&e.content);
     all.extend(keyword_terms(&e.keywords));
-    all.push(project_lexeme(&e.project_path));
+    all.push(project_token(&e.project_path));
     all.sort_unstable();
     all.dedup();
     all
@@ -124,31 +118,6 @@ pub(super) async fn id_is_free(tx: &Transaction<'_>, id: &str, project: Option<&
     Ok(!taken)
 }
 
-/// A fresh id for a memory (checked with [`id_is_free`]) or an episode.
-pub(super) async fn new_unique_id(tx: &Transaction<'_>, memory: bool) -> Result<String> {
-    loop {
-        let id = crate::ids::new_id();
-        let free = if memory {
-            id_is_free(tx, &id, None).await?
-        } else {
-            let stmt = tx
-                .prepare_cached("SELECT NOT EXISTS (SELECT 1 FROM episodic_records WHERE id = $1)")
-                .await?;
-            tx.query_one(&stmt, &[&id]).await?.try_get(0)?
-        };
-        if free {
-            return Ok(id);
-        }
-    }
-}
-
-/// Count a memory's content terms in its project's document frequencies (`delta` +1 or -1).
-async fn count_terms(tx: &Transaction<'_>, e: &MemoryEntry, delta: i64) -> Result<()> {
-    let mut counts = TermCounts::default();
-    counts.count(e, delta);
-    counts.write(tx).await
-}
-
 /// Changes to document frequencies and memory counts, gathered over many rows and written in
 /// one statement each. Writing them row by row makes a large import quadratic: every update
 /// of a counter row the transaction has already updated walks the versions it left behind.
@@ -204,59 +173,44 @@ impl TermCounts {
     }
 }
 
-/// Insert a complete entry (row, terms and counts) and return its row number.
-pub(super) async fn insert_entry(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<i64> {
-    let num = insert_row(tx, e).await?;
-    count_terms(tx, e, 1).await?;
-    Ok(num)
-}
-
 /// Insert an entry's row and terms, leaving its counts to the caller ([`TermCounts`]).
-pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<i64> {
+pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<()> {
     let stmt = tx
         .prepare_cached(
             "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
                  source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
                  superseded_by, superseded_at, terms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, array_to_tsvector($16::text[]))
-             RETURNING num",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, array_to_tsvector($16::text[]))",
         )
         .await?;
-    let num: i64 = tx
-        .query_one(
-            &stmt,
-            &[
-                &e.id,
-                &e.project_path,
-                &e.category.as_str(),
-                &e.content,
-                &keywords_json(&e.keywords),
-                &e.importance,
-                &e.access_count,
-                &e.source_session_id,
-                &e.source_context,
-                &e.created_at,
-                &e.updated_at,
-                &e.last_accessed_at,
-                &e.decayed_at,
-                &e.superseded_by,
-                &e.superseded_at,
-                &lexemes(e),
-            ],
-        )
-        .await?
-        .try_get(0)?;
-    Ok(num)
+    tx.execute(
+        &stmt,
+        &[
+            &e.id,
+            &e.project_path,
+            &e.category.as_str(),
+            &e.content,
+            &keywords_json(&e.keywords),
+            &e.importance,
+            &e.access_count,
+            &e.source_session_id,
+            &e.source_context,
+            &e.created_at,
+            &e.updated_at,
+            &e.last_accessed_at,
+            &e.decayed_at,
+            &e.superseded_by,
+            &e.superseded_at,
+            &lexemes(e),
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
-/// Write every field of `new` over row `num` (which holds `old`), re-counting terms when the
-/// content changed.
-pub(super) async fn store_row(
-    tx: &Transaction<'_>,
-    num: i64,
-    old: &MemoryEntry,
-    new: &MemoryEntry,
-) -> Result<()> {
+/// Write every field of `new` over row `num`, leaving its counts to the caller
+/// ([`TermCounts`]).
+pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry) -> Result<()> {
     let stmt = tx
         .prepare_cached(
             "UPDATE project_memories SET id = $2, project_path = $3, category = $4, content = $5, keywords = $6,
@@ -289,53 +243,6 @@ pub(super) async fn store_row(
         ],
     )
     .await?;
-    if old.content != new.content || old.project_path != new.project_path {
-        count_terms(tx, old, -1).await?;
-        count_terms(tx, new, 1).await?;
-    }
-    Ok(())
-}
-
-/// Delete row `num` (which holds `old`); the memories it had superseded become current again.
-pub(super) async fn delete_row(
-    tx: &Transaction<'_>,
-    num: i64,
-    old: &MemoryEntry,
-    reason: &str,
-    now: i64,
-) -> Result<()> {
-    let stmt = tx
-        .prepare_cached("DELETE FROM project_memories WHERE num = $1")
-        .await?;
-    tx.execute(&stmt, &[&num]).await?;
-    count_terms(tx, old, -1).await?;
-    history::record(
-        tx,
-        HistoryAction::Delete,
-        old,
-        Some(old),
-        None,
-        None,
-        Some(reason),
-        now,
-    )
-    .await?;
-    let sql = format!("SELECT {COLS} FROM project_memories WHERE superseded_by = $1 AND project_path = $2");
-    for (pnum, before) in select_entries(tx, &sql, &[&old.id, &old.project_path]).await? {
-        let after = decide::current_again(&before, now);
-        Box::pin(store_row(tx, pnum, &before, &after)).await?;
-        history::record(
-            tx,
-            HistoryAction::Supersede,
-            &after,
-            Some(&before),
-            Some(&after),
-            Some(&old.id),
-            Some(decide::CURRENT_AGAIN_REASON),
-            now,
-        )
-        .await?;
-    }
     Ok(())
 }
 

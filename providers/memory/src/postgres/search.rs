@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 
 use deadpool_postgres::Transaction;
 
-use super::rows::{load, project_lexeme, select_entries, COLS};
+use super::rows::{load, select_entries, COLS};
 use super::{read_tx, PostgresStore};
 use crate::error::Result;
+use crate::ids::project_token;
 use crate::retrieval::{rank, rarest_terms, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::{term_set, terms};
@@ -71,7 +72,7 @@ pub(super) async fn candidates(
     }
     let query = format!(
         "{} & ({})",
-        ts_quote(&project_lexeme(filter.project)),
+        ts_quote(&project_token(filter.project)),
         distinct
             .iter()
             .map(|t| ts_quote(t))

@@ -2,10 +2,10 @@
 
 use rusqlite::params;
 
-use super::rows::{insert_episode, new_unique_id, row_to_episode};
+use super::rows::row_to_episode;
 use super::MemoryDb;
 use crate::error::Result;
-use crate::rules::{check_episode, check_state, episode_record, state_value};
+use crate::rules::{check_episode, check_state, state_value};
 use crate::types::*;
 
 impl MemoryDb {
@@ -15,11 +15,7 @@ impl MemoryDb {
     /// ([`secrets::redact`]) when the text comes from a conversation.
     pub(crate) fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
         let project_path = check_episode(&new)?;
-        self.write(|tx, now| {
-            let record = episode_record(new, project_path, new_unique_id(tx, "episodic_records")?, now);
-            insert_episode(tx, &record)?;
-            Ok(record)
-        })
+        self.write_rows(async |rows, now| crate::write::add_episode(rows, new, project_path, now).await)
     }
 
     /// The latest episodic records of a project, newest first.

@@ -2,38 +2,28 @@
 
 use rusqlite::{params, OptionalExtension, Row, Transaction};
 
-use super::rows::{delete_row, find_by_content, insert_entry, load, store_row};
 use super::MemoryDb;
-use crate::error::{MemoryError, Result};
+use crate::error::Result;
 use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
+use crate::write::Change;
 
 /// Append one history entry.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn record(
-    tx: &Transaction,
-    action: HistoryAction,
-    memory_id: &str,
-    project: &str,
-    before: Option<&MemoryEntry>,
-    after: Option<&MemoryEntry>,
-    related_id: Option<&str>,
-    reason: Option<&str>,
-    at: i64,
-) -> Result<()> {
+pub(super) fn record(tx: &Transaction, change: Change<'_>) -> Result<()> {
     let json = |e: Option<&MemoryEntry>| e.and_then(|e| serde_json::to_string(e).ok());
+    let memory = change.memory();
     tx.prepare_cached(
         "INSERT INTO memory_history (memory_id, project_path, action, before, after, related_id, reason, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
-        memory_id,
-        project,
-        action.as_str(),
-        json(before),
-        json(after),
-        related_id,
-        reason,
-        at
+        memory.id,
+        memory.project_path,
+        change.action.as_str(),
+        json(change.before),
+        json(change.after),
+        change.related_id,
+        change.reason,
+        change.at
     ])?;
     Ok(())
 }
@@ -130,77 +120,6 @@ impl MemoryDb {
             ))?;
             let rows = stmt.query_map(params![project, limit], row_to_history)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
-    }
-
-    /// Put a memory of `project` back as it was before history entry `history_id`: an undone
-    /// insert deletes the memory, anything else restores the earlier version (re-creating a
-    /// deleted or merged-away memory under its old id). Returns the memory as it now is (`None`
-    /// when the undo deleted it). The undo is itself recorded.
-    ///
-    /// Undo never crosses projects: an entry of another project is
-    /// [`MemoryError::HistoryNotFound`], and if the memory id were ever held by another
-    /// project's memory (which the store prevents, see [`import`](MemoryDb::import)) the undo
-    /// is refused rather than touching it.
-    pub(crate) fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.write(|tx, now| {
-            let h = entry_in(tx, project, history_id)?.ok_or_else(|| MemoryError::HistoryNotFound {
-                id: history_id,
-                project: project.to_string(),
-            })?;
-            let current = load(tx, &h.memory_id)?;
-            crate::decide::check_undo(&h, current.as_ref().map(|(_, cur)| cur), project)?;
-            let reason = format!("undo of history entry {history_id}");
-            match (h.before, current) {
-                (None, Some((num, cur))) => {
-                    delete_row(tx, num, &cur, &reason, now)?;
-                    Ok(None)
-                }
-                (None, None) => Err(crate::decide::insert_gone(&h.memory_id)),
-                (Some(before), current) => {
-                    if let Some(other) = find_by_content(tx, &before.project_path, &before.content)?
-                        .filter(|other| *other != before.id)
-                    {
-                        return Err(MemoryError::Duplicate {
-                            project: before.project_path,
-                            existing: other,
-                        });
-                    }
-                    let mut restored = before;
-                    restored.updated_at = now;
-                    match current {
-                        Some((num, cur)) => {
-                            store_row(tx, num, &cur, &restored)?;
-                            record(
-                                tx,
-                                HistoryAction::Restore,
-                                &restored.id,
-                                &restored.project_path,
-                                Some(&cur),
-                                Some(&restored),
-                                None,
-                                Some(&reason),
-                                now,
-                            )?;
-                        }
-                        None => {
-                            insert_entry(tx, &restored)?;
-                            record(
-                                tx,
-                                HistoryAction::Restore,
-                                &restored.id,
-                                &restored.project_path,
-                                None,
-                                Some(&restored),
-                                None,
-                                Some(&reason),
-                                now,
-                            )?;
-                        }
-                    }
-                    Ok(Some(restored))
-                }
-            }
         })
     }
 }

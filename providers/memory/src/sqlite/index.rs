@@ -6,17 +6,11 @@ use std::sync::Arc;
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use crate::ids::project_token;
 use crate::retrieval::Vocabulary;
 use crate::text::{keyword_terms, term_set, terms};
 use crate::types::MemoryEntry;
 use crate::Result;
-
-/// A token standing for a project inside the FTS index ([`project_hash`](crate::ids::project_hash)), so candidate
-/// retrieval is confined to one project before ranking. Collisions only cost speed: rows are
-/// still filtered by the exact `project_path`.
-pub(crate) fn project_token(project: &str) -> String {
-    format!("p{:016x}", crate::ids::project_hash(project))
-}
 
 /// Quote a term as an FTS5 string.
 pub(crate) fn fts_quote(term: &str) -> String {
@@ -160,19 +154,6 @@ pub(crate) fn changes_between(
     Ok((expected == to + 1).then_some(out))
 }
 
-/// Index every memory again, from an emptied index (the v3 migration: terms became stemmed).
-pub(crate) fn reindex_all(tx: &Transaction) -> Result<()> {
-    let rows = super::rows::select_entries(
-        tx,
-        &format!("SELECT {} FROM project_memories ORDER BY num", super::rows::COLS),
-        [],
-    )?;
-    for (num, entry) in &rows {
-        add(tx, *num, entry)?;
-    }
-    Ok(())
-}
-
 /// Drop the whole index of a project (after its rows were deleted).
 pub(crate) fn clear_project(tx: &Transaction, project: &str, nums: &[i64]) -> Result<()> {
     let mut del = tx.prepare_cached("DELETE FROM memory_fts WHERE rowid = ?1")?;
@@ -206,6 +187,21 @@ pub(crate) fn project_version(tx: &Transaction, project: &str) -> Result<Version
         .unwrap_or((0, 0)))
 }
 
+/// The document frequencies of a project as `tx` sees them.
+pub(crate) fn read_vocabulary(tx: &Transaction, project: &str) -> Result<Vocabulary> {
+    let docs = project_version(tx, project)?.1;
+    let mut df = HashMap::new();
+    let mut stmt = tx.prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = ?1")?;
+    let rows = stmt.query_map(params![project], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })?;
+    for row in rows {
+        let (term, n) = row?;
+        df.insert(term, n.max(0) as u32);
+    }
+    Ok(Vocabulary::new(docs.max(0) as u64, df))
+}
+
 /// A project's `(generation, docs)`: a cached vocabulary is valid while this is unchanged.
 pub(crate) type Version = (i64, i64);
 type Cached = HashMap<String, (Version, Arc<Vocabulary>)>;
@@ -218,7 +214,7 @@ pub(crate) struct VocabularyCache {
 
 impl VocabularyCache {
     /// The project's vocabulary as of `tx`. Call before the transaction writes anything, so
-    /// an uncommitted change never lands in the cache.
+    /// an uncommitted change never lands in the cache (after a write, [`read_vocabulary`]).
     pub(crate) fn get(&self, tx: &Transaction, project: &str) -> Result<Arc<Vocabulary>> {
         let version = project_version(tx, project)?;
         if let Some((v, vocab)) = self.lock().get(project) {
@@ -226,16 +222,7 @@ impl VocabularyCache {
                 return Ok(vocab.clone());
             }
         }
-        let mut df = HashMap::new();
-        let mut stmt = tx.prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = ?1")?;
-        let rows = stmt.query_map(params![project], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-        })?;
-        for row in rows {
-            let (term, n) = row?;
-            df.insert(term, n.max(0) as u32);
-        }
-        let vocab = Arc::new(Vocabulary::new(version.1.max(0) as u64, df));
+        let vocab = Arc::new(read_vocabulary(tx, project)?);
         self.lock().insert(project.to_string(), (version, vocab.clone()));
         Ok(vocab)
     }

@@ -18,26 +18,29 @@
 mod docs;
 mod episodes;
 mod history;
-pub(crate) mod index;
-mod maintenance;
+mod index;
 mod memindex;
 mod norms;
 mod rows;
-pub(crate) mod schema;
+mod schema;
 mod search;
+mod store;
 mod transfer;
 mod write;
+mod writer;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
-use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::{MemoryError, Result};
+use crate::options::OpenOptions;
+use writer::{run_now, SqliteRows};
+
+pub use store::SqliteMemoryStore;
 
 /// Connections kept open for reuse.
 const POOL_SIZE: usize = 4;
@@ -49,101 +52,6 @@ impl From<rusqlite::Error> for MemoryError {
             path: PathBuf::new(),
             source,
         }
-    }
-}
-
-/// How to open a [`SqliteMemoryStore`](crate::SqliteMemoryStore): built from the defaults with
-/// one method per setting, so new settings never break callers.
-#[derive(Clone, Debug)]
-pub struct OpenOptions {
-    clock: Arc<dyn Clock>,
-    busy_timeout: Duration,
-    candidate_limit: usize,
-    search_index: SearchIndex,
-    read_only: bool,
-}
-
-/// How searches find their candidates.
-///
-/// The full-text index answers any search straight from disk, best BM25 matches first (at most
-/// [`OpenOptions::candidate_limit`]); its cost grows with the number of memories that share a
-/// term with the query. The in-memory index of a project (an inverted index with each memory's
-/// TF-IDF norm, a few dozen bytes per memory) ranks exactly over every memory sharing a term and
-/// reads only the rows it returns, but has to be built first (reading every memory of the
-/// project once) and again after any change to the project's memories.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SearchIndex {
-    /// Search the full-text index until an in-memory index, built on a background thread
-    /// after the first search (and after changes), is ready. For long-running processes.
-    #[default]
-    Background,
-    /// Build the in-memory index during the first search (and the first after a change).
-    Eager,
-    /// Always search the full-text index. For one-shot processes such as a CLI command.
-    Off,
-}
-
-impl Default for OpenOptions {
-    fn default() -> Self {
-        OpenOptions {
-            clock: Arc::new(SystemClock),
-            busy_timeout: Duration::from_secs(5),
-            candidate_limit: 200,
-            search_index: SearchIndex::default(),
-            read_only: false,
-        }
-    }
-}
-
-impl OpenOptions {
-    /// Now, by this options' clock.
-    pub(crate) fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
-    }
-
-    /// The most candidates a full-text query hands to ranking.
-    pub(crate) fn max_candidates(&self) -> usize {
-        self.candidate_limit
-    }
-
-    /// Whether writes are refused.
-    pub(crate) fn is_read_only(&self) -> bool {
-        self.read_only
-    }
-
-    /// Take "now" from this clock instead of the system's, to simulate days passing (decay,
-    /// recency) in tests.
-    pub fn clock(mut self, clock: ManualClock) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// How long a write waits for another writer before failing (default 5 s).
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
-    }
-
-    /// How many candidates the full-text index hands to ranking (default 200, at least 1):
-    /// more finds rarer matches in big projects, fewer searches faster.
-    pub fn candidate_limit(mut self, limit: usize) -> Self {
-        self.candidate_limit = limit.max(1);
-        self
-    }
-
-    /// Whether searches use an in-memory index of the project (default:
-    /// [`SearchIndex::Background`]).
-    pub fn search_index(mut self, mode: SearchIndex) -> Self {
-        self.search_index = mode;
-        self
-    }
-
-    /// Open for reading only: reads work, writes fail with [`MemoryError::ReadOnly`], searches
-    /// do not count accesses, nothing is created or migrated (default: only when the database
-    /// cannot be written).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
     }
 }
 
@@ -189,7 +97,7 @@ impl MemoryDb {
     /// database that exists but cannot be written is opened read-only.
     pub(crate) fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let read_only = options.read_only;
+        let read_only = options.is_read_only();
         let db = MemoryDb {
             inner: Arc::new(Inner {
                 path: path.clone(),
@@ -283,7 +191,7 @@ impl MemoryDb {
     }
 
     fn now(&self) -> i64 {
-        self.inner.options.clock.now_ms()
+        self.inner.options.now_ms()
     }
 
     fn connect(&self) -> Result<Connection> {
@@ -302,13 +210,13 @@ impl MemoryDb {
                 Connection::open_with_flags(file_uri(path, "mode=ro"), flags)
             }
             .map_err(open_err)?;
-            conn.busy_timeout(self.inner.options.busy_timeout)
+            conn.busy_timeout(self.inner.options.writer_wait())
                 .map_err(open_err)?;
             conn.execute_batch("PRAGMA query_only = ON;").map_err(open_err)?;
             return Ok(conn);
         }
         let conn = Connection::open(path).map_err(open_err)?;
-        conn.busy_timeout(self.inner.options.busy_timeout)
+        conn.busy_timeout(self.inner.options.writer_wait())
             .map_err(open_err)?;
         // The first statement reads the header: a file that is not a database fails here.
         conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
@@ -362,6 +270,14 @@ impl MemoryDb {
             self.refresh_indexes(conn);
             Ok(out)
         })
+    }
+
+    /// Run one of the shared writes ([`crate::write`]) in a write transaction, as [`write`]
+    /// does.
+    ///
+    /// [`write`]: Self::write
+    fn write_rows<T>(&self, f: impl AsyncFnOnce(&mut SqliteRows<'_>, i64) -> Result<T>) -> Result<T> {
+        self.write(|tx, now| run_now(f(&mut SqliteRows::new(self, tx), now)))
     }
 
     /// Run `f` in a read transaction (one consistent snapshot).

@@ -3,33 +3,14 @@
 
 use rusqlite::{params, OptionalExtension, Row, Transaction};
 
-use super::{history, index};
+use super::index;
 use crate::error::{MemoryError, Result};
-use crate::types::HistoryAction;
 use crate::types::*;
 
 pub(super) const COLS: &str =
     "num, id, project_path, category, content, keywords, importance, access_count, \
                     source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at, \
                     superseded_by, superseded_at";
-
-/// A fresh 12-hex-digit id not yet used in `table`; a memory id is also unused in the history
-/// of every project, so it can never alias a memory that was deleted (see [`id_is_free`]).
-pub(super) fn new_unique_id(tx: &Transaction, table: &str) -> Result<String> {
-    let sql = format!("SELECT 1 FROM {table} WHERE id = ?1");
-    loop {
-        let id = crate::ids::new_id();
-        let taken = tx
-            .prepare_cached(&sql)?
-            .query_row(params![id], |_| Ok(()))
-            .optional()?
-            .is_some();
-        if taken || (table == "project_memories" && !id_is_free(tx, &id, None)?) {
-            continue;
-        }
-        return Ok(id);
-    }
-}
 
 /// Whether a memory may take `id`: no memory has it, and no history entry has it except
 /// (when `project` is given) history of that same project. A memory id names one memory of one
@@ -53,8 +34,8 @@ pub(super) fn id_is_free(tx: &Transaction, id: &str, project: Option<&str>) -> R
     Ok(!in_history)
 }
 
-/// Insert a complete entry (row and index) and return its row number.
-pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
+/// Insert a complete entry (row and index).
+pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<()> {
     tx.prepare_cached(
         "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
              source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
@@ -78,9 +59,7 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
         e.superseded_by,
         e.superseded_at,
     ])?;
-    let num = tx.last_insert_rowid();
-    index::add(tx, num, e)?;
-    Ok(num)
+    index::add(tx, tx.last_insert_rowid(), e)
 }
 
 /// Write every field of `new` over row `num` (which holds `old`) and re-index when needed.
@@ -112,49 +91,11 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
     index::replace(tx, num, old, new)
 }
 
-/// Delete row `num` (which holds `old`). The memories it had superseded become current again:
-/// with the newer statement gone, the older one is the best the project knows.
-pub(super) fn delete_row(
-    tx: &Transaction,
-    num: i64,
-    old: &MemoryEntry,
-    reason: &str,
-    now: i64,
-) -> Result<()> {
+/// Delete row `num` (which holds `old`) and its index.
+pub(super) fn delete_row(tx: &Transaction, num: i64, old: &MemoryEntry) -> Result<()> {
     index::remove(tx, num, old)?;
     tx.prepare_cached("DELETE FROM project_memories WHERE num = ?1")?
         .execute(params![num])?;
-    history::record(
-        tx,
-        HistoryAction::Delete,
-        &old.id,
-        &old.project_path,
-        Some(old),
-        None,
-        None,
-        Some(reason),
-        now,
-    )?;
-    let predecessors = select_entries(
-        tx,
-        &format!("SELECT {COLS} FROM project_memories WHERE superseded_by = ?1 AND project_path = ?2"),
-        params![old.id, old.project_path],
-    )?;
-    for (pnum, before) in predecessors {
-        let after = crate::decide::current_again(&before, now);
-        store_row(tx, pnum, &before, &after)?;
-        history::record(
-            tx,
-            HistoryAction::Supersede,
-            &after.id,
-            &after.project_path,
-            Some(&before),
-            Some(&after),
-            Some(&old.id),
-            Some(crate::decide::CURRENT_AGAIN_REASON),
-            now,
-        )?;
-    }
     Ok(())
 }
 

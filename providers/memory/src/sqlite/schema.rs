@@ -20,6 +20,9 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use super::index;
+use super::rows::{select_entries, COLS};
+
 /// The schema version this build writes.
 pub(crate) const LATEST: i64 = 3;
 
@@ -175,7 +178,7 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result
         }
         tx.execute_batch(MIGRATIONS[version as usize])?;
         if version + 1 == 3 {
-            super::index::reindex_all(&tx).map_err(|e| match e {
+            reindex_all(&tx).map_err(|e| match e {
                 crate::MemoryError::Sqlite { source, .. } => source,
                 other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
             })?;
@@ -183,6 +186,15 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result
         tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
     }
+}
+
+/// Index every memory again, from an emptied index (the v3 migration: terms became stemmed).
+fn reindex_all(tx: &rusqlite::Transaction) -> crate::Result<()> {
+    let sql = format!("SELECT {COLS} FROM project_memories ORDER BY num");
+    for (num, entry) in &select_entries(tx, &sql, [])? {
+        index::add(tx, *num, entry)?;
+    }
+    Ok(())
 }
 
 pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Migrated> {

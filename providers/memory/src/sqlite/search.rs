@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::rows::{load, select_entries, COLS};
-use super::{index, memindex, MemoryDb, SearchIndex};
+use super::{index, memindex, MemoryDb};
 use crate::error::Result;
+use crate::options::SearchIndex;
 use crate::retrieval::{rank, rarest_terms, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
@@ -143,7 +144,7 @@ impl MemoryDb {
         f: impl FnOnce(&memindex::ProjectIndex) -> Result<T>,
     ) -> Result<Option<T>> {
         let version = index::project_version(tx, project)?;
-        let mode = self.inner.options.search_index;
+        let mode = self.inner.options.index_mode();
         let cached = lock(&self.inner.indexes).get(project).cloned();
         let Some(ix) = cached else {
             return match mode {
@@ -290,7 +291,7 @@ impl MemoryDb {
         }
         let expr = format!(
             "project : {} AND terms : ({})",
-            index::fts_quote(&index::project_token(filter.project)),
+            index::fts_quote(&crate::ids::project_token(filter.project)),
             distinct
                 .iter()
                 .map(|t| index::fts_quote(t))
@@ -321,7 +322,7 @@ impl MemoryDb {
                AND m.superseded_by IS NULL{categories}
              ORDER BY bm25(memory_fts, 0.0, 1.0) LIMIT ?4"
         );
-        let limit = i64::try_from(self.inner.options.candidate_limit).unwrap_or(i64::MAX);
+        let limit = i64::try_from(self.inner.options.max_candidates()).unwrap_or(i64::MAX);
         select_entries(
             tx,
             &sql,

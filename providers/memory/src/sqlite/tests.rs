@@ -9,6 +9,7 @@ use super::search::lock;
 use super::*;
 use crate::clock::{ManualClock, DAY_MS};
 use crate::decide::decayed_importance;
+use crate::options::SearchIndex;
 use crate::retrieval::{compute_relevance_score, Vocabulary};
 use crate::rules::{MAX_ACCESS_COUNT, MERGE_SIMILARITY};
 use crate::text::terms;
@@ -1542,7 +1543,7 @@ fn write_version_2_database(path: &std::path::Path) {
              ('/p', 'deploys', 1), ('/p', 'run', 1), ('/p', 'mondays', 1);
          INSERT INTO memory_projects(project_path, docs, generation) VALUES ('/p', 2, 3);
          INSERT INTO project_state(project_path, key, value, updated_at) VALUES ('/p', 'pm', '\"pnpm\"', 1000);",
-        p = index::project_token("/p"),
+        p = crate::ids::project_token("/p"),
     ))
     .unwrap();
     let mut history = conn

@@ -1,0 +1,113 @@
+//! [`OpenOptions`]: how a store is opened, the same builder for both backends, and
+//! [`SearchIndex`], how the SQLite store finds its search candidates.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, ManualClock, SystemClock};
+
+/// How to open a store ([`SqliteMemoryStore`](crate::SqliteMemoryStore), or `PostgresStore` with
+/// the `postgres` feature): built from the defaults with one method per setting, so new
+/// settings never break callers.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    clock: Arc<dyn Clock>,
+    busy_timeout: Duration,
+    candidate_limit: usize,
+    search_index: SearchIndex,
+    read_only: bool,
+}
+
+/// How searches find their candidates.
+///
+/// The full-text index answers any search straight from disk, best BM25 matches first (at most
+/// [`OpenOptions::candidate_limit`]); its cost grows with the number of memories that share a
+/// term with the query. The in-memory index of a project (an inverted index with each memory's
+/// TF-IDF norm, a few dozen bytes per memory) ranks exactly over every memory sharing a term and
+/// reads only the rows it returns, but has to be built first (reading every memory of the
+/// project once) and again after any change to the project's memories.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchIndex {
+    /// Search the full-text index until an in-memory index, built on a background thread
+    /// after the first search (and after changes), is ready. For long-running processes.
+    #[default]
+    Background,
+    /// Build the in-memory index during the first search (and the first after a change).
+    Eager,
+    /// Always search the full-text index. For one-shot processes such as a CLI command.
+    Off,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            clock: Arc::new(SystemClock),
+            busy_timeout: Duration::from_secs(5),
+            candidate_limit: 200,
+            search_index: SearchIndex::default(),
+            read_only: false,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// Now, by this options' clock.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The most candidates a full-text query hands to ranking.
+    pub(crate) fn max_candidates(&self) -> usize {
+        self.candidate_limit
+    }
+
+    /// How long a write waits for another writer.
+    pub(crate) fn writer_wait(&self) -> Duration {
+        self.busy_timeout
+    }
+
+    /// How searches find their candidates.
+    pub(crate) fn index_mode(&self) -> SearchIndex {
+        self.search_index
+    }
+
+    /// Whether writes are refused.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Take "now" from this clock instead of the system's, to simulate days passing (decay,
+    /// recency) in tests.
+    pub fn clock(mut self, clock: ManualClock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// How long a write waits for another writer before failing (default 5 s).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// How many candidates the full-text index hands to ranking (default 200, at least 1):
+    /// more finds rarer matches in big projects, fewer searches faster.
+    pub fn candidate_limit(mut self, limit: usize) -> Self {
+        self.candidate_limit = limit.max(1);
+        self
+    }
+
+    /// Whether searches use an in-memory index of the project (default:
+    /// [`SearchIndex::Background`]).
+    pub fn search_index(mut self, mode: SearchIndex) -> Self {
+        self.search_index = mode;
+        self
+    }
+
+    /// Open for reading only: reads work, writes fail with [`MemoryError::ReadOnly`], searches
+    /// do not count accesses, nothing is created or migrated (default: only when the database
+    /// cannot be written).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+}

@@ -1,0 +1,207 @@
+//! [`PgRows`]: a PostgreSQL write transaction as the rows the shared writes
+//! ([`crate::write`]) work on.
+//!
+//! Document frequencies and memory counts are gathered as rows change and written in one
+//! statement each ([`TermCounts`]) before anything reads them and before the commit: written
+//! row by row, a large import or prune turns quadratic, as every update of a counter row the
+//! transaction has already updated walks the versions it left behind.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use deadpool_postgres::Transaction;
+
+use super::history::{self, select_history, HISTORY_COLS};
+use super::rows::{self, select_entries, TermCounts, COLS};
+use super::search::{candidates, vocabulary, Filter};
+use super::PostgresStore;
+use crate::error::Result;
+use crate::retrieval::Vocabulary;
+use crate::text::terms;
+use crate::types::*;
+use crate::write::{Change, Row, Rows, Similar, Which};
+
+/// One PostgreSQL write transaction, holding its projects' locks.
+pub(super) struct PgRows<'a> {
+    store: &'a PostgresStore,
+    tx: &'a Transaction<'a>,
+    counts: TermCounts,
+}
+
+impl<'a> PgRows<'a> {
+    pub(super) fn new(store: &'a PostgresStore, tx: &'a Transaction<'a>) -> Self {
+        PgRows {
+            store,
+            tx,
+            counts: TermCounts::default(),
+        }
+    }
+
+    /// Write the gathered counts: before reading them, and before the commit.
+    pub(super) async fn flush(&mut self) -> Result<()> {
+        std::mem::take(&mut self.counts).write(self.tx).await
+    }
+}
+
+/// Run `$body` with `$rows` a [`PgRows`] over a write transaction holding the locks of
+/// `$projects` (see [`write_tx`](super::write_tx)), flushing its counts before the commit.
+macro_rules! write_rows {
+    ($store:expr, $projects:expr, |$rows:ident, $now:ident| $body:block) => {{
+        let store: &$crate::postgres::PostgresStore = $store;
+        $crate::postgres::write_tx!(store, $projects, |tx, $now| {
+            let mut $rows = $crate::postgres::writer::PgRows::new(store, &tx);
+            let out = $body;
+            $rows.flush().await?;
+            out
+        })
+    }};
+}
+pub(crate) use write_rows;
+
+impl Rows for PgRows<'_> {
+    async fn load(&mut self, id: &str) -> Result<Option<Row>> {
+        rows::load(self.tx, id).await
+    }
+
+    async fn find_by_content(&mut self, project: &str, content: &str) -> Result<Option<String>> {
+        rows::find_by_content(self.tx, project, content).await
+    }
+
+    /// One query per 10,000 pairs, not one per pair (planned while an import grows the table,
+    /// a per-row lookup may scan it).
+    async fn stored_contents(&mut self, pairs: &[(String, String)]) -> Result<BTreeSet<(String, String)>> {
+        let mut present = BTreeSet::new();
+        for chunk in pairs.chunks(10_000) {
+            let (projects, contents): (Vec<&str>, Vec<&str>) =
+                chunk.iter().map(|(p, c)| (p.as_str(), c.as_str())).unzip();
+            let found = self
+                .tx
+                .query(
+                    "SELECT m.project_path, m.content FROM project_memories m
+                     JOIN unnest($1::text[], $2::text[]) AS u(project_path, content)
+                       ON m.project_path = u.project_path AND md5(m.content) = md5(u.content) AND m.content = u.content",
+                    &[&projects, &contents],
+                )
+                .await?;
+            for row in found {
+                present.insert((row.try_get(0)?, row.try_get(1)?));
+            }
+        }
+        Ok(present)
+    }
+
+    async fn select(&mut self, project: &str, which: Which<'_>) -> Result<Vec<Row>> {
+        let sql = |condition: &str| {
+            format!("SELECT {COLS} FROM project_memories WHERE project_path = $1{condition} ORDER BY num")
+        };
+        match which {
+            Which::All => select_entries(self.tx, &sql(""), &[&project]).await,
+            Which::ImportanceBelow(min) => {
+                select_entries(self.tx, &sql(" AND importance < $2"), &[&project, &min]).await
+            }
+            Which::SupersededBy(id) => {
+                select_entries(self.tx, &sql(" AND superseded_by = $2"), &[&project, &id]).await
+            }
+        }
+    }
+
+    async fn similar(&mut self, project: &str, q: Similar<'_>) -> Result<Vec<(f32, Row)>> {
+        if q.terms.is_empty() || q.limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.flush().await?;
+        let only = q.category.map(|c| [c]);
+        let filter = Filter {
+            project,
+            min_importance: 0.0,
+            categories: only.as_ref().map(|c| c.as_slice()),
+        };
+        let (vocab, found) = candidates(self.store, self.tx, &filter, q.terms).await?;
+        let qv = vocab.vector(q.terms);
+        let mut scored: Vec<(f32, Row)> = found
+            .into_iter()
+            .map(|(num, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), (num, e)))
+            .filter(|(sim, _)| *sim > 0.0 && *sim >= q.floor)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
+        scored.truncate(q.limit);
+        Ok(scored)
+    }
+
+    async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
+        self.flush().await?;
+        Ok(Arc::new(vocabulary(self.tx, project, needed).await?))
+    }
+
+    async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {
+        rows::id_is_free(self.tx, id, project).await
+    }
+
+    async fn episode_project(&mut self, id: &str) -> Result<Option<String>> {
+        let row = self
+            .tx
+            .query_opt("SELECT project_path FROM episodic_records WHERE id = $1", &[&id])
+            .await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
+    async fn history_entry(&mut self, id: i64) -> Result<Option<HistoryEntry>> {
+        let sql = format!("SELECT {HISTORY_COLS} FROM memory_history WHERE id = $1");
+        Ok(select_history(self.tx, &sql, &[&id]).await?.pop())
+    }
+
+    async fn insert(&mut self, entry: &MemoryEntry) -> Result<()> {
+        rows::insert_row(self.tx, entry).await?;
+        self.counts.count(entry, 1);
+        Ok(())
+    }
+
+    async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
+        rows::store_row(self.tx, num, new).await?;
+        if old.content != new.content || old.project_path != new.project_path {
+            self.counts.count(old, -1);
+            self.counts.count(new, 1);
+        }
+        Ok(())
+    }
+
+    async fn delete(&mut self, num: i64, old: &MemoryEntry) -> Result<()> {
+        let stmt = self
+            .tx
+            .prepare_cached("DELETE FROM project_memories WHERE num = $1")
+            .await?;
+        self.tx.execute(&stmt, &[&num]).await?;
+        self.counts.count(old, -1);
+        Ok(())
+    }
+
+    async fn delete_project(&mut self, project: &str) -> Result<()> {
+        self.flush().await?;
+        let tx = self.tx;
+        tx.execute(
+            "DELETE FROM project_memories WHERE project_path = $1",
+            &[&project],
+        )
+        .await?;
+        tx.execute("DELETE FROM memory_terms WHERE project_path = $1", &[&project])
+            .await?;
+        tx.execute(
+            "UPDATE memory_projects SET docs = 0 WHERE project_path = $1",
+            &[&project],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn record(&mut self, change: Change<'_>) -> Result<()> {
+        history::record(self.tx, change).await
+    }
+
+    async fn insert_history(&mut self, entry: &HistoryEntry) -> Result<()> {
+        history::insert_history(self.tx, entry).await
+    }
+
+    async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()> {
+        rows::insert_episode(self.tx, record).await
+    }
+}

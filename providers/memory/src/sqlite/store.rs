@@ -1,0 +1,210 @@
+//! [`SqliteMemoryStore`]: the async face of the blocking SQLite core, running every call on
+//! tokio's blocking pool so the async runtime never waits on disk.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+
+use super::MemoryDb;
+use crate::error::{MemoryError, Result};
+use crate::options::OpenOptions;
+use crate::store::MemoryStore;
+use crate::transfer::{ExportRecord, ImportReport};
+use crate::types::*;
+
+/// The SQLite store: one database file, shared by threads and processes. Clones share one
+/// connection pool and its caches. Every call runs on tokio's blocking pool, so the async
+/// runtime never waits on disk.
+///
+/// Besides [`MemoryStore`], it has the maintenance a SQLite file needs from time to time
+/// ([`decay`](Self::decay), [`prune`](Self::prune), [`compact`](Self::compact),
+/// [`clear`](Self::clear)) and its [`stats`](Self::stats).
+///
+/// ```
+/// use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let store = SqliteMemoryStore::open(dir.path().join("memory.db"))?;
+/// let entry = store.add(NewMemoryEntry::new("/repo", MemoryCategory::Fact, "The app is Tauri 2 + React 18")).await?;
+/// assert_eq!(store.get(&entry.id).await?.unwrap().content, entry.content);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct SqliteMemoryStore {
+    db: MemoryDb,
+}
+
+impl SqliteMemoryStore {
+    /// Open (creating and migrating when needed) the database at `path`. A database that
+    /// exists but cannot be written is opened read-only.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, OpenOptions::default())
+    }
+
+    /// Open with options (clock, busy timeout, candidate limit, search index, read-only).
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        Ok(SqliteMemoryStore {
+            db: MemoryDb::open_with(path, options)?,
+        })
+    }
+
+    /// Whether the database was opened read-only (asked for, or because it can't be written):
+    /// reads work, searches do not count accesses, writes fail with [`MemoryError::ReadOnly`].
+    pub fn is_read_only(&self) -> bool {
+        self.db.is_read_only()
+    }
+
+    /// Build the in-memory search index of a project now, whatever
+    /// [`SearchIndex`](crate::SearchIndex) says, so the next search is fast.
+    pub async fn warm_up(&self, project: &str) -> Result<()> {
+        let project = project.to_string();
+        self.blocking(move |db| db.warm_up(&project)).await
+    }
+
+    /// Delete every memory of a project (each recorded in the history), returning how many.
+    pub async fn clear(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.clear(&project)).await
+    }
+
+    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
+    /// so stale memories sink below fresh ones; returns how many changed.
+    pub async fn decay(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.decay(&project)).await
+    }
+
+    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
+    pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.prune(&project, min_importance)).await
+    }
+
+    /// Merge memories more than 0.90 similar into the most important of them; returns how
+    /// many were merged away.
+    pub async fn compact(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.compact(&project)).await
+    }
+
+    /// Counts for a project: memories by category, accesses, episodes, history entries.
+    pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        let project = project.to_string();
+        self.blocking(move |db| db.stats(&project)).await
+    }
+
+    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&MemoryDb) -> Result<T> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(|e| MemoryError::Task(e.to_string()))?
+    }
+}
+
+#[async_trait]
+impl MemoryStore for SqliteMemoryStore {
+    async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
+        self.blocking(move |db| db.add_many(entries)).await
+    }
+    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
+        self.blocking(move |db| db.upsert(entry)).await
+    }
+    async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
+        let id = id.to_string();
+        self.blocking(move |db| db.update(&id, update)).await
+    }
+    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+        let id = id.to_string();
+        self.blocking(move |db| db.get(&id)).await
+    }
+    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.list(&project, &options)).await
+    }
+    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+        self.blocking(move |db| db.search(&request)).await
+    }
+    async fn touch(&self, ids: &[String]) -> Result<()> {
+        let ids = ids.to_vec();
+        self.blocking(move |db| db.touch(&ids)).await
+    }
+    async fn delete(&self, id: &str) -> Result<MemoryEntry> {
+        let id = id.to_string();
+        self.blocking(move |db| db.delete(&id)).await
+    }
+    async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
+        let (project, query) = (project.to_string(), query.to_string());
+        self.blocking(move |db| db.forget(&project, &query)).await
+    }
+    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
+        let (project, id) = (project.to_string(), memory_id.to_string());
+        self.blocking(move |db| db.history(&project, &id)).await
+    }
+    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.project_history(&project, limit)).await
+    }
+    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.undo(&project, history_id)).await
+    }
+    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
+        self.blocking(move |db| db.add_episode(record)).await
+    }
+    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.episodes(&project, limit)).await
+    }
+    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
+        let (project, key) = (project.to_string(), key.to_string());
+        self.blocking(move |db| db.set_state(&project, &key, &value))
+            .await
+    }
+    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
+        let (project, key) = (project.to_string(), key.to_string());
+        self.blocking(move |db| db.remove_state(&project, &key)).await
+    }
+    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.state_entries(&project)).await
+    }
+    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
+        let project = project.map(str::to_string);
+        self.blocking(move |db| db.export(project.as_deref())).await
+    }
+    async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
+        let project = project.map(str::to_string);
+        self.blocking(move |db| db.import(&records, project.as_deref()))
+            .await
+    }
+
+    /// Decay then prune; nothing on a read-only database.
+    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
+        if self.is_read_only() {
+            return Ok(MaintenanceReport::default());
+        }
+        let decayed = self.decay(project).await?;
+        let pruned = self.prune(project, prune_below).await?;
+        Ok(MaintenanceReport { decayed, pruned })
+    }
+
+    // The SQLite core answers these directly: one query instead of a whole list or history,
+    // and errors worded for one memory rather than a batch of one.
+    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
+        self.blocking(move |db| db.add(entry)).await
+    }
+    async fn count(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.count(&project)).await
+    }
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.history_entry(&project, history_id))
+            .await
+    }
+}

@@ -1,0 +1,183 @@
+//! [`SqliteRows`]: a SQLite write transaction as the rows the shared writes
+//! ([`crate::write`]) work on, and the poll that runs those writes on a blocking thread.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use super::history::{self, row_to_history, HISTORY_COLS};
+use super::index;
+use super::rows::{self, select_entries, COLS};
+use super::search::Filter;
+use super::MemoryDb;
+use crate::error::{MemoryError, Result};
+use crate::retrieval::Vocabulary;
+use crate::text::terms;
+use crate::types::*;
+use crate::write::{Change, Row, Rows, Similar, Which};
+
+/// One SQLite write transaction, with the store's caches.
+pub(super) struct SqliteRows<'a> {
+    db: &'a MemoryDb,
+    tx: &'a Transaction<'a>,
+    /// Whether this transaction changed anything yet: from then on, the caches (in-memory
+    /// index, vocabulary) no longer match what it sees, and reads bypass them.
+    wrote: bool,
+}
+
+impl<'a> SqliteRows<'a> {
+    pub(super) fn new(db: &'a MemoryDb, tx: &'a Transaction<'a>) -> Self {
+        SqliteRows { db, tx, wrote: false }
+    }
+
+    /// The project's vocabulary as this transaction sees it.
+    fn vocab(&self, project: &str) -> Result<Arc<Vocabulary>> {
+        if self.wrote {
+            Ok(Arc::new(index::read_vocabulary(self.tx, project)?))
+        } else {
+            self.db.inner.vocab.get(self.tx, project)
+        }
+    }
+}
+
+/// Run a write whose every await is answered at once (SQLite's [`Rows`] never waits), on the
+/// calling thread.
+pub(super) fn run_now<T>(write: impl Future<Output = Result<T>>) -> Result<T> {
+    match pin!(write).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => out,
+        Poll::Pending => Err(MemoryError::Task(
+            "a SQLite write waited for something; it was rolled back".into(),
+        )),
+    }
+}
+
+impl Rows for SqliteRows<'_> {
+    async fn load(&mut self, id: &str) -> Result<Option<Row>> {
+        rows::load(self.tx, id)
+    }
+
+    async fn find_by_content(&mut self, project: &str, content: &str) -> Result<Option<String>> {
+        rows::find_by_content(self.tx, project, content)
+    }
+
+    async fn select(&mut self, project: &str, which: Which<'_>) -> Result<Vec<Row>> {
+        let sql = |condition: &str| {
+            format!("SELECT {COLS} FROM project_memories WHERE project_path = ?1{condition} ORDER BY num")
+        };
+        match which {
+            Which::All => select_entries(self.tx, &sql(""), params![project]),
+            Which::ImportanceBelow(min) => select_entries(
+                self.tx,
+                &sql(" AND importance < ?2"),
+                params![project, f64::from(min)],
+            ),
+            Which::SupersededBy(id) => {
+                select_entries(self.tx, &sql(" AND superseded_by = ?2"), params![project, id])
+            }
+        }
+    }
+
+    async fn similar(&mut self, project: &str, q: Similar<'_>) -> Result<Vec<(f32, Row)>> {
+        if q.terms.is_empty() || q.limit == 0 {
+            return Ok(Vec::new());
+        }
+        if !self.wrote {
+            let tx = self.tx;
+            let indexed = self.db.with_index(tx, project, |ix| {
+                ix.most_similar(tx, q.terms, q.limit, q.floor, q.category)
+            })?;
+            if let Some(hits) = indexed {
+                return Ok(hits.into_iter().map(|(sim, num, e)| (sim, (num, e))).collect());
+            }
+        }
+        let vocab = self.vocab(project)?;
+        let only = q.category.map(|c| [c]);
+        let filter = Filter {
+            project,
+            min_importance: 0.0,
+            categories: only.as_ref().map(|c| c.as_slice()),
+        };
+        let qv = vocab.vector(q.terms);
+        let mut scored: Vec<(f32, Row)> = self
+            .db
+            .candidates(self.tx, &filter, q.terms, &vocab)?
+            .into_iter()
+            .map(|(num, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), (num, e)))
+            .filter(|(sim, _)| *sim > 0.0 && *sim >= q.floor)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
+        scored.truncate(q.limit);
+        Ok(scored)
+    }
+
+    async fn vocabulary(&mut self, project: &str, _needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
+        self.vocab(project)
+    }
+
+    async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {
+        rows::id_is_free(self.tx, id, project)
+    }
+
+    async fn episode_project(&mut self, id: &str) -> Result<Option<String>> {
+        Ok(self
+            .tx
+            .prepare_cached("SELECT project_path FROM episodic_records WHERE id = ?1")?
+            .query_row(params![id], |r| r.get(0))
+            .optional()?)
+    }
+
+    async fn history_entry(&mut self, id: i64) -> Result<Option<HistoryEntry>> {
+        Ok(self
+            .tx
+            .prepare_cached(&format!(
+                "SELECT {HISTORY_COLS} FROM memory_history WHERE id = ?1"
+            ))?
+            .query_row(params![id], row_to_history)
+            .optional()?)
+    }
+
+    async fn insert(&mut self, entry: &MemoryEntry) -> Result<()> {
+        self.wrote = true;
+        rows::insert_entry(self.tx, entry)
+    }
+
+    async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
+        self.wrote = true;
+        rows::store_row(self.tx, num, old, new)
+    }
+
+    async fn delete(&mut self, num: i64, old: &MemoryEntry) -> Result<()> {
+        self.wrote = true;
+        rows::delete_row(self.tx, num, old)
+    }
+
+    async fn delete_project(&mut self, project: &str) -> Result<()> {
+        self.wrote = true;
+        let nums: Vec<i64> = self
+            .tx
+            .prepare_cached("SELECT num FROM project_memories WHERE project_path = ?1")?
+            .query_map(params![project], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        index::clear_project(self.tx, project, &nums)?;
+        self.tx
+            .prepare_cached("DELETE FROM project_memories WHERE project_path = ?1")?
+            .execute(params![project])?;
+        Ok(())
+    }
+
+    async fn record(&mut self, change: Change<'_>) -> Result<()> {
+        history::record(self.tx, change)
+    }
+
+    async fn insert_history(&mut self, entry: &HistoryEntry) -> Result<()> {
+        history::insert_history(self.tx, entry)
+    }
+
+    async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()> {
+        rows::insert_episode(self.tx, record)
+    }
+}
