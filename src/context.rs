@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::message::Message;
 use crate::report::ProviderReport;
-use crate::{Message, Tool};
+use crate::tool::Tool;
 
 /// Where a section goes in the system text.
 ///
@@ -23,8 +24,8 @@ pub enum Placement {
     PerMessage,
 }
 
-/// What a section holds: the key of token accounting ([`TokenReport`](crate::TokenReport)) and of
-/// what a run injected ([`RunReport`](crate::RunReport)). The built-in kinds are constants; a
+/// What a section holds: the key of token accounting ([`TokenReport`](crate::agent::TokenReport)) and of
+/// what a run injected ([`RunReport`](crate::agent::RunReport)). The built-in kinds are constants; a
 /// provider of your own names its kind with [`SectionKind::new`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
@@ -155,11 +156,11 @@ pub struct Context {
     pub tools: Vec<Arc<dyn Tool>>,
     /// Limits on which tools the model may call in this run (a skill's `allowed-tools`); the
     /// runner refuses a call any of them does not allow.
-    pub restrictions: Vec<crate::ToolRestriction>,
+    pub restrictions: Vec<crate::restrict::ToolRestriction>,
     /// How each composed provider fared (filled in by composition).
     pub reports: Vec<ProviderReport>,
     /// Tokens a baseline request would have added (or, when negative, saved) compared with this
-    /// context, filled in only when [`RunInfo::baseline`](crate::RunInfo::baseline) asks: a skills
+    /// context, filled in only when [`RunInfo::baseline`](crate::provider::RunInfo::baseline) asks: a skills
     /// provider reports what sending every skill in full would cost. Composition sums it.
     pub baseline_delta: i64,
 }

@@ -17,7 +17,7 @@ pub enum Error {
     /// A context provider returned an error.
     #[error("context provider `{provider}` failed: {source}")]
     Provider {
-        /// Which provider failed, by its [`name`](crate::ContextProvider::name).
+        /// Which provider failed, by its [`name`](crate::provider::ContextProvider::name).
         provider: String,
         /// The provider's own error, kept whole so callers can inspect or downcast it.
         #[source]
@@ -123,7 +123,7 @@ pub enum Error {
     /// A lifecycle hook returned an error; the run stops there.
     #[error("hook `{hook}` failed in {point}: {source}")]
     Hook {
-        /// Which hook failed, by its [`name`](crate::Hook::name).
+        /// Which hook failed, by its [`name`](crate::agent::Hook::name).
         hook: String,
         /// The lifecycle point it failed in, e.g. `before_model` or `after_tool`.
         point: &'static str,

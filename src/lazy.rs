@@ -10,7 +10,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use crate::CatalogEntry;
+use crate::context::CatalogEntry;
 
 /// Decides what context message, if any, the next request needs.
 #[derive(Clone, Debug, Default)]

@@ -1,5 +1,5 @@
 //! How each composed provider fared in one call: the record composition keeps in a
-//! [`Context`](crate::Context) and a run's report shows. Below both the context and the
+//! [`Context`](crate::context::Context) and a run's report shows. Below both the context and the
 //! providers, so neither depends on the other.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use serde::Serialize;
 /// How one provider fared in one call.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProviderReport {
-    /// The provider, by the [`name`](crate::ContextProvider::name) logs and errors use.
+    /// The provider, by the [`name`](crate::provider::ContextProvider::name) logs and errors use.
     pub name: String,
     /// Wall time of the call, to spot the provider that slows requests down (serialized in
     /// microseconds as `elapsed_us`).

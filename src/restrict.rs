@@ -7,7 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{Error, Result, Tool};
+use crate::error::{Error, Result};
+use crate::tool::Tool;
 
 /// The tools a piece of context allows while it is in force; every other call is refused
 /// with a tool error naming it.

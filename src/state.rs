@@ -15,7 +15,7 @@ pub struct State {
 impl State {
     /// Prefix of keys for one tool round: the runner clears them after each round of tool calls.
     pub const TEMP: &'static str = "temp:";
-    /// Prefix of keys that last as long as the thread; [`Thread::reset`](crate::Thread::reset)
+    /// Prefix of keys that last as long as the thread; [`Thread::reset`](crate::agent::Thread::reset)
     /// clears them.
     pub const SESSION: &'static str = "session:";
     /// Prefix of keys meant to outlive the thread: a reset keeps them and a memory provider

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::message::Message;
 use crate::model::ModelRequest;
-use crate::Message;
 
 /// Counts tokens of text and of whole requests.
 pub trait TokenCounter: Send + Sync {
@@ -33,7 +33,7 @@ pub trait TokenCounter: Send + Sync {
     }
 
     /// Tokens of tool definitions as they are sent.
-    fn count_tools(&self, tools: &[crate::ToolDefinition]) -> usize {
+    fn count_tools(&self, tools: &[crate::tool::ToolDefinition]) -> usize {
         tools
             .iter()
             .map(|t| self.count(&t.to_function_json().to_string()))

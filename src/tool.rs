@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A function the model can call.
 ///

@@ -10,8 +10,8 @@ use ctxkit::{DryRunModel, SectionKind, Thread};
 use ctxkit_skills::Mode;
 use serde_json::json;
 
+use crate::error::CliError;
 use crate::setup::{read_text, save_counts, token_counter, RequestOptions};
-use crate::CliError;
 
 /// The three requests the design record this project started from estimated its token savings
 /// on: two that no shipped skill serves and one that fires `hello-extended`.

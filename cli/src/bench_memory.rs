@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use ctxkit_memory::eval::{EvalReport, EvalSet, Scores};
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// Load the set (the embedded one unless `eval` names a folder with `memories.jsonl` and
 /// `queries.jsonl`) into a temporary database, score both systems and print the report.

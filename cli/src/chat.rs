@@ -9,10 +9,10 @@ use clap::Args;
 use ctxkit::{Agent, ChatModel, RunReport, SectionKind, Thread};
 use ctxkit_skills::SkillLibrary;
 
+use crate::error::CliError;
 use crate::printable::list_or_none;
 use crate::setup::{save_counts, token_counter, RequestOptions};
 use crate::user_config::Config;
-use crate::CliError;
 
 const HELP: &str =
     "commands: /new (new conversation), /compact, /reset, /skills, /memory, /stats, /help, /quit";

@@ -14,7 +14,7 @@ use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// A file named by a path relative to a folder the user chose (the folder itself may be a
 /// link; nothing below it may be).

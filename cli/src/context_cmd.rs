@@ -7,9 +7,9 @@ use clap::Args;
 use ctxkit::{DryRunModel, Role, SectionKind, Thread};
 use serde_json::{json, Value};
 
+use crate::error::CliError;
 use crate::printable::{list_or_none, printable};
 use crate::setup::{save_counts, token_counter, RequestOptions};
-use crate::CliError;
 
 #[derive(Args, Debug)]
 pub(crate) struct ContextArgs {

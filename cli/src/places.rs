@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use crate::CliError;
+use crate::error::CliError;
 
 fn var(name: &str) -> Option<PathBuf> {
     std::env::var_os(name)

@@ -7,12 +7,12 @@ use clap::Args;
 use ctxkit::{Agent, Assembly, BpeCounter, ChatModel, MemoCounter, Phase};
 use ctxkit_skills::{LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
 
+use crate::error::CliError;
 use crate::memory::open::{
     default_project, memory_db_path, normalize_project, open_hook, open_provider, open_provider_with,
     server_url,
 };
 use crate::user_config::Config;
-use crate::CliError;
 
 /// Instructions used when `--instructions` is not given.
 pub(crate) const DEFAULT_INSTRUCTIONS: &str =

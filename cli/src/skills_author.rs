@@ -12,9 +12,9 @@ use ctxkit_skills::{Reason, SelectOptions, Skill, SkillIndex};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::error::CliError;
 use crate::printable::printable;
 use crate::setup::SkillDirs;
-use crate::CliError;
 
 #[derive(Args, Debug)]
 pub(crate) struct NewArgs {

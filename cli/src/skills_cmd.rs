@@ -10,10 +10,10 @@ use clap::{Args, Subcommand};
 use ctxkit_skills::{Detection, Diagnostic, SelectOptions, SkillIndex};
 use serde_json::{json, Value};
 
+use crate::error::CliError;
 use crate::printable::printable;
 use crate::setup::{current_dir, read_text, SkillDirs};
 use crate::user_config::{set_disabled, Config, Layer};
-use crate::CliError;
 
 #[derive(Args, Debug)]
 pub(crate) struct SkillsArgs {

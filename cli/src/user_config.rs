@@ -40,7 +40,7 @@ use ctxkit_skills::{
 use serde::Deserialize;
 
 use crate::confined_file::ConfinedFile;
-use crate::CliError;
+use crate::error::CliError;
 
 /// Where a project keeps its config, below the project folder.
 pub(crate) const PROJECT_CONFIG: &str = ".ctxkit/config.toml";

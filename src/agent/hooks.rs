@@ -9,15 +9,16 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::error::{BoxError, Error, Result};
+use crate::message::{Message, ToolCall};
 use crate::model::ModelRequest;
 use crate::state::State;
-use crate::{BoxError, Error, Message, Result, ToolCall};
 
 /// What every hook can see, and the thread's scoped state it may change.
 pub struct HookContext<'a> {
-    /// The thread being run, as [`Thread::id`](crate::Thread::id) gives it.
+    /// The thread being run, as [`Thread::id`](crate::agent::Thread::id) gives it.
     pub thread_id: &'a str,
-    /// The agent's project ([`AgentBuilder::project`](crate::AgentBuilder::project)), if set.
+    /// The agent's project ([`AgentBuilder::project`](crate::agent::AgentBuilder::project)), if set.
     pub project: Option<&'a str>,
     /// `backend:model` of the agent's model.
     pub model: &'a str,

@@ -11,13 +11,16 @@ use std::time::Duration;
 use serde::Serialize;
 use tracing::Instrument;
 
+use crate::context::Context;
 use crate::context::Section;
 use crate::context::SectionKind;
+use crate::error::{Error, Result};
+use crate::message::Message;
 use crate::model::{ChatModel, DryRunModel, ModelRequest};
 use crate::provider::{ContextProvider, Phase, RunInfo, RunOutcome, ThreadInfo};
 use crate::report::ProviderReport;
 use crate::tokens::{default_counter, TokenCounter};
-use crate::{Context, Error, Message, Result, Tool, ToolRegistry};
+use crate::tool::{Tool, ToolRegistry};
 
 pub use hooks::{Hook, HookContext, SessionSummary};
 pub use request::{Assembly, TokenReport};
@@ -182,9 +185,9 @@ impl AgentBuilder {
         self.assembly = assembly;
         self
     }
-    /// The counter behind token reports and [`RequestMeta::tokens`](crate::RequestMeta::tokens)
-    /// (default: exact BPE, [`BpeCounter`](crate::BpeCounter));
-    /// [`ApproxCounter`](crate::ApproxCounter) trades accuracy for speed.
+    /// The counter behind token reports and [`RequestMeta::tokens`](crate::model::RequestMeta::tokens)
+    /// (default: exact BPE, [`BpeCounter`](crate::tokens::BpeCounter));
+    /// [`ApproxCounter`](crate::tokens::ApproxCounter) trades accuracy for speed.
     pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = Some(counter);
         self
@@ -262,7 +265,7 @@ impl Agent {
         }
     }
 
-    fn hook_context<'a>(&'a self, thread_id: &'a str, state: &'a mut crate::State) -> HookContext<'a> {
+    fn hook_context<'a>(&'a self, thread_id: &'a str, state: &'a mut crate::state::State) -> HookContext<'a> {
         HookContext {
             thread_id,
             project: self.project.as_deref(),
@@ -272,7 +275,7 @@ impl Agent {
     }
 
     /// Agent tools plus the tools providers offered for this run.
-    /// Under restrictions (see [`ToolRestriction`](crate::ToolRestriction)), every tool is
+    /// Under restrictions (see [`ToolRestriction`](crate::restrict::ToolRestriction)), every tool is
     /// wrapped so that a call they do not allow is refused, whoever offered the tool.
     fn tools_for(&self, ctx: &Context) -> Result<ToolRegistry> {
         if ctx.tools.is_empty() && ctx.restrictions.is_empty() {
@@ -285,7 +288,7 @@ impl Agent {
         if ctx.restrictions.is_empty() {
             return Ok(tools);
         }
-        let rules: Arc<[crate::ToolRestriction]> = ctx.restrictions.clone().into();
+        let rules: Arc<[crate::restrict::ToolRestriction]> = ctx.restrictions.clone().into();
         let mut restricted = ToolRegistry::new();
         for tool in tools.iter() {
             restricted.register(Arc::new(crate::restrict::Restricted::new(
@@ -456,7 +459,7 @@ impl Agent {
         &self,
         tools: &ToolRegistry,
         thread: &mut Thread,
-        call: &crate::ToolCall,
+        call: &crate::message::ToolCall,
     ) -> Result<String> {
         let name = call.function.name.as_str();
         let thread_id = thread.id().to_string();

@@ -7,9 +7,11 @@ use serde::Serialize;
 
 use super::thread::Thread;
 use crate::context::{join_blocks, Placement, Section, SectionKind};
+use crate::context::{CatalogEntry, Context};
+use crate::message::{Message, Role};
 use crate::model::{ModelRequest, RequestMeta};
 use crate::tokens::TokenCounter;
-use crate::{CatalogEntry, Context, Message, Role, ToolDefinition, ToolRegistry};
+use crate::tool::{ToolDefinition, ToolRegistry};
 
 /// How context reaches the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::lazy::ContextManager;
+use crate::message::{Message, Role};
 use crate::state::State;
-use crate::{Message, Role};
 
 /// One conversation with an agent.
 #[derive(Clone, Debug)]
@@ -38,7 +38,7 @@ impl Thread {
     }
 
     /// A new thread under an id of your choosing, e.g. one that must stay the same across
-    /// processes; providers see it as [`RunInfo::thread_id`](crate::RunInfo::thread_id).
+    /// processes; providers see it as [`RunInfo::thread_id`](crate::provider::RunInfo::thread_id).
     pub fn with_id(id: impl Into<String>) -> Self {
         Thread {
             id: id.into(),
@@ -104,7 +104,7 @@ impl Thread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolCall;
+    use crate::message::ToolCall;
 
     #[test]
     fn compact_keeps_tool_pairs_together() {

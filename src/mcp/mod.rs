@@ -1,6 +1,6 @@
 //! MCP servers' tools in the agent (feature `mcp`): [`McpServer`] says how to reach a server (a
 //! child process over stdio, or streamable HTTP), [`McpServer::connect`] starts it and lists its
-//! tools, and [`AgentBuilder::mcp`](crate::AgentBuilder::mcp) registers them. Each tool is an
+//! tools, and [`AgentBuilder::mcp`](crate::agent::AgentBuilder::mcp) registers them. Each tool is an
 //! [`McpTool`] named `SERVER__tool`, its input schema cleaned for providers that reject parts of
 //! JSON Schema; a call that fails, times out or finds the server gone is a tool error the model
 //! sees, and the run goes on.
@@ -34,7 +34,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
 pub use self::tool::McpTool;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How long a server may take to start, list its tools or answer one call, unless
 /// [`McpServer::timeout`] says otherwise.

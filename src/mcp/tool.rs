@@ -10,7 +10,8 @@ use rmcp::service::RunningService;
 use rmcp::RoleClient;
 use serde_json::{Map, Value};
 
-use crate::{Error, Result, Tool};
+use crate::error::{Error, Result};
+use crate::tool::Tool;
 
 /// The most characters of a tool's answer handed to the model: answers are untrusted text.
 const MAX_OUTPUT_CHARS: usize = 100_000;

@@ -1,8 +1,10 @@
 use async_trait::async_trait;
 
 use super::{ChatModel, ModelRequest};
+use crate::context::SectionKind;
+use crate::error::Result;
+use crate::message::Message;
 use crate::text::list_or_none;
-use crate::{Message, Result, SectionKind};
 
 /// The offline default: answers with a one-paragraph summary of the request it received —
 /// which instructions, skills, memories (per message and essential) and tools, and how many

@@ -9,7 +9,10 @@ mod scripted;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::{Message, Result, Section, SectionKind, ToolDefinition};
+use crate::context::{Section, SectionKind};
+use crate::error::Result;
+use crate::message::Message;
+use crate::tool::ToolDefinition;
 
 pub use dry_run::DryRunModel;
 pub use scripted::ScriptedModel;
@@ -54,7 +57,7 @@ pub trait ChatModel: Send + Sync {
     /// `backend:model`, for logs and errors.
     fn name(&self) -> &str;
     /// Answer one request with one assistant message. A failure names the model, and
-    /// [`Error::is_retryable`](crate::Error::is_retryable) tells the caller whether trying
+    /// [`Error::is_retryable`](crate::error::Error::is_retryable) tells the caller whether trying
     /// again may help.
     async fn complete(&self, request: &ModelRequest) -> Result<Message>;
 }

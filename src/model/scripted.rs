@@ -4,7 +4,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{ChatModel, ModelRequest};
-use crate::{Error, Message, Result};
+use crate::error::{Error, Result};
+use crate::message::Message;
 
 /// A model that plays back scripted replies in order and records every request, for tests.
 ///

@@ -13,8 +13,10 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::{ContextProvider, Policy, RunInfo, RunOutcome, ThreadInfo};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::message::Message;
 use crate::report::{Outcome, ProviderReport};
-use crate::{Context, Error, Message, Result};
 
 /// Run one provider call under its policy and the run's deadline, containing panics.
 async fn guarded<T>(

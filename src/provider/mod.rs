@@ -1,6 +1,6 @@
 //! The `ContextProvider` contract and the wrappers that make providers compose.
 //!
-//! The lifecycle of one provider in one [`Agent::run`](crate::Agent::run):
+//! The lifecycle of one provider in one [`Agent::run`](crate::agent::Agent::run):
 //!
 //! ```text
 //! thread_created   once, when the thread's first run starts
@@ -21,8 +21,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::message::Message;
 use crate::state::State;
-use crate::{Context, Error, Message, Result};
 
 /// What a provider may know about the run it serves.
 #[derive(Clone, Debug, Default)]
@@ -37,7 +39,7 @@ pub struct RunInfo {
     pub state: State,
     /// Token budget for everything providers inject; `None` for no budget.
     pub token_budget: Option<usize>,
-    /// Nothing will be sent: the run only shows its request ([`Agent::preview`](crate::Agent::preview)).
+    /// Nothing will be sent: the run only shows its request ([`Agent::preview`](crate::agent::Agent::preview)).
     /// `run_finished` never follows a preview.
     pub preview: bool,
     /// The run report compares the request with a baseline: providers that can say what
@@ -188,7 +190,7 @@ pub trait ContextProvider: Send + Sync {
     /// Contribute context for the run; `messages` is the conversation so far, ending with the
     /// run's user message.
     ///
-    /// **Read-only by contract**: previews (`ctxkit context`, [`Agent::preview`](crate::Agent::preview))
+    /// **Read-only by contract**: previews (`ctxkit context`, [`Agent::preview`](crate::agent::Agent::preview))
     /// call it too, and a run may be assembled twice. Record what the run used in
     /// [`run_finished`](Self::run_finished).
     async fn invoking(&self, messages: &[Message], run: &RunInfo) -> Result<Context>;
@@ -211,7 +213,7 @@ pub trait ContextProvider: Send + Sync {
     }
 }
 
-/// One run of `provider` outside an [`Agent`](crate::Agent), for a surface that only injects
+/// One run of `provider` outside an [`Agent`](crate::agent::Agent), for a surface that only injects
 /// context and never sees the reply (an agent host's hook: the host's own model answers):
 /// `invoking` on the single user message `input`, then `run_finished` as a run that ended with
 /// an empty reply, so the provider carries out and records what a run in an agent would

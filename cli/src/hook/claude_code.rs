@@ -6,8 +6,7 @@
 
 use serde_json::json;
 
-use super::event::EventType;
-use super::Host;
+use super::event::{EventType, Host};
 
 /// The Claude Code host.
 pub(super) struct ClaudeCode;

@@ -6,8 +6,7 @@
 //! what it sent is about to be summarised away, so the next prompt sends it again.
 
 use super::claude_code::hook_specific_output;
-use super::event::EventType;
-use super::Host;
+use super::event::{EventType, Host};
 
 /// The Codex host.
 pub(super) struct Codex;

@@ -25,10 +25,10 @@ use ctxkit_skills::{Reason, Skill, SkillContextProvider, SkillRoot, Source};
 use super::event::EventKind;
 use super::session::SessionState;
 use super::EventArgs;
+use crate::error::CliError;
 use crate::memory::open::{normalize_project, open_store};
 use crate::setup::{load_library, SkillDirs};
 use crate::user_config::Config;
-use crate::CliError;
 
 /// Bodies longer than this are sent as their start and the file's path.
 pub(super) const LONG_BODY_CHARS: usize = 6_000;

@@ -9,8 +9,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::Host;
-use crate::CliError;
+use crate::error::CliError;
 
 /// The most bytes read from standard input: a pasted log of a few hundred KiB still passes;
 /// more is refused rather than matched.
@@ -102,6 +101,16 @@ fn read_one_value(input: impl Read) -> Result<Vec<u8>, CliError> {
             "the event is not a JSON object of the expected shape ({e})"
         ))),
     }
+}
+
+/// What a host module provides: how its events are named and how it answers.
+pub(crate) trait Host {
+    /// The name after `ctxkit hook`, for messages.
+    fn name(&self) -> &'static str;
+    /// Our event for the host's `hook_event_name` and `source`, if it is one we answer.
+    fn event_type(&self, event_name: &str, source: Option<&str>) -> Option<EventType>;
+    /// The answer printed on stdout for `event_name` carrying `context`.
+    fn answer(&self, event_name: &str, context: &str) -> serde_json::Value;
 }
 
 /// Parse and check one event for `host`.

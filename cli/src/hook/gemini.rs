@@ -6,8 +6,7 @@
 //! cannot inject anything; ctxkit only forgets what it sent, so the next prompt sends it again.
 
 use super::claude_code::hook_specific_output;
-use super::event::EventType;
-use super::Host;
+use super::event::{EventType, Host};
 
 /// The Gemini CLI host.
 pub(super) struct Gemini;

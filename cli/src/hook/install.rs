@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::confined_file::ConfinedFile;
-use crate::CliError;
+use crate::error::CliError;
 
 /// The events ctxkit answers, in the order they are written.
 const EVENTS: [&str; 2] = ["SessionStart", "UserPromptSubmit"];

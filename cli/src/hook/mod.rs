@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use self::event::{Event, EventType};
+use self::event::{Event, Host};
 use crate::confined_file::ConfinedFile;
-use crate::CliError;
+use crate::error::CliError;
 
 #[derive(Args, Debug)]
 pub(crate) struct HookArgs {
@@ -107,16 +107,6 @@ pub(crate) struct InstallArgs {
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum InstallHost {
     ClaudeCode,
-}
-
-/// What a host module provides: how its events are named and how it answers.
-pub(crate) trait Host {
-    /// The name after `ctxkit hook`, for messages.
-    fn name(&self) -> &'static str;
-    /// Our event for the host's `hook_event_name` and `source`, if it is one we answer.
-    fn event_type(&self, event_name: &str, source: Option<&str>) -> Option<EventType>;
-    /// The answer printed on stdout for `event_name` carrying `context`.
-    fn answer(&self, event_name: &str, context: &str) -> serde_json::Value;
 }
 
 pub(crate) async fn run(args: HookArgs) -> Result<(), CliError> {

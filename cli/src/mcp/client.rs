@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ctxkit::mcp::{McpServer, McpTools};
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// The server `command_line` starts, bounded by `timeout` (start, listing, each call).
 pub(crate) fn server(command_line: &str, timeout: Duration) -> Result<McpServer, CliError> {

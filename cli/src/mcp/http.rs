@@ -10,7 +10,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::CtxkitServer;
-use crate::CliError;
+use crate::error::CliError;
 
 /// The path the endpoint is served at.
 pub(super) const PATH: &str = "/mcp";

@@ -29,10 +29,10 @@ use ctxkit_skills::{Mode, SkillContextProvider};
 use rmcp::ServiceExt;
 
 pub(crate) use self::server::CtxkitServer;
+use crate::error::CliError;
 use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store_with};
 use crate::setup::{load_library, SkillDirs};
 use crate::user_config::Config;
-use crate::CliError;
 
 #[derive(Args, Debug, Clone)]
 pub(crate) struct McpArgs {

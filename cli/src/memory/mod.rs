@@ -30,8 +30,8 @@ use ctxkit_memory::{
 };
 
 use self::open::{default_project, normalize_project, open_store, Store};
+use crate::error::CliError;
 use crate::printable::printable;
-use crate::CliError;
 
 #[derive(Args, Debug)]
 pub(crate) struct MemoryArgs {

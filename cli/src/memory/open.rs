@@ -13,7 +13,7 @@ use ctxkit_memory::{
     PostgresStore, SearchIndex, SqliteMemoryStore,
 };
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// A project key: an existing path canonicalised, anything else as given.
 pub(crate) fn normalize_project(project: &str) -> String {

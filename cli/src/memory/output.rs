@@ -8,8 +8,8 @@ use ctxkit_memory::records::{HistoryEntry, MemoryStats};
 use ctxkit_memory::{MemoryEntry, MemorySearchResult};
 use serde_json::json;
 
+use crate::error::CliError;
 use crate::printable::printable;
-use crate::CliError;
 
 /// A memory on one line: id, badge, content and importance.
 pub(super) fn line(e: &MemoryEntry) -> String {

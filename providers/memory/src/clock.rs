@@ -1,6 +1,6 @@
 //! Time as the store sees it. Timestamps are Unix milliseconds (UTC) everywhere: in the
-//! database, in [`MemoryEntry`](crate::MemoryEntry) and in exports. Give the store a
-//! [`ManualClock`] (through [`OpenOptions::clock`](crate::OpenOptions::clock)) to simulate days
+//! database, in [`MemoryEntry`](crate::types::MemoryEntry) and in exports. Give the store a
+//! [`ManualClock`] (through [`OpenOptions::clock`](crate::options::OpenOptions::clock)) to simulate days
 //! passing in tests; otherwise it reads the system clock.
 
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -12,10 +12,11 @@ use ctxkit::{ChatModel, Message, ModelRequest, Role, SessionSummary, State};
 use serde_json::Value;
 
 use crate::error::{MemoryError, Result};
+use crate::secrets;
 use crate::store::MemoryStore;
 use crate::text::truncate_chars;
 use crate::types::*;
-use crate::{secrets, ListOptions, ListOrder};
+use crate::types::{ListOptions, ListOrder};
 
 /// What a session is summarised as for the extraction prompt.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -133,7 +134,7 @@ pub(crate) struct ExtractedMemory {
 /// At most this many `supersedes` ids per proposed memory.
 const MAX_SUPERSEDES: usize = 8;
 
-/// What an extraction did, so a caller of [`MemoryHook::finish`](crate::MemoryHook::finish)
+/// What an extraction did, so a caller of [`MemoryHook::finish`](crate::hook::MemoryHook::finish)
 /// can see what was learned, what was already known and what was refused.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ExtractionReport {
@@ -384,7 +385,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// Calls a model to extract memories and upserts them into a store; give it to
-/// [`MemoryHook::with_extractor`](crate::MemoryHook::with_extractor) to learn from every session
+/// [`MemoryHook::with_extractor`](crate::hook::MemoryHook::with_extractor) to learn from every session
 /// end and compaction without the user saying "remember".
 pub struct MemoryExtractor {
     model: Arc<dyn ChatModel>,

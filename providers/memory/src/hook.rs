@@ -3,7 +3,7 @@
 //! - `session_start` loads the project's persisted `project:` state into the thread's state
 //!   (keys the thread already has are left alone);
 //! - `session_end` extracts memories from the conversation (the thread's `project:` state is
-//!   persisted by [`MemoryContextProvider`](crate::MemoryContextProvider) at the end of every
+//!   persisted by [`MemoryContextProvider`](crate::provider::MemoryContextProvider) at the end of every
 //!   run, so it survives a session that never ends cleanly);
 //! - `compaction` extracts memories from the messages that were compacted away;
 //! - `session_end` then keeps the project tidy (seed 004 §3.2): decay, then prune below
@@ -104,7 +104,7 @@ impl MemoryHook {
         for h in handles {
             out.push(match h.await {
                 Ok(r) => r,
-                Err(e) => Err(crate::MemoryError::Task(e.to_string())),
+                Err(e) => Err(crate::error::MemoryError::Task(e.to_string())),
             });
         }
         out

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock, SystemClock};
 
-/// How to open a store ([`SqliteMemoryStore`](crate::SqliteMemoryStore), or `PostgresStore` with
+/// How to open a store ([`SqliteMemoryStore`](crate::sqlite::SqliteMemoryStore), or `PostgresStore` with
 /// the `postgres` feature): built from the defaults with one method per setting, so new
 /// settings never break callers.
 #[derive(Clone, Debug)]

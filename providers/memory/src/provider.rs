@@ -30,10 +30,11 @@ use ctxkit::{
 
 use crate::commands::{detect_memory_command, MemoryCommand, EXPLICIT_IMPORTANCE};
 use crate::error::MemoryError;
+use crate::secrets;
 use crate::store::MemoryStore;
 use crate::text::{derive_keywords, truncate_chars};
 use crate::types::*;
-use crate::{secrets, ListOptions, ListOrder};
+use crate::types::{ListOptions, ListOrder};
 
 /// The section heading.
 pub(crate) const HEADING: &str = "## Project Memory";

@@ -868,10 +868,10 @@ pub fn find_secret(text: &str) -> Option<SecretFinding> {
 
 /// Check `text`, answering with the refusal the store gives; `what` names the thing being
 /// stored ("memory", "episodic record", …). Check each field as given, before normalising it.
-pub(crate) fn check(what: &'static str, text: &str) -> crate::Result<()> {
+pub(crate) fn check(what: &'static str, text: &str) -> crate::error::Result<()> {
     match find_secret(text) {
         None => Ok(()),
-        Some(f) => Err(crate::MemoryError::Secret {
+        Some(f) => Err(crate::error::MemoryError::Secret {
             what,
             rule: f.rule,
             description: f.description,
@@ -883,7 +883,7 @@ pub(crate) fn check(what: &'static str, text: &str) -> crate::Result<()> {
 pub(crate) fn check_all<'a>(
     what: &'static str,
     fields: impl IntoIterator<Item = &'a str>,
-) -> crate::Result<()> {
+) -> crate::error::Result<()> {
     fields.into_iter().try_for_each(|f| check(what, f))
 }
 

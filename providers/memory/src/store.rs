@@ -101,7 +101,7 @@ pub trait MemoryStore: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SqliteMemoryStore;
+    use crate::sqlite::SqliteMemoryStore;
 
     /// A backend with only the required methods, so the provided ones run their defaults.
     struct RequiredOnly(SqliteMemoryStore);

@@ -2,7 +2,7 @@
 //! applies them.
 //!
 //! A newer statement supersedes an older one of the same project when
-//! - it names it (the extraction model's `supersedes`, [`NewMemoryEntry::supersedes`](crate::NewMemoryEntry));
+//! - it names it (the extraction model's `supersedes`, [`NewMemoryEntry::supersedes`](crate::types::NewMemoryEntry));
 //! - it says so: "… instead of X", "no longer X", "not X anymore", "switched from X" — the older
 //!   memory holds every term of X and is either of the same category and at least
 //!   [`EXPLICIT_SAME_CATEGORY_SIMILARITY`] similar, or at least [`EXPLICIT_SIMILARITY`] similar;
@@ -64,8 +64,8 @@ pub(crate) fn similarity_floor(content: &str) -> f32 {
 /// implicit contradiction needs the same category, an explicit replacement may cross them.
 pub(crate) fn candidate_category(
     content: &str,
-    category: crate::MemoryCategory,
-) -> Option<crate::MemoryCategory> {
+    category: crate::types::MemoryCategory,
+) -> Option<crate::types::MemoryCategory> {
     replaced_terms(content).is_none().then_some(category)
 }
 
@@ -77,10 +77,10 @@ pub(crate) fn names_replaced(old_content: &str, replaced: &BTreeSet<String>) -> 
 
 /// Whether a category holds one current statement per subject (so a similar newer one
 /// replaces an older one): preferences and conventions.
-pub(crate) fn single_valued(category: crate::MemoryCategory) -> bool {
+pub(crate) fn single_valued(category: crate::types::MemoryCategory) -> bool {
     matches!(
         category,
-        crate::MemoryCategory::Preference | crate::MemoryCategory::Convention
+        crate::types::MemoryCategory::Preference | crate::types::MemoryCategory::Convention
     )
 }
 

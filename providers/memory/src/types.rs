@@ -323,7 +323,7 @@ pub struct MemorySearchResult {
     pub keyword_overlap: f32,
 }
 
-/// Paging and filtering for [`list`](crate::MemoryStore::list); newest first by default.
+/// Paging and filtering for [`list`](crate::store::MemoryStore::list); newest first by default.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListOptions {
     /// Only this category; `None` for all.
@@ -385,7 +385,7 @@ pub struct MemoryStats {
     pub newest_updated_at: Option<i64>,
 }
 
-/// What [`maintain`](crate::MemoryStore::maintain) did to a project.
+/// What [`maintain`](crate::store::MemoryStore::maintain) did to a project.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MaintenanceReport {
     /// Memories whose importance decay lowered.
@@ -524,7 +524,7 @@ impl HistoryAction {
 /// One change to one memory, with the memory before and after it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEntry {
-    /// Its id, which [`undo`](crate::MemoryStore::undo) takes.
+    /// Its id, which [`undo`](crate::store::MemoryStore::undo) takes.
     pub id: i64,
     /// The memory that changed.
     pub memory_id: String,

@@ -116,7 +116,7 @@ pub(crate) enum Program {
 ///
 /// - `allowlist`: bare program names (no slashes) the file's tools may run, resolved through
 ///   `PATH`. A tool's `command` is one of them, or `scripts/FILE` — an executable in the skill's
-///   own `scripts/` folder, run only when [`ExecOptions::allow_scripts`](crate::ExecOptions::allow_scripts) is true.
+///   own `scripts/` folder, run only when [`ExecOptions::allow_scripts`](crate::exec::ExecOptions::allow_scripts) is true.
 /// - `args`: fixed arguments, always first. Then each parameter, in declared order:
 ///   `positional` → the value as one argument; `flag` → the flag and the value as two;
 ///   `flagifboolean` → the flag alone, when the value is true. A missing optional parameter
@@ -127,7 +127,7 @@ pub(crate) enum Program {
 /// Any problem (bad JSON, an unknown key or kind, a command outside the allowlist, a duplicate
 /// name…) is a warning naming the file, and the skill loads without tools: a half-valid
 /// descriptor would offer tools whose behaviour the author did not intend. Every refusal at
-/// call time is described on [`crate::SkillTool`].
+/// call time is described on [`crate::exec::SkillTool`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ToolSpec {
     name: String,

@@ -157,7 +157,7 @@ pub struct Skill {
     /// Frontmatter `detect`: the projects the skill applies to from the start.
     pub detect: Option<Detect>,
     /// Frontmatter `hooks` (PreToolUse / PostToolUse / Stop), as JSON; run by
-    /// [`SkillHooks`](crate::SkillHooks), for trusted skills only.
+    /// [`SkillHooks`](crate::exec::SkillHooks), for trusted skills only.
     pub hooks: Option<serde_json::Value>,
     /// The phases the skill is injected in (frontmatter or config `inject_into`); empty means
     /// every phase (`always`).

@@ -45,7 +45,8 @@ mod tests {
     use std::sync::mpsc;
 
     use super::*;
-    use crate::{SkillRoot, Source};
+    use crate::discover::SkillRoot;
+    use crate::skill::Source;
 
     #[test]
     fn a_watched_library_swaps_in_an_edit() {

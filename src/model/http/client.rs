@@ -13,8 +13,9 @@ use tokio::time::Instant;
 use super::endpoint::Endpoint;
 use super::failure::{excerpt, redact, Failure};
 use super::retry::{parse_retry_after, RetryPolicy};
+use crate::error::{Error, Result};
+use crate::message::Message;
 use crate::model::{ChatModel, ModelRequest};
-use crate::{Error, Message, Result};
 
 /// Default for [`HttpModel::timeout`]: generous, because a large local model can take minutes
 /// to answer a long request.

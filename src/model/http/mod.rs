@@ -17,8 +17,8 @@ mod wire;
 
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
 use crate::model::{ChatModel, DryRunModel};
-use crate::{Error, Result};
 
 pub use client::{HttpModel, Protocol, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT};
 pub use ollama::{Ollama, OllamaModel};

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::client::{sealed, HttpModel, Protocol};
 use super::wire::{tool_specs, WireMessage};
+use crate::message::{Message, Role};
 use crate::model::ModelRequest;
-use crate::{Message, Role};
 
 /// `POST {base_url}/api/chat` with `{"model", "messages", "tools"?, "stream": false}`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -149,7 +149,7 @@ fn arguments_object(text: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolCall;
+    use crate::message::ToolCall;
     use serde_json::json;
 
     #[test]

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::client::{sealed, HttpModel, Protocol};
 use super::wire::{tool_specs, WireMessage};
+use crate::message::Message;
 use crate::model::ModelRequest;
-use crate::Message;
 
 /// `POST {base_url}/chat/completions` with `{"model", "messages", "tools"?}`.
 #[derive(Clone, Copy, Debug, Default)]

@@ -8,7 +8,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{FunctionCall, Message, ToolCall, ToolDefinition};
+use crate::message::{FunctionCall, Message, ToolCall};
+use crate::tool::ToolDefinition;
 
 /// The `tools` array of a request: `{"type": "function", "function": {…}}` per tool, which
 /// OpenAI and Ollama both accept.

@@ -119,7 +119,7 @@ pub struct EvalReport {
     pub projects: usize,
     /// Queries scored.
     pub queries: usize,
-    /// The store's ranking ([`SqliteMemoryStore::search`](crate::SqliteMemoryStore)).
+    /// The store's ranking ([`SqliteMemoryStore::search`](crate::sqlite::SqliteMemoryStore)).
     pub ctxkit: Scores,
     /// Plain FTS5: every row in a `fts5(content)` table with the default tokenizer, the query's
     /// words OR-ed, best `bm25` first, the same project filter.

@@ -4,7 +4,7 @@
 use ctxkit::{ScriptedModel, ToolCall};
 
 use super::*;
-use crate::SqliteMemoryStore;
+use crate::sqlite::SqliteMemoryStore;
 
 const P: &str = "/work/alpha";
 

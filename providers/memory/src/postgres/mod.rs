@@ -20,6 +20,7 @@
 //! - The password of the URL is never shown: errors and logs name the server by
 //!   [`redact_url`](crate::secrets::redact_url).
 
+mod candidates;
 mod episodes;
 mod history;
 mod rows;

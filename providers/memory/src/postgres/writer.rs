@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use deadpool_postgres::Transaction;
 
+use super::candidates::{candidates, vocabulary, Filter};
 use super::history::{self, select_history, HISTORY_COLS};
 use super::rows::{self, select_entries, TermCounts, COLS};
-use super::search::{candidates, vocabulary, Filter};
 use super::PostgresStore;
 use crate::error::Result;
 use crate::retrieval::Vocabulary;

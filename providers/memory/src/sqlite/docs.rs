@@ -15,8 +15,6 @@ use std::sync::atomic::AtomicU64;
 
 use crate::types::MemoryCategory;
 
-use super::norms::NormSums;
-
 /// A term of a memory: a content term with its frequency, or a keyword term.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -149,6 +147,24 @@ impl Docs {
 
 // The layout this module exists for: a record is one cache line, an entry eight bytes.
 const _: () = assert!(std::mem::size_of::<Slot>() == 64 && std::mem::size_of::<Entry>() == 8);
+
+/// What a memory keeps for its norm: `Σtf²·B_t` and `Σtf²·B_t²` over its terms that are not
+/// heavy.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct NormSums {
+    pub(super) tf2_b: i128,
+    pub(super) tf2_b2: i128,
+}
+
+impl NormSums {
+    /// Move the sums by a change of one term's `B` from `old` to `new`, for a term with
+    /// `tf2 = tf²`.
+    pub(super) fn shift(&mut self, tf2: u32, old: i128, new: i128) {
+        let tf2 = i128::from(tf2);
+        self.tf2_b += tf2 * (new - old);
+        self.tf2_b2 += tf2 * (new * new - old * old);
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use crate::error::Result;
 use crate::ids::project_token;
 use crate::retrieval::Vocabulary;
 use crate::text::{keyword_terms, term_set, terms};
 use crate::types::MemoryEntry;
-use crate::Result;
 
 /// Quote a term as an FTS5 string.
 pub(crate) fn fts_quote(term: &str) -> String {

@@ -27,7 +27,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::docs::Docs;
+use super::docs::{Docs, NormSums};
 
 /// Memories holding a term from which its share of the norms is summed when read (see the
 /// [module docs](self)): below it a write walks the term's postings, at most this many.
@@ -39,24 +39,6 @@ const FIXED: f64 = 4_294_967_296.0;
 /// `ln(1 + df)` in fixed point: an integer, so sums of it are exact in any order.
 pub(crate) fn fixed_b(df: usize) -> i128 {
     ((1.0 + df as f64).ln() * FIXED).round() as i128
-}
-
-/// What a memory keeps for its norm: `Σtf²·B_t` and `Σtf²·B_t²` over its terms that are not
-/// heavy.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct NormSums {
-    tf2_b: i128,
-    tf2_b2: i128,
-}
-
-impl NormSums {
-    /// Move the sums by a change of one term's `B` from `old` to `new`, for a term with
-    /// `tf2 = tf²`.
-    fn shift(&mut self, tf2: u32, old: i128, new: i128) {
-        let tf2 = i128::from(tf2);
-        self.tf2_b += tf2 * (new - old);
-        self.tf2_b2 += tf2 * (new * new - old * old);
-    }
 }
 
 /// A heavy term's current `B` and `B²`.

@@ -179,7 +179,7 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result
         tx.execute_batch(MIGRATIONS[version as usize])?;
         if version + 1 == 3 {
             reindex_all(&tx).map_err(|e| match e {
-                crate::MemoryError::Sqlite { source, .. } => source,
+                crate::error::MemoryError::Sqlite { source, .. } => source,
                 other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
             })?;
         }
@@ -189,7 +189,7 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result
 }
 
 /// Index every memory again, from an emptied index (the v3 migration: terms became stemmed).
-fn reindex_all(tx: &rusqlite::Transaction) -> crate::Result<()> {
+fn reindex_all(tx: &rusqlite::Transaction) -> crate::error::Result<()> {
     let sql = format!("SELECT {COLS} FROM project_memories ORDER BY num");
     for (num, entry) in &select_entries(tx, &sql, [])? {
         index::add(tx, *num, entry)?;

@@ -56,7 +56,7 @@ impl SqliteMemoryStore {
     }
 
     /// Build the in-memory search index of a project now, whatever
-    /// [`SearchIndex`](crate::SearchIndex) says, so the next search is fast.
+    /// [`SearchIndex`](crate::options::SearchIndex) says, so the next search is fast.
     pub async fn warm_up(&self, project: &str) -> Result<()> {
         let project = project.to_string();
         self.blocking(move |db| db.warm_up(&project)).await

@@ -12,10 +12,11 @@ use crate::decide::decayed_importance;
 use crate::options::SearchIndex;
 use crate::retrieval::{compute_relevance_score, Vocabulary};
 use crate::rules::{MAX_ACCESS_COUNT, MERGE_SIMILARITY};
+use crate::sqlite::SqliteMemoryStore;
+use crate::store::MemoryStore;
 use crate::text::terms;
 use crate::transfer::ExportRecord;
 use crate::types::*;
-use crate::{MemoryStore, SqliteMemoryStore};
 use std::sync::Arc;
 
 const P: &str = "/work/alpha";

@@ -9,7 +9,7 @@ use crate::transfer::{well_formed_id, ImportPlan, ImportReport};
 use crate::types::{HistoryAction, HistoryEntry};
 
 /// Write the records of a checked import (all or nothing, in the caller's transaction); see
-/// [`MemoryStore::import`](crate::MemoryStore::import) for the rules.
+/// [`MemoryStore::import`](crate::store::MemoryStore::import) for the rules.
 pub(crate) async fn import(rows: &mut impl Rows, plan: &ImportPlan, now: i64) -> Result<ImportReport> {
     let mut report = ImportReport::default();
     let mut ids = IdMap::default();

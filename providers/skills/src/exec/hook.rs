@@ -175,7 +175,7 @@ impl ActiveHooks {
     }
 }
 
-/// Runs the hooks of the skills a [`SkillContextProvider`](crate::SkillContextProvider)
+/// Runs the hooks of the skills a [`SkillContextProvider`](crate::provider::SkillContextProvider)
 /// selected for the run (see its `hooks` method); add it to the agent with
 /// `AgentBuilder::hook`.
 pub struct SkillHooks {

@@ -1,5 +1,5 @@
 //! Running skill tools, the tools a skill brings for the model to call: each
-//! [`ToolSpec`](crate::ToolSpec) a skill's `tools.json` declared (parsed and validated at index
+//! [`ToolSpec`](crate::descriptor::ToolSpec) a skill's `tools.json` declared (parsed and validated at index
 //! time by `crate::descriptor`) becomes a [`SkillTool`] that builds an argument vector from the
 //! declared parameters and runs an allowlisted program (or, when allowed, one of the skill's
 //! `scripts/`) without a shell, under a timeout and an output cap. See `docs/skill-tools.md`
