@@ -124,7 +124,7 @@ fn a_matching_prompt_gets_the_skill_body_in_claude_codes_shape() {
         m.prompt("UserPromptSubmit", "s1", "Say bonjour to Alice"),
     );
     let context = context_of(&o, "UserPromptSubmit");
-    assert!(context.contains("## Skill: greet"), "{context}");
+    assert!(context.contains("## greet\n"), "{context}");
     assert!(context.contains("GREET-BODY"), "{context}");
     let path = m
         .project()
@@ -342,7 +342,7 @@ fn the_answer_fits_the_budget_and_long_skills_point_to_their_file() {
             out.chars().count()
         );
         let context = context_of(&o, "UserPromptSubmit");
-        assert!(context.contains("## Skill: widget-"), "{context}");
+        assert!(context.contains("## widget-"), "{context}");
         assert!(context.contains("more characters not shown"), "{context}");
         assert!(context.contains("/SKILL.md: read it"), "{context}");
     }

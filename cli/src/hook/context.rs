@@ -14,12 +14,13 @@
 //! whole, is sent as its start plus the path of its `SKILL.md`, which the agent can read itself.
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctxkit::{Message, RunInfo};
 use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
+use ctxkit_skills::render::{Budgeted, Limits, Measure, Rest};
 use ctxkit_skills::{Reason, Skill, SkillContextProvider, SkillRoot, Source};
 
 use super::event::EventKind;
@@ -32,8 +33,6 @@ use crate::user_config::Config;
 
 /// Bodies longer than this are sent as their start and the file's path.
 pub(super) const LONG_BODY_CHARS: usize = 6_000;
-/// A skill is not started in less room than this.
-const MIN_SKILL_CHARS: usize = 400;
 /// Memories at least this important are pinned: sent at every session start.
 const PINNED_IMPORTANCE: f32 = 0.8;
 /// The most pinned memories sent at a session start.
@@ -58,7 +57,7 @@ pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Opt
     let cache = crate::places::cache_dir();
     let mut session = SessionState::load(cache.as_deref(), request.session_id);
     let project = normalize_project(&request.cwd.to_string_lossy());
-    let mut text = Text::new(request.budget);
+    let mut text = Budgeted::new(request.budget, Measure::JsonChars);
     match &request.kind {
         EventKind::Compacting => {
             session.clear();
@@ -224,7 +223,7 @@ const ANSWER_TIME: Duration = Duration::from_millis(250);
 /// Add the skills `message` selects (those whose reason passes `keep`) that this session has
 /// not been sent in this version, as far as the budget allows; record what was added.
 fn add_skills(
-    text: &mut Text,
+    text: &mut Budgeted<'_>,
     session: &mut SessionState,
     skills: &SkillContextProvider,
     project: &Path,
@@ -233,80 +232,25 @@ fn add_skills(
 ) {
     let index = skills.library().snapshot();
     let messages = [Message::user(message)];
-    let mut intro = Some(SKILLS_INTRO);
-    for selection in skills.select(&index, &messages, Some(&project.to_string_lossy()), None, None) {
-        let skill = &index.skills()[selection.skill];
-        if !keep(selection.reason) || session.was_sent(&skill.name, &skill.hash) {
-            continue;
-        }
-        // The first skill carries the intro line, so the intro never stands alone.
-        let lead = intro.map(|i| format!("{i}{SEPARATOR}")).unwrap_or_default();
-        let room = text.room().saturating_sub(json_len(&lead));
-        if let Some(block) = skill_block(skill, room) {
-            if text.push(&format!("{lead}{block}")) {
-                session.mark_sent(&skill.name, &skill.hash);
-                intro = None;
-            }
-        }
+    let picked: Vec<&Skill> = skills
+        .select(&index, &messages, Some(&project.to_string_lossy()), None, None)
+        .into_iter()
+        .filter(|selection| keep(selection.reason))
+        .map(|selection| &index.skills()[selection.skill])
+        .filter(|skill| !session.was_sent(&skill.name, &skill.hash))
+        .collect();
+    let long = Limits {
+        lines: usize::MAX,
+        chars: LONG_BODY_CHARS,
+    };
+    let sent = text.skills(SKILLS_INTRO, picked.iter().copied(), long, Rest::File, true);
+    for skill in picked.iter().filter(|s| sent.contains(&s.name)) {
+        session.mark_sent(&skill.name, &skill.hash);
     }
 }
 
 const SKILLS_INTRO: &str =
     "ctxkit selected these skills for this request by their triggers or this project's files; follow them where they apply.";
-
-/// A skill as sent: name, description, file and body; a long body, or one that does not fit
-/// in `room`, is cut at a line with a note naming the file that holds the rest.
-fn skill_block(skill: &Skill, room: usize) -> Option<String> {
-    let path = display_path(&skill.path);
-    let head = format!(
-        "## Skill: {}\n{}\nFile: {}\n\n",
-        skill.name,
-        skill.description.trim(),
-        path.display()
-    );
-    let body = skill.body.trim();
-    let whole = format!("{head}{body}");
-    if body.chars().count() <= LONG_BODY_CHARS && json_len(&whole) <= room {
-        return Some(whole);
-    }
-    if room < MIN_SKILL_CHARS {
-        return None;
-    }
-    let note = |left: usize| {
-        format!(
-            "\n\n[… {left} more characters not shown. The whole skill is in {}: read it with your file-reading tool before following it.]",
-            path.display()
-        )
-    };
-    // Room for the body's start: what the head and the longest possible note leave.
-    let fixed = json_len(&head) + json_len(&note(body.chars().count()));
-    let mut left = room.saturating_sub(fixed).min(LONG_BODY_CHARS);
-    let mut end = 0;
-    for (i, c) in body.char_indices() {
-        let cost = json_char_len(c);
-        if cost > left {
-            break;
-        }
-        left -= cost;
-        end = i + c.len_utf8();
-    }
-    // End at a line when one is in the second half of what fits, so no line is cut in two.
-    let kept = match body[..end].rfind('\n') {
-        Some(nl) if nl >= end / 2 => &body[..nl],
-        _ => &body[..end],
-    };
-    if kept.trim().is_empty() {
-        return None;
-    }
-    let rest = body[kept.len()..].chars().count();
-    Some(format!("{head}{}{}", kept.trim_end(), note(rest)))
-}
-
-/// The skill file's absolute path when it can be resolved, so the agent can open it from
-/// anywhere.
-fn display_path(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-}
 
 /// The memories relevant to `prompt`, after carrying out a memory command in it. The provider
 /// does both: `invoking` finds the memories (and says when a "remember" was refused for a
@@ -355,83 +299,4 @@ async fn pinned_memories(args: EventArgs, project: String) -> Result<Option<Stri
         "## Project memory\nWhat the user asked to keep in mind in this project:\n{}",
         pinned.join("\n")
     )))
-}
-
-/// Blocks joined by blank lines, never longer than the budget as JSON-escaped text.
-struct Text {
-    blocks: Vec<String>,
-    left: usize,
-}
-
-const SEPARATOR: &str = "\n\n";
-
-impl Text {
-    fn new(budget: usize) -> Self {
-        Text {
-            blocks: Vec::new(),
-            left: budget,
-        }
-    }
-
-    /// Characters the next block may take.
-    fn room(&self) -> usize {
-        if self.blocks.is_empty() {
-            self.left
-        } else {
-            self.left.saturating_sub(json_len(SEPARATOR))
-        }
-    }
-
-    /// Add `block` if it fits; whether it was added.
-    fn push(&mut self, block: &str) -> bool {
-        let cost = json_len(block);
-        if block.is_empty() || cost > self.room() {
-            return false;
-        }
-        self.left = self.room() - cost;
-        self.blocks.push(block.to_string());
-        true
-    }
-
-    /// The text, or `None` when nothing was added.
-    fn finish(self) -> Option<String> {
-        (!self.blocks.is_empty()).then(|| self.blocks.join(SEPARATOR))
-    }
-}
-
-/// Characters `c` takes in a JSON string (serde_json escapes quotes, backslashes and controls).
-fn json_char_len(c: char) -> usize {
-    match c {
-        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
-        c if (c as u32) < 0x20 => 6,
-        _ => 1,
-    }
-}
-
-/// Characters `text` takes in a JSON string.
-fn json_len(text: &str) -> usize {
-    text.chars().map(json_char_len).sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_lengths_match_serde() {
-        for s in ["plain", "quo\"te\\", "line\nfeed\ttab", "bell\u{7}", "é中"] {
-            let encoded = serde_json::to_string(s).unwrap();
-            assert_eq!(json_len(s), encoded.chars().count() - 2, "{s:?}");
-        }
-    }
-
-    #[test]
-    fn text_never_exceeds_its_budget() {
-        let mut text = Text::new(50);
-        assert!(text.push(&"a\n".repeat(10)));
-        assert!(!text.push(&"b".repeat(40)));
-        assert!(text.push("c"));
-        let out = text.finish().unwrap();
-        assert!(json_len(&out) <= 50);
-    }
 }

@@ -9,6 +9,7 @@ use ctxkit_memory::{
     secrets::redact, ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest,
     NewMemoryEntry, UpsertResult,
 };
+use ctxkit_skills::render::{self, Limits, Rest};
 use ctxkit_skills::{Mode, Reason};
 use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -34,9 +35,6 @@ pub(super) const MAX_NAME_CHARS: usize = 256;
 pub(super) const MAX_KEYWORDS: usize = 32;
 /// The most memories one listing returns.
 pub(super) const MAX_LISTED: usize = 200;
-/// Body lines and characters of one skill in a `match_skills` answer (as the provider cuts).
-const BODY_LINES: usize = 200;
-const BODY_CHARS: usize = 20_000;
 /// The most characters of a deserialisation error passed on to the client.
 const MAX_ERROR_CHARS: usize = 300;
 
@@ -280,6 +278,11 @@ impl CtxkitServer {
             config.select.max_skills,
             MAX_SKILLS,
         )?;
+        // Bodies are cut as the provider cuts them.
+        let limits = Limits {
+            lines: config.max_content_lines,
+            chars: config.max_content_chars,
+        };
         let index = self.index();
         let skills = self
             .skills
@@ -295,7 +298,7 @@ impl CtxkitServer {
                 let skill = index.get(&selection.name)?;
                 Some(Matched {
                     body: (config.mode != Mode::OnDemand)
-                        .then(|| skill.truncated_body(BODY_LINES, BODY_CHARS).into_owned()),
+                        .then(|| render::body(skill, limits, Rest::ReadSkill).into_owned()),
                     name: selection.name,
                     reason: reason_name(selection.reason).to_string(),
                     triggers: selection.triggers,

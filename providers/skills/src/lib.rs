@@ -30,6 +30,7 @@
 //!
 //! ```text
 //! provider                      inject skills into each request, within a token budget
+//! render                        skills as text under a budget (tokens or a host's characters)
 //! select, detect, exec, tools   pick skills; detect projects; run skill tools and hooks;
 //!                               read_skill
 //! external                      external-skills.json -> roots with overrides
@@ -59,6 +60,7 @@ mod lexical;
 mod matcher;
 mod parse;
 mod provider;
+pub mod render;
 mod scan;
 mod select;
 mod skill;

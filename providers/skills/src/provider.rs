@@ -14,6 +14,7 @@ use ctxkit::{
 
 use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks, SkillTool};
 use crate::index::{SkillIndex, SkillLibrary};
+use crate::render::{skill_block, Budgeted, Limits, Measure, Rest};
 use crate::select::{SelectOptions, Selection};
 use crate::skill::Skill;
 use crate::tools::{ReadSkillTool, ReadSkillsTool};
@@ -334,12 +335,11 @@ impl SkillContextProvider {
         if let Some(b) = caches.blocks.get(&skill.id) {
             return b.clone();
         }
-        let mut text = format!("## {}\n", skill.name);
-        if !skill.description.is_empty() {
-            text.push_str(&skill.description);
-            text.push_str("\n\n");
-        }
-        text.push_str(&skill.truncated_body(self.config.max_content_lines, self.config.max_content_chars));
+        let limits = Limits {
+            lines: self.config.max_content_lines,
+            chars: self.config.max_content_chars,
+        };
+        let text = skill_block(skill, limits, Rest::ReadSkill);
         let tokens = self.config.counter.count(&text);
         let block = Arc::new(Block { text, tokens });
         caches.blocks.insert(skill.id.clone(), block.clone());
@@ -441,22 +441,9 @@ impl SkillContextProvider {
         let mut left = budget;
 
         if self.config.mode == Mode::Full {
-            let mut text = String::from(FULL_INTRO);
-            let mut names = Vec::new();
-            left = left.saturating_sub(self.intro_tokens());
-            for skill in index.ranked().filter(|s| s.serves(run.phase)) {
-                let block = self.block(skill, &mut caches);
-                if block.tokens <= left {
-                    left -= block.tokens;
-                    text.push_str("\n\n");
-                    text.push_str(&block.text);
-                    names.push(skill.name.clone());
-                }
-            }
-            if !names.is_empty() {
-                ctx.sections
-                    .push(Section::stable(SectionKind::SKILLS, text).with_items(names));
-            }
+            let skills = index.ranked().filter(|s| s.serves(run.phase));
+            let blocks = skills.map(|skill| (skill.name.clone(), self.block(skill, &mut caches)));
+            left = self.fit(FULL_INTRO, blocks, left, SectionKind::SKILLS, Section::stable, &mut ctx);
             let tools = self.skill_tools(index, &mut caches);
             ctx.tools
                 .extend(index.ranked.iter().flat_map(|&i| tools[i].iter().cloned()));
@@ -495,28 +482,10 @@ impl SkillContextProvider {
         caches: &mut Caches,
         ctx: &mut Context,
     ) -> usize {
-        let intro = self.intro_tokens();
-        let mut text = String::new();
-        let mut names = Vec::new();
-        for s in selected {
-            let block = self.block(&index.skills()[s.skill], caches);
-            let cost = block.tokens + if names.is_empty() { intro } else { 0 };
-            if cost > left {
-                tracing::debug!(skill = %s.name, tokens = block.tokens, left, "skill cut by the token budget");
-                continue;
-            }
-            left -= cost;
-            if names.is_empty() {
-                text.push_str(TRIGGERED_INTRO);
-            }
-            text.push_str("\n\n");
-            text.push_str(&block.text);
-            names.push(s.name.clone());
-        }
-        if !names.is_empty() {
-            ctx.sections
-                .push(Section::per_message(SectionKind::SKILLS, text).with_items(names));
-        }
+        let blocks = selected
+            .iter()
+            .map(|s| (s.name.clone(), self.block(&index.skills()[s.skill], caches)));
+        left = self.fit(TRIGGERED_INTRO, blocks, left, SectionKind::SKILLS, Section::per_message, ctx);
         // A selected skill's tools come with it even when the budget cut its body: their
         // descriptions stand on their own.
         let tools = self.skill_tools(index, caches);
@@ -530,6 +499,40 @@ impl SkillContextProvider {
                 .then(|| ToolRestriction::new(format!("skill `{}`", skill.name), skill.allowed_tools.clone()))
         }));
         left
+    }
+
+    /// Add a section of the `blocks` that fit in `left` tokens, led by `intro`; returns what is
+    /// left. Blocks are counted once per snapshot (cached), so only the intro and the blank
+    /// lines between blocks are counted here.
+    fn fit(
+        &self,
+        intro: &str,
+        blocks: impl Iterator<Item = (String, Arc<Block>)>,
+        left: usize,
+        kind: SectionKind,
+        section: fn(SectionKind, String) -> Section,
+        ctx: &mut Context,
+    ) -> usize {
+        let mut text = Budgeted::new(left, Measure::Tokens(&*self.config.counter));
+        if !text.push_costing(intro, self.intro_tokens()) {
+            return left;
+        }
+        let mut names = Vec::new();
+        for (name, block) in blocks {
+            if text.push_costing(&block.text, block.tokens) {
+                names.push(name);
+            } else {
+                tracing::debug!(skill = %name, tokens = block.tokens, "skill cut by the token budget");
+            }
+        }
+        if names.is_empty() {
+            return left;
+        }
+        let rest = text.left();
+        if let Some(text) = text.finish() {
+            ctx.sections.push(section(kind, text).with_items(names));
+        }
+        rest
     }
 
     /// The context for `messages` against the current index, and the selection behind it.
