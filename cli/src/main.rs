@@ -21,7 +21,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-
 const EXIT_CODES: &str = "Exit codes: 0 success (also when standard output is closed early, as by `| head`); 1 an error (one sentence on stderr) or, for `skills validate`, a skipped skill; 2 bad command-line usage.\nSet CTXKIT_LOG=info (or debug) to see provider and model spans on stderr.";
 
 #[derive(Parser, Debug)]

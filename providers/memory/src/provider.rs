@@ -74,15 +74,7 @@ pub(crate) fn render_memories(
     max_chars: usize,
     max_tokens: Option<(usize, &dyn TokenCounter)>,
 ) -> (String, Vec<String>) {
-    let lines: Vec<(String, String)> = entries
-        .iter()
-        .map(|e| {
-            (
-                e.id.clone(),
-                format!("{} {}", e.category.badge(), e.content.trim()),
-            )
-        })
-        .collect();
+    let lines: Vec<(String, String)> = entries.iter().map(|e| (e.id.clone(), memory_line(e))).collect();
     render_lines(&format!("{HEADING}\n{INTRO}\n"), &lines, max_chars, max_tokens)
 }
 
@@ -117,6 +109,70 @@ fn render_lines(
         return (String::new(), ids);
     }
     (text, ids)
+}
+
+/// The tokens a request has left, and how they are counted.
+#[derive(Clone, Copy)]
+struct TokensLeft<'a> {
+    left: usize,
+    counter: &'a dyn TokenCounter,
+}
+
+impl<'a> TokensLeft<'a> {
+    fn pair(self) -> (usize, &'a dyn TokenCounter) {
+        (self.left, self.counter)
+    }
+}
+
+/// What is left after `section` (when there is one) took its tokens.
+fn spent<'a>(tokens: &mut Option<TokensLeft<'a>>, section: &Option<Section>) -> Option<TokensLeft<'a>> {
+    if let (Some(t), Some(s)) = (tokens.as_mut(), section) {
+        t.left = t.left.saturating_sub(t.counter.count(&s.text));
+    }
+    *tokens
+}
+
+/// A memory as one line: its category badge and content.
+fn memory_line(e: &MemoryEntry) -> String {
+    format!("{} {}", e.category.badge(), e.content.trim())
+}
+
+/// An earlier run as one line: what to avoid, what was found, or what worked.
+fn episode_line(e: &EpisodicRecord) -> String {
+    let task = secrets::redact(&e.task_summary);
+    let line = match e.record_type {
+        RecordType::Failure => format!("[AVOID] {task} — failed: {}", secrets::redact(&e.outcome_summary)),
+        RecordType::Discovery => format!("[FOUND] {task} — {}", secrets::redact(&e.outcome_summary)),
+        RecordType::Success => format!("[WORKED] {task} — {}", secrets::redact(&e.approach_summary)),
+    };
+    truncate_chars(&line.replace('\n', " "), EPISODE_LINE_CHARS)
+}
+
+/// What the model is told about a memory command in `message`: a "remember" refused for a
+/// secret, or a "what do you remember" that found nothing.
+fn command_notes(message: &str, command: Option<&MemoryCommand>, nothing_found: bool) -> Vec<String> {
+    match command {
+        Some(MemoryCommand::Remember { content, .. }) => {
+            // The raw line first: the command's content is already recased ("Ghp_…").
+            secrets::find_secret(command_line(message))
+                .or_else(|| secrets::find_secret(content))
+                .map(|found| {
+                    format!(
+                        "Note: the user asked to remember something that contains what looks like {} (rule `{}`). \
+                         It was not stored, because secrets are never stored; tell the user so.",
+                        found.description, found.rule
+                    )
+                })
+                .into_iter()
+                .collect()
+        }
+        Some(MemoryCommand::Query { query, .. }) if nothing_found => vec![if query.is_empty() {
+            "Nothing has been remembered for this project yet.".to_string()
+        } else {
+            format!("Nothing is remembered about \"{}\" yet.", secrets::redact(query))
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// Injects project memories and learns from explicit commands (see the crate docs).
@@ -369,6 +425,68 @@ impl MemoryContextProvider {
             .collect())
     }
 
+    /// `## Project Essentials`, within its own characters and the run's tokens.
+    async fn essentials_section(
+        &self,
+        project: &str,
+        tokens: Option<TokensLeft<'_>>,
+    ) -> ctxkit::Result<Option<Section>> {
+        let essentials = self.essentials(project).await.map_err(|e| self.err(e))?;
+        let lines: Vec<(String, String)> = essentials
+            .iter()
+            .map(|e| (e.id.clone(), memory_line(e)))
+            .collect();
+        let head = format!("{ESSENTIALS_HEADING}\n{ESSENTIALS_INTRO}\n");
+        let (text, ids) = render_lines(&head, &lines, self.essential_chars, tokens.map(TokensLeft::pair));
+        Ok((!text.is_empty()).then(|| Section::stable(SectionKind::ESSENTIALS, text).with_items(ids)))
+    }
+
+    /// `## Project Memory`: the memories relevant to `message` (or what a "what do you
+    /// remember" asks for) but those already `taken`, and the notes a command calls for.
+    async fn memories_section(
+        &self,
+        project: &str,
+        message: &str,
+        command: Option<&MemoryCommand>,
+        taken: &[String],
+        tokens: Option<TokensLeft<'_>>,
+    ) -> ctxkit::Result<Option<Section>> {
+        let mut entries = self
+            .select(project, message, command)
+            .await
+            .map_err(|e| self.err(e))?;
+        entries.retain(|e| !taken.contains(&e.id));
+        let refs: Vec<&MemoryEntry> = entries.iter().collect();
+        let (mut text, ids) = render_memories(&refs, self.max_chars, tokens.map(TokensLeft::pair));
+        let notes = command_notes(message, command, ids.is_empty());
+        if !notes.is_empty() && text.is_empty() {
+            text = HEADING.to_string();
+        }
+        for note in notes {
+            text.push_str("\n\n");
+            text.push_str(&note);
+        }
+        Ok((!text.is_empty()).then(|| Section::per_message(SectionKind::MEMORIES, text).with_items(ids)))
+    }
+
+    /// `## Past Runs`: earlier runs similar to `message`, in what the memories left.
+    async fn episodes_section(
+        &self,
+        project: &str,
+        message: &str,
+        chars: usize,
+        tokens: Option<TokensLeft<'_>>,
+    ) -> ctxkit::Result<Option<Section>> {
+        let episodes = self
+            .similar_episodes(project, message)
+            .await
+            .map_err(|e| self.err(e))?;
+        let lines: Vec<(String, String)> = episodes.iter().map(|e| (e.id.clone(), episode_line(e))).collect();
+        let head = format!("{EPISODES_HEADING}\nEarlier runs of similar tasks in this project:\n");
+        let (text, ids) = render_lines(&head, &lines, chars, tokens.map(TokensLeft::pair));
+        Ok((!text.is_empty()).then(|| Section::per_message(SectionKind::EPISODES, text).with_items(ids)))
+    }
+
     /// Carry out `command`, which was read from `line` (the message's first line, as typed).
     async fn run_command(
         &self,
@@ -520,138 +638,41 @@ impl ContextProvider for MemoryContextProvider {
     }
 
     async fn invoking(&self, messages: &[Message], run: &RunInfo) -> ctxkit::Result<Context> {
-        let Some(project) = self.project_of(run) else {
+        let (Some(project), Some(user)) = (self.project_of(run), latest_user_message(messages)) else {
             return Ok(Context::new());
         };
-        let Some(user) = latest_user_message(messages) else {
-            return Ok(Context::new());
-        };
-        let command = if self.commands {
-            detect_memory_command(&user.content)
-        } else {
-            None
-        };
-        let essentials = self.essentials(&project).await.map_err(|e| self.err(e))?;
-        let essential_lines: Vec<(String, String)> = essentials
-            .iter()
-            .map(|e| {
-                (
-                    e.id.clone(),
-                    format!("{} {}", e.category.badge(), e.content.trim()),
-                )
-            })
-            .collect();
-        let tokens = run.token_budget.map(|b| (b, &*self.counter));
-        let (essential_text, essential_ids) = render_lines(
-            &format!("{ESSENTIALS_HEADING}\n{ESSENTIALS_INTRO}\n"),
-            &essential_lines,
-            self.essential_chars,
-            tokens,
-        );
-        // What the essentials used is not there for the rest.
-        let tokens = run.token_budget.map(|b| {
-            let used = if essential_text.is_empty() {
-                0
-            } else {
-                self.counter.count(&essential_text)
-            };
-            (b.saturating_sub(used), &*self.counter)
+        let command = self
+            .commands
+            .then(|| detect_memory_command(&user.content))
+            .flatten();
+        let mut tokens = run.token_budget.map(|b| TokensLeft {
+            left: b,
+            counter: &*self.counter,
         });
-        let mut entries = self
-            .select(&project, &user.content, command.as_ref())
-            .await
-            .map_err(|e| self.err(e))?;
-        entries.retain(|e| !essential_ids.contains(&e.id));
-        let refs: Vec<&MemoryEntry> = entries.iter().collect();
-        let (mut text, ids) = render_memories(&refs, self.max_chars, tokens);
-
-        // Similar earlier runs, in what the memories left of the budget.
-        let episodes = if command.is_none() {
-            self.similar_episodes(&project, &user.content)
-                .await
-                .map_err(|e| self.err(e))?
-        } else {
-            Vec::new()
+        let essentials = self.essentials_section(&project, tokens).await?;
+        let taken = essentials.as_ref().map_or(&[][..], |s| &s.items[..]);
+        let memories = self
+            .memories_section(
+                &project,
+                &user.content,
+                command.as_ref(),
+                taken,
+                spent(&mut tokens, &essentials),
+            )
+            .await?;
+        let episodes = match command {
+            None => {
+                let chars = self
+                    .max_chars
+                    .saturating_sub(memories.as_ref().map_or(0, |s| s.text.chars().count()));
+                self.episodes_section(&project, &user.content, chars, spent(&mut tokens, &memories))
+                    .await?
+            }
+            Some(_) => None,
         };
-        let episode_lines: Vec<(String, String)> = episodes
-            .iter()
-            .map(|e| {
-                let task = secrets::redact(&e.task_summary);
-                let line = match e.record_type {
-                    RecordType::Failure => {
-                        format!("[AVOID] {task} — failed: {}", secrets::redact(&e.outcome_summary))
-                    }
-                    RecordType::Discovery => {
-                        format!("[FOUND] {task} — {}", secrets::redact(&e.outcome_summary))
-                    }
-                    RecordType::Success => {
-                        format!("[WORKED] {task} — {}", secrets::redact(&e.approach_summary))
-                    }
-                };
-                (
-                    e.id.clone(),
-                    truncate_chars(&line.replace('\n', " "), EPISODE_LINE_CHARS),
-                )
-            })
-            .collect();
-        let left = self.max_chars.saturating_sub(text.chars().count());
-        let tokens_left = tokens.map(|(b, c)| {
-            let used = if text.is_empty() { 0 } else { c.count(&text) };
-            (b.saturating_sub(used), c)
-        });
-        let (episode_text, episode_ids) = render_lines(
-            &format!("{EPISODES_HEADING}\nEarlier runs of similar tasks in this project:\n"),
-            &episode_lines,
-            left,
-            tokens_left,
-        );
-
-        let mut notes = Vec::new();
-        match &command {
-            Some(MemoryCommand::Remember { content, .. }) => {
-                // The raw line first: the command's content is already recased ("Ghp_…").
-                if let Some(found) = secrets::find_secret(command_line(&user.content))
-                    .or_else(|| secrets::find_secret(content))
-                {
-                    notes.push(format!(
-                        "Note: the user asked to remember something that contains what looks like {} (rule `{}`). \
-                         It was not stored, because secrets are never stored; tell the user so.",
-                        found.description, found.rule
-                    ));
-                }
-            }
-            Some(MemoryCommand::Query { query, .. }) if ids.is_empty() => {
-                notes.push(if query.is_empty() {
-                    "Nothing has been remembered for this project yet.".to_string()
-                } else {
-                    format!("Nothing is remembered about \"{}\" yet.", secrets::redact(query))
-                });
-            }
-            _ => {}
-        }
-        if !notes.is_empty() {
-            if text.is_empty() {
-                text = HEADING.to_string();
-            }
-            for note in notes {
-                text.push_str("\n\n");
-                text.push_str(&note);
-            }
-        }
         let mut ctx = Context::new();
-        if !essential_text.is_empty() {
-            ctx = ctx.with_section(
-                Section::stable(SectionKind::ESSENTIALS, essential_text).with_items(essential_ids),
-            );
-        }
-        if !text.is_empty() {
-            ctx = ctx.with_section(Section::per_message(SectionKind::MEMORIES, text).with_items(ids));
-        }
-        if !episode_text.is_empty() {
-            ctx = ctx.with_section(
-                Section::per_message(SectionKind::EPISODES, episode_text).with_items(episode_ids),
-            );
-        }
+        ctx.sections
+            .extend([essentials, memories, episodes].into_iter().flatten());
         Ok(ctx)
     }
 

@@ -443,7 +443,14 @@ impl SkillContextProvider {
         if self.config.mode == Mode::Full {
             let skills = index.ranked().filter(|s| s.serves(run.phase));
             let blocks = skills.map(|skill| (skill.name.clone(), self.block(skill, &mut caches)));
-            left = self.fit(FULL_INTRO, blocks, left, SectionKind::SKILLS, Section::stable, &mut ctx);
+            left = self.fit(
+                FULL_INTRO,
+                blocks,
+                left,
+                SectionKind::SKILLS,
+                Section::stable,
+                &mut ctx,
+            );
             let tools = self.skill_tools(index, &mut caches);
             ctx.tools
                 .extend(index.ranked.iter().flat_map(|&i| tools[i].iter().cloned()));
@@ -485,7 +492,14 @@ impl SkillContextProvider {
         let blocks = selected
             .iter()
             .map(|s| (s.name.clone(), self.block(&index.skills()[s.skill], caches)));
-        left = self.fit(TRIGGERED_INTRO, blocks, left, SectionKind::SKILLS, Section::per_message, ctx);
+        left = self.fit(
+            TRIGGERED_INTRO,
+            blocks,
+            left,
+            SectionKind::SKILLS,
+            Section::per_message,
+            ctx,
+        );
         // A selected skill's tools come with it even when the budget cut its body: their
         // descriptions stand on their own.
         let tools = self.skill_tools(index, caches);

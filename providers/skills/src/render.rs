@@ -162,13 +162,19 @@ pub fn body(skill: &Skill, limits: Limits, rest: Rest) -> Cow<'_, str> {
         0 => 0,
         n => body.match_indices('\n').nth(n - 1).map_or(body.len(), |(i, _)| i),
     };
-    let char_end = body.char_indices().nth(limits.chars).map_or(body.len(), |(i, _)| i);
+    let char_end = body
+        .char_indices()
+        .nth(limits.chars)
+        .map_or(body.len(), |(i, _)| i);
     let (kept, cut) = body.split_at(line_end.min(char_end));
     if cut.trim().is_empty() {
         return body.into();
     }
     let left_out = if line_end <= char_end {
-        format!("{} more lines", cut.strip_prefix('\n').unwrap_or(cut).lines().count())
+        format!(
+            "{} more lines",
+            cut.strip_prefix('\n').unwrap_or(cut).lines().count()
+        )
     } else {
         format!("{} more characters", cut.chars().count())
     };
@@ -202,7 +208,11 @@ fn cut_block(skill: &Skill, limits: Limits, rest: Rest, room: usize, measure: Me
         return None;
     }
     let left_out = format!("{} more characters", body[kept.len()..].chars().count());
-    Some(format!("{head}{}{}", kept.trim_end(), note(skill, rest, &left_out)))
+    Some(format!(
+        "{head}{}{}",
+        kept.trim_end(),
+        note(skill, rest, &left_out)
+    ))
 }
 
 /// The byte length of the longest start of `body` that costs at most `allowed`, counting each
@@ -289,14 +299,26 @@ mod tests {
         assert!(cut(0, 100).starts_with("\n\n[… 3 more lines not shown"));
         let wide = with_body(&"日本語".repeat(10));
         let cut = body(&wide, limits(200, 4), Rest::File);
-        assert!(cut.starts_with("日本語日\n\n[… 26 more characters not shown. The whole skill is in "), "{cut}");
+        assert!(
+            cut.starts_with("日本語日\n\n[… 26 more characters not shown. The whole skill is in "),
+            "{cut}"
+        );
     }
 
     #[test]
     fn json_costs_match_serde() {
-        for text in ["plain", "a \"quoted\" line\n", "tab\tand\\slash", "\u{1}\u{1f}é日"] {
+        for text in [
+            "plain",
+            "a \"quoted\" line\n",
+            "tab\tand\\slash",
+            "\u{1}\u{1f}é日",
+        ] {
             let json = serde_json::to_string(text).unwrap();
-            assert_eq!(Measure::JsonChars.cost(text), json.chars().count() - 2, "{text:?}");
+            assert_eq!(
+                Measure::JsonChars.cost(text),
+                json.chars().count() - 2,
+                "{text:?}"
+            );
         }
     }
 
@@ -307,7 +329,13 @@ mod tests {
         for measure in [Measure::JsonChars, Measure::Tokens(&counter)] {
             for budget in [0, 100, 399, 400, 1_000, 5_000, 50_000] {
                 let mut text = Budgeted::new(budget, measure);
-                let added = text.skills("Intro.", [&long, &long], limits(10_000, 100_000), Rest::File, true);
+                let added = text.skills(
+                    "Intro.",
+                    [&long, &long],
+                    limits(10_000, 100_000),
+                    Rest::File,
+                    true,
+                );
                 let out = text.finish().unwrap_or_default();
                 assert!(measure.cost(&out) <= budget, "{budget}: {}", measure.cost(&out));
                 assert_eq!(added.is_empty(), out.is_empty());
