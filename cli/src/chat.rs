@@ -190,16 +190,7 @@ impl Chat<'_> {
     async fn answer(&mut self, input: &str, out: &mut impl Write) -> Result<(), CliError> {
         match input {
             "/help" => writeln!(out, "{HELP}")?,
-            "/new" => {
-                let ended = self.agent.end_session(&mut self.thread).await;
-                // A new conversation either way: the old one's end was attempted.
-                self.thread = Thread::new();
-                self.last = None;
-                match ended {
-                    Ok(()) => writeln!(out, "(new conversation)")?,
-                    Err(e) => self.failed(&e),
-                }
-            }
+            "/new" => self.new_conversation(out).await?,
             "/compact" => match self.agent.compact(&mut self.thread, self.args.keep).await {
                 Ok(removed) => writeln!(
                     out,
@@ -221,41 +212,8 @@ impl Chat<'_> {
                     list_or_none(&injected)
                 )?;
             }
-            "/memory" => {
-                if self.args.request.no_memory {
-                    writeln!(out, "memory is off (--no-memory)")?;
-                } else {
-                    let essentials = self.injected(&SectionKind::ESSENTIALS);
-                    let injected = self.injected(&SectionKind::MEMORIES);
-                    writeln!(
-                        out,
-                        "last request carried {} essentials: {}; {} memories: {}",
-                        essentials.len(),
-                        list_or_none(&essentials),
-                        injected.len(),
-                        list_or_none(&injected)
-                    )?;
-                }
-            }
-            "/stats" => match &self.last {
-                None => writeln!(out, "no request yet")?,
-                Some(report) => {
-                    let full = report.tokens_full.map_or("?".to_string(), |t| t.to_string());
-                    writeln!(out, "tokens: {} (full mode: {full})", report.tokens.total)?;
-                    for (section, tokens) in &report.tokens.by_section {
-                        writeln!(out, "  {section}: {tokens}")?;
-                    }
-                    for p in &report.providers {
-                        writeln!(
-                            out,
-                            "  provider {}: {} in {} µs",
-                            p.name,
-                            p.outcome,
-                            p.elapsed.as_micros()
-                        )?;
-                    }
-                }
-            },
+            "/memory" => self.show_memory(out)?,
+            "/stats" => self.show_stats(out)?,
             _ if input.starts_with('/')
                 && !input.contains(' ')
                 && self.library.snapshot().get(&input[1..]).is_none() =>
@@ -270,6 +228,61 @@ impl Chat<'_> {
                 // One failed message does not end the session, but the exit status says so.
                 Err(e) => self.failed(&e),
             },
+        }
+        Ok(())
+    }
+
+    /// `/new`: end this conversation (its session end runs) and start another.
+    async fn new_conversation(&mut self, out: &mut impl Write) -> Result<(), CliError> {
+        let ended = self.agent.end_session(&mut self.thread).await;
+        // A new conversation either way: the old one's end was attempted.
+        self.thread = Thread::new();
+        self.last = None;
+        match ended {
+            Ok(()) => writeln!(out, "(new conversation)")?,
+            Err(e) => self.failed(&e),
+        }
+        Ok(())
+    }
+
+    /// `/memory`: the memories the last request carried.
+    fn show_memory(&self, out: &mut impl Write) -> Result<(), CliError> {
+        if self.args.request.no_memory {
+            writeln!(out, "memory is off (--no-memory)")?;
+            return Ok(());
+        }
+        let essentials = self.injected(&SectionKind::ESSENTIALS);
+        let injected = self.injected(&SectionKind::MEMORIES);
+        writeln!(
+            out,
+            "last request carried {} essentials: {}; {} memories: {}",
+            essentials.len(),
+            list_or_none(&essentials),
+            injected.len(),
+            list_or_none(&injected)
+        )?;
+        Ok(())
+    }
+
+    /// `/stats`: the tokens of the last request, by section and provider.
+    fn show_stats(&self, out: &mut impl Write) -> Result<(), CliError> {
+        let Some(report) = &self.last else {
+            writeln!(out, "no request yet")?;
+            return Ok(());
+        };
+        let full = report.tokens_full.map_or("?".to_string(), |t| t.to_string());
+        writeln!(out, "tokens: {} (full mode: {full})", report.tokens.total)?;
+        for (section, tokens) in &report.tokens.by_section {
+            writeln!(out, "  {section}: {tokens}")?;
+        }
+        for p in &report.providers {
+            writeln!(
+                out,
+                "  provider {}: {} in {} µs",
+                p.name,
+                p.outcome,
+                p.elapsed.as_micros()
+            )?;
         }
         Ok(())
     }

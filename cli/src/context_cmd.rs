@@ -4,7 +4,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{DryRunModel, Role, SectionKind, Thread};
+use ctxkit::{DryRunModel, Message, ModelRequest, Role, RunReport, SectionKind, Thread};
+use ctxkit_skills::Detection;
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -41,92 +42,124 @@ pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
         .snapshot()
         .detect_report(std::path::Path::new(&project));
     save_counts(&counter);
-    let tokens_full = report.tokens_full.unwrap_or(report.tokens.total);
-
-    let system = request
-        .messages
-        .iter()
-        .find(|m| m.role == Role::System)
-        .map(|m| m.content.as_str());
-    let messages: Vec<&ctxkit::Message> = request
-        .messages
-        .iter()
-        .filter(|m| m.role != Role::System)
-        .collect();
-    let providers: Vec<Value> = report
-        .providers
-        .iter()
-        .map(|p| json!({"name": p.name, "elapsed_us": p.elapsed.as_micros() as u64, "outcome": p.outcome.to_string()}))
-        .collect();
-    let skills = report
-        .injected
-        .get(&SectionKind::SKILLS)
-        .cloned()
-        .unwrap_or_default();
-    let memories = report.injected.get(&SectionKind::MEMORIES).map_or(0, Vec::len);
-    let essentials = report.injected.get(&SectionKind::ESSENTIALS).map_or(0, Vec::len);
-    let episodes = report.injected.get(&SectionKind::EPISODES).map_or(0, Vec::len);
-    let stats = json!({
-        "tokens": report.tokens.total,
-        "tokens_full": tokens_full,
-        "by_section": report.tokens.by_section,
-        "skills": skills,
-        "memories": memories,
-        "essentials": essentials,
-        "episodes": episodes,
-        "providers": providers,
-    });
-
+    let preview = Preview {
+        request: &request,
+        report: &report,
+        detected: &detected,
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
-        let value = json!({
-            "system": system.unwrap_or(""),
-            "messages": messages,
-            "tools": request.tools,
-            "stats": stats,
-            "detected": detected,
+        writeln!(out, "{}", preview.json())?;
+        Ok(())
+    } else {
+        preview.print(&mut out)
+    }
+}
+
+/// A previewed request and what it is made of.
+struct Preview<'a> {
+    request: &'a ModelRequest,
+    report: &'a RunReport,
+    detected: &'a [Detection],
+}
+
+impl Preview<'_> {
+    fn system(&self) -> Option<&str> {
+        self.request
+            .messages
+            .iter()
+            .find(|m| m.role == Role::System)
+            .map(|m| m.content.as_str())
+    }
+
+    fn messages(&self) -> impl Iterator<Item = &Message> {
+        self.request.messages.iter().filter(|m| m.role != Role::System)
+    }
+
+    fn tokens_full(&self) -> usize {
+        self.report.tokens_full.unwrap_or(self.report.tokens.total)
+    }
+
+    fn injected(&self, kind: SectionKind) -> Vec<String> {
+        self.report.injected.get(&kind).cloned().unwrap_or_default()
+    }
+
+    /// The whole preview as one JSON object.
+    fn json(&self) -> Value {
+        let report = self.report;
+        let providers: Vec<Value> = report
+            .providers
+            .iter()
+            .map(|p| json!({"name": p.name, "elapsed_us": p.elapsed.as_micros() as u64, "outcome": p.outcome.to_string()}))
+            .collect();
+        let stats = json!({
+            "tokens": report.tokens.total,
+            "tokens_full": self.tokens_full(),
+            "by_section": report.tokens.by_section,
+            "skills": self.injected(SectionKind::SKILLS),
+            "memories": self.injected(SectionKind::MEMORIES).len(),
+            "essentials": self.injected(SectionKind::ESSENTIALS).len(),
+            "episodes": self.injected(SectionKind::EPISODES).len(),
+            "providers": providers,
         });
-        writeln!(out, "{value}")?;
-        return Ok(());
+        json!({
+            "system": self.system().unwrap_or(""),
+            "messages": self.messages().collect::<Vec<_>>(),
+            "tools": self.request.tools,
+            "stats": stats,
+            "detected": self.detected,
+        })
     }
-    // Skill and memory text is untrusted: escape terminal controls in human-readable output.
-    writeln!(out, "=== system ===\n{}\n", printable(system.unwrap_or("(none)")))?;
-    writeln!(out, "=== messages ===")?;
-    for m in messages {
-        let role = serde_json::to_value(m.role)?;
-        writeln!(out, "{}: {}", role.as_str().unwrap_or("?"), printable(&m.content))?;
-    }
-    writeln!(out, "\n=== tools ===")?;
-    for t in &request.tools {
-        writeln!(out, "- {}: {}", printable(&t.name), printable(&t.description))?;
-    }
-    let reduction = 100.0 * (1.0 - report.tokens.total as f64 / tokens_full.max(1) as f64);
-    writeln!(
-        out,
-        "\n=== stats ===\ntokens: {} (full mode: {}, {reduction:.0}% fewer)\nskills: {}\nmemories: {memories} (+ {essentials} essentials, {episodes} past runs)",
-        report.tokens.total,
-        tokens_full,
-        list_or_none(&skills),
-    )?;
-    for d in &detected {
+
+    /// The preview for a person. Skill and memory text is untrusted: terminal controls are
+    /// escaped.
+    fn print(&self, out: &mut impl Write) -> Result<(), CliError> {
+        let report = self.report;
         writeln!(
             out,
-            "detected {}: {}",
-            printable(&d.name),
-            crate::skills_cmd::why_detected(d)
+            "=== system ===\n{}\n",
+            printable(self.system().unwrap_or("(none)"))
         )?;
-    }
-    for (section, tokens) in &report.tokens.by_section {
-        writeln!(out, "  {section}: {tokens} tokens")?;
-    }
-    for p in &report.providers {
+        writeln!(out, "=== messages ===")?;
+        for m in self.messages() {
+            let role = serde_json::to_value(m.role)?;
+            writeln!(out, "{}: {}", role.as_str().unwrap_or("?"), printable(&m.content))?;
+        }
+        writeln!(out, "\n=== tools ===")?;
+        for t in &self.request.tools {
+            writeln!(out, "- {}: {}", printable(&t.name), printable(&t.description))?;
+        }
+        let tokens_full = self.tokens_full();
+        let reduction = 100.0 * (1.0 - report.tokens.total as f64 / tokens_full.max(1) as f64);
         writeln!(
             out,
-            "provider {}: {} in {} µs",
-            p.name,
-            p.outcome,
-            p.elapsed.as_micros()
+            "\n=== stats ===\ntokens: {} (full mode: {tokens_full}, {reduction:.0}% fewer)\nskills: {}\nmemories: {} (+ {} essentials, {} past runs)",
+            report.tokens.total,
+            list_or_none(&self.injected(SectionKind::SKILLS)),
+            self.injected(SectionKind::MEMORIES).len(),
+            self.injected(SectionKind::ESSENTIALS).len(),
+            self.injected(SectionKind::EPISODES).len(),
         )?;
+        for d in self.detected {
+            writeln!(
+                out,
+                "detected {}: {}",
+                printable(&d.name),
+                crate::skills_cmd::why_detected(d)
+            )?;
+        }
+        for (section, tokens) in &report.tokens.by_section {
+            writeln!(out, "  {section}: {tokens} tokens")?;
+        }
+        for p in &report.providers {
+            writeln!(
+                out,
+                "provider {}: {} in {} µs",
+                p.name,
+                p.outcome,
+                p.elapsed.as_micros()
+            )?;
+        }
+        Ok(())
     }
-    Ok(())
 }

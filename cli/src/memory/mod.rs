@@ -245,9 +245,7 @@ async fn execute(
             json,
         } => {
             let mut request = MemorySearchRequest::new(project, query.join(" ")).top_k(top_k);
-            if let Some(c) = category {
-                request = request.categories([c]);
-            }
+            request.categories = category.map(|c| vec![c]);
             for hit in store.search(request).await? {
                 output::search_hit(out, &hit, json)?;
             }
@@ -263,33 +261,26 @@ async fn execute(
             importance,
             keywords,
         } => {
-            let keywords = keywords.map(|k| {
-                k.split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            });
             let update = MemoryUpdate {
                 content,
                 category,
                 importance,
-                keywords,
+                keywords: keywords.as_deref().map(keyword_list),
             };
             update_in(store, &id, project, update, out).await?;
         }
         MemoryCommand::Forget { id, query } => forget(store, project, id, query, out).await?,
-        MemoryCommand::Decay => {
-            let n = store.decay(project).await?;
-            writeln!(out, "decayed {n} memories")?;
-        }
-        MemoryCommand::Prune { min_importance } => {
-            let n = store.prune(project, min_importance).await?;
-            writeln!(out, "pruned {n} memories below importance {min_importance}")?;
-        }
-        MemoryCommand::Compact => {
-            let n = store.compact(project).await?;
-            writeln!(out, "merged {n} memories into similar ones")?;
-        }
+        MemoryCommand::Decay => writeln!(out, "decayed {} memories", store.decay(project).await?)?,
+        MemoryCommand::Prune { min_importance } => writeln!(
+            out,
+            "pruned {} memories below importance {min_importance}",
+            store.prune(project, min_importance).await?
+        )?,
+        MemoryCommand::Compact => writeln!(
+            out,
+            "merged {} memories into similar ones",
+            store.compact(project).await?
+        )?,
         MemoryCommand::Stats { json } => output::stats(out, &store.stats(project).await?, json)?,
         MemoryCommand::Export { file, all_projects } => {
             let scope = if all_projects { None } else { Some(project) };
@@ -313,8 +304,7 @@ async fn execute(
             )));
         }
         MemoryCommand::Clear { yes: true } => {
-            let n = store.clear(project).await?;
-            writeln!(out, "cleared {n} memories")?;
+            writeln!(out, "cleared {} memories", store.clear(project).await?)?
         }
     }
     Ok(())
@@ -493,6 +483,14 @@ async fn history(
         }
     }
     Ok(())
+}
+
+/// `--keywords a, b,c` as a list (blank entries dropped).
+fn keyword_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 #[cfg(test)]
