@@ -13,7 +13,7 @@ use ctxkit::{Agent, Thread};
 use ctxkit_skills::{SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
 
 fn library() -> Arc<SkillLibrary> {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora");
     if corpus.is_dir() {
         return Arc::new(SkillLibrary::load(vec![SkillRoot::new(corpus, Source::Project)]));
     }

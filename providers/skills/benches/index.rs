@@ -29,7 +29,7 @@ fn index(c: &mut Criterion) {
         }
         cached.push((n.to_string(), roots));
     }
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora");
     if corpus.is_dir() {
         let roots = vec![SkillRoot::new(&corpus, Source::External)];
         group.bench_function(BenchmarkId::new("load", "corpus-650"), |b| {
