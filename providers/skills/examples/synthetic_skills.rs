@@ -2,7 +2,7 @@
 //! whole processes at scale:
 //!
 //! ```sh
-//! cargo run --release --example synthetic_skills -- /tmp/skills-10k 10000
+//! cargo run --release -p ctxkit-skills --example synthetic_skills -- /tmp/skills-10k 10000
 //! hyperfine "target/release/ctxkit skills match --dir /tmp/skills-10k 'please review this'"
 //! ```
 
