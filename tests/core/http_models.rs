@@ -2,7 +2,7 @@
 //! requests they send, how they read replies, and how they fail.
 #![cfg(feature = "http")]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
 
-const TEST_NAME: &str = "sigkill_mid_write_loop_keeps_every_committed_row";
+const TEST_NAME: &str = "durability::sigkill_mid_write_loop_keeps_every_committed_row";
 const CHILD_DB: &str = "CTXKIT_MEMORY_TEST_CHILD_DB";
 const CHILD_LOG: &str = "CTXKIT_MEMORY_TEST_CHILD_LOG";
 const PROJECT: &str = "/durability";

@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{isolated, stderr, stdout, write};
 
 /// A project folder with skills, and a user config beside it (never the real user's).

@@ -4,7 +4,7 @@
 //! server is then killed mid-conversation, and the next call is a tool error the run survives.
 #![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-mod support;
+use crate::support;
 use support::{isolated, run_with_stdin, stderr, stdout};
 
 fn skills_dir() -> PathBuf {

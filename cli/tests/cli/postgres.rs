@@ -4,10 +4,7 @@
 //! `providers/memory/tests/support/pg.rs`); without PostgreSQL the suite is skipped with one
 //! line, and under `CTXKIT_EXTERNAL_SUITES=1` that is a failure.
 
-#[path = "../../providers/memory/tests/support/pg.rs"]
-mod pg;
-#[path = "../../tests/support/suites.rs"]
-mod suites;
+use crate::pg;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

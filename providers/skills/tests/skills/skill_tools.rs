@@ -2,7 +2,7 @@
 //! allowlisted programs and scripts under a timeout and an output cap, the refusals, and which
 //! tools the provider offers in each mode.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

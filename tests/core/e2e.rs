@@ -4,7 +4,7 @@
 //! one thread and injected in the next.
 #![cfg(feature = "http")]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;

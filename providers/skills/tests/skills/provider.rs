@@ -1,6 +1,6 @@
 //! The provider's injected text per mode, the token budget, and the skill tools.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-mod support;
+use crate::support;
 use support::{isolated, run_with_stdin, stderr, stdout};
 
 /// A user's machine in a temporary folder: a project with skills, a home with a user skill.

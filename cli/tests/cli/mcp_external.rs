@@ -3,8 +3,7 @@
 
 use std::process::Command;
 
-#[path = "../../tests/support/suites.rs"]
-mod suites;
+use crate::suites;
 
 use suites::{required, suites_dir, workspace};
 

@@ -4,9 +4,7 @@
 //! a [`Backend`]; the `suite!` macro instantiates every case for each backend, so both answer
 //! to exactly the same assertions.
 
-#[path = "../../../tests/support/suites.rs"]
-mod suites;
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! Selection on arbitrary text: it never panics and only reports triggers that occur.
 //! (The automaton's agreement with a naive reference is a unit test of `matcher.rs`.)
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

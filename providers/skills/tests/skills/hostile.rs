@@ -2,8 +2,7 @@
 //! never a panic; random hostile mixes never panic and always name the file; the caps are
 //! above anything the real corpus uses. (Speed is proven by `benches/hostile.rs`.)
 
-#[path = "support/hostile.rs"]
-mod hostile;
+use crate::hostile_inputs as hostile;
 
 use std::path::Path;
 

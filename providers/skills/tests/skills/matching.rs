@@ -1,6 +1,6 @@
 //! Matching semantics (lowercasing, whole words, scoring, ranking, the cap, explicit invocation), table-driven.
 
-mod common;
+use crate::common;
 
 use common::{index, pick, pick_with, skill};
 use ctxkit_skills::{Reason, SelectOptions};
