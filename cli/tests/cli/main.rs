@@ -1,12 +1,12 @@
 //! The `ctxkit` binary's behaviour, run as a user runs it, in one test binary: one module per
 //! area.
 
-#[path = "../support/mod.rs"]
-mod support;
-#[path = "../../../tests/support/suites.rs"]
-mod suites;
 #[path = "../../../providers/memory/tests/support/pg.rs"]
 mod pg;
+#[path = "../../../tests/support/suites.rs"]
+mod suites;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod cli;
 mod controls;

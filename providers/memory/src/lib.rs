@@ -29,6 +29,28 @@
 //! - [`eval`] measures retrieval on a labelled set against a plain full-text baseline
 //!   (`ctxkit bench memory`).
 //!
+//! # Layering
+//!
+//! Each module uses only modules on lower lines. Every write is written once, in `write`, over a
+//! small row-level interface that each backend implements on one of its transactions; a
+//! backend adds only its rows, its schema and its own search:
+//!
+//! ```text
+//! provider, hook, eval, records      inject memories per request; session start and end;
+//!                                    measure retrieval; what the store keeps besides memories
+//! extraction                         learn memories from a finished session
+//! sqlite, postgres                   the backends: rows, schema, search; each runs `write`
+//!                                    in one transaction
+//! write                              every write, once: add, upsert, supersede, update,
+//!                                    forget, undo, import, decay, prune, compact, clear
+//! store                              the MemoryStore trait
+//! decide, transfer                   what a write changes; the export format, import checks
+//! supersede, rules, retrieval,       when a memory replaces another; input checks; ranking;
+//!   commands                         "remember …" / "forget …"
+//! secrets, text, types, options, ids secret rules; terms; the data model; opening options
+//! clock, error                       time; errors
+//! ```
+//!
 //! Timestamps are Unix milliseconds (UTC); give [`OpenOptions::clock`] a [`ManualClock`] to
 //! simulate time.
 //!

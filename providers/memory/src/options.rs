@@ -103,7 +103,7 @@ impl OpenOptions {
         self
     }
 
-    /// Open for reading only: reads work, writes fail with [`MemoryError::ReadOnly`], searches
+    /// Open for reading only: reads work, writes fail with [`MemoryError::ReadOnly`](crate::error::MemoryError::ReadOnly), searches
     /// do not count accesses, nothing is created or migrated (default: only when the database
     /// cannot be written).
     pub fn read_only(mut self, read_only: bool) -> Self {

@@ -1,9 +1,9 @@
 //! ctxkit-memory's behaviour, in one test binary: one module per area.
 
-#[path = "../support/mod.rs"]
-mod support;
 #[path = "../../../../tests/support/suites.rs"]
 mod suites;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod backends;
 mod durability;
