@@ -5,7 +5,7 @@
 use super::writer::write_rows;
 use super::{write_tx, PostgresStore};
 use crate::error::{MemoryError, Result};
-use crate::rules::{check_importance, check_new, check_project, check_update, numbered, MAX_ACCESS_COUNT};
+use crate::rules::{check_batch, check_importance, check_new, check_project, check_update, MAX_ACCESS_COUNT};
 use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
 use crate::types::*;
 use crate::write;
@@ -33,15 +33,7 @@ pub(super) async fn add_many(
     store: &PostgresStore,
     entries: Vec<NewMemoryEntry>,
 ) -> Result<Vec<MemoryEntry>> {
-    let total = entries.len();
-    let checked = entries
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let c = check_new(&e).map_err(|err| numbered(i, total, err))?;
-            Ok((c, e.supersedes))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let checked = check_batch(entries)?;
     let projects: Vec<&str> = checked.iter().map(|(c, _)| c.project_path.as_str()).collect();
     write_rows!(store, projects.iter().copied(), |rows, now| {
         write::add_many(&mut rows, checked.clone(), now).await?

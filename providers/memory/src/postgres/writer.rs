@@ -17,7 +17,6 @@ use super::rows::{self, select_entries, TermCounts, COLS};
 use super::PostgresStore;
 use crate::error::Result;
 use crate::retrieval::Vocabulary;
-use crate::text::terms;
 use crate::types::*;
 use crate::write::{Change, Row, Rows, Similar, Which};
 
@@ -117,15 +116,7 @@ impl Rows for PgRows<'_> {
             categories: only.as_ref().map(|c| c.as_slice()),
         };
         let (vocab, found) = candidates(self.store, self.tx, &filter, q.terms).await?;
-        let qv = vocab.vector(q.terms);
-        let mut scored: Vec<(f32, Row)> = found
-            .into_iter()
-            .map(|(num, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), (num, e)))
-            .filter(|(sim, _)| *sim > 0.0 && *sim >= q.floor)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
-        scored.truncate(q.limit);
-        Ok(scored)
+        Ok(q.rank(&vocab, found))
     }
 
     async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {

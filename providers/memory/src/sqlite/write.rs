@@ -5,7 +5,7 @@ use rusqlite::params;
 
 use super::MemoryDb;
 use crate::error::Result;
-use crate::rules::{check_importance, check_new, check_project, check_update, numbered, MAX_ACCESS_COUNT};
+use crate::rules::{check_batch, check_importance, check_new, check_project, check_update, MAX_ACCESS_COUNT};
 use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
 use crate::types::*;
 use crate::write;
@@ -19,15 +19,7 @@ impl MemoryDb {
 
     /// Add several memories in one transaction: all are stored or none.
     pub(crate) fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        let total = entries.len();
-        let checked = entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let c = check_new(&e).map_err(|err| numbered(i, total, err))?;
-                Ok((c, e.supersedes))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let checked = check_batch(entries)?;
         self.write_rows(async |rows, now| write::add_many(rows, checked, now).await)
     }
 

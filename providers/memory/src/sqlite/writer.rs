@@ -16,7 +16,6 @@ use super::search::Filter;
 use super::MemoryDb;
 use crate::error::{MemoryError, Result};
 use crate::retrieval::Vocabulary;
-use crate::text::terms;
 use crate::types::*;
 use crate::write::{Change, Row, Rows, Similar, Which};
 
@@ -101,17 +100,8 @@ impl Rows for SqliteRows<'_> {
             min_importance: 0.0,
             categories: only.as_ref().map(|c| c.as_slice()),
         };
-        let qv = vocab.vector(q.terms);
-        let mut scored: Vec<(f32, Row)> = self
-            .db
-            .candidates(self.tx, &filter, q.terms, &vocab)?
-            .into_iter()
-            .map(|(num, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), (num, e)))
-            .filter(|(sim, _)| *sim > 0.0 && *sim >= q.floor)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
-        scored.truncate(q.limit);
-        Ok(scored)
+        let found = self.db.candidates(self.tx, &filter, q.terms, &vocab)?;
+        Ok(q.rank(&vocab, found))
     }
 
     async fn vocabulary(&mut self, project: &str, _needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {

@@ -33,6 +33,7 @@ use crate::decide;
 use crate::error::Result;
 use crate::retrieval::Vocabulary;
 use crate::rules::episode_record;
+use crate::text::terms;
 use crate::types::{
     EpisodicRecord, HistoryAction, HistoryEntry, MemoryCategory, MemoryEntry, NewEpisodicRecord,
 };
@@ -62,6 +63,23 @@ pub(crate) struct Similar<'a> {
     pub(crate) floor: f32,
     /// Only of this category, when given.
     pub(crate) category: Option<MemoryCategory>,
+}
+
+impl Similar<'_> {
+    /// Of `candidates` (rows sharing a term with the query, from a backend's full-text
+    /// index), those this search keeps, with their cosine by `vocab`, most similar first.
+    pub(crate) fn rank(&self, vocab: &Vocabulary, candidates: Vec<Row>) -> Vec<(f32, Row)> {
+        let qv = vocab.vector(self.terms);
+        let mut scored: Vec<(f32, Row)> = candidates
+            .into_iter()
+            .filter(|(_, e)| self.category.is_none_or(|c| e.category == c))
+            .map(|(num, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), (num, e)))
+            .filter(|(sim, _)| *sim > 0.0 && *sim >= self.floor)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
+        scored.truncate(self.limit);
+        scored
+    }
 }
 
 /// One change to a memory, as its history entry keeps it.
