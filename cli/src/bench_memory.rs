@@ -20,7 +20,7 @@ pub(crate) async fn run(eval: Option<PathBuf>, json: bool) -> Result<(), CliErro
     // Loading and searching are blocking SQLite calls.
     let report = tokio::task::spawn_blocking(move || set.run(&db))
         .await
-        .map_err(|e| CliError::new(format!("the evaluation stopped: {e}")))??;
+        .map_err(|e| CliError::caused_by(format!("the evaluation stopped: {e}"), e))??;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&report)?)?;

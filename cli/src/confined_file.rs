@@ -110,7 +110,7 @@ impl ConfinedFile {
                 }
             )),
             Problem::Missing => CliError::new(format!("`{}` does not exist", self.root.display())),
-            Problem::Io(e) => CliError::new(format!("cannot {doing} `{}`: {e}", path.display())),
+            Problem::Io(e) => CliError::caused_by(format!("cannot {doing} `{}`: {e}", path.display()), e),
         }
     }
 }

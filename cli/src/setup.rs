@@ -90,7 +90,8 @@ impl SkillDirs {
 
 /// The current directory, with an error that says so.
 pub(crate) fn current_dir() -> Result<PathBuf, CliError> {
-    std::env::current_dir().map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))
+    std::env::current_dir()
+        .map_err(|e| CliError::caused_by(format!("cannot read the current directory: {e}"), e))
 }
 
 /// Load a library from `roots` plus the config's roots, without the skills the config turns
@@ -312,8 +313,8 @@ pub(crate) fn save_counts(counter: &MemoCounter) {
 
 /// Read a UTF-8 text file, with an error naming it.
 pub(crate) fn read_text(path: &Path) -> Result<String, CliError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| CliError::new(format!("cannot read `{}`: {e}", path.display())))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::caused_by(format!("cannot read `{}`: {e}", path.display()), e))?;
     String::from_utf8(bytes).map_err(|e| {
         CliError::new(format!(
             "`{}` is not valid UTF-8 (bad byte at offset {})",

@@ -88,9 +88,9 @@ pub(crate) fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Res
         )));
     }
     std::fs::create_dir_all(&folder)
-        .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", folder.display())))?;
+        .map_err(|e| CliError::caused_by(format!("cannot create `{}`: {e}", folder.display()), e))?;
     std::fs::write(&file, text)
-        .map_err(|e| CliError::new(format!("cannot write `{}`: {e}", file.display())))?;
+        .map_err(|e| CliError::caused_by(format!("cannot write `{}`: {e}", file.display()), e))?;
     writeln!(out, "created {}", printable(&file.display().to_string()))?;
     Ok(())
 }

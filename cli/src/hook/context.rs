@@ -133,13 +133,16 @@ where
         .spawn(move || {
             let result = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(runtime) => runtime.block_on(memory),
-                Err(e) => Err(CliError::new(format!("cannot start the memory lookup: {e}"))),
+                Err(e) => Err(CliError::caused_by(
+                    format!("cannot start the memory lookup: {e}"),
+                    e,
+                )),
             };
             // The hook may have stopped waiting.
             let _ = done.send(result);
         });
     async move {
-        started.map_err(|e| CliError::new(format!("cannot start the memory lookup: {e}")))?;
+        started.map_err(|e| CliError::caused_by(format!("cannot start the memory lookup: {e}"), e))?;
         match tokio::time::timeout_at(until, answer).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(CliError::new("the memory lookup stopped")),
@@ -199,7 +202,7 @@ fn load_skills_by(request: &Request<'_>, args: &EventArgs) -> Result<Option<Skil
         .spawn(move || {
             let _ = sender.send(load_skills(&cwd, &thread_args));
         })
-        .map_err(|e| CliError::new(format!("cannot start loading the skills: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("cannot start loading the skills: {e}"), e))?;
     let wait = request
         .deadline
         .saturating_duration_since(Instant::now())

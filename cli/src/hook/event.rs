@@ -73,7 +73,7 @@ pub(super) fn read_stdin(deadline: Instant) -> Result<Vec<u8>, CliError> {
         .spawn(move || {
             let _ = sender.send(read_one_value(std::io::stdin().lock()));
         })
-        .map_err(|e| CliError::new(format!("cannot read standard input: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("cannot read standard input: {e}"), e))?;
     let wait = deadline.saturating_duration_since(Instant::now());
     receiver.recv_timeout(wait).unwrap_or_else(|_| {
         Err(CliError::new(format!(

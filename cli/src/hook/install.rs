@@ -40,7 +40,7 @@ const MAX_SETTINGS_BYTES: u64 = 4 << 20;
 pub(super) fn install(file: &ConfinedFile) -> Result<(), CliError> {
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
-        .map_err(|e| CliError::new(format!("cannot find the path of the running ctxkit: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("cannot find the path of the running ctxkit: {e}"), e))?;
     let command = format!("{} {}", quote(&exe.to_string_lossy()), SUBCOMMAND.join(" "));
     let entry = serde_json::json!({
         "hooks": [{"type": "command", "command": command, "timeout": TIMEOUT_SECS}]

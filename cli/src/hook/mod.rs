@@ -137,7 +137,7 @@ fn settings_file(args: &InstallArgs) -> Result<ConfinedFile, CliError> {
             )))
         }
         None => std::env::current_dir()
-            .map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?,
+            .map_err(|e| CliError::caused_by(format!("cannot read the current directory: {e}"), e))?,
     };
     Ok(ConfinedFile::new(project, ".claude/settings.json"))
 }

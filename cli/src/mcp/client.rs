@@ -11,7 +11,7 @@ use crate::error::CliError;
 /// The server `command_line` starts, bounded by `timeout` (start, listing, each call).
 pub(crate) fn server(command_line: &str, timeout: Duration) -> Result<McpServer, CliError> {
     let words = shell_words::split(command_line)
-        .map_err(|e| CliError::new(format!("cannot split the MCP server command: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("cannot split the MCP server command: {e}"), e))?;
     let (program, args) = words
         .split_first()
         .ok_or_else(|| CliError::new("an MCP server command is empty"))?;

@@ -56,15 +56,15 @@ pub(super) async fn serve(server: CtxkitServer, addr: SocketAddr) -> Result<(), 
     );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| CliError::new(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("cannot listen on {addr}: {e}"), e))?;
     let bound = listener
         .local_addr()
-        .map_err(|e| CliError::new(format!("cannot read the address bound: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("cannot read the address bound: {e}"), e))?;
     eprintln!("ctxkit mcp: serving streamable HTTP at http://{bound}{PATH}");
     let router = axum::Router::new().nest_service(PATH, service);
     axum::serve(listener, router)
         .await
-        .map_err(|e| CliError::new(format!("the MCP HTTP server stopped: {e}")))
+        .map_err(|e| CliError::caused_by(format!("the MCP HTTP server stopped: {e}"), e))
 }
 
 #[cfg(test)]

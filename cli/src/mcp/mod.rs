@@ -85,14 +85,14 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), CliError> {
         .clone()
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| CliError::new(format!("the MCP session did not start: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("the MCP session did not start: {e}"), e))?;
     if args.watch > 0 {
         tokio::spawn(server.watch(service.peer().clone(), Duration::from_secs(args.watch)));
     }
     service
         .waiting()
         .await
-        .map_err(|e| CliError::new(format!("the MCP session ended with an error: {e}")))?;
+        .map_err(|e| CliError::caused_by(format!("the MCP session ended with an error: {e}"), e))?;
     Ok(())
 }
 

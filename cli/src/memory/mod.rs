@@ -417,7 +417,8 @@ async fn export(
         ExportRecord::write_jsonl(&records, out)?;
         return Ok(());
     };
-    let cannot = |e: std::io::Error| CliError::new(format!("cannot write `{}`: {e}", path.display()));
+    let cannot =
+        |e: std::io::Error| CliError::caused_by(format!("cannot write `{}`: {e}", path.display()), e);
     let f = std::fs::File::create(&path).map_err(cannot)?;
     ExportRecord::write_jsonl(&records, std::io::BufWriter::new(f)).map_err(cannot)?;
     eprintln!("exported {} records to {}", records.len(), path.display());
@@ -435,10 +436,10 @@ async fn import(
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         let f = std::fs::File::open(file)
-            .map_err(|e| CliError::new(format!("cannot read `{}`: {e}", file.display())))?;
+            .map_err(|e| CliError::caused_by(format!("cannot read `{}`: {e}", file.display()), e))?;
         Box::new(BufReader::new(f))
     };
-    let in_file = |e: MemoryError| CliError::new(format!("{}: {e}", file.display()));
+    let in_file = |e: MemoryError| CliError::caused_by(format!("{}: {e}", file.display()), e);
     let records = ExportRecord::read_jsonl(reader).map_err(in_file)?;
     let report = store.import(records, target).await.map_err(in_file)?;
     writeln!(

@@ -162,8 +162,9 @@ pub(crate) fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
                 return Ok(p);
             }
             if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| CliError::new(format!("cannot create `{}`: {e}", parent.display())))?;
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    CliError::caused_by(format!("cannot create `{}`: {e}", parent.display()), e)
+                })?;
             }
             Ok(p)
         }
@@ -210,7 +211,7 @@ pub(crate) fn open_hook(
 /// The canonical current directory: the default project memories are scoped to.
 pub(crate) fn default_project() -> Result<String, CliError> {
     let cwd = std::env::current_dir().and_then(std::fs::canonicalize);
-    let cwd = cwd.map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?;
+    let cwd = cwd.map_err(|e| CliError::caused_by(format!("cannot read the current directory: {e}"), e))?;
     Ok(cwd.to_string_lossy().into_owned())
 }
 
