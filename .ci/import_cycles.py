@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Fail when two modules of a crate import each other, directly or around a loop.
+
+Each `.rs` file under a crate's `src/` is a module. A module depends on another when it names
+it in a path (`crate::a::b`, `super::b`, or a child module declared with `mod b;` and used as
+`b::…`). Imports of an ancestor (a child using what its parent defines) are the normal shape of
+a Rust module tree and are not edges; everything else must form no cycle. Test modules
+(`#[cfg(test)] mod tests`) and comments are ignored.
+
+Usage: .ci/import_cycles.py [WORKSPACE_ROOT]
+"""
+
+import os
+import re
+import sys
+
+PATH = re.compile(r"(?<![\w:])(crate|super|self)((?:::(?:\w+|\{[^;]*?\}))+)", re.S)
+
+
+def crates(root):
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in ("target", "node_modules") and not d.startswith(".")]
+        if "Cargo.toml" in files and os.path.isdir(os.path.join(folder, "src")):
+            yield os.path.join(folder, "src")
+
+
+def module_of(src, path):
+    parts = os.path.relpath(path, src)[:-3].split(os.sep)
+    if parts[-1] in ("lib", "main", "mod"):
+        parts = parts[:-1]
+    return tuple(parts)
+
+
+def strip(text):
+    """The text without comments and `#[cfg(test)]` modules."""
+    text = re.sub(r"//[^\n]*", "", text)
+    out, i = [], 0
+    for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text):
+        if m.start() < i:
+            continue
+        out.append(text[i:m.start()])
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            j += 1
+        i = j
+    out.append(text[i:])
+    return "".join(out)
+
+
+def leaves(rest):
+    """The paths a `::a::{b, c::d}` tail names, as lists of segments."""
+    rest = rest.strip().lstrip(":")
+    if rest.startswith("{"):
+        inner, depth, part, found = rest[1:-1], 0, "", []
+        for ch in inner + ",":
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                if part.strip():
+                    found += leaves("::" + part.strip())
+                part = ""
+            else:
+                part += ch
+        return found
+    head, _, tail = rest.partition("::")
+    head = head.split(" as ")[0].strip()
+    if not tail:
+        return [[head]]
+    return [[head] + l for l in leaves("::" + tail)]
+
+
+def edges_of(src):
+    files = [os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs if f.endswith(".rs")]
+    mods = {module_of(src, f): f for f in files}
+    edges = {m: set() for m in mods}
+    for m, f in mods.items():
+        text = strip(open(f, encoding="utf-8").read())
+        for found in PATH.finditer(text):
+            base = {"crate": [], "super": list(m[:-1]), "self": list(m)}[found.group(1)]
+            for leaf in leaves(found.group(2)):
+                path = base + [s for s in leaf if s]
+                while "super" in path:
+                    k = path.index("super")
+                    path = path[: max(k - 1, 0)] + path[k + 1 :]
+                target = next((tuple(path[:k]) for k in range(len(path), -1, -1) if tuple(path[:k]) in mods), None)
+                if target is not None and target != m:
+                    edges[m].add(target)
+        for child in re.findall(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text, re.M):
+            if m + (child,) in mods and re.search(r"(?<![\w:])" + child + r"::", text):
+                edges[m].add(m + (child,))
+    for m in edges:
+        edges[m] = {n for n in edges[m] if not (len(n) < len(m) and m[: len(n)] == n)}
+    return edges
+
+
+def cycles(edges):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10_000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    failed = False
+    for src in crates(root):
+        for component in cycles(edges_of(src)):
+            failed = True
+            names = ", ".join(sorted("::".join(c) or "crate root" for c in component))
+            print(f"{os.path.relpath(src, root)}: modules import each other: {names}")
+    if failed:
+        sys.exit(1)
+    print("no import cycles")
+
+
+if __name__ == "__main__":
+    main()
