@@ -636,18 +636,10 @@ async fn slow_500s_stop_at_the_total_time_budget() {
     let model = openai(&server)
         .max_retries(50)
         .total_timeout(Duration::from_secs(1));
-    let started = std::time::Instant::now();
-
     let err = within(Duration::from_secs(60), model.complete(&hello_request()))
         .await
         .unwrap_err();
 
-    // Generous: the budget is 1 s; without it 51 attempts of 300 ms would take over 15 s.
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
     let Error::ModelTimeBudget {
         budget,
         attempts,
@@ -658,6 +650,7 @@ async fn slow_500s_stop_at_the_total_time_budget() {
         panic!("expected a time-budget error, got {err:?}");
     };
     assert_eq!(budget, Duration::from_secs(1));
+    // The budget stopped the retries: `max_retries(50)` alone would make 51 attempts.
     assert!((2..=10).contains(&attempts), "{attempts} attempts");
     assert_eq!(
         last_failure.as_deref(),

@@ -7,7 +7,7 @@
 use crate::pg;
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -89,7 +89,6 @@ fn a_writer_killed_mid_import_loses_nothing_committed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
     // Kill it once it has been writing for a while, but before it could have finished.
     std::thread::sleep(Duration::from_millis(700));
     assert!(
@@ -101,7 +100,6 @@ fn a_writer_killed_mid_import_loses_nothing_committed() {
         .status()
         .unwrap();
     child.wait().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(60));
 
     let s = stats(&url);
     assert_eq!(

@@ -1260,21 +1260,24 @@ mod tests {
     }
 
     #[test]
-    fn checking_stays_linear_on_long_hostile_text() {
-        // Long runs that almost match many rules: one set pass, no backtracking blow-up.
+    fn long_hostile_text_is_redacted_completely() {
+        // Long runs that almost match many rules. Every rule is a `regex` (finite automata, no
+        // backtracking), so the check is linear in the text; its speed on this text is
+        // measured by `cargo bench -p ctxkit-memory --bench secrets`.
         let text = format!(
             "{} {} {}",
             "password ".repeat(20_000),
             "aws ".repeat(20_000),
             "A".repeat(100_000)
         );
-        let start = std::time::Instant::now();
-        let _ = find_secret(&text);
-        let _ = redact(&text);
+        // The run of `A`s is what a Twitter bearer token looks like; the near misses are not.
+        assert!(find_secret(&text).is_some());
+        let redacted = redact(&text);
+        assert_eq!(find_secret(&redacted).map(|f| f.rule), None);
         assert!(
-            start.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            start.elapsed()
+            redacted.starts_with(&"password ".repeat(20_000)),
+            "near misses are kept"
         );
+        assert!(redacted.contains(&"aws ".repeat(20_000)));
     }
 }
