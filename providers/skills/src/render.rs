@@ -60,7 +60,9 @@ const MIN_CUT: usize = 400;
 pub struct Budgeted<'a> {
     measure: Measure<'a>,
     left: usize,
-    blocks: Vec<String>,
+    /// What the blank line between two blocks costs, counted once.
+    separator: usize,
+    text: String,
 }
 
 const SEPARATOR: &str = "\n\n";
@@ -71,16 +73,17 @@ impl<'a> Budgeted<'a> {
         Budgeted {
             measure,
             left: budget,
-            blocks: Vec::new(),
+            separator: measure.cost(SEPARATOR),
+            text: String::new(),
         }
     }
 
     /// What the next block may cost.
     pub fn room(&self) -> usize {
-        if self.blocks.is_empty() {
+        if self.text.is_empty() {
             self.left
         } else {
-            self.left.saturating_sub(self.measure.cost(SEPARATOR))
+            self.left.saturating_sub(self.separator)
         }
     }
 
@@ -101,7 +104,10 @@ impl<'a> Budgeted<'a> {
             return false;
         }
         self.left = self.room() - cost;
-        self.blocks.push(block.to_string());
+        if !self.text.is_empty() {
+            self.text.push_str(SEPARATOR);
+        }
+        self.text.push_str(block);
         true
     }
 
@@ -123,21 +129,17 @@ impl<'a> Budgeted<'a> {
             } else {
                 String::new()
             };
-            let room = self.room().saturating_sub(self.measure.cost(&lead));
-            let block = skill_block(skill, limits, rest);
-            let block = if self.measure.cost(&block) <= room {
-                Some(block)
-            } else if cut_to_fit {
-                cut_block(skill, limits, rest, room, self.measure)
-            } else {
-                None
-            };
-            let Some(block) = block else {
-                tracing::debug!(skill = %skill.name, room, "skill left out by the budget");
-                continue;
-            };
-            if self.push(&format!("{lead}{block}")) {
+            if self.push(&format!("{lead}{}", skill_block(skill, limits, rest))) {
                 added.push(skill.name.clone());
+                continue;
+            }
+            let room = self.room().saturating_sub(self.measure.cost(&lead));
+            let cut = cut_to_fit
+                .then(|| cut_block(skill, limits, rest, room, self.measure))
+                .flatten();
+            match cut {
+                Some(block) if self.push(&format!("{lead}{block}")) => added.push(skill.name.clone()),
+                _ => tracing::debug!(skill = %skill.name, room, "skill left out by the budget"),
             }
         }
         added
@@ -145,7 +147,7 @@ impl<'a> Budgeted<'a> {
 
     /// The text, or `None` when nothing was added.
     pub fn finish(self) -> Option<String> {
-        (!self.blocks.is_empty()).then(|| self.blocks.join(SEPARATOR))
+        (!self.text.is_empty()).then_some(self.text)
     }
 }
 
