@@ -146,8 +146,10 @@ impl CatalogEntry {
 pub struct Context {
     /// Instructions, each with its kind, placement and source.
     pub sections: Vec<Section>,
-    /// Things the model may load on demand, listed under [`CatalogEntry::HEADING`].
-    pub catalog: Vec<CatalogEntry>,
+    /// Things the model may load on demand, listed under [`CatalogEntry::HEADING`]. Shared:
+    /// a provider hands out the same catalog on every request for one reference count, not
+    /// one per entry.
+    pub catalog: Arc<[CatalogEntry]>,
     /// Extra messages sent after the system text and before the conversation, never stored in
     /// the thread.
     pub messages: Vec<Message>,
@@ -211,8 +213,23 @@ impl Context {
 
     /// Add entries to the catalog, after those already there.
     pub fn with_catalog(mut self, entries: impl IntoIterator<Item = CatalogEntry>) -> Self {
-        self.catalog.extend(entries);
+        self.catalog = self.catalog.iter().cloned().chain(entries).collect();
         self
+    }
+
+    /// Add another contribution's parts after this one's: how composition merges providers.
+    pub(crate) fn append(&mut self, other: &mut Context) {
+        self.sections.append(&mut other.sections);
+        self.catalog = match (self.catalog.is_empty(), other.catalog.is_empty()) {
+            (_, true) => std::mem::take(&mut self.catalog),
+            (true, false) => std::mem::take(&mut other.catalog),
+            (false, false) => self.catalog.iter().chain(other.catalog.iter()).cloned().collect(),
+        };
+        self.messages.append(&mut other.messages);
+        self.tools.append(&mut other.tools);
+        self.restrictions.append(&mut other.restrictions);
+        self.reports.append(&mut other.reports);
+        self.baseline_delta += other.baseline_delta;
     }
 
     /// Whether there is nothing to send (reports and the baseline delta do not count).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use ctxkit::{DryRunModel, Message, ModelRequest, Role, RunReport, SectionKind, Thread};
-use ctxkit_skills::Detection;
+use ctxkit_skills::{Detection, Selection};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -35,16 +35,31 @@ pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
         Vec::new(),
     )?;
     let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
-    // What auto-detection found in the project, and why (the provider injects the same skills).
+    // Why the skills were chosen, and what auto-detection found in the project: asked of the
+    // same decision the agent's provider made, on the same snapshot.
     let project = args.request.project()?;
-    let detected = loaded
-        .library
-        .snapshot()
-        .detect_report(std::path::Path::new(&project));
+    let index = loaded.library.snapshot();
+    let selected = args
+        .request
+        .skills_provider(
+            &loaded.config,
+            &loaded.library,
+            args.request.mode(&loaded.config),
+            &counter,
+        )
+        .select(
+            &index,
+            &[Message::user(args.message.as_str())],
+            Some(&project),
+            None,
+            None,
+        );
+    let detected = index.detect_report(std::path::Path::new(&project));
     save_counts(&counter);
     let preview = Preview {
         request: &request,
         report: &report,
+        selected: &selected,
         detected: &detected,
     };
     let mut out = std::io::stdout().lock();
@@ -60,6 +75,7 @@ pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
 struct Preview<'a> {
     request: &'a ModelRequest,
     report: &'a RunReport,
+    selected: &'a [Selection],
     detected: &'a [Detection],
 }
 
@@ -107,6 +123,7 @@ impl Preview<'_> {
             "messages": self.messages().collect::<Vec<_>>(),
             "tools": self.request.tools,
             "stats": stats,
+            "selected": self.selected,
             "detected": self.detected,
         })
     }
@@ -140,6 +157,14 @@ impl Preview<'_> {
             self.injected(SectionKind::ESSENTIALS).len(),
             self.injected(SectionKind::EPISODES).len(),
         )?;
+        for s in self.selected.iter().filter(|s| !s.triggers.is_empty()) {
+            writeln!(
+                out,
+                "triggered {}: {}",
+                printable(&s.name),
+                printable(&s.fired().join(", "))
+            )?;
+        }
         for d in self.detected {
             writeln!(
                 out,

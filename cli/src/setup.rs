@@ -228,6 +228,29 @@ impl RequestOptions {
         }
     }
 
+    /// The skills provider of these options: what the agent injects skills with, and what
+    /// explains its choice.
+    pub(crate) fn skills_provider(
+        &self,
+        config: &Config,
+        library: &Arc<SkillLibrary>,
+        mode: Mode,
+        counter: &Arc<MemoCounter>,
+    ) -> SkillContextProvider {
+        // Skill tools (e.g. file search) work on the project the CLI runs in.
+        let tools = config.exec_options(
+            &self.trust_tools,
+            &self.allow_interpreters,
+            std::env::current_dir().ok(),
+        );
+        let skill_config = SkillConfig {
+            tools,
+            counter: counter.clone(),
+            ..config.skill_config(Some(mode), self.max_skills)
+        };
+        SkillContextProvider::new(library.clone(), skill_config)
+    }
+
     /// An agent over `library` in `mode`, with project memory unless `--no-memory` and the
     /// tools of mounted MCP servers; with `baseline`, its run reports also give the tokens
     /// `full` mode would have sent.
@@ -240,18 +263,7 @@ impl RequestOptions {
         counter: &Arc<MemoCounter>,
         mcp_servers: Vec<ctxkit::mcp::McpTools>,
     ) -> Result<Agent, CliError> {
-        // Skill tools (e.g. file search) work on the project the CLI runs in.
-        let tools = config.exec_options(
-            &self.trust_tools,
-            &self.allow_interpreters,
-            std::env::current_dir().ok(),
-        );
-        let skill_config = SkillConfig {
-            tools,
-            counter: counter.clone(),
-            ..config.skill_config(Some(mode), self.max_skills)
-        };
-        let skills = SkillContextProvider::new(library.clone(), skill_config);
+        let skills = self.skills_provider(config, library, mode, counter);
         // The hooks of the skills selected in each run, for the skills trusted like tools.
         let skill_hooks = skills.hooks(config.hook_options());
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());

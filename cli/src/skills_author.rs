@@ -122,9 +122,10 @@ struct Line {
 struct Outcome {
     hits: usize,
     misses: Vec<String>,
-    false_fires: Vec<String>,
-    /// (example, the other skill it fired)
-    cross_fires: Vec<(String, String)>,
+    /// (example, what fired the skill: `Selection::fired`)
+    false_fires: Vec<(String, Vec<String>)>,
+    /// (example, the other skill it fired, what fired that one)
+    cross_fires: Vec<(String, String, Vec<String>)>,
     /// Examples that could not be read.
     problems: Vec<String>,
 }
@@ -158,12 +159,11 @@ pub(crate) fn test(index: &SkillIndex, args: &TestArgs, out: &mut impl Write) ->
         };
         for example in examples {
             let selected = index.select(&[example.text.as_str()], &[], &options);
-            let fired = selected.iter().any(|s| s.name == skill.name);
-            match (example.fires, fired) {
-                (true, true) => outcome.hits += 1,
-                (true, false) => outcome.misses.push(example.text.clone()),
-                (false, true) => outcome.false_fires.push(example.text.clone()),
-                (false, false) => outcome.hits += 1,
+            let own = selected.iter().find(|s| s.name == skill.name);
+            match (example.fires, own) {
+                (true, Some(_)) | (false, None) => outcome.hits += 1,
+                (true, None) => outcome.misses.push(example.text.clone()),
+                (false, Some(own)) => outcome.false_fires.push((example.text.clone(), own.fired())),
             }
             // `always` skills fire on everything: not a cross-fire worth a word.
             for other in selected
@@ -172,7 +172,7 @@ pub(crate) fn test(index: &SkillIndex, args: &TestArgs, out: &mut impl Write) ->
             {
                 outcome
                     .cross_fires
-                    .push((example.text.clone(), other.name.clone()));
+                    .push((example.text.clone(), other.name.clone(), other.fired()));
             }
         }
         let fails = !outcome.misses.is_empty()
@@ -193,14 +193,19 @@ pub(crate) fn test(index: &SkillIndex, args: &TestArgs, out: &mut impl Write) ->
 
 fn report(name: &str, o: &Outcome, fails: bool, json: bool, out: &mut impl Write) -> Result<(), CliError> {
     if json {
+        let false_fires: Vec<Value> = o
+            .false_fires
+            .iter()
+            .map(|(t, fired)| json!({"text": t, "triggers": fired}))
+            .collect();
         let cross: Vec<Value> = o
             .cross_fires
             .iter()
-            .map(|(t, s)| json!({"text": t, "fires": s}))
+            .map(|(t, s, fired)| json!({"text": t, "fires": s, "triggers": fired}))
             .collect();
         let v = json!({
             "skill": name, "ok": !fails, "hits": o.hits, "misses": o.misses,
-            "false_fires": o.false_fires, "cross_fires": cross, "problems": o.problems,
+            "false_fires": false_fires, "cross_fires": cross, "problems": o.problems,
         });
         writeln!(out, "{v}")?;
         return Ok(());
@@ -218,25 +223,36 @@ fn report(name: &str, o: &Outcome, fails: bool, json: bool, out: &mut impl Write
     for text in &o.misses {
         writeln!(out, "  miss: {:?} should fire it and does not", printable(text))?;
     }
-    for text in &o.false_fires {
+    for (text, fired) in &o.false_fires {
         writeln!(
             out,
-            "  false fire: {:?} should not fire it and does",
-            printable(text)
+            "  false fire: {:?} should not fire it and does{}",
+            printable(text),
+            by_triggers(fired)
         )?;
     }
-    for (text, other) in &o.cross_fires {
+    for (text, other, fired) in &o.cross_fires {
         writeln!(
             out,
-            "  cross-fire: {:?} also fires `{}`",
+            "  cross-fire: {:?} also fires `{}`{}",
             printable(text),
-            printable(other)
+            printable(other),
+            by_triggers(fired)
         )?;
     }
     for problem in &o.problems {
         writeln!(out, "  problem: {}", printable(problem))?;
     }
     Ok(())
+}
+
+/// " (triggers: greet (as greeted))", or nothing for a skill not selected by its triggers.
+fn by_triggers(fired: &[String]) -> String {
+    if fired.is_empty() {
+        String::new()
+    } else {
+        format!(" (triggers: {})", printable(&fired.join(", ")))
+    }
 }
 
 /// A skill's examples: its frontmatter's, then its `tests.jsonl`'s; and what could not be read.

@@ -437,7 +437,7 @@ fn match_one(
         let triggers = if s.triggers.is_empty() {
             String::new()
         } else {
-            format!(" triggers: {}", printable(&s.triggers.join(", ")))
+            format!(" triggers: {}", printable(&s.fired().join(", ")))
         };
         writeln!(
             out,

@@ -192,13 +192,7 @@ impl<P: ContextProvider> ContextProvider for Vec<P> {
                     outcome,
                 });
             }
-            merged.sections.append(&mut ctx.sections);
-            merged.catalog.append(&mut ctx.catalog);
-            merged.messages.append(&mut ctx.messages);
-            merged.tools.append(&mut ctx.tools);
-            merged.restrictions.append(&mut ctx.restrictions);
-            merged.reports.append(&mut ctx.reports);
-            merged.baseline_delta += ctx.baseline_delta;
+            merged.append(&mut ctx);
         }
         Ok(merged)
     }

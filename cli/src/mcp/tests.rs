@@ -186,6 +186,17 @@ async fn match_skills_says_which_fire_and_why() {
     );
     let none = call(&client, "match_skills", json!({"message": "Othello"})).await;
     assert_eq!(none.structured_content.unwrap()["skills"], json!([]));
+
+    // A trigger that fired as an inflected form says which.
+    let inflected = call(&client, "match_skills", json!({"message": "we deployed it"})).await;
+    let answer = inflected.structured_content.unwrap();
+    assert_eq!(answer["skills"][0]["triggers"], json!(["deploy"]));
+    assert_eq!(answer["skills"][0]["forms"], json!({"deploy": "deployed"}));
+    assert_eq!(
+        deploy.get("forms"),
+        None,
+        "absent when every trigger fired as written"
+    );
 }
 
 #[tokio::test]

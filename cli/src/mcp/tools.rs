@@ -2,6 +2,7 @@
 //! failure is a tool result with `isError` and one sentence that never repeats a value the
 //! client sent (a secret given in the wrong field must not come back in an error).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ctxkit::Message;
@@ -98,8 +99,12 @@ pub(super) struct Matched {
     pub name: String,
     /// Why it was selected: explicit, always, detected, triggered or lexical.
     pub reason: String,
-    /// The triggers that fired.
+    /// The triggers that fired, as the skill declares them.
     pub triggers: Vec<String>,
+    /// The triggers that fired only as an inflected form, with the form the message holds
+    /// (`{"greet": "greeted"}`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub forms: BTreeMap<String, String>,
     /// What the skill is for.
     pub description: String,
     /// Its instructions (cut at 200 lines or 20,000 characters); absent in on-demand mode,
@@ -302,6 +307,7 @@ impl CtxkitServer {
                     name: selection.name,
                     reason: reason_name(selection.reason).to_string(),
                     triggers: selection.triggers,
+                    forms: selection.forms,
                     description: skill.description.clone(),
                 })
             })

@@ -158,6 +158,55 @@ fn skills_match_explains_why() {
 }
 
 #[test]
+fn skills_match_and_context_say_which_form_fired() {
+    let skills = skills_dir();
+    let dir = skills.to_str().unwrap();
+    let message = "I greeted Bob in French yesterday";
+    let o = ctxkit(&["skills", "--dir", dir, "match", message]);
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("hello-extended") && text.contains("triggers: greet (as greeted)"),
+        "{text}"
+    );
+
+    let o = ctxkit(&["skills", "--dir", dir, "match", "--json", message]);
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["why"]["hello-extended"], serde_json::json!(["greet"]));
+    assert_eq!(v["selected"][0]["forms"], serde_json::json!({"greet": "greeted"}));
+    // A trigger that also fires as written is explained as written.
+    let o = ctxkit(&[
+        "skills",
+        "--dir",
+        dir,
+        "match",
+        "--json",
+        "greet them, they greeted me",
+    ]);
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["selected"][0].get("forms"), None, "{v}");
+
+    let o = ctxkit(&["context", "--skills", dir, "--json", message]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["stats"]["skills"], serde_json::json!(["hello-extended"]));
+    let selected = &v["selected"][0];
+    assert_eq!(
+        (&selected["name"], &selected["reason"], &selected["forms"]),
+        (
+            &"hello-extended".into(),
+            &"triggered".into(),
+            &serde_json::json!({"greet": "greeted"})
+        )
+    );
+    let o = ctxkit(&["context", "--skills", dir, message]);
+    assert!(
+        stdout(&o).contains("triggered hello-extended: greet (as greeted)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn skills_match_batch_keeps_input_order() {
     let skills = skills_dir();
     let dir = tempfile::tempdir().unwrap();

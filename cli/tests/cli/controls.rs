@@ -469,7 +469,7 @@ fn skills_test_reports_hits_misses_false_and_cross_fires_and_exits_1_on_failure(
     let s = Setup::new();
     s.skill(
         "greet",
-        "---\nname: greet\ndescription: Greetings\ntriggers: [hello]\nexamples:\n  fire: [\"hello Bob\", \"bonjour Bob\"]\n  silent: [\"what is 2+2\"]\n---\nBODY\n",
+        "---\nname: greet\ndescription: Greetings\ntriggers: [hello]\nexamples:\n  fire: [\"hello Bob\", \"bonjour Bob\"]\n  silent: [\"what is 2+2\", \"he helloed back\"]\n---\nBODY\n",
     );
     std::fs::write(
         s.project().join("skills/alpha/tests.jsonl"),
@@ -480,10 +480,16 @@ fn skills_test_reports_hits_misses_false_and_cross_fires_and_exits_1_on_failure(
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.contains("FAIL greet: 2 hits, 1 misses, 0 false fires, 0 cross-fires"),
+        out.contains("FAIL greet: 2 hits, 1 misses, 1 false fires, 0 cross-fires"),
         "{out}"
     );
     assert!(out.contains("miss: \"bonjour Bob\""), "{out}");
+    assert!(
+        out.contains(
+            "false fire: \"he helloed back\" should not fire it and does (triggers: hello (as helloed))"
+        ),
+        "{out}"
+    );
     assert!(out.contains("FAIL alpha: 1 hits, 1 misses"), "{out}");
     assert!(
         out.contains("cross-fire: \"deploy now\" also fires `beta`"),

@@ -1,4 +1,4 @@
-//! Index build from disk: discovery + parse + dedup + automaton, for 100 and 1,000 generated
+//! Index build from disk: discovery + parse + dedup + trigger table, for 100 and 1,000 generated
 //! skills and for a corpus of 650 real skills kept beside the repository, when present; and
 //! the same through a warm index cache (`load_cached`), which a process started per prompt
 //! pays instead, up to 10,000 generated skills. The project's targets: ≤ 100 ms for 1,000
@@ -40,8 +40,7 @@ fn index(c: &mut Criterion) {
         eprintln!("skipping the corpus bench: {} is absent", corpus.display());
     }
 
-    // What a new process does with a warm cache: load it, then match one message (the first
-    // message of an index builds no full automaton).
+    // What a new process does with a warm cache: load it, then match one message.
     std::thread::sleep(Duration::from_millis(2100)); // files this new are not cached yet
     let cache = dir.path().join("cache");
     for (name, roots) in cached {

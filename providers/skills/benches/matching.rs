@@ -1,7 +1,9 @@
 //! Skill matching + selection + injection (`SkillContextProvider::invoking`, hybrid mode) at
 //! 10 to 10,000 skills, on 200-byte and 2 KB messages, with and without hits — beside two
-//! baselines of the same selection rules: the straightforward loop (for each skill, for each
-//! trigger, search the message) and a `RegexSet` of `\b`-wrapped triggers.
+//! baselines of the same selection rules, each given every trigger's inflected forms: the
+//! straightforward loop (for each skill, for each trigger and form, search the message) and a
+//! `RegexSet` of `\b`-wrapped alternations. `memchr-floor` is the floor under any matcher:
+//! reading the message once at SIMD speed (looking for a byte it does not hold).
 //!
 //! The project's targets: p50 ≤ 20 µs at 1,000 skills and ≤ 100 µs at 10,000 on a 2 KB message.
 
@@ -11,6 +13,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ctxkit::{ContextProvider, Message, RunInfo};
+use ctxkit_skills::inflect::forms;
 use ctxkit_skills::{
     SelectOptions, Skill, SkillConfig, SkillContextProvider, SkillIndex, SkillLibrary, Source,
 };
@@ -21,6 +24,8 @@ fn build_index(n: usize) -> (SkillIndex, Vec<String>) {
     let hits: Vec<String> = {
         let mut h = support::triggers_of(&files[n / 2].1)[..2].to_vec();
         h.push(support::triggers_of(&files[n / 3].1)[8].clone());
+        // One trigger fires as an inflected form.
+        h.push(format!("{}s", support::triggers_of(&files[n / 4].1)[3]));
         h
     };
     let skills = files
@@ -43,20 +48,27 @@ fn whole_word(text: &str, start: usize, end: usize) -> bool {
     !word(text[..start].chars().next_back()) && !word(text[end..].chars().next())
 }
 
-/// The straightforward algorithm with the same rules: every trigger of every skill searched in
-/// turn.
+/// A lowercased trigger and its inflected forms.
+fn with_forms(trigger: &str) -> Vec<String> {
+    let t = trigger.to_lowercase();
+    let mut all = forms(&t);
+    all.insert(0, t);
+    all
+}
+
+/// The straightforward algorithm with the same rules: every trigger of every skill, and each
+/// of its forms, searched in turn.
 fn adr_loop(index: &SkillIndex, message: &str, max: usize) -> Vec<usize> {
     let lower = message.to_lowercase();
     let mut scored: Vec<(usize, usize)> = Vec::new();
     for (i, skill) in index.skills().iter().enumerate() {
         let mut score = 0;
         for trigger in skill.triggers.literals() {
-            let t = trigger.to_lowercase();
-            score += usize::from(
+            score += usize::from(with_forms(trigger).iter().any(|t| {
                 lower
-                    .match_indices(&t)
-                    .any(|(at, _)| whole_word(&lower, at, at + t.len())),
-            );
+                    .match_indices(t.as_str())
+                    .any(|(at, _)| whole_word(&lower, at, at + t.len()))
+            }));
         }
         if score > 0 {
             scored.push((i, score));
@@ -75,7 +87,8 @@ fn rank(index: &SkillIndex, mut scored: Vec<(usize, usize)>, max: usize) -> Vec<
     scored.into_iter().take(max).map(|(i, _)| i).collect()
 }
 
-/// A `RegexSet` of `\b`-wrapped triggers, built once; matches are mapped back to skills.
+/// A `RegexSet` of `\b`-wrapped triggers, each an alternation of the trigger and its forms,
+/// built once; matches are mapped back to skills.
 struct RegexBaseline {
     set: regex::RegexSet,
     owner: Vec<usize>,
@@ -87,7 +100,8 @@ impl RegexBaseline {
         let mut owner = Vec::new();
         for (i, skill) in index.skills().iter().enumerate() {
             for t in skill.triggers.literals() {
-                patterns.push(format!(r"\b{}\b", regex::escape(&t.to_lowercase())));
+                let forms: Vec<String> = with_forms(t).iter().map(|f| regex::escape(f)).collect();
+                patterns.push(format!(r"\b(?:{})\b", forms.join("|")));
                 owner.push(i);
             }
         }
@@ -149,6 +163,13 @@ fn matching(c: &mut Criterion) {
                 );
                 assert_eq!(selected.is_empty(), !hit, "{case}");
                 group.throughput(Throughput::Bytes(text.len() as u64));
+                if n == 10 && !hit {
+                    // The floor depends on the message's size only.
+                    let absent = (0..=255u8).find(|b| !text.as_bytes().contains(b)).unwrap_or(0);
+                    group.bench_function(BenchmarkId::new("memchr-floor", label), |b| {
+                        b.iter(|| memchr::memchr(absent, std::hint::black_box(text.as_bytes())))
+                    });
+                }
                 group.bench_function(BenchmarkId::new("ctxkit-invoking", &case), |b| {
                     b.to_async(&rt).iter(|| provider.invoking(&messages, &run))
                 });

@@ -1,5 +1,6 @@
-//! Skills for ctxkit: SKILL.md discovery and parsing, trigger matching with one Aho-Corasick
-//! automaton, and a [`SkillContextProvider`] that injects the few skills that fit a message.
+//! Skills for ctxkit: SKILL.md discovery and parsing, trigger matching by whole words and their
+//! regular English [`inflect`]ions, and a [`SkillContextProvider`] that injects the few skills
+//! that fit a message.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -15,6 +16,10 @@
 //! assert_eq!(picked[0].name, "greet");
 //! assert_eq!(picked[0].triggers, ["bonjour"]);
 //! assert!(index.select(&["Othello"], &[], &Default::default()).is_empty());
+//!
+//! // A trigger also fires as its inflected forms, and the selection says which one.
+//! let picked = index.select(&["They helloed back"], &[], &Default::default());
+//! assert_eq!(picked[0].forms["hello"], "helloed");
 //!
 //! let provider = SkillContextProvider::new(Arc::new(SkillLibrary::from_index(index)), SkillConfig::default());
 //! ```
@@ -40,7 +45,8 @@
 //! parse                         SKILL.md text -> Skill
 //! skill                         the data model: Skill, Source, Triggers, Detect
 //! descriptor                    tools.json text -> ToolSpec
-//! diagnostic, confined          problems for authors; reads that never leave a folder
+//! diagnostic, confined, inflect problems for authors; reads that never leave a folder; the
+//!                               forms a trigger also matches
 //! ```
 
 #![deny(missing_docs)]
@@ -56,6 +62,7 @@ mod discover;
 mod exec;
 mod external;
 mod index;
+pub mod inflect;
 mod lexical;
 mod matcher;
 mod parse;

@@ -298,6 +298,7 @@ impl<'a> Parser<'a> {
             merge_triggers(&mut skill.triggers, t);
         }
         self.cap_triggers(&mut skill.triggers);
+        self.redundant_forms(&skill.triggers);
         skill.name = self.name(pending.name, default_name);
         self.check_name(&skill.name, folder);
         skill.description = self.description(pending.description)?;
@@ -305,6 +306,23 @@ impl<'a> Parser<'a> {
             self.warn(self.line_of("triggers"), "`disable-model-invocation` is set, so the triggers never fire; the skill is selected only by `$name` or `/name`");
         }
         Some(skill)
+    }
+
+    /// Warn about a listed trigger that the inflection rule already derives from another listed
+    /// one (`greet` and `greeted`), so authors can shorten their lists.
+    fn redundant_forms(&mut self, triggers: &Triggers) {
+        let listed: Vec<String> = triggers.literals().map(str::to_lowercase).collect();
+        for trigger in &listed {
+            let Some(base) = listed.iter().find(|base| crate::inflect::is_form(base, trigger)) else {
+                continue;
+            };
+            self.warn(
+                self.line_of("triggers"),
+                format!(
+                    "trigger `{trigger}` is a form of `{base}`, which already matches it; it can be removed"
+                ),
+            );
+        }
     }
 
     /// One top-level key, into `skill` or, when it is settled later, into `pending`.

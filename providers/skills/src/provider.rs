@@ -135,7 +135,8 @@ struct Block {
 /// The catalog within its budget.
 #[derive(Debug)]
 struct Catalog {
-    entries: Vec<CatalogEntry>,
+    /// Shared with every request the whole catalog fits in.
+    entries: Arc<[CatalogEntry]>,
     /// `tokens[i]`: tokens of the intro, the heading and the first `i + 1` entries.
     cumulative: Vec<usize>,
 }
@@ -232,11 +233,10 @@ impl SkillContextProvider {
     }
 
     /// Remember which selected skills bring hooks that may run in `run`'s thread.
-    fn record_hooks(&self, selected: &[Selection], run: &RunInfo) {
-        let index = self.library.snapshot();
+    fn record_hooks(&self, index: &SkillIndex, selected: &[Selection], run: &RunInfo) {
         let active: Vec<ActiveSkill> = selected
             .iter()
-            .filter_map(|s| index.get(&s.name))
+            .map(|s| &index.skills()[s.skill])
             .filter(|skill| skill.hooks.is_some())
             .filter(|skill| {
                 let trusted = self.config.tools.trust.trusts(skill);
@@ -393,10 +393,7 @@ impl SkillContextProvider {
         }
         let counter = &self.config.counter;
         let mut used = counter.count(CATALOG_INTRO) + counter.count(CatalogEntry::HEADING);
-        let mut catalog = Catalog {
-            entries: Vec::new(),
-            cumulative: Vec::new(),
-        };
+        let (mut entries, mut cumulative) = (Vec::new(), Vec::new());
         for skill in index.ranked().filter(|s| !s.disable_model_invocation) {
             let entry = CatalogEntry::new(skill.name.as_str(), skill.description.as_str());
             let line = counter.count(&entry.line()) + 1;
@@ -404,10 +401,13 @@ impl SkillContextProvider {
                 break;
             }
             used += line;
-            catalog.entries.push(entry);
-            catalog.cumulative.push(used);
+            entries.push(entry);
+            cumulative.push(used);
         }
-        let catalog = Arc::new(catalog);
+        let catalog = Arc::new(Catalog {
+            entries: entries.into(),
+            cumulative,
+        });
         caches.of(index).catalog = Some(catalog.clone());
         catalog
     }
@@ -464,7 +464,11 @@ impl SkillContextProvider {
                     left -= catalog.cumulative[fits - 1];
                     ctx.sections
                         .push(Section::stable(SectionKind::CATALOG, CATALOG_INTRO));
-                    ctx.catalog.extend(catalog.entries[..fits].iter().cloned());
+                    ctx.catalog = if fits == catalog.entries.len() {
+                        catalog.entries.clone()
+                    } else {
+                        catalog.entries[..fits].into()
+                    };
                 }
                 ctx.tools.extend(self.tools.iter().cloned());
             }
@@ -551,9 +555,18 @@ impl SkillContextProvider {
 
     /// The context for `messages` against the current index, and the selection behind it.
     pub fn context_for(&self, messages: &[Message], run: &RunInfo) -> (Context, Vec<Selection>) {
-        let index = self.library.snapshot();
+        self.context_in(&self.library.snapshot(), messages, run)
+    }
+
+    /// The context for `messages` against `index`.
+    fn context_in(
+        &self,
+        index: &Arc<SkillIndex>,
+        messages: &[Message],
+        run: &RunInfo,
+    ) -> (Context, Vec<Selection>) {
         let selected = if self.config.mode.has_selection() {
-            self.select(&index, messages, run.project.as_deref(), run.phase, None)
+            self.select(index, messages, run.project.as_deref(), run.phase, None)
         } else {
             Vec::new()
         };
@@ -561,7 +574,7 @@ impl SkillContextProvider {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(usize::MAX),
         };
-        (self.render(&index, &selected, budget, run), selected)
+        (self.render(index, &selected, budget, run), selected)
     }
 }
 
@@ -579,9 +592,10 @@ impl ContextProvider for SkillContextProvider {
             why = tracing::field::Empty,
         );
         let _enter = span.enter();
-        let (ctx, selected) = self.context_for(messages, run);
+        let index = self.library.snapshot();
+        let (ctx, selected) = self.context_in(&index, messages, run);
         if !run.preview {
-            self.record_hooks(&selected, run);
+            self.record_hooks(&index, &selected, run);
         }
         if !span.is_disabled() {
             let names: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();

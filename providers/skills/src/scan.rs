@@ -1,5 +1,5 @@
 //! The expensive, cacheable part of loading: find every skill file under the roots, read it
-//! and parse it. What follows (each skill's `tools.json`, name clashes, the automaton) is built
+//! and parse it. What follows (each skill's `tools.json`, name clashes, the trigger table) is built
 //! from a scan every time, so a scan from the cache and a fresh one give the same index.
 
 use std::fs;

@@ -2,9 +2,12 @@
 //! selected without its triggers — explicit `$name` / `/name`, `always`, auto-detection and the
 //! opt-in lexical fallback.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::index::SkillIndex;
+use crate::matcher::Hit;
 use ctxkit::text::is_word_char;
 
 /// Why a skill was selected.
@@ -37,6 +40,24 @@ pub struct Selection {
     pub score: usize,
     /// The triggers that fired, as the skill declares them.
     pub triggers: Vec<String>,
+    /// The triggers of [`triggers`](Self::triggers) that fired only as an inflected form, with
+    /// the form the message holds (`greet` → `greeted`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub forms: BTreeMap<String, String>,
+}
+
+impl Selection {
+    /// The triggers that fired, each with the form it fired as when not as written:
+    /// `["greet (as greeted)", "french"]`. How every surface explains a selection.
+    pub fn fired(&self) -> Vec<String> {
+        self.triggers
+            .iter()
+            .map(|t| match self.forms.get(t) {
+                Some(form) => format!("{t} (as {form})"),
+                None => t.clone(),
+            })
+            .collect()
+    }
 }
 
 /// Knobs of selection.
@@ -64,6 +85,14 @@ impl Default for SelectOptions {
             phase: None,
         }
     }
+}
+
+/// Whether `trigger` is an inflected form of another of `fired` (a list that holds `webhook`
+/// and `webhooks` counts "webhooks" once).
+fn is_form_of_another(trigger: &str, fired: &[String]) -> bool {
+    fired
+        .iter()
+        .any(|base| base != trigger && crate::inflect::is_form(base, trigger))
 }
 
 /// Unicode lowercasing, with a fast path for ASCII text (most messages).
@@ -102,27 +131,46 @@ impl SkillIndex {
             }
         }
 
-        let mut hits = Vec::new();
+        let mut hits: Vec<Hit> = Vec::new();
         for m in &lowered {
             self.matcher.collect_hits(&self.skills, m, &mut hits);
         }
+        // A trigger that fired as written and as a form is explained as written: `None` sorts
+        // first, and dedup keeps the first hit of each trigger.
         hits.sort_unstable();
-        hits.dedup();
-        let mut scored: Vec<(usize, Vec<u16>)> = Vec::new();
-        for (skill, trigger) in hits {
+        hits.dedup_by(|a, b| a.trigger == b.trigger);
+        let mut scored: Vec<(usize, Vec<Hit>)> = Vec::new();
+        for hit in hits {
             match scored.last_mut() {
-                Some((s, t)) if *s == skill as usize => t.push(trigger),
-                _ => scored.push((skill as usize, vec![trigger])),
+                Some((s, t)) if *s == hit.trigger.0 as usize => t.push(hit),
+                _ => scored.push((hit.trigger.0 as usize, vec![hit])),
             }
         }
         scored.retain(|(i, _)| !taken(&out, *i) && !self.skills[*i].disable_model_invocation);
+        for (i, fired) in &mut scored {
+            if fired.len() > 1 {
+                let texts: Vec<String> = fired
+                    .iter()
+                    .map(|h| self.trigger_text(*i, h.trigger.1 as usize).to_lowercase())
+                    .collect();
+                let mut k = 0;
+                fired.retain(|_| {
+                    k += 1;
+                    !is_form_of_another(&texts[k - 1], &texts)
+                });
+            }
+        }
         scored.sort_by_key(|(i, t)| (std::cmp::Reverse(t.len()), self.rank[*i]));
-        for (i, triggers) in scored.into_iter().take(options.max_skills) {
-            let names = triggers
-                .iter()
-                .map(|&t| self.trigger_text(i, t as usize).to_string())
-                .collect();
-            out.push(self.selection(i, Reason::Triggered, triggers.len(), names));
+        for (i, fired) in scored.into_iter().take(options.max_skills) {
+            let mut selection = self.selection(i, Reason::Triggered, fired.len(), Vec::new());
+            for hit in fired {
+                let trigger = self.trigger_text(i, hit.trigger.1 as usize).to_string();
+                if let Some(form) = hit.form {
+                    selection.forms.insert(trigger.clone(), form);
+                }
+                selection.triggers.push(trigger);
+            }
+            out.push(selection);
         }
 
         let triggered = out.iter().filter(|s| s.reason == Reason::Triggered).count();
@@ -165,6 +213,7 @@ impl SkillIndex {
             reason,
             score,
             triggers,
+            forms: BTreeMap::new(),
         }
     }
 
@@ -175,7 +224,7 @@ impl SkillIndex {
 
     /// Skills invoked as `$name` or `/name` tokens in a lowercased message, in order.
     fn explicit_in<'a>(&'a self, lowered: &'a str) -> impl Iterator<Item = usize> + 'a {
-        lowered.match_indices(['$', '/']).filter_map(move |(at, _)| {
+        memchr::memchr2_iter(b'$', b'/', lowered.as_bytes()).filter_map(move |at| {
             if lowered[..at]
                 .chars()
                 .next_back()
@@ -222,12 +271,35 @@ mod tests {
         "a",
         "ab",
         "std::vector",
+        // Inflections, and words that only look like them.
+        "greet",
+        "greeted",
+        "plot",
+        "plotted",
+        "plotter",
+        "query",
+        "queries",
+        "translate",
+        "translating",
+        "translator's",
+        "git",
+        "digit",
+        "test",
+        "tests",
+        "slow query",
+        "slow queries",
+        "composes",
+        "nets",
+        "e",
+        "ing",
+        "rock'n'roll",
+        "rolls",
     ];
     const GLUE: &[&str] = &[" ", "", ", ", "-", "_", "!", "\n", "日", "x", "ПРИ", "."];
 
     /// A project skill named `name` with the literal `triggers` at `priority`.
     fn skill(name: &str, triggers: &[&str], priority: i64) -> Skill {
-        let list: Vec<String> = triggers.iter().map(|t| format!("'{t}'")).collect();
+        let list: Vec<String> = triggers.iter().map(|t| format!("{t:?}")).collect();
         let text = format!(
             "---\nname: {name}\ndescription: The {name} skill\ntriggers: [{}]\npriority: {priority}\n---\nInstructions of {name}.",
             list.join(", ")
@@ -237,22 +309,39 @@ mod tests {
         parsed.with_root(Source::Project, 250)
     }
 
-    /// Reference: for each skill, for each trigger, scan every occurrence with `starts_with`
-    /// and apply the whole-word rule; score = distinct triggers; rank by score, priority, name.
+    /// Reference: for each skill, for each trigger and each of its inflected forms, scan every
+    /// occurrence with `starts_with` and apply the whole-word rule; score = distinct triggers;
+    /// rank by score, priority, name.
     fn naive(index: &SkillIndex, message: &str, max: usize) -> Vec<(String, usize)> {
         let lower = message.to_lowercase();
         let mut scored: Vec<(i64, String, usize)> = Vec::new();
         for skill in index.skills() {
-            let mut fired = 0;
+            let mut fired_texts: Vec<String> = Vec::new();
             for trigger in skill.triggers.literals() {
                 let t = trigger.to_lowercase();
-                let bounds = trigger_boundaries(&t);
-                // match_indices skips overlaps of the same needle; check every start instead.
-                let hit = (0..lower.len())
-                    .filter(|&i| lower.is_char_boundary(i) && lower[i..].starts_with(&t))
-                    .any(|i| is_whole_word(&lower, i, i + t.len(), bounds));
-                fired += usize::from(hit);
+                let text = t.clone();
+                let mut forms = crate::inflect::forms(&t);
+                forms.push(t);
+                let hit = forms.iter().any(|t| {
+                    let bounds = trigger_boundaries(t);
+                    // match_indices skips overlaps of the same needle; check every start instead.
+                    (0..lower.len())
+                        .filter(|&i| lower.is_char_boundary(i) && lower[i..].starts_with(t.as_str()))
+                        .any(|i| is_whole_word(&lower, i, i + t.len(), bounds))
+                });
+                if hit && !fired_texts.contains(&text) {
+                    fired_texts.push(text);
+                }
             }
+            // Listed forms of one another count once.
+            let fired = fired_texts
+                .iter()
+                .filter(|t| {
+                    !fired_texts
+                        .iter()
+                        .any(|b| b != *t && crate::inflect::forms(b).contains(t))
+                })
+                .count();
             if fired > 0 {
                 scored.push((skill.priority, skill.name.clone(), fired));
             }
@@ -284,9 +373,9 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
-        /// The automaton path agrees with a naive reference implementation of the same rules.
+        /// The word table agrees with a naive reference implementation of the same rules.
         #[test]
-        fn automaton_agrees_with_reference(skills in skills_strategy(), message in message_strategy(), max in 1usize..5) {
+        fn matching_agrees_with_reference(skills in skills_strategy(), message in message_strategy(), max in 1usize..5) {
             let built = skills
                 .iter()
                 .enumerate()

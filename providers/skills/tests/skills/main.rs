@@ -4,6 +4,7 @@ mod common;
 #[path = "../support/hostile.rs"]
 mod hostile_inputs;
 
+mod agreement;
 mod controls;
 mod discovery;
 mod hostile;

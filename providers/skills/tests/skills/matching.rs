@@ -19,7 +19,18 @@ const CASES: &[(&str, &str, bool)] = &[
     ("[sed]", "use sed to replace", true),
     ("[pod]", "a new podcast episode", false),
     ("[pod]", "restart the pod", true),
-    ("[test]", "run the tests", false),
+    // Regular English inflections fire the trigger, each as a whole word.
+    ("[test]", "run the tests", true),
+    ("[greet]", "I greeted Bob in French yesterday", true),
+    ("[dockerfile]", "my Dockerfiles are slow", true),
+    ("[plot]", "we plotted it", true),
+    ("[plot]", "a pen plotter", false),
+    ("[slow query]", "two slow queries", true),
+    ("[translate]", "translating the docs", true),
+    ("[translate]", "the translator's notes", false),
+    ("[webhook]", "webhooks fail", true),
+    ("[score]", "scoring rules", true),
+    ("[git]", "a digit", false),
     ("[test]", "snake_test_case", false),
     // Unicode lowercasing.
     ("[привет]", "ПРИВЕТ, Мир", true),
@@ -81,6 +92,19 @@ fn each_trigger_counts_once() {
     let sel = idx.select(&["git git git git commit"], &[], &SelectOptions::default());
     assert_eq!((sel[0].name.as_str(), sel[0].score), ("b", 2));
     assert_eq!((sel[1].name.as_str(), sel[1].score), ("a", 1));
+}
+
+#[test]
+fn a_trigger_counts_once_whichever_form_fired() {
+    let idx = index(vec![
+        skill("listed", "[webhook, webhooks]", ""),
+        skill("plain", "[webhook, retry]", ""),
+    ]);
+    let sel = idx.select(&["the webhooks retry"], &[], &SelectOptions::default());
+    // `webhooks` is a form of `webhook`: listing both does not count the word twice.
+    assert_eq!((sel[0].name.as_str(), sel[0].score), ("plain", 2));
+    assert_eq!((sel[1].name.as_str(), sel[1].score), ("listed", 1));
+    assert_eq!(sel[1].triggers, ["webhook"]);
 }
 
 #[test]

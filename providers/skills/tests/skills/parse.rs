@@ -296,3 +296,21 @@ fn overlong_descriptions_warn() {
         "{diags:?}"
     );
 }
+
+#[test]
+fn a_listed_form_of_another_trigger_is_a_warning() {
+    let (skill, diags) = ok(
+        "skills/hi/SKILL.md",
+        "---\nname: hi\ndescription: Greetings\ntriggers: [greet, greeting, queries, slow query, hello]\n---\nSay hi.",
+    );
+    // The skill keeps every trigger: the warning only says which ones the rule already covers.
+    assert_eq!(skill.triggers.literals().count(), 5);
+    let text = messages(&diags);
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(
+        text[0].contains("trigger `greeting` is a form of `greet`"),
+        "{text:?}"
+    );
+    assert_eq!(diags[0].severity, Severity::Warning);
+    assert_eq!(diags[0].line, Some(4));
+}

@@ -1,5 +1,6 @@
 //! Selection on arbitrary text: it never panics and only reports triggers that occur.
-//! (The automaton's agreement with a naive reference is a unit test of `matcher.rs`.)
+//! (Agreement with a naive reference is a unit test of `select.rs`, and `agreement.rs` on the
+//! corpora.)
 
 use crate::common;
 
