@@ -25,7 +25,8 @@ that fails (e.g. the model is unreachable) prints one sentence on stderr and the
 on (with the next line when piped), but the exit status is then 1. A line that is not valid \
 UTF-8 is read with its bad bytes replaced by U+FFFD, with a warning naming the line. The \
 session always ends properly (memory extraction and maintenance), whether input ends, /quit is \
-typed or an error stops it.";
+typed or an error stops it; a session end that fails (say, a model reply the memory extraction \
+cannot read) is one warning line and leaves the exit status as the conversation set it.";
 
 #[derive(Args, Debug)]
 #[command(after_long_help = after_long_help())]
@@ -117,18 +118,18 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     // The session ends on every way out of the loop: end of input, /quit, or an error.
     let ended = agent.end_session(&mut chat.thread).await;
     save_counts(&counter);
-    match (result, ended) {
-        (Err(e), Err(end)) => {
-            warn(&format!("error: ending the session failed too: {end}"));
-            Err(e)
-        }
-        (Err(e), Ok(())) => Err(e),
-        (Ok(()), Err(end)) => Err(end.into()),
-        (Ok(()), Ok(())) if chat.failures > 0 => Err(CliError::quiet(format!(
+    // The conversation was answered: what the session end does after it (learning memories,
+    // tidying them) is reported, never a failure of the chat.
+    if let Err(end) = ended {
+        session_end_failed(&end);
+    }
+    match result {
+        Err(e) => Err(e),
+        Ok(()) if chat.failures > 0 => Err(CliError::quiet(format!(
             "{} messages or commands failed",
             chat.failures
         ))),
-        (Ok(()), Ok(())) => Ok(()),
+        Ok(()) => Ok(()),
     }
 }
 
@@ -238,10 +239,10 @@ impl Chat<'_> {
         // A new conversation either way: the old one's end was attempted.
         self.thread = Thread::new();
         self.last = None;
-        match ended {
-            Ok(()) => writeln!(out, "(new conversation)")?,
-            Err(e) => self.failed(&e),
+        if let Err(e) = ended {
+            session_end_failed(&e);
         }
+        writeln!(out, "(new conversation)")?;
         Ok(())
     }
 
@@ -303,6 +304,11 @@ impl Chat<'_> {
 }
 
 /// One line on stderr; if stderr itself is gone there is nobody left to tell.
+/// One warning line for a session end that failed; the exit status stays the conversation's.
+fn session_end_failed(e: &ctxkit::Error) {
+    warn(&format!("warning: the session ended, but {e}"));
+}
+
 fn warn(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

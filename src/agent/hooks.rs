@@ -175,17 +175,28 @@ impl Hooks {
         Ok(())
     }
 
+    /// Every hook's session end runs, whatever an earlier one did: the first failure is
+    /// returned, later ones are logged as warnings.
     pub(crate) async fn session_end(
         &self,
         ctx: &mut HookContext<'_>,
         summary: &SessionSummary,
     ) -> Result<()> {
+        let mut first = Ok(());
         for h in &self.0 {
-            h.session_end(ctx, summary)
+            if let Err(e) = h
+                .session_end(ctx, summary)
                 .await
-                .map_err(hook_error(&**h, "session_end"))?;
+                .map_err(hook_error(&**h, "session_end"))
+            {
+                if first.is_ok() {
+                    first = Err(e);
+                } else {
+                    tracing::warn!(error = %e, "a session-end hook failed");
+                }
+            }
         }
-        Ok(())
+        first
     }
 
     pub(crate) async fn compaction(&self, ctx: &mut HookContext<'_>, removed: &[Message]) -> Result<()> {

@@ -496,7 +496,10 @@ impl Agent {
         Ok(removed.len())
     }
 
-    /// End the conversation: fire the session-end hooks with a summary of the thread.
+    /// End the conversation: fire the session-end hooks with a summary of the thread. Every
+    /// hook runs, whatever an earlier one did; the first failure is returned (later ones are
+    /// logged as warnings). The conversation was answered by then: a caller such as `ctxkit
+    /// chat` reports the failure as a warning, not as a failed session.
     pub async fn end_session(&self, thread: &mut Thread) -> Result<()> {
         let summary = SessionSummary {
             thread_id: thread.id().to_string(),

@@ -213,6 +213,53 @@ async fn hook_errors_stop_the_run_as_typed_errors() {
     );
 }
 
+/// A session end that fails, or counts that it ran.
+struct SessionEnd {
+    name: &'static str,
+    fails: bool,
+    ran: Arc<Mutex<Vec<&'static str>>>,
+}
+#[async_trait]
+impl Hook for SessionEnd {
+    fn name(&self) -> &str {
+        self.name
+    }
+    async fn session_end(
+        &self,
+        _: &mut HookContext<'_>,
+        _: &ctxkit::SessionSummary,
+    ) -> std::result::Result<(), BoxError> {
+        self.ran.lock().unwrap().push(self.name);
+        if self.fails {
+            Err(format!("{} could not finish", self.name).into())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_session_end_runs_and_the_first_failure_is_returned() {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let hook = |name, fails| SessionEnd {
+        name,
+        fails,
+        ran: ran.clone(),
+    };
+    let agent = Agent::builder()
+        .hook(hook("first", true))
+        .hook(hook("second", true))
+        .hook(hook("third", false))
+        .build()
+        .unwrap();
+    let err = agent.end_session(&mut Thread::new()).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "hook `first` failed in session_end: first could not finish"
+    );
+    assert_eq!(*ran.lock().unwrap(), ["first", "second", "third"]);
+}
+
 #[tokio::test]
 async fn the_tool_loop_is_bounded() {
     let model = Arc::new(ScriptedModel::new(

@@ -497,6 +497,47 @@ fn chat_exits_1_when_the_model_is_unreachable() {
 }
 
 #[test]
+fn a_good_chat_exits_0_when_the_session_end_cannot_read_the_extraction() {
+    let skills = skills_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    // The answer, then an extraction reply with no JSON in it, as small models give.
+    let (addr, bodies) = model_server(vec![
+        (200, "Bonjour Alice!"),
+        (200, "Sure! Here is what I learned: the user likes French."),
+    ]);
+    let base = format!("http://{addr}/v1");
+    let o = ctxkit_with_stdin_bytes(
+        &[
+            "chat",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--model",
+            "openai:test-model",
+            "--base-url",
+            &base,
+            "--memory",
+            db.to_str().unwrap(),
+        ],
+        b"say bonjour to Alice\n",
+    );
+    assert_eq!(
+        bodies.lock().unwrap().len(),
+        2,
+        "the session end asked for memories"
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Bonjour Alice!\n");
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("warning: the session ended, but hook `memory` failed in session_end: cannot read the memory extraction reply"),
+        "{err}"
+    );
+    assert!(!err.contains("ERROR") && !err.contains("error:"), "{err}");
+}
+
+#[test]
 fn chat_reads_invalid_utf8_lossily_and_still_ends_the_session() {
     let skills = skills_dir();
     let dir = tempfile::tempdir().unwrap();

@@ -126,8 +126,9 @@ impl MemoryHook {
         if self.background {
             let handle = tokio::spawn(async move {
                 let outcome = extractor.extract_and_store(&project, &input).await;
+                // Nobody waits for this answer: a warning says what was not learned.
                 if let Err(e) = &outcome {
-                    tracing::error!(project, point, error = %e, "memory extraction failed");
+                    tracing::warn!(project, point, error = %e, "memory extraction failed");
                 }
                 outcome
             });
@@ -137,13 +138,12 @@ impl MemoryHook {
                 .push(handle);
             return Ok(());
         }
-        match extractor.extract_and_store(&project, &input).await {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                tracing::error!(project, point, error = %e, "memory extraction failed");
-                Err(Box::new(e))
-            }
-        }
+        // The caller reports a failure (the agent's session end, as a warning).
+        extractor
+            .extract_and_store(&project, &input)
+            .await
+            .map(|_| ())
+            .map_err(|e| Box::new(e) as BoxError)
     }
 }
 
