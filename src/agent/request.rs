@@ -87,6 +87,7 @@ pub(crate) fn assemble(
     let mut request = ModelRequest {
         messages,
         tools: definitions,
+        reply_schema: None,
         meta: RequestMeta {
             sections: attributed.cloned().collect(),
             tokens: 0,

@@ -25,6 +25,11 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// The tools the model may call in its reply: the agent's and this run's providers'.
     pub tools: Vec<ToolDefinition>,
+    /// A JSON schema the reply's text must follow (its root an object), for a reply a program
+    /// reads: backends with structured output send it (OpenAI `response_format`, Ollama
+    /// `format`), others ignore it, so the reader must still check what it gets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_schema: Option<serde_json::Value>,
     /// Where the request's parts came from; backends do not send it.
     #[serde(skip)]
     pub meta: RequestMeta,

@@ -294,6 +294,27 @@ fn find_array(text: &str) -> Result<Vec<Value>> {
     }))
 }
 
+/// The reply asked of backends with structured output: `{"memories": [...]}` (their schemas
+/// need an object at the root), which the reader takes like a bare array.
+fn reply_schema() -> Value {
+    let strings = serde_json::json!({"type": "array", "items": {"type": "string"}});
+    serde_json::json!({
+        "type": "object",
+        "properties": {"memories": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "category": {"type": "string", "enum": MemoryCategory::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>()},
+                "content": {"type": "string"},
+                "keywords": strings,
+                "importance": {"type": "number", "minimum": 0, "maximum": 1},
+                "supersedes": strings,
+            },
+            "required": ["category", "content", "keywords", "importance"],
+        }}},
+        "required": ["memories"],
+    })
+}
+
 fn parse_item(n: usize, v: &Value) -> Result<ExtractedMemory> {
     let bad = |m: String| MemoryError::ExtractionParse(format!("item {n}: {m}"));
     let obj = v
@@ -426,6 +447,7 @@ impl MemoryExtractor {
     ) -> Result<Vec<ExtractedMemory>> {
         let request = ModelRequest {
             messages: vec![Message::user(build_prompt(input, existing))],
+            reply_schema: Some(reply_schema()),
             ..ModelRequest::default()
         };
         let reply = self

@@ -12,7 +12,7 @@ use super::wire::{tool_specs, WireMessage};
 use crate::message::{Message, Role};
 use crate::model::ModelRequest;
 
-/// `POST {base_url}/api/chat` with `{"model", "messages", "tools"?, "stream": false}`.
+/// `POST {base_url}/api/chat` with `{"model", "messages", "tools"?, "format"?, "stream": false}`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Ollama;
 
@@ -30,6 +30,9 @@ struct Body<'a> {
     messages: Vec<OllamaMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
+    /// The reply's JSON schema, when the request has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a Value>,
     /// One JSON reply rather than a stream of chunks.
     stream: bool,
 }
@@ -77,6 +80,7 @@ impl Protocol for Ollama {
             model,
             messages: messages(&request.messages),
             tools: tool_specs(&request.tools),
+            format: request.reply_schema.as_ref(),
             stream: false,
         }
     }
@@ -151,6 +155,16 @@ mod tests {
     use super::*;
     use crate::message::ToolCall;
     use serde_json::json;
+
+    #[test]
+    fn a_reply_schema_is_sent_as_format() {
+        let mut request = ModelRequest::default();
+        let plain = serde_json::to_value(Ollama::encode("m", &request)).unwrap();
+        assert_eq!(plain.get("format"), None);
+        request.reply_schema = Some(json!({"type": "object"}));
+        let body = serde_json::to_value(Ollama::encode("m", &request)).unwrap();
+        assert_eq!(body["format"], json!({"type": "object"}));
+    }
 
     #[test]
     fn arguments_are_objects_even_when_malformed() {

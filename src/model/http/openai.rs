@@ -9,7 +9,7 @@ use super::wire::{tool_specs, WireMessage};
 use crate::message::Message;
 use crate::model::ModelRequest;
 
-/// `POST {base_url}/chat/completions` with `{"model", "messages", "tools"?}`.
+/// `POST {base_url}/chat/completions` with `{"model", "messages", "tools"?, "response_format"?}`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpenAi;
 
@@ -28,6 +28,8 @@ struct Body<'a> {
     messages: &'a [Message],
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -54,6 +56,9 @@ impl Protocol for OpenAi {
             model,
             messages: &request.messages,
             tools: tool_specs(&request.tools),
+            response_format: request.reply_schema.as_ref().map(|schema| {
+                serde_json::json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}})
+            }),
         }
     }
 
@@ -65,5 +70,24 @@ impl Protocol for OpenAi {
             .next()
             .ok_or("`choices` is empty")?;
         Ok(choice.message.into_message())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_reply_schema_is_sent_as_response_format() {
+        let mut request = ModelRequest::default();
+        let plain = serde_json::to_value(OpenAi::encode("m", &request)).unwrap();
+        assert_eq!(plain.get("response_format"), None);
+        request.reply_schema = Some(json!({"type": "object"}));
+        let body = serde_json::to_value(OpenAi::encode("m", &request)).unwrap();
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": {"type": "object"}}})
+        );
     }
 }

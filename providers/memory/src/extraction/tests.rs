@@ -202,6 +202,20 @@ async fn extraction_stores_new_memories_dedupes_and_refuses_secrets() {
     assert!(model.requests()[0].messages[0]
         .content
         .contains("- [FACT] The frontend uses Zustand"));
+    // Backends with structured output are asked for `{"memories": [...]}`, which the reader
+    // takes like the bare array above.
+    let schema = model.requests()[0].reply_schema.clone().expect("a reply schema");
+    assert_eq!(schema["required"], serde_json::json!(["memories"]));
+    assert!(
+        schema["properties"]["memories"]["items"]["properties"]["category"]["enum"]
+            .as_array()
+            .is_some_and(|c| c.contains(&"preference".into()))
+    );
+    let wrapped = format!("{{\"memories\": {}}}", GOOD.trim());
+    assert_eq!(
+        parse_extraction(&wrapped).unwrap(),
+        parse_extraction(GOOD).unwrap()
+    );
 
     // The same reply again adds nothing.
     let again = extractor.extract_and_store(P, &input).await.unwrap();
