@@ -213,18 +213,24 @@ impl Context {
 
     /// Add entries to the catalog, after those already there.
     pub fn with_catalog(mut self, entries: impl IntoIterator<Item = CatalogEntry>) -> Self {
-        self.catalog = self.catalog.iter().cloned().chain(entries).collect();
+        self.extend_catalog(entries.into_iter().collect());
         self
+    }
+
+    /// Put `more` after the catalog: shared as it is when the catalog is empty, copied only
+    /// when both hold entries.
+    fn extend_catalog(&mut self, more: Arc<[CatalogEntry]>) {
+        if self.catalog.is_empty() {
+            self.catalog = more;
+        } else if !more.is_empty() {
+            self.catalog = self.catalog.iter().chain(more.iter()).cloned().collect();
+        }
     }
 
     /// Add another contribution's parts after this one's: how composition merges providers.
     pub(crate) fn append(&mut self, other: &mut Context) {
         self.sections.append(&mut other.sections);
-        self.catalog = match (self.catalog.is_empty(), other.catalog.is_empty()) {
-            (_, true) => std::mem::take(&mut self.catalog),
-            (true, false) => std::mem::take(&mut other.catalog),
-            (false, false) => self.catalog.iter().chain(other.catalog.iter()).cloned().collect(),
-        };
+        self.extend_catalog(std::mem::take(&mut other.catalog));
         self.messages.append(&mut other.messages);
         self.tools.append(&mut other.tools);
         self.restrictions.append(&mut other.restrictions);

@@ -303,12 +303,12 @@ impl Chat<'_> {
     }
 }
 
-/// One line on stderr; if stderr itself is gone there is nobody left to tell.
 /// One warning line for a session end that failed; the exit status stays the conversation's.
 fn session_end_failed(e: &ctxkit::Error) {
     warn(&format!("warning: the session ended, but {e}"));
 }
 
+/// One line on stderr; if stderr itself is gone there is nobody left to tell.
 fn warn(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ctxkit::{
-    Context, ContextProvider, Error, Message, Outcome, ProviderExt, Result, RunInfo, Section, SectionKind,
-    Tool,
+    CatalogEntry, Context, ContextProvider, Error, Message, Outcome, ProviderExt, Result, RunInfo, Section,
+    SectionKind, Tool,
 };
 use serde_json::Value;
 
@@ -89,6 +89,33 @@ async fn merges_in_registration_order_with_blank_lines() {
     assert_eq!(sources, ["first", "second", "third"]);
     let names: Vec<&str> = ctx.reports.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["first", "second", "third"]);
+}
+
+#[tokio::test]
+async fn catalogs_are_shared_alone_and_joined_in_registration_order() {
+    let catalog = |names: &[&str]| {
+        Context::new().with_catalog(names.iter().map(|n| CatalogEntry::new(*n, format!("{n} things"))))
+    };
+    let alone = catalog(&["pdf", "git"]);
+    let shared = alone.catalog.clone();
+    let providers = vec![
+        Fixed::new("skills", Behaviour::Says(alone)),
+        Fixed::says("rules", "Be brief."),
+    ];
+    let ctx = providers.invoking(&[Message::user("hi")], &run()).await.unwrap();
+    assert!(
+        Arc::ptr_eq(&ctx.catalog, &shared),
+        "one provider's catalog is passed on, not copied"
+    );
+
+    let providers = vec![
+        Fixed::new("a", Behaviour::Says(catalog(&["pdf"]))),
+        Fixed::says("rules", "Be brief."),
+        Fixed::new("b", Behaviour::Says(catalog(&["git", "sql"]))),
+    ];
+    let ctx = providers.invoking(&[Message::user("hi")], &run()).await.unwrap();
+    let names: Vec<&str> = ctx.catalog.iter().map(|e| &*e.name).collect();
+    assert_eq!(names, ["pdf", "git", "sql"]);
 }
 
 #[tokio::test]

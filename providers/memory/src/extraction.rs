@@ -445,16 +445,26 @@ impl MemoryExtractor {
         input: &ExtractionInput,
         existing: &[MemoryEntry],
     ) -> Result<Vec<ExtractedMemory>> {
-        let request = ModelRequest {
+        let mut request = ModelRequest {
             messages: vec![Message::user(build_prompt(input, existing))],
             reply_schema: Some(reply_schema()),
             ..ModelRequest::default()
         };
-        let reply = self
-            .model
-            .complete(&request)
-            .await
-            .map_err(MemoryError::ExtractionModel)?;
+        let reply = match self.model.complete(&request).await {
+            // A server that refuses the schema (a model or compatible server without structured
+            // output) is asked once more without it: the reader copes with prose. When that
+            // fails too, the first refusal is the error.
+            Err(refused @ ctxkit::Error::Model { retryable: false, .. }) => {
+                tracing::debug!(error = %refused, "asking again without a reply schema");
+                request.reply_schema = None;
+                self.model.complete(&request).await.map_err(|again| {
+                    tracing::debug!(error = %again, "the request without a reply schema failed too");
+                    refused
+                })
+            }
+            other => other,
+        }
+        .map_err(MemoryError::ExtractionModel)?;
         parse_extraction(&reply.content)
     }
 

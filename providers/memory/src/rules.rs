@@ -235,7 +235,6 @@ fn check_json_strings(value: &serde_json::Value) -> Result<()> {
     }
 }
 
-/// Error of the `i`-th of `total` batch items.
 /// Check every memory of a batch (an error names the memory by its place), each with the ids
 /// it names as superseded.
 pub(crate) fn check_batch(entries: Vec<NewMemoryEntry>) -> Result<Vec<(Checked, Vec<String>)>> {
@@ -252,6 +251,7 @@ pub(crate) fn check_batch(entries: Vec<NewMemoryEntry>) -> Result<Vec<(Checked, 
         .collect()
 }
 
+/// Error of the `i`-th of `total` batch items.
 pub(crate) fn numbered(i: usize, total: usize, err: MemoryError) -> MemoryError {
     match err {
         MemoryError::Invalid(m) => MemoryError::Invalid(format!("memory {} of {total}: {m}", i + 1)),

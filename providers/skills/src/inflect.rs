@@ -18,8 +18,16 @@
 
 const VOWELS: &[u8] = b"aeiou";
 
+/// The suffixes every trigger ending in a letter takes.
+const SUFFIXES: [&str; 6] = ["s", "es", "ed", "ing", "'s", "’s"];
+
 fn is_consonant(b: u8) -> bool {
     b.is_ascii_lowercase() && !VOWELS.contains(&b)
+}
+
+/// Whether the word ends in a consonant and `y`, which become `ies` / `ied`.
+fn ends_consonant_y(bytes: &[u8]) -> bool {
+    bytes.len() >= 2 && bytes[bytes.len() - 1] == b'y' && is_consonant(bytes[bytes.len() - 2])
 }
 
 /// The forms of a lowercased trigger, itself excluded, in a fixed order; none unless it ends
@@ -38,7 +46,7 @@ pub fn forms(trigger: &str) -> Vec<String> {
     if !last.is_ascii_lowercase() {
         return Vec::new();
     }
-    let mut out: Vec<String> = ["s", "es", "ed", "ing", "'s", "’s"]
+    let mut out: Vec<String> = SUFFIXES
         .iter()
         .map(|suffix| format!("{trigger}{suffix}"))
         .collect();
@@ -52,7 +60,7 @@ pub fn forms(trigger: &str) -> Vec<String> {
         out.push(format!("{trigger}{doubled}ed"));
         out.push(format!("{trigger}{doubled}ing"));
     }
-    if last == b'y' && bytes.len() >= 2 && is_consonant(bytes[bytes.len() - 2]) {
+    if ends_consonant_y(bytes) {
         out.push(format!("{stem}ies"));
         out.push(format!("{stem}ied"));
     }
@@ -75,7 +83,7 @@ pub fn is_form(base: &str, word: &str) -> bool {
         return false;
     }
     if let Some(suffix) = word.strip_prefix(base) {
-        if ["s", "es", "ed", "ing", "'s", "’s"].contains(&suffix) || (last == b'e' && suffix == "d") {
+        if SUFFIXES.contains(&suffix) || (last == b'e' && suffix == "d") {
             return true;
         }
         if ends_consonant_vowel_consonant(bytes) {
@@ -89,11 +97,7 @@ pub fn is_form(base: &str, word: &str) -> bool {
     let Some(suffix) = word.strip_prefix(stem) else {
         return false;
     };
-    (last == b'e' && suffix == "ing")
-        || (last == b'y'
-            && bytes.len() >= 2
-            && is_consonant(bytes[bytes.len() - 2])
-            && (suffix == "ies" || suffix == "ied"))
+    (last == b'e' && suffix == "ing") || (ends_consonant_y(bytes) && (suffix == "ies" || suffix == "ied"))
 }
 
 /// `stem` without its last letter when that letter is doubled ("plott" → "plot"), else "".
@@ -117,7 +121,8 @@ fn ends_consonant_vowel_consonant(bytes: &[u8]) -> bool {
         && !b"wxy".contains(&bytes[n - 1])
 }
 
-/// Calls `found` with every word that `word`, a lowercased word of a message, may be a form of
+/// Calls `found` with every word that `word` (lowercased: a word of a message, or a listed
+/// trigger) may be a form of
 /// (itself excluded, some maybe twice): a superset of the words whose [`forms`] hold it, so a
 /// base that is no trigger costs one lookup. `scratch` holds the bases that are not a prefix of
 /// `word` ("queries" → "query"), so the words of a message are looked up without allocating.

@@ -312,8 +312,17 @@ impl<'a> Parser<'a> {
     /// one (`greet` and `greeted`), so authors can shorten their lists.
     fn redundant_forms(&mut self, triggers: &Triggers) {
         let listed: Vec<String> = triggers.literals().map(str::to_lowercase).collect();
+        let set: HashSet<&str> = listed.iter().map(String::as_str).collect();
+        let mut scratch = String::new();
         for trigger in &listed {
-            let Some(base) = listed.iter().find(|base| crate::inflect::is_form(base, trigger)) else {
+            // One lookup per word the trigger may be a form of, not a pass over the list.
+            let mut base = None;
+            crate::inflect::each_base(trigger, &mut scratch, |b| {
+                if base.is_none() && set.contains(b) && crate::inflect::is_form(b, trigger) {
+                    base = Some(b.to_string());
+                }
+            });
+            let Some(base) = base else {
                 continue;
             };
             self.warn(

@@ -247,6 +247,23 @@ async fn a_failed_model_call_is_an_error() {
     assert!(matches!(err, MemoryError::ExtractionParse(_)), "{err:?}");
 }
 
+#[tokio::test]
+async fn a_server_refusing_the_reply_schema_is_asked_without_it() {
+    let (_dir, store) = store();
+    let model = Arc::new(ScriptedModel::default());
+    model.push_error("HTTP 400: `response_format` json_schema is not supported by this model");
+    model.push(Message::assistant(format!("Here you go: {GOOD}")));
+    let report = MemoryExtractor::new(model.clone(), store)
+        .extract_and_store(P, &ExtractionInput::default())
+        .await
+        .unwrap();
+    assert_eq!(report.proposed, 3);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[0].reply_schema.is_some() && requests[1].reply_schema.is_none());
+    assert_eq!(requests[0].messages, requests[1].messages);
+}
+
 /// Extracted keywords used to be lowercased before the check (`AKIA…` stored as `akia…`).
 #[tokio::test]
 async fn extracted_keywords_are_checked_before_they_are_lowercased() {

@@ -11,8 +11,8 @@ pub(super) struct WordFilter {
 }
 
 impl WordFilter {
-    pub(super) fn new(keys: impl Iterator<Item = u64>, len: usize) -> Self {
-        let blocks = (len * 8 / 64).next_power_of_two();
+    pub(super) fn new(keys: impl ExactSizeIterator<Item = u64>) -> Self {
+        let blocks = (keys.len() * 8 / 64).next_power_of_two();
         let mut filter = WordFilter {
             blocks: vec![0; blocks],
             shift: 64 - blocks.trailing_zeros(),

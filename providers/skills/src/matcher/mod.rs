@@ -151,7 +151,7 @@ impl Matcher {
                 }
             }
         }
-        let filter = WordFilter::new(by_word.keys().copied(), by_word.len());
+        let filter = WordFilter::new(by_word.keys().copied());
         let (regexes, regex_owners) = compile_patterns(skills, diagnostics);
         Matcher {
             by_word,
