@@ -131,6 +131,18 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A run (every model call and tool call it made) took longer than
+    /// [`Limits::run_timeout`](crate::agent::Limits::run_timeout); what was under way was
+    /// stopped.
+    #[error("the run did not finish within its {budget:?} time budget ({model_calls} model calls and {tool_calls} tool calls had completed)")]
+    RunTimeBudget {
+        /// The run's allowance.
+        budget: Duration,
+        /// Model calls that had answered.
+        model_calls: usize,
+        /// Tool calls that had finished.
+        tool_calls: usize,
+    },
     /// The model kept asking for tools beyond the agent's bound.
     #[error("the model asked for tools in more than {0} consecutive rounds; raise `max_tool_rounds` or check the model")]
     ToolRounds(usize),
@@ -150,7 +162,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Model { retryable, .. } => *retryable,
-            Error::ModelTimeBudget { .. } | Error::Timeout { .. } => true,
+            Error::ModelTimeBudget { .. } | Error::RunTimeBudget { .. } | Error::Timeout { .. } => true,
             _ => false,
         }
     }

@@ -64,7 +64,7 @@ pub use lazy::ContextManager;
 pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
 #[cfg(feature = "http")]
 pub use model::http;
-pub use model::{ChatModel, DryRunModel, ModelRequest, RequestMeta, ScriptedModel};
+pub use model::{ChatModel, DryRunModel, ModelReply, ModelRequest, RequestMeta, ScriptedModel, Usage};
 pub use provider::{
     run_once, ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, ThreadInfo, WithPolicy,
 };

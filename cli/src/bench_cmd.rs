@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use ctxkit::{DryRunModel, SectionKind, Thread};
+use ctxkit::{Agent, DryRunModel, SectionKind, Thread};
 use ctxkit_skills::Mode;
 use serde_json::json;
 
@@ -74,7 +74,9 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
     let counter = token_counter();
     let agents = Mode::ALL
         .iter()
-        .map(|&mode| request.agent(&loaded, mode, Arc::new(DryRunModel), false, &counter, Vec::new()))
+        .map(|&mode| -> Result<Agent, CliError> {
+            Ok(request.agent(&loaded, mode, Arc::new(DryRunModel), &counter, Vec::new())?.build()?)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = std::io::stdout().lock();
     if !json {

@@ -3,13 +3,13 @@
 
 use std::borrow::Cow;
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{Agent, ChatModel, RunReport, SectionKind, Thread};
+use ctxkit::{Agent, RunReport, SectionKind, Thread};
 use ctxkit_skills::SkillLibrary;
 
 use crate::error::CliError;
+use crate::model_args::ModelArgs;
 use crate::printable::list_or_none;
 use crate::setup::{save_counts, token_counter, RequestOptions};
 use crate::user_config::Config;
@@ -33,13 +33,8 @@ cannot read) is one warning line and leaves the exit status as the conversation 
 pub(crate) struct ChatArgs {
     #[command(flatten)]
     pub request: RequestOptions,
-    /// The model: dry-run (offline, the default), openai:NAME or ollama:NAME.
-    #[arg(long, default_value = "dry-run")]
-    pub model: String,
-    /// Base URL of the model server (default: the backend's usual address); credentials in it
-    /// are sent but never printed.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// Messages kept by /compact.
     #[arg(long, default_value_t = 6)]
     pub keep: usize,
@@ -85,7 +80,7 @@ async fn mount_servers(args: &ChatArgs, config: &Config) -> Result<Vec<ctxkit::m
 
 /// Exit status 1 if any message or command failed (each already said why on stderr).
 pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
-    let model: Arc<dyn ChatModel> = ctxkit::http::model_from_spec(&args.model, args.base_url.as_deref())?;
+    let model = args.model.model()?;
     let loaded = args.request.load()?;
     let library = loaded.library.clone();
     if args.watch > 0 {
@@ -102,10 +97,12 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
         &loaded,
         args.request.mode(&loaded.config),
         model,
-        true,
         &counter,
         servers,
-    )?;
+    )?
+    .report_baseline()
+    .limits(args.model.limits())
+    .build()?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,
@@ -265,7 +262,8 @@ impl Chat<'_> {
         Ok(())
     }
 
-    /// `/stats`: the tokens of the last request, by section and provider.
+    /// `/stats`: the tokens of the last request, by section and provider, and what the server
+    /// counted over the last message's model calls.
     fn show_stats(&self, out: &mut impl Write) -> Result<(), CliError> {
         let Some(report) = &self.last else {
             writeln!(out, "no request yet")?;
@@ -283,6 +281,13 @@ impl Chat<'_> {
                 p.name,
                 p.outcome,
                 p.elapsed.as_micros()
+            )?;
+        }
+        if let Some(u) = &report.usage {
+            writeln!(
+                out,
+                "model usage over {} calls: {} input tokens, {} read from the prompt cache, {} written to it, {} output",
+                report.model_calls, u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens
             )?;
         }
         Ok(())

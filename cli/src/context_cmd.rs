@@ -30,10 +30,11 @@ pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
         &loaded,
         args.request.mode(&loaded.config),
         Arc::new(DryRunModel),
-        true,
         &counter,
         Vec::new(),
-    )?;
+    )?
+    .report_baseline()
+    .build()?;
     let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
     // Why the skills were chosen, and what auto-detection found in the project: asked of the
     // same decision the agent's provider made, on the same snapshot.

@@ -10,6 +10,7 @@ mod error;
 mod hook;
 mod mcp;
 mod memory;
+mod model_args;
 mod places;
 mod printable;
 mod setup;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{Agent, Assembly, BpeCounter, ChatModel, MemoCounter, Phase};
+use ctxkit::{Agent, AgentBuilder, Assembly, BpeCounter, ChatModel, MemoCounter, Phase};
 use ctxkit_skills::{LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
 
 use crate::error::CliError;
@@ -252,17 +252,15 @@ impl RequestOptions {
     }
 
     /// An agent over `library` in `mode`, with project memory unless `--no-memory` and the
-    /// tools of mounted MCP servers; with `baseline`, its run reports also give the tokens
-    /// `full` mode would have sent.
+    /// tools of mounted MCP servers, ready for a command to add its own limits and build.
     pub(crate) fn agent(
         &self,
         Loaded { config, library }: &Loaded,
         mode: Mode,
         model: Arc<dyn ChatModel>,
-        baseline: bool,
         counter: &Arc<MemoCounter>,
         mcp_servers: Vec<ctxkit::mcp::McpTools>,
-    ) -> Result<Agent, CliError> {
+    ) -> Result<AgentBuilder, CliError> {
         let skills = self.skills_provider(config, library, mode, counter);
         // The hooks of the skills selected in each run, for the skills trusted like tools.
         let skill_hooks = skills.hooks(config.hook_options());
@@ -296,13 +294,10 @@ impl RequestOptions {
         for server in mcp_servers {
             builder = builder.mcp(server);
         }
-        if baseline {
-            builder = builder.report_baseline();
-        }
         if let Some(phase) = self.phase {
             builder = builder.phase(phase);
         }
-        Ok(builder.build()?)
+        Ok(builder)
     }
 }
 

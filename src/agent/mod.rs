@@ -16,7 +16,7 @@ use crate::context::Section;
 use crate::context::SectionKind;
 use crate::error::{Error, Result};
 use crate::message::Message;
-use crate::model::{ChatModel, DryRunModel, ModelRequest};
+use crate::model::{ChatModel, DryRunModel, ModelReply, ModelRequest, Usage};
 use crate::provider::{ContextProvider, Phase, RunInfo, RunOutcome, ThreadInfo};
 use crate::report::ProviderReport;
 use crate::tokens::{default_counter, TokenCounter};
@@ -35,6 +35,11 @@ pub struct Limits {
     pub context_deadline: Option<Duration>,
     /// Token budget for injected context, passed to providers (default: none).
     pub context_tokens: Option<usize>,
+    /// Time a whole run may take: every model call and tool call of every round (default:
+    /// none, each model call bounded by its own backend's budget). When it runs out, what is
+    /// under way is stopped and the run fails with
+    /// [`Error::RunTimeBudget`](crate::Error::RunTimeBudget).
+    pub run_timeout: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -43,6 +48,7 @@ impl Default for Limits {
             max_tool_rounds: 8,
             context_deadline: None,
             context_tokens: None,
+            run_timeout: None,
         }
     }
 }
@@ -75,6 +81,9 @@ pub struct RunReport {
     pub model_calls: usize,
     /// Tool calls the run carried out (or a `before_tool` hook answered), over all rounds.
     pub tool_calls: usize,
+    /// Tokens as the server counted them, added up over the run's model calls, prompt-cache
+    /// reads and writes included; `None` when the model reported none.
+    pub usage: Option<Usage>,
 }
 
 /// An agent: base instructions, a model, context providers, tools and hooks.
@@ -317,6 +326,7 @@ impl Agent {
             tokens_full,
             model_calls: 0,
             tool_calls: 0,
+            usage: None,
         }
     }
 
@@ -373,7 +383,24 @@ impl Agent {
 
         let run = self.run_info(thread, false);
         let ctx = self.providers.invoking(thread.history(), &run).await?;
-        let result = self.tool_loop(thread, &ctx, &run).await;
+        let mut report = None;
+        let result = match self.limits.run_timeout {
+            None => self.tool_loop(thread, &ctx, &run, &mut report).await,
+            Some(budget) => tokio::time::timeout(budget, self.tool_loop(thread, &ctx, &run, &mut report))
+                .await
+                .unwrap_or_else(|_| {
+                    let (model_calls, tool_calls) =
+                        report.as_ref().map_or((0, 0), |r| (r.model_calls, r.tool_calls));
+                    Err(Error::RunTimeBudget {
+                        budget,
+                        model_calls,
+                        tool_calls,
+                    })
+                }),
+        };
+        if result.is_err() {
+            thread.answer_open_calls("error: not run, because the run stopped before this call");
+        }
         let outcome = RunOutcome {
             messages: thread.history(),
             input: &input,
@@ -385,11 +412,18 @@ impl Agent {
         result
     }
 
-    /// Call the model and the tools it asks for until it answers without tool calls.
-    async fn tool_loop(&self, thread: &mut Thread, ctx: &Context, run: &RunInfo) -> Result<RunOutput> {
+    /// Call the model and the tools it asks for until it answers without tool calls. The
+    /// report is kept in `report`, so a run stopped by its time budget can still say how far
+    /// it got.
+    async fn tool_loop(
+        &self,
+        thread: &mut Thread,
+        ctx: &Context,
+        run: &RunInfo,
+        report: &mut Option<RunReport>,
+    ) -> Result<RunOutput> {
         let thread_id = thread.id().to_string();
         let tools = self.tools_for(ctx)?;
-        let mut report: Option<RunReport> = None;
         let mut round = 0;
         loop {
             let (mut request, tokens) =
@@ -401,8 +435,11 @@ impl Agent {
                     &mut request,
                 )
                 .await?;
-            let reply = self.call_model(&request, run).await?;
+            let ModelReply { message: reply, usage } = self.call_model(&request, run).await?;
             report.model_calls += 1;
+            if let Some(usage) = usage {
+                *report.usage.get_or_insert_with(Usage::default) += usage;
+            }
             self.hooks
                 .after_model(&mut self.hook_context(&thread_id, &mut thread.state), &reply)
                 .await?;
@@ -427,22 +464,28 @@ impl Agent {
     }
 
     /// One model call; providers hear about it whether it worked or not.
-    async fn call_model(&self, request: &ModelRequest, run: &RunInfo) -> Result<Message> {
+    async fn call_model(&self, request: &ModelRequest, run: &RunInfo) -> Result<ModelReply> {
         let span = tracing::info_span!(
             "model",
             model = self.model.name(),
             tokens = request.meta.tokens,
             elapsed_us = tracing::field::Empty,
             tool_calls = tracing::field::Empty,
+            cache_read_tokens = tracing::field::Empty,
+            cache_write_tokens = tracing::field::Empty,
         );
         let start = std::time::Instant::now();
         let result = self.model.complete(request).instrument(span.clone()).await;
         span.record("elapsed_us", start.elapsed().as_micros() as u64);
         match &result {
             Ok(reply) => {
-                span.record("tool_calls", reply.tool_calls.len());
+                span.record("tool_calls", reply.message.tool_calls.len());
+                if let Some(usage) = &reply.usage {
+                    span.record("cache_read_tokens", usage.cache_read_tokens);
+                    span.record("cache_write_tokens", usage.cache_write_tokens);
+                }
                 self.providers
-                    .invoked(&request.messages, Ok(std::slice::from_ref(reply)), run)
+                    .invoked(&request.messages, Ok(std::slice::from_ref(&reply.message)), run)
                     .await?;
             }
             Err(e) => {

@@ -75,9 +75,13 @@ pub(crate) fn assemble(
         .collect();
     let definitions = tools.definitions();
     let catalog = catalog_section(&ctx.catalog);
-    let (messages, sent) = match assembly {
+    let (messages, sent, stable_prefix) = match assembly {
         Assembly::PerRequest => per_request(ctx, &stable, catalog.as_ref(), &volatile, thread),
-        Assembly::Lazy => lazy(ctx, &stable, &volatile, &definitions, thread),
+        // The stable part lives in the history, where a breakpoint on the last message covers it.
+        Assembly::Lazy => {
+            let (messages, sent) = lazy(ctx, &stable, &volatile, &definitions, thread);
+            (messages, sent, 0)
+        }
     };
     let attributed = stable
         .iter()
@@ -88,6 +92,7 @@ pub(crate) fn assemble(
         messages,
         tools: definitions,
         reply_schema: None,
+        stable_prefix,
         meta: RequestMeta {
             sections: attributed.cloned().collect(),
             tokens: 0,
@@ -99,14 +104,16 @@ pub(crate) fn assemble(
 }
 
 /// One system message with every section (stable ones first), then the providers' messages
-/// and the conversation. Returns the messages and the sections sent.
+/// and the conversation. Returns the messages, the sections sent and the length of the system
+/// text's stable prefix (the stable sections and the catalog).
 fn per_request<'a>(
     ctx: &Context,
     stable: &[&'a Section],
     catalog: Option<&'a Section>,
     volatile: &[&'a Section],
     thread: &Thread,
-) -> (Vec<Message>, Vec<&'a Section>) {
+) -> (Vec<Message>, Vec<&'a Section>, usize) {
+    let constant = stable.len() + usize::from(catalog.is_some());
     let sent: Vec<&Section> = stable
         .iter()
         .copied()
@@ -114,12 +121,14 @@ fn per_request<'a>(
         .chain(volatile.iter().copied())
         .collect();
     let mut messages = Vec::with_capacity(thread.history().len() + ctx.messages.len() + 1);
+    let mut stable_prefix = 0;
     if let Some(system) = join_sections(sent.iter().copied()) {
+        stable_prefix = join_sections(sent[..constant].iter().copied()).map_or(0, |s| s.len());
         messages.push(Message::system(system));
     }
     messages.extend(ctx.messages.iter().cloned());
     messages.extend(thread.history().iter().cloned());
-    (messages, sent)
+    (messages, sent, stable_prefix)
 }
 
 /// The stable part goes into the thread's history when it is new or changed (in full, or as

@@ -90,6 +90,26 @@ impl Thread {
         self.history.drain(..cut).collect()
     }
 
+    /// Answer every tool call of the last assistant message that has no result yet with
+    /// `output`, so a run that stopped between a call and its result leaves a conversation
+    /// the next request can still send (APIs refuse a call without its result).
+    pub(crate) fn answer_open_calls(&mut self, output: &str) {
+        let Some(at) = self.history.iter().rposition(|m| m.role == Role::Assistant) else {
+            return;
+        };
+        let answered: Vec<String> = self.history[at + 1..]
+            .iter()
+            .filter_map(|m| m.tool_call_id.clone())
+            .collect();
+        let open: Vec<Message> = self.history[at]
+            .tool_calls
+            .iter()
+            .filter(|call| !answered.contains(&call.id))
+            .map(|call| Message::tool_result(&call.id, output))
+            .collect();
+        self.history.extend(open);
+    }
+
     /// Forget the conversation (history and `temp:`/`session:` state), keeping the id and
     /// `project:` state. The next request carries the full context again.
     pub fn reset(&mut self) {
@@ -127,6 +147,33 @@ mod tests {
         assert_eq!(t.history().len(), 4);
         assert_eq!(t.compact(0).len(), 4);
         assert!(t.history().is_empty());
+    }
+
+    #[test]
+    fn open_calls_get_a_result_and_answered_ones_keep_theirs() {
+        let mut t = Thread::new();
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            kind: "function".into(),
+            function: crate::message::FunctionCall {
+                name: "f".into(),
+                arguments: "{}".into(),
+            },
+        };
+        t.history_mut().push(Message::user("go"));
+        t.history_mut().push(Message {
+            tool_calls: vec![call("a"), call("b")],
+            ..Message::assistant("")
+        });
+        t.history_mut().push(Message::tool_result("a", "done"));
+        t.answer_open_calls("error: not run");
+        let results: Vec<(&str, &str)> = t.history()[2..]
+            .iter()
+            .map(|m| (m.tool_call_id.as_deref().unwrap(), m.content.as_str()))
+            .collect();
+        assert_eq!(results, [("a", "done"), ("b", "error: not run")]);
+        t.answer_open_calls("again");
+        assert_eq!(t.history().len(), 4, "nothing left open, nothing added");
     }
 
     #[test]

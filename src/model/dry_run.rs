@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 
-use super::{ChatModel, ModelRequest};
+use super::{ChatModel, ModelReply, ModelRequest};
 use crate::context::SectionKind;
 use crate::error::Result;
 use crate::message::Message;
@@ -18,8 +18,8 @@ impl ChatModel for DryRunModel {
         "dry-run"
     }
 
-    async fn complete(&self, request: &ModelRequest) -> Result<Message> {
-        Ok(Message::assistant(summarize(request)))
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply> {
+        Ok(Message::assistant(summarize(request)).into())
     }
 }
 

@@ -3,7 +3,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{ChatModel, ModelRequest};
+use super::{ChatModel, ModelReply, ModelRequest};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -47,11 +47,11 @@ impl ChatModel for ScriptedModel {
         "scripted"
     }
 
-    async fn complete(&self, request: &ModelRequest) -> Result<Message> {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply> {
         self.requests.lock().unwrap().push(request.clone());
         let model = || self.name().to_string();
         match self.replies.lock().unwrap().pop_front() {
-            Some(Ok(reply)) => Ok(reply),
+            Some(Ok(reply)) => Ok(reply.into()),
             Some(Err(message)) => Err(Error::Model {
                 model: model(),
                 message,

@@ -4,8 +4,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ctxkit::{
-    Agent, Assembly, BoxError, CatalogEntry, Context, ContextProvider, Error, Hook, HookContext, Message,
-    ModelRequest, Result, Role, RunInfo, ScriptedModel, Section, SectionKind, Thread, Tool, ToolCall,
+    Agent, Assembly, BoxError, CatalogEntry, ChatModel, Context, ContextProvider, Error, Hook, HookContext,
+    Limits, Message, ModelReply, ModelRequest, Result, Role, RunInfo, ScriptedModel, Section, SectionKind,
+    Thread, Tool, ToolCall, Usage,
 };
 use serde_json::{json, Value};
 
@@ -276,6 +277,100 @@ async fn the_tool_loop_is_bounded() {
     assert_eq!(model.requests().len(), 3);
 }
 
+/// A tool that takes a second.
+struct Slow;
+#[async_trait]
+impl Tool for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+    fn description(&self) -> &str {
+        "Take a second"
+    }
+    async fn call(&self, _: Value) -> Result<String> {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        Ok("done".into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_run_budget_covers_every_round_and_leaves_no_call_unanswered() {
+    let model = Arc::new(ScriptedModel::new((0..5).map(|i| call(&format!("c{i}"), "slow"))));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tool(Slow)
+        .limits(Limits {
+            run_timeout: Some(std::time::Duration::from_millis(2_500)),
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+
+    // Each call fits the budget alone; the third tool call is still running when it ends.
+    let err = agent.run(&mut thread, "go").await.unwrap_err();
+
+    match err {
+        Error::RunTimeBudget {
+            model_calls,
+            tool_calls,
+            ..
+        } => assert_eq!((model_calls, tool_calls), (3, 2)),
+        other => panic!("expected the run budget to end the run, got {other:?}"),
+    }
+    // The call that was cut off has a result, so the thread can still be sent.
+    let last = thread.history().last().unwrap();
+    assert_eq!(last.tool_call_id.as_deref(), Some("c2"));
+    assert!(last.content.starts_with("error: not run"), "{}", last.content);
+    model.push(Message::assistant("ok"));
+    assert_eq!(agent.run(&mut thread, "again").await.unwrap().reply.content, "ok");
+}
+
+/// Answers a tool call, then text, each time reporting usage as a server with a prompt cache.
+struct Metered(Mutex<usize>);
+#[async_trait]
+impl ChatModel for Metered {
+    fn name(&self) -> &str {
+        "metered"
+    }
+    async fn complete(&self, _: &ModelRequest) -> Result<ModelReply> {
+        let mut n = self.0.lock().unwrap();
+        *n += 1;
+        let message = if *n == 1 { call("c1", "clock") } else { Message::assistant("noon") };
+        Ok(ModelReply {
+            message,
+            usage: Some(Usage {
+                input_tokens: 10,
+                cache_read_tokens: 100 * (*n as u64 - 1),
+                cache_write_tokens: 100,
+                output_tokens: 5,
+            }),
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_report_adds_up_the_usage_of_every_model_call() {
+    let agent = Agent::builder()
+        .model(Arc::new(Metered(Mutex::new(0))))
+        .tool(Clock)
+        .build()
+        .unwrap();
+    let out = agent.run(&mut Thread::new(), "time?").await.unwrap();
+    assert_eq!(out.report.model_calls, 2);
+    assert_eq!(
+        out.report.usage,
+        Some(Usage {
+            input_tokens: 20,
+            cache_read_tokens: 100,
+            cache_write_tokens: 200,
+            output_tokens: 10
+        })
+    );
+    let dry = Agent::builder().build().unwrap();
+    assert_eq!(dry.run(&mut Thread::new(), "x").await.unwrap().report.usage, None);
+}
+
 #[tokio::test]
 async fn unknown_tools_are_reported_back_to_the_model() {
     let model = Arc::new(ScriptedModel::new([
@@ -408,6 +503,10 @@ async fn per_request_assembly_keeps_a_stable_prefix_and_reports() {
     assert_eq!(reqs[0].messages[0].content, format!("{prefix}Matched for: hello"));
     assert_eq!(reqs[1].messages[0].content, format!("{prefix}Matched for: again"));
     assert_eq!(reqs[1].messages.len(), 4, "system + history of three");
+    // The part a prompt cache can keep: everything before the per-message section.
+    let stable = prefix.trim_end();
+    assert!(reqs.iter().all(|r| r.stable_prefix == stable.len()));
+    assert!(reqs.iter().all(|r| r.messages[0].content.starts_with(stable)));
     assert_eq!(out.report.injected[&SectionKind::SKILLS], ["greet"]);
     assert_eq!(out.report.providers[0].name, "skills");
     let t = &out.report.tokens;

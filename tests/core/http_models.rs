@@ -6,8 +6,8 @@ use crate::support;
 
 use std::time::Duration;
 
-use ctxkit::http::{model_from_spec, OllamaModel, OpenAiModel, RetryPolicy, DEFAULT_MAX_RESPONSE_BYTES};
-use ctxkit::{ChatModel, Error, Message, ModelRequest, ToolCall, ToolDefinition};
+use ctxkit::http::{model_from_spec, AnthropicModel, ModelOptions, OllamaModel, OpenAiModel, RetryPolicy, DEFAULT_MAX_RESPONSE_BYTES};
+use ctxkit::{ChatModel, Error, Message, ModelRequest, ToolCall, ToolDefinition, Usage};
 use serde_json::{json, Value};
 use support::capture::capture;
 use support::{ok, serve, status, Reply, Server};
@@ -94,7 +94,7 @@ async fn openai_sends_the_exact_request_with_the_key() {
     std::env::set_var("CTXKIT_TEST_KEY_OPENAI_EXACT", "sk-test-123");
     let model = openai(&server).api_key_env("CTXKIT_TEST_KEY_OPENAI_EXACT");
 
-    let reply = model.complete(&tool_round_request()).await.unwrap();
+    let reply = model.complete(&tool_round_request()).await.unwrap().message;
 
     assert_eq!(reply, Message::assistant("Rebase with -i."));
     let requests = server.requests();
@@ -155,7 +155,7 @@ async fn openai_parses_tool_calls() {
     }))])
     .await;
 
-    let reply = openai(&server).complete(&tool_round_request()).await.unwrap();
+    let reply = openai(&server).complete(&tool_round_request()).await.unwrap().message;
 
     assert_eq!(
         reply,
@@ -177,7 +177,7 @@ async fn ollama_sends_tool_calls_as_objects_and_results_with_tool_name() {
     .await;
     let model = OllamaModel::new("llama-test").base_url(&server.url);
 
-    let reply = model.complete(&tool_round_request()).await.unwrap();
+    let reply = model.complete(&tool_round_request()).await.unwrap().message;
 
     assert_eq!(reply, Message::assistant("Rebase with -i."));
     let r = &server.requests()[0];
@@ -218,7 +218,7 @@ async fn ollama_reads_object_arguments_and_numbers_the_calls() {
     .await;
     let model = OllamaModel::new("llama-test").base_url(&server.url);
 
-    let reply = model.complete(&hello_request()).await.unwrap();
+    let reply = model.complete(&hello_request()).await.unwrap().message;
 
     assert_eq!(reply.content, "");
     let calls: Vec<(&str, &str, Value)> = reply
@@ -260,6 +260,142 @@ async fn ollama_surfaces_its_error_string() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Anthropic.
+
+/// The server-sent events of a streamed reply: `text`, then each `(id, name, input)` tool
+/// call with its input in two pieces, then the usage figures.
+fn anthropic_stream(text: &str, calls: &[(&str, &str, Value)], usage: Value) -> Reply {
+    let mut events = vec![json!({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": usage}})];
+    events.push(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
+    events.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}));
+    events.push(json!({"type": "content_block_stop", "index": 0}));
+    for (i, (id, name, input)) in calls.iter().enumerate() {
+        let json = input.to_string();
+        let (a, b) = json.split_at(json.len() / 2);
+        events.push(json!({"type": "content_block_start", "index": i + 1,
+            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}));
+        for part in [a, b] {
+            events.push(json!({"type": "content_block_delta", "index": i + 1,
+                "delta": {"type": "input_json_delta", "partial_json": part}}));
+        }
+        events.push(json!({"type": "content_block_stop", "index": i + 1}));
+    }
+    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 9}}));
+    events.push(json!({"type": "message_stop"}));
+    let body: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    Reply::Http {
+        status: 200,
+        headers: vec![("X-Stream", "sse".into())],
+        body,
+    }
+}
+
+fn anthropic(server: &Server) -> AnthropicModel {
+    AnthropicModel::new("claude-test")
+        .base_url(&server.url)
+        .without_api_key()
+        .base_delay(Duration::from_millis(1))
+}
+
+#[tokio::test]
+async fn anthropic_sends_its_headers_a_top_level_system_and_blocks_paired_by_id() {
+    let server = serve(vec![anthropic_stream(
+        "Let me read it.",
+        &[("toolu_2", "read_skill", json!({"name": "git"}))],
+        json!({"input_tokens": 30, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 1500, "output_tokens": 1}),
+    )])
+    .await;
+    std::env::set_var("CTXKIT_TEST_KEY_ANTHROPIC_EXACT", "sk-ant-test-1");
+    let model = anthropic(&server).api_key_env("CTXKIT_TEST_KEY_ANTHROPIC_EXACT");
+    let request = ModelRequest {
+        stable_prefix: "be".len(),
+        ..tool_round_request()
+    };
+
+    let reply = model.complete(&request).await.unwrap();
+
+    assert_eq!(
+        reply.message,
+        Message {
+            tool_calls: vec![ToolCall::new("toolu_2", "read_skill", &json!({"name": "git"}))],
+            ..Message::assistant("Let me read it.")
+        }
+    );
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            input_tokens: 30,
+            cache_read_tokens: 1500,
+            cache_write_tokens: 0,
+            output_tokens: 9
+        })
+    );
+    let r = &server.requests()[0];
+    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/messages"));
+    assert_eq!(r.header("x-api-key"), Some("sk-ant-test-1"));
+    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(r.header("authorization"), None);
+    let cached = json!({"type": "ephemeral"});
+    assert_eq!(
+        r.body,
+        json!({
+            "model": "claude-test",
+            "max_tokens": r.body["max_tokens"],
+            "system": [
+                {"type": "text", "text": "be", "cache_control": cached},
+                {"type": "text", "text": " brief"}
+            ],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "how do I rebase?"}]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "call_9", "name": "read_skill", "input": {"name": "git"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_9", "content": "# Git\nUse rebase -i.", "cache_control": cached}
+                ]}
+            ],
+            "tools": [{
+                "name": "read_skill",
+                "description": "Read one skill",
+                "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+            }],
+            "stream": true
+        })
+    );
+}
+
+#[tokio::test]
+async fn anthropic_retries_an_overload_and_never_shows_the_key() {
+    let server = serve(vec![
+        Reply::Http {
+            status: 529,
+            headers: vec![("Retry-After", "0".into())],
+            body: r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#.into(),
+        },
+        status(
+            401,
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-ant-secret-5"}}"#,
+        ),
+    ])
+    .await;
+    std::env::set_var("CTXKIT_TEST_KEY_ANTHROPIC_REDACT", "sk-ant-secret-5");
+    let model = anthropic(&server).api_key_env("CTXKIT_TEST_KEY_ANTHROPIC_REDACT");
+
+    let err = model.complete(&hello_request()).await.unwrap_err();
+
+    assert_eq!(server.requests().len(), 2, "the 529 is retried");
+    let shown = format!("{err} {err:?} {model:?}");
+    assert!(!shown.contains("sk-ant-secret-5"), "{shown}");
+    assert!(shown.contains("invalid x-api-key [redacted]"), "{shown}");
+    assert!(shown.starts_with("model `anthropic:claude-test` failed: "), "{shown}");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Retries.
 
 #[tokio::test]
@@ -278,7 +414,7 @@ async fn retries_503_then_succeeds_with_the_same_request() {
         .await
         .unwrap();
 
-    assert_eq!(reply.content, "done");
+    assert_eq!(reply.message.content, "done");
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
     assert!(requests.iter().all(|r| r.body == requests[0].body));
@@ -307,7 +443,7 @@ async fn honours_retry_after_on_429() {
         .expect("Retry-After: 0 was not honoured")
         .unwrap();
 
-    assert_eq!(reply.content, "done");
+    assert_eq!(reply.message.content, "done");
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -339,7 +475,7 @@ async fn gives_up_after_max_retries_with_the_last_status() {
 async fn retries_a_connection_closed_before_the_reply() {
     let server = serve(vec![Reply::Close, openai_reply(json!({"content": "done"}))]).await;
 
-    let reply = openai(&server).complete(&hello_request()).await.unwrap();
+    let reply = openai(&server).complete(&hello_request()).await.unwrap().message;
 
     assert_eq!(reply.content, "done");
     assert_eq!(server.requests().len(), 2);
@@ -469,17 +605,17 @@ async fn a_silent_server_times_out_without_retries() {
 
 #[tokio::test]
 async fn factory_builds_each_backend_with_the_base_url() {
-    assert_eq!(model_from_spec("dry-run", None).unwrap().name(), "dry-run");
+    assert_eq!(model_from_spec("dry-run", &ModelOptions::default()).unwrap().name(), "dry-run");
     assert_eq!(
-        model_from_spec("openai:gpt-4o-mini", None).unwrap().name(),
+        model_from_spec("openai:gpt-4o-mini", &ModelOptions::default()).unwrap().name(),
         "openai:gpt-4o-mini"
     );
 
     let server = serve(vec![ollama_reply(json!({"role": "assistant", "content": "hi"}))]).await;
-    let model = model_from_spec("ollama:llama3.2", Some(&format!("{}/", server.url))).unwrap();
+    let model = model_from_spec("ollama:llama3.2", &ModelOptions::default().base_url(format!("{}/", server.url))).unwrap();
     assert_eq!(model.name(), "ollama:llama3.2");
     assert_eq!(
-        model.complete(&hello_request()).await.unwrap(),
+        model.complete(&hello_request()).await.unwrap().message,
         Message::assistant("hi")
     );
     assert_eq!(
@@ -490,15 +626,18 @@ async fn factory_builds_each_backend_with_the_base_url() {
 
 #[test]
 fn factory_rejects_bad_specs_with_the_accepted_forms() {
-    let err = |spec: &str, url: Option<&str>| model_from_spec(spec, url).err().unwrap().to_string();
+    let err = |spec: &str, url: Option<&str>| {
+        let options = url.map_or_else(ModelOptions::default, |url| ModelOptions::default().base_url(url));
+        model_from_spec(spec, &options).err().unwrap().to_string()
+    };
 
     assert_eq!(
         err("claude:opus", None),
-        "unknown model `claude:opus`; expected `dry-run`, `openai:MODEL` or `ollama:MODEL`"
+        "unknown model `claude:opus`; expected `dry-run`, `openai:MODEL`, `anthropic:MODEL` or `ollama:MODEL`"
     );
     assert_eq!(
         err("gpt-4o", None),
-        "unknown model `gpt-4o`; expected `dry-run`, `openai:MODEL` or `ollama:MODEL`"
+        "unknown model `gpt-4o`; expected `dry-run`, `openai:MODEL`, `anthropic:MODEL` or `ollama:MODEL`"
     );
     assert!(err("openai:", None).contains("names no model"));
     assert!(err("ollama:llama3.2", Some("localhost:11434")).contains("expected http or https"));
@@ -590,7 +729,7 @@ async fn the_size_limit_counts_the_whole_reply() {
     let server = serve(vec![openai_reply(small), openai_reply(big)]).await;
     let model = openai(&server).max_response_bytes(4_096);
 
-    assert_eq!(model.complete(&hello_request()).await.unwrap().content, "short");
+    assert_eq!(model.complete(&hello_request()).await.unwrap().message.content, "short");
     let err = model.complete(&hello_request()).await.unwrap_err();
 
     assert!(
@@ -797,7 +936,7 @@ async fn a_refused_connection_does_not_show_credentials() {
 #[test]
 fn the_factory_masks_credentials_in_base_url_errors() {
     let err = |url: &str| {
-        model_from_spec("openai:gpt-test", Some(url))
+        model_from_spec("openai:gpt-test", &ModelOptions::default().base_url(url))
             .err()
             .unwrap()
             .to_string()

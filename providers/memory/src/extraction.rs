@@ -465,7 +465,7 @@ impl MemoryExtractor {
             other => other,
         }
         .map_err(MemoryError::ExtractionModel)?;
-        parse_extraction(&reply.content)
+        parse_extraction(&reply.message.content)
     }
 
     /// Extract from a session and upsert what is new into `project`.

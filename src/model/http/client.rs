@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -14,8 +14,7 @@ use super::endpoint::Endpoint;
 use super::failure::{excerpt, redact, Failure};
 use super::retry::{parse_retry_after, RetryPolicy};
 use crate::error::{Error, Result};
-use crate::message::Message;
-use crate::model::{ChatModel, ModelRequest};
+use crate::model::{ChatModel, ModelReply, ModelRequest};
 
 /// Default for [`HttpModel::timeout`]: generous, because a large local model can take minutes
 /// to answer a long request.
@@ -38,7 +37,8 @@ pub(super) mod sealed {
 }
 
 /// The wire format of one chat API: where to post, how to encode a request and how to read
-/// the reply. Implemented by [`OpenAi`](super::OpenAi) and [`Ollama`](super::Ollama).
+/// the reply. Implemented by [`OpenAi`](super::OpenAi), [`Ollama`](super::Ollama) and
+/// [`Anthropic`](super::Anthropic).
 pub trait Protocol: sealed::Sealed + Send + Sync + 'static {
     /// Backend part of [`ChatModel::name`], e.g. `openai`.
     const PREFIX: &'static str;
@@ -50,12 +50,18 @@ pub trait Protocol: sealed::Sealed + Send + Sync + 'static {
     const PATH: &'static str;
     /// What a valid reply looks like, for the error when it is not.
     const EXPECTED: &'static str;
+    /// The header carrying the API key, and whether its value is `Bearer KEY` rather than the
+    /// key alone.
+    const KEY_HEADER: (HeaderName, bool) = (AUTHORIZATION, true);
+    /// Headers every request carries besides the key, e.g. an API version.
+    const HEADERS: &'static [(&'static str, &'static str)] = &[];
 
     /// The request body.
     fn encode<'a>(model: &'a str, request: &'a ModelRequest) -> impl Serialize + 'a;
 
-    /// The assistant message of a successful reply, or why the body is not one.
-    fn decode(body: &str) -> std::result::Result<Message, String>;
+    /// The assistant message of a successful reply to `request` and its usage, or why the
+    /// body is not one.
+    fn decode(request: &ModelRequest, body: &str) -> std::result::Result<ModelReply, String>;
 }
 
 /// A chat model behind an HTTP API, configured builder-style. Use it through the
@@ -245,7 +251,8 @@ impl<P: Protocol> HttpModel<P> {
     }
 
     fn authorization(&self, key: &str) -> std::result::Result<HeaderValue, String> {
-        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+        let text = if P::KEY_HEADER.1 { format!("Bearer {key}") } else { key.to_string() };
+        let mut value = HeaderValue::from_str(&text).map_err(|_| {
             let var = self.api_key_env.as_deref().unwrap_or_default();
             format!("the API key in environment variable `{var}` contains characters not allowed in an HTTP header")
         })?;
@@ -277,8 +284,11 @@ impl<P: Protocol> HttpModel<P> {
                 .timeout(timeout)
                 .header(CONTENT_TYPE, "application/json")
                 .body(body.clone());
+            for (name, value) in P::HEADERS {
+                request = request.header(*name, *value);
+            }
             if let Some(auth) = &auth {
-                request = request.header(AUTHORIZATION, auth.clone());
+                request = request.header(P::KEY_HEADER.0, auth.clone());
             }
             // reqwest's timeout covers the body too; the outer one also covers what it does
             // not (resolving the host), so the budget holds whatever stalls.
@@ -394,14 +404,14 @@ impl<P: Protocol> ChatModel for HttpModel<P> {
         &self.name
     }
 
-    async fn complete(&self, request: &ModelRequest) -> Result<Message> {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply> {
         let key = self.api_key();
         let result = async {
             // Encoded once, resent as-is by every retry.
             let body = serde_json::to_vec(&P::encode(&self.model, request))
                 .map_err(|e| format!("could not encode the request as JSON ({e})"))?;
             let text = self.post(body, key.as_deref()).await?;
-            P::decode(&text).map_err(|why| {
+            P::decode(request, &text).map_err(|why| {
                 CallError::from(format!(
                     "{} answered with a body that is not {} ({why}); the body starts with `{}`",
                     self.endpoint.shown(),

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::client::{sealed, HttpModel, Protocol};
-use super::wire::{tool_specs, WireMessage};
+use super::wire::{arguments_object, tool_specs, WireMessage};
 use crate::message::{Message, Role};
-use crate::model::ModelRequest;
+use crate::model::{ModelReply, ModelRequest, Usage};
 
 /// `POST {base_url}/api/chat` with `{"model", "messages", "tools"?, "format"?, "stream": false}`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,6 +64,11 @@ struct Reply {
     message: Option<WireMessage>,
     #[serde(default)]
     error: Option<String>,
+    /// Tokens of the prompt that were evaluated (Ollama reuses a cached prefix silently).
+    #[serde(default)]
+    prompt_eval_count: Option<u64>,
+    #[serde(default)]
+    eval_count: Option<u64>,
 }
 
 impl sealed::Sealed for Ollama {}
@@ -85,10 +90,18 @@ impl Protocol for Ollama {
         }
     }
 
-    fn decode(body: &str) -> Result<Message, String> {
+    fn decode(_: &ModelRequest, body: &str) -> Result<ModelReply, String> {
         let reply: Reply = serde_json::from_str(body).map_err(|e| e.to_string())?;
+        let usage = (reply.prompt_eval_count.is_some() || reply.eval_count.is_some()).then(|| Usage {
+            input_tokens: reply.prompt_eval_count.unwrap_or(0),
+            output_tokens: reply.eval_count.unwrap_or(0),
+            ..Usage::default()
+        });
         match (reply.message, reply.error) {
-            (Some(message), _) => Ok(message.into_message()),
+            (Some(message), _) => Ok(ModelReply {
+                message: message.into_message(),
+                usage,
+            }),
             (None, Some(error)) => Err(format!("the server reported `{error}`")),
             (None, None) => Err("missing field `message`".into()),
         }
@@ -132,24 +145,6 @@ fn messages(history: &[Message]) -> Vec<OllamaMessage<'_>> {
         .collect()
 }
 
-/// Ollama accepts only an object here. Arguments that are not one (the model wrote bad JSON)
-/// are sent as `{}`: the tool result that follows already tells the model what went wrong,
-/// and rejecting the history would make every later request of the thread fail.
-fn arguments_object(text: &str) -> Value {
-    match serde_json::from_str::<Value>(text) {
-        Ok(value @ Value::Object(_)) => value,
-        _ => {
-            if !text.trim().is_empty() {
-                tracing::debug!(
-                    arguments = text,
-                    "tool-call arguments are not a JSON object; sending {{}}"
-                );
-            }
-            Value::Object(Default::default())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,14 +159,6 @@ mod tests {
         request.reply_schema = Some(json!({"type": "object"}));
         let body = serde_json::to_value(Ollama::encode("m", &request)).unwrap();
         assert_eq!(body["format"], json!({"type": "object"}));
-    }
-
-    #[test]
-    fn arguments_are_objects_even_when_malformed() {
-        assert_eq!(arguments_object(r#"{"a":1}"#), json!({"a": 1}));
-        assert_eq!(arguments_object(""), json!({}));
-        assert_eq!(arguments_object("[1]"), json!({}));
-        assert_eq!(arguments_object("{oops"), json!({}));
     }
 
     #[test]
@@ -191,7 +178,7 @@ mod tests {
 
     #[test]
     fn error_replies_are_explained() {
-        let err = Ollama::decode(r#"{"error":"model 'x' not found"}"#).unwrap_err();
+        let err = Ollama::decode(&ModelRequest::default(), r#"{"error":"model 'x' not found"}"#).unwrap_err();
         assert!(err.contains("model 'x' not found"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::client::{sealed, HttpModel, Protocol};
 use super::wire::{tool_specs, WireMessage};
 use crate::message::Message;
-use crate::model::ModelRequest;
+use crate::model::{ModelReply, ModelRequest, Usage};
 
 /// `POST {base_url}/chat/completions` with `{"model", "messages", "tools"?, "response_format"?}`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -35,6 +35,37 @@ struct Body<'a> {
 #[derive(Deserialize)]
 struct Completion {
     choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<CompletionUsage>,
+}
+
+/// `prompt_tokens` includes the cached ones, which OpenAI reports apart.
+#[derive(Deserialize)]
+struct CompletionUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+impl From<CompletionUsage> for Usage {
+    fn from(u: CompletionUsage) -> Self {
+        let cached = u.prompt_tokens_details.map_or(0, |d| d.cached_tokens);
+        Usage {
+            input_tokens: u.prompt_tokens.saturating_sub(cached),
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+            output_tokens: u.completion_tokens,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -62,14 +93,17 @@ impl Protocol for OpenAi {
         }
     }
 
-    fn decode(body: &str) -> Result<Message, String> {
+    fn decode(_: &ModelRequest, body: &str) -> Result<ModelReply, String> {
         let completion: Completion = serde_json::from_str(body).map_err(|e| e.to_string())?;
         let choice = completion
             .choices
             .into_iter()
             .next()
             .ok_or("`choices` is empty")?;
-        Ok(choice.message.into_message())
+        Ok(ModelReply {
+            message: choice.message.into_message(),
+            usage: completion.usage.map(Usage::from),
+        })
     }
 }
 
@@ -89,5 +123,23 @@ mod tests {
             body["response_format"],
             json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": {"type": "object"}}})
         );
+    }
+
+    #[test]
+    fn usage_counts_cached_prompt_tokens_apart() {
+        let body = r#"{"choices":[{"message":{"content":"hi"}}],
+            "usage":{"prompt_tokens":1200,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":1024}}}"#;
+        let reply = OpenAi::decode(&ModelRequest::default(), body).unwrap();
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                input_tokens: 176,
+                cache_read_tokens: 1024,
+                cache_write_tokens: 0,
+                output_tokens: 7
+            })
+        );
+        let bare = OpenAi::decode(&ModelRequest::default(), r#"{"choices":[{"message":{"content":"hi"}}]}"#);
+        assert_eq!(bare.unwrap().usage, None);
     }
 }

@@ -1,5 +1,5 @@
-//! JSON pieces both protocols share: the tool list they send and the assistant message they
-//! answer with.
+//! JSON pieces the protocols share: the tool list OpenAI and Ollama send, the assistant
+//! message they answer with, and tool-call arguments as the object Ollama and Anthropic want.
 //!
 //! OpenAI sends tool-call arguments as JSON *text* with an id; Ollama sends a JSON *object*
 //! without one. Reading both through one lenient shape means an OpenAI-compatible server that
@@ -70,6 +70,24 @@ impl WireMessage {
     }
 }
 
+/// Ollama accepts only an object here. Arguments that are not one (the model wrote bad JSON)
+/// are sent as `{}`: the tool result that follows already tells the model what went wrong,
+/// and rejecting the history would make every later request of the thread fail.
+pub(super) fn arguments_object(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => {
+            if !text.trim().is_empty() {
+                tracing::debug!(
+                    arguments = text,
+                    "tool-call arguments are not a JSON object; sending {{}}"
+                );
+            }
+            Value::Object(Default::default())
+        }
+    }
+}
+
 fn arguments_text(arguments: Value) -> String {
     match arguments {
         Value::String(text) => text,
@@ -114,6 +132,15 @@ mod tests {
                 ("call_2", "h", "{}")
             ]
         );
+    }
+
+    #[test]
+    fn arguments_are_objects_even_when_malformed() {
+        use serde_json::json;
+        assert_eq!(arguments_object(r#"{"a":1}"#), json!({"a": 1}));
+        assert_eq!(arguments_object(""), json!({}));
+        assert_eq!(arguments_object("[1]"), json!({}));
+        assert_eq!(arguments_object("{oops"), json!({}));
     }
 
     #[test]
