@@ -75,7 +75,9 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
     let agents = Mode::ALL
         .iter()
         .map(|&mode| -> Result<Agent, CliError> {
-            Ok(request.agent(&loaded, mode, Arc::new(DryRunModel), &counter, Vec::new())?.build()?)
+            Ok(request
+                .agent(&loaded, mode, Arc::new(DryRunModel), &counter, Vec::new())?
+                .build()?)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = std::io::stdout().lock();

@@ -93,16 +93,18 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     }
     let counter = token_counter();
     let servers = mount_servers(&args, &loaded.config).await?;
-    let agent = args.request.agent(
-        &loaded,
-        args.request.mode(&loaded.config),
-        model,
-        &counter,
-        servers,
-    )?
-    .report_baseline()
-    .limits(args.model.limits())
-    .build()?;
+    let agent = args
+        .request
+        .agent(
+            &loaded,
+            args.request.mode(&loaded.config),
+            model,
+            &counter,
+            servers,
+        )?
+        .report_baseline()
+        .limits(args.model.limits())
+        .build()?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,

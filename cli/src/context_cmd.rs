@@ -26,15 +26,17 @@ pub(crate) struct ContextArgs {
 pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
     let loaded = args.request.load()?;
     let counter = token_counter();
-    let agent = args.request.agent(
-        &loaded,
-        args.request.mode(&loaded.config),
-        Arc::new(DryRunModel),
-        &counter,
-        Vec::new(),
-    )?
-    .report_baseline()
-    .build()?;
+    let agent = args
+        .request
+        .agent(
+            &loaded,
+            args.request.mode(&loaded.config),
+            Arc::new(DryRunModel),
+            &counter,
+            Vec::new(),
+        )?
+        .report_baseline()
+        .build()?;
     let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
     // Why the skills were chosen, and what auto-detection found in the project: asked of the
     // same decision the agent's provider made, on the same snapshot.

@@ -435,7 +435,10 @@ impl Agent {
                     &mut request,
                 )
                 .await?;
-            let ModelReply { message: reply, usage } = self.call_model(&request, run).await?;
+            let ModelReply {
+                message: reply,
+                usage,
+            } = self.call_model(&request, run).await?;
             report.model_calls += 1;
             if let Some(usage) = usage {
                 *report.usage.get_or_insert_with(Usage::default) += usage;

@@ -74,10 +74,7 @@ pub struct ModelReply {
 impl From<Message> for ModelReply {
     /// A reply without usage figures.
     fn from(message: Message) -> Self {
-        ModelReply {
-            message,
-            usage: None,
-        }
+        ModelReply { message, usage: None }
     }
 }
 

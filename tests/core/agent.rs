@@ -336,7 +336,11 @@ impl ChatModel for Metered {
     async fn complete(&self, _: &ModelRequest) -> Result<ModelReply> {
         let mut n = self.0.lock().unwrap();
         *n += 1;
-        let message = if *n == 1 { call("c1", "clock") } else { Message::assistant("noon") };
+        let message = if *n == 1 {
+            call("c1", "clock")
+        } else {
+            Message::assistant("noon")
+        };
         Ok(ModelReply {
             message,
             usage: Some(Usage {

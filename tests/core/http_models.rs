@@ -6,7 +6,10 @@ use crate::support;
 
 use std::time::Duration;
 
-use ctxkit::http::{model_from_spec, AnthropicModel, ModelOptions, OllamaModel, OpenAiModel, RetryPolicy, DEFAULT_MAX_RESPONSE_BYTES};
+use ctxkit::http::{
+    model_from_spec, AnthropicModel, ModelOptions, OllamaModel, OpenAiModel, RetryPolicy,
+    DEFAULT_MAX_RESPONSE_BYTES,
+};
 use ctxkit::{ChatModel, Error, Message, ModelRequest, ToolCall, ToolDefinition, Usage};
 use serde_json::{json, Value};
 use support::capture::capture;
@@ -155,7 +158,11 @@ async fn openai_parses_tool_calls() {
     }))])
     .await;
 
-    let reply = openai(&server).complete(&tool_round_request()).await.unwrap().message;
+    let reply = openai(&server)
+        .complete(&tool_round_request())
+        .await
+        .unwrap()
+        .message;
 
     assert_eq!(
         reply,
@@ -267,8 +274,12 @@ async fn ollama_surfaces_its_error_string() {
 fn anthropic_stream(text: &str, calls: &[(&str, &str, Value)], usage: Value) -> Reply {
     let mut events = vec![json!({"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": usage}})];
-    events.push(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
-    events.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}));
+    events.push(
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
+    events.push(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+    );
     events.push(json!({"type": "content_block_stop", "index": 0}));
     for (i, (id, name, input)) in calls.iter().enumerate() {
         let json = input.to_string();
@@ -282,7 +293,9 @@ fn anthropic_stream(text: &str, calls: &[(&str, &str, Value)], usage: Value) -> 
         events.push(json!({"type": "content_block_stop", "index": i + 1}));
     }
     let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
-    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 9}}));
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 9}}),
+    );
     events.push(json!({"type": "message_stop"}));
     let body: String = events
         .iter()
@@ -392,7 +405,10 @@ async fn anthropic_retries_an_overload_and_never_shows_the_key() {
     let shown = format!("{err} {err:?} {model:?}");
     assert!(!shown.contains("sk-ant-secret-5"), "{shown}");
     assert!(shown.contains("invalid x-api-key [redacted]"), "{shown}");
-    assert!(shown.starts_with("model `anthropic:claude-test` failed: "), "{shown}");
+    assert!(
+        shown.starts_with("model `anthropic:claude-test` failed: "),
+        "{shown}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -605,14 +621,25 @@ async fn a_silent_server_times_out_without_retries() {
 
 #[tokio::test]
 async fn factory_builds_each_backend_with_the_base_url() {
-    assert_eq!(model_from_spec("dry-run", &ModelOptions::default()).unwrap().name(), "dry-run");
     assert_eq!(
-        model_from_spec("openai:gpt-4o-mini", &ModelOptions::default()).unwrap().name(),
+        model_from_spec("dry-run", &ModelOptions::default())
+            .unwrap()
+            .name(),
+        "dry-run"
+    );
+    assert_eq!(
+        model_from_spec("openai:gpt-4o-mini", &ModelOptions::default())
+            .unwrap()
+            .name(),
         "openai:gpt-4o-mini"
     );
 
     let server = serve(vec![ollama_reply(json!({"role": "assistant", "content": "hi"}))]).await;
-    let model = model_from_spec("ollama:llama3.2", &ModelOptions::default().base_url(format!("{}/", server.url))).unwrap();
+    let model = model_from_spec(
+        "ollama:llama3.2",
+        &ModelOptions::default().base_url(format!("{}/", server.url)),
+    )
+    .unwrap();
     assert_eq!(model.name(), "ollama:llama3.2");
     assert_eq!(
         model.complete(&hello_request()).await.unwrap().message,
@@ -729,7 +756,10 @@ async fn the_size_limit_counts_the_whole_reply() {
     let server = serve(vec![openai_reply(small), openai_reply(big)]).await;
     let model = openai(&server).max_response_bytes(4_096);
 
-    assert_eq!(model.complete(&hello_request()).await.unwrap().message.content, "short");
+    assert_eq!(
+        model.complete(&hello_request()).await.unwrap().message.content,
+        "short"
+    );
     let err = model.complete(&hello_request()).await.unwrap_err();
 
     assert!(

@@ -368,15 +368,34 @@ fn memory_commands_round_trip_and_refuse_secrets() {
 // ---------------------------------------------------------------------------------------------
 // `chat` against a model server: exit status, credentials, invalid UTF-8, session end.
 
-/// A minimal OpenAI-compatible server on 127.0.0.1: request n gets `replies[n]` (the last one
-/// repeats), a `(200, content)` as a chat completion and any other status as an error. Returns
-/// the base URL's address (`127.0.0.1:PORT`) and the request bodies received.
-fn model_server(replies: Vec<(u16, &'static str)>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+/// One request a stand-in model server received.
+#[derive(Debug)]
+struct Exchange {
+    /// Header names lower-cased.
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Exchange {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+type Exchanges = std::sync::Arc<std::sync::Mutex<Vec<Exchange>>>;
+
+/// A model server on 127.0.0.1 whose answer to request n (counted from 0, given its body) is
+/// `answer(n, body)`: a status and a body. Returns its address (`127.0.0.1:PORT`) and the
+/// requests received.
+fn stand_in(answer: impl Fn(usize, &Value) -> (u16, String) + Send + 'static) -> (String, Exchanges) {
     use std::io::{BufRead, BufReader, Read};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = bodies.clone();
+    let exchanges = Exchanges::default();
+    let log = exchanges.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
@@ -384,37 +403,31 @@ fn model_server(replies: Vec<(u16, &'static str)>) -> (String, std::sync::Arc<st
                 .set_read_timeout(Some(std::time::Duration::from_secs(30)))
                 .unwrap();
             let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
+            let mut headers = Vec::new();
             loop {
                 let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                if line == "\r\n" {
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                     break;
                 }
                 if let Some((name, value)) = line.split_once(':') {
-                    if name.eq_ignore_ascii_case("content-length") {
-                        length = value.trim().parse().unwrap_or(0);
-                    }
+                    headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
                 }
             }
+            let length = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .map_or(0, |(_, v)| v.parse().unwrap_or(0));
             let mut body = vec![0; length];
             if reader.read_exact(&mut body).is_err() {
                 continue;
             }
-            let n = {
+            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let (status, reply) = {
                 let mut log = log.lock().unwrap();
-                log.push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                log.len() - 1
+                let reply = answer(log.len(), &body);
+                log.push(Exchange { headers, body });
+                reply
             };
-            let (status, content) = replies[n.min(replies.len() - 1)];
-            let reply = if status == 200 {
-                serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]})
-            } else {
-                serde_json::json!({"error": {"message": content}})
-            }
-            .to_string();
             let _ = write!(
                 stream,
                 "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
@@ -423,7 +436,39 @@ fn model_server(replies: Vec<(u16, &'static str)>) -> (String, std::sync::Arc<st
             );
         }
     });
-    (addr, bodies)
+    (addr, exchanges)
+}
+
+/// An OpenAI-compatible stand-in: request n gets `replies[n]` (the last one repeats), a
+/// `(200, content)` as a chat completion and any other status as an error.
+fn model_server(replies: Vec<(u16, &'static str)>) -> (String, Exchanges) {
+    stand_in(move |n, _| {
+        let (status, content) = replies[n.min(replies.len() - 1)];
+        let reply = if status == 200 {
+            serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]})
+        } else {
+            serde_json::json!({"error": {"message": content}})
+        };
+        (status, reply.to_string())
+    })
+}
+
+/// A reply of the Anthropic Messages API as the stream of events it sends, with the usage a
+/// server with a prompt cache reports.
+fn anthropic_events(content: Vec<Value>, usage: Value) -> String {
+    let mut events = vec![serde_json::json!({"type": "message_start", "message": {
+        "id": "msg", "type": "message", "role": "assistant", "content": [], "usage": usage}})];
+    for (index, block) in content.into_iter().enumerate() {
+        events
+            .push(serde_json::json!({"type": "content_block_start", "index": index, "content_block": block}));
+        events.push(serde_json::json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}}));
+    events.push(serde_json::json!({"type": "message_stop"}));
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -538,6 +583,149 @@ fn a_good_chat_exits_0_when_the_session_end_cannot_read_the_extraction() {
 }
 
 #[test]
+fn a_chat_with_claude_caches_its_stable_prefix_and_pairs_tool_results_by_id() {
+    let skills = skills_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let usage = |write: u64, read: u64| serde_json::json!({"input_tokens": 20, "cache_creation_input_tokens": write, "cache_read_input_tokens": read, "output_tokens": 1});
+    // Claude reads a second skill, then answers; the extraction reply is plain text, which
+    // a stand-in ignoring the forced tool would give.
+    let (addr, exchanges) = stand_in(move |n, _| {
+        let (content, usage) = match n {
+            0 => (
+                vec![
+                    serde_json::json!({"type": "tool_use", "id": "toolu_cli_1", "name": "read_skill", "input": {"name": "git-workflow"}}),
+                ],
+                usage(1800, 0),
+            ),
+            1 => (
+                vec![serde_json::json!({"type": "text", "text": "Bonjour Alice!"})],
+                usage(60, 1800),
+            ),
+            _ => (
+                vec![serde_json::json!({"type": "text", "text": "Nothing worth keeping."})],
+                usage(0, 0),
+            ),
+        };
+        (200, anthropic_events(content, usage))
+    });
+    let mut command = isolated(dir.path());
+    command
+        .env("ANTHROPIC_API_KEY", "sk-ant-cli-secret-1")
+        .current_dir(dir.path())
+        .args([
+            "chat",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--model",
+            "anthropic:claude-test",
+        ])
+        .args(["--base-url", &format!("http://{addr}")]);
+    let o = run_with_stdin(&mut command, b"say bonjour to Alice\n/stats\n");
+
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("Bonjour Alice!\n"), "{out}");
+    assert!(
+        out.contains("model usage over 2 calls: 40 input tokens, 1800 read from the prompt cache, 1860 written to it, 14 output"),
+        "{out}"
+    );
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "only the unreadable extraction: {err}");
+    assert!(err.starts_with("warning: the session ended, but "), "{err}");
+    assert!(!format!("{out}{err}").contains("sk-ant-cli-secret-1"));
+
+    let exchanges = exchanges.lock().unwrap();
+    assert_eq!(exchanges.len(), 3, "a tool round, the answer and the extraction");
+    for e in exchanges.iter() {
+        assert_eq!(e.header("x-api-key"), Some("sk-ant-cli-secret-1"));
+        assert_eq!(e.header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(e.header("authorization"), None);
+        let roles: Vec<&str> = e.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert!(!roles.contains(&"system"), "{roles:?}");
+    }
+    // The matched skill is in the top-level system text, after a cache breakpoint that ends the
+    // part every request repeats; the breakpoint falls at the same text in both requests.
+    let first = &exchanges[0].body;
+    let system = first["system"].as_array().unwrap();
+    assert_eq!(
+        system[0]["cache_control"],
+        serde_json::json!({"type": "ephemeral"})
+    );
+    assert!(system[0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("## Available skills"));
+    assert!(system[1]["text"].as_str().unwrap().contains("## hello-extended"));
+    assert_eq!(exchanges[1].body["system"][0], system[0]);
+    let read_skill = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_skill")
+        .unwrap();
+    assert_eq!(read_skill["input_schema"]["type"], "object");
+    assert!(read_skill["input_schema"]["properties"]["name"].is_object());
+    // The body read goes back under the call's id.
+    let messages = exchanges[1].body["messages"].as_array().unwrap();
+    let result = &messages.last().unwrap()["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "toolu_cli_1");
+    assert!(
+        result["content"].as_str().unwrap().contains("# Git workflow"),
+        "{result}"
+    );
+    // The extraction asks for its reply through a forced tool.
+    assert_eq!(
+        exchanges[2].body["tool_choice"],
+        serde_json::json!({"type": "tool", "name": "reply"})
+    );
+}
+
+#[test]
+fn the_model_bounds_are_set_on_the_command_line() {
+    let skills = skills_dir();
+    // A 5 KB reply, then one that takes three seconds.
+    let (addr, _) = stand_in(|n, _| {
+        if n == 1 {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        }
+        let reply = serde_json::json!({"choices": [{"message": {"content": "x".repeat(5_000)}}]});
+        (200, reply.to_string())
+    });
+    let base = format!("http://{addr}/v1");
+    let o = ctxkit_with_stdin_bytes(
+        &[
+            "chat",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--no-memory",
+            "--model",
+            "openai:m",
+            "--base-url",
+            &base,
+            "--max-response-bytes",
+            "4096",
+            "--model-timeout",
+            "1",
+        ],
+        b"first\nsecond\n",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].contains("larger than the 4 KiB response size limit"),
+        "{err}"
+    );
+    assert!(lines[1].contains("within the 1s request timeout"), "{err}");
+}
+
+#[test]
 fn chat_reads_invalid_utf8_lossily_and_still_ends_the_session() {
     let skills = skills_dir();
     let dir = tempfile::tempdir().unwrap();
@@ -572,12 +760,12 @@ fn chat_reads_invalid_utf8_lossily_and_still_ends_the_session() {
         "two messages, then the session-end extraction: {bodies:?}"
     );
     let last_message = |b: &Value| b["messages"].as_array().unwrap().last().unwrap()["content"].clone();
-    assert_eq!(last_message(&bodies[1]), "\u{FFFD}\u{FFFD} oops");
+    assert_eq!(last_message(&bodies[1].body), "\u{FFFD}\u{FFFD} oops");
     // The session end's memory extraction: one prompt quoting the conversation.
-    let extraction = bodies[2]["messages"].as_array().unwrap();
+    let extraction = bodies[2].body["messages"].as_array().unwrap();
     assert_eq!(extraction.len(), 1, "{extraction:?}");
     assert!(extraction[0]["content"].as_str().unwrap().contains("oops"));
-    assert!(!bodies.iter().any(|b| b.to_string().contains("never sent")));
+    assert!(!bodies.iter().any(|b| b.body.to_string().contains("never sent")));
 }
 
 /// A skills root with one skill whose name, description and body carry terminal escapes, and

@@ -172,7 +172,10 @@ impl Protocol for Anthropic {
             from_events(body)?
         };
         if reply.stop_reason.as_deref() == Some("max_tokens") {
-            tracing::warn!(max_tokens = MAX_TOKENS, "the model's reply was cut at its token limit");
+            tracing::warn!(
+                max_tokens = MAX_TOKENS,
+                "the model's reply was cut at its token limit"
+            );
         }
         let usage = Some(reply.usage.into());
         Ok(ModelReply {
@@ -234,7 +237,10 @@ fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
         }
         match turns.last_mut() {
             Some(last) if last.role == role => last.content.extend(blocks),
-            _ => turns.push(Turn { role, content: blocks }),
+            _ => turns.push(Turn {
+                role,
+                content: blocks,
+            }),
         }
     }
     if let Some(block) = turns.last_mut().and_then(|t| t.content.last_mut()) {
@@ -322,7 +328,11 @@ impl Reply {
                     text = input.to_string();
                 }
                 ReplyBlock::ToolUse { id, name, input } => {
-                    let input = if input.is_null() { Value::Object(Default::default()) } else { input };
+                    let input = if input.is_null() {
+                        Value::Object(Default::default())
+                    } else {
+                        input
+                    };
                     tool_calls.push(ToolCall::new(id, name, &input));
                 }
                 ReplyBlock::Other => {}
@@ -366,14 +376,12 @@ enum Event {
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: String },
     #[serde(other)]
     Other,
 }
@@ -399,14 +407,14 @@ fn from_events(body: &str) -> Result<Reply, String> {
     let mut blocks: Vec<Building> = Vec::new();
     let mut stopped = false;
     for line in body.lines() {
-        let Some(data) = line.strip_prefix("data:") else { continue };
-        let event: Event = serde_json::from_str(data.trim()).map_err(|e| format!("an event is not valid ({e})"))?;
+        let Some(data) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let event: Event =
+            serde_json::from_str(data.trim()).map_err(|e| format!("an event is not valid ({e})"))?;
         match event {
             Event::MessageStart { message } => reply.usage.update(message.usage),
-            Event::ContentBlockStart {
-                index,
-                content_block,
-            } => {
+            Event::ContentBlockStart { index, content_block } => {
                 if index >= blocks.len() {
                     blocks.resize_with(index + 1, || Building {
                         block: Value::Null,
@@ -421,8 +429,8 @@ fn from_events(body: &str) -> Result<Reply, String> {
                     .get_mut(index)
                     .ok_or_else(|| format!("a delta names block {index}, which never started"))?;
                 match delta {
-                    Delta::TextDelta { text } => block.text.push_str(&text),
-                    Delta::InputJsonDelta { partial_json } => block.input_json.push_str(&partial_json),
+                    Delta::Text { text } => block.text.push_str(&text),
+                    Delta::InputJson { partial_json } => block.input_json.push_str(&partial_json),
                     Delta::Other => {}
                 }
             }
@@ -459,9 +467,9 @@ fn from_events(body: &str) -> Result<Reply, String> {
             }
         }
         if !block.is_null() {
-            reply
-                .content
-                .push(serde_json::from_value(block).map_err(|e| format!("a content block is not valid ({e})"))?);
+            reply.content.push(
+                serde_json::from_value(block).map_err(|e| format!("a content block is not valid ({e})"))?,
+            );
         }
     }
     Ok(reply)

@@ -251,7 +251,11 @@ impl<P: Protocol> HttpModel<P> {
     }
 
     fn authorization(&self, key: &str) -> std::result::Result<HeaderValue, String> {
-        let text = if P::KEY_HEADER.1 { format!("Bearer {key}") } else { key.to_string() };
+        let text = if P::KEY_HEADER.1 {
+            format!("Bearer {key}")
+        } else {
+            key.to_string()
+        };
         let mut value = HeaderValue::from_str(&text).map_err(|_| {
             let var = self.api_key_env.as_deref().unwrap_or_default();
             format!("the API key in environment variable `{var}` contains characters not allowed in an HTTP header")

@@ -139,7 +139,10 @@ mod tests {
                 output_tokens: 7
             })
         );
-        let bare = OpenAi::decode(&ModelRequest::default(), r#"{"choices":[{"message":{"content":"hi"}}]}"#);
+        let bare = OpenAi::decode(
+            &ModelRequest::default(),
+            r#"{"choices":[{"message":{"content":"hi"}}]}"#,
+        );
         assert_eq!(bare.unwrap().usage, None);
     }
 }
