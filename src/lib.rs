@@ -131,10 +131,14 @@ fn _assert_send_sync() {
     is::<MemoCounter>();
     is::<ToolRegistry>();
     is::<ToolDefinition>();
+    is::<ModelReply>();
+    is::<Usage>();
     #[cfg(feature = "http")]
     {
         is::<http::OpenAiModel>();
         is::<http::OllamaModel>();
+        is::<http::AnthropicModel>();
+        is::<http::ModelOptions>();
         is::<http::RetryPolicy>();
     }
     #[cfg(feature = "mcp")]
