@@ -123,8 +123,11 @@ impl Protocol for Anthropic {
     const DEFAULT_API_KEY_ENV: Option<&'static str> = Some("ANTHROPIC_API_KEY");
     const PATH: &'static str = "/v1/messages";
     const EXPECTED: &'static str = "an Anthropic message or a stream of message events";
-    const KEY_HEADER: (HeaderName, bool) = (HeaderName::from_static("x-api-key"), false);
     const HEADERS: &'static [(&'static str, &'static str)] = &[("anthropic-version", "2023-06-01")];
+
+    fn key_header(key: &str) -> (HeaderName, String) {
+        (HeaderName::from_static("x-api-key"), key.to_string())
+    }
 
     fn encode<'a>(model: &'a str, request: &'a ModelRequest) -> impl Serialize + 'a {
         let leading = request

@@ -50,11 +50,14 @@ pub trait Protocol: sealed::Sealed + Send + Sync + 'static {
     const PATH: &'static str;
     /// What a valid reply looks like, for the error when it is not.
     const EXPECTED: &'static str;
-    /// The header carrying the API key, and whether its value is `Bearer KEY` rather than the
-    /// key alone.
-    const KEY_HEADER: (HeaderName, bool) = (AUTHORIZATION, true);
     /// Headers every request carries besides the key, e.g. an API version.
     const HEADERS: &'static [(&'static str, &'static str)] = &[];
+
+    /// The header that carries the API key, and its value: `Authorization: Bearer KEY` unless
+    /// the API wants it otherwise.
+    fn key_header(key: &str) -> (HeaderName, String) {
+        (AUTHORIZATION, format!("Bearer {key}"))
+    }
 
     /// The request body.
     fn encode<'a>(model: &'a str, request: &'a ModelRequest) -> impl Serialize + 'a;
@@ -169,7 +172,7 @@ impl<P: Protocol> HttpModel<P> {
     }
 
     /// Read the API key from environment variable `var` (at every request, so a rotated key
-    /// is picked up). An unset or empty variable sends no `Authorization` header, which local
+    /// is picked up). An unset or empty variable sends no key header, which local
     /// servers accept.
     pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
         self.api_key_env = Some(var.into());
@@ -250,19 +253,15 @@ impl<P: Protocol> HttpModel<P> {
         (!key.is_empty()).then(|| key.to_string())
     }
 
-    fn authorization(&self, key: &str) -> std::result::Result<HeaderValue, String> {
-        let text = if P::KEY_HEADER.1 {
-            format!("Bearer {key}")
-        } else {
-            key.to_string()
-        };
+    fn authorization(&self, key: &str) -> std::result::Result<(HeaderName, HeaderValue), String> {
+        let (name, text) = P::key_header(key);
         let mut value = HeaderValue::from_str(&text).map_err(|_| {
             let var = self.api_key_env.as_deref().unwrap_or_default();
             format!("the API key in environment variable `{var}` contains characters not allowed in an HTTP header")
         })?;
         // Keeps the value out of reqwest's and hyper's debug output.
         value.set_sensitive(true);
-        Ok(value)
+        Ok((name, value))
     }
 
     /// Post `body` until a success, a final failure, the retry count or the time budget runs
@@ -291,8 +290,8 @@ impl<P: Protocol> HttpModel<P> {
             for (name, value) in P::HEADERS {
                 request = request.header(*name, *value);
             }
-            if let Some(auth) = &auth {
-                request = request.header(P::KEY_HEADER.0, auth.clone());
+            if let Some((name, value)) = &auth {
+                request = request.header(name, value.clone());
             }
             // reqwest's timeout covers the body too; the outer one also covers what it does
             // not (resolving the host), so the budget holds whatever stalls.
