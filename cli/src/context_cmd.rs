@@ -4,13 +4,13 @@ use std::io::Write;
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{DryRunModel, Message, ModelRequest, Role, RunReport, SectionKind, Thread};
+use ctxkit::{DryRunModel, MemoCounter, Message, ModelRequest, Role, RunReport, SectionKind, Thread};
 use ctxkit_skills::{Detection, Selection};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
 use crate::printable::{list_or_none, printable};
-use crate::setup::{save_counts, token_counter, RequestOptions};
+use crate::setup::{save_counts, token_counter, Loaded, RequestOptions};
 
 #[derive(Args, Debug)]
 pub(crate) struct ContextArgs {
@@ -26,45 +26,9 @@ pub(crate) struct ContextArgs {
 pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
     let loaded = args.request.load()?;
     let counter = token_counter();
-    let agent = args
-        .request
-        .agent(
-            &loaded,
-            args.request.mode(&loaded.config),
-            Arc::new(DryRunModel),
-            &counter,
-            Vec::new(),
-        )?
-        .report_baseline()
-        .build()?;
-    let (request, report) = agent.preview(&Thread::new(), &args.message).await?;
-    // Why the skills were chosen, and what auto-detection found in the project: asked of the
-    // same decision the agent's provider made, on the same snapshot.
-    let project = args.request.project()?;
-    let index = loaded.library.snapshot();
-    let selected = args
-        .request
-        .skills_provider(
-            &loaded.config,
-            &loaded.library,
-            args.request.mode(&loaded.config),
-            &counter,
-        )
-        .select(
-            &index,
-            &[Message::user(args.message.as_str())],
-            Some(&project),
-            None,
-            None,
-        );
-    let detected = index.detect_report(std::path::Path::new(&project));
+    let decision = decide(&args.request, &loaded, &counter, &args.message).await?;
     save_counts(&counter);
-    let preview = Preview {
-        request: &request,
-        report: &report,
-        selected: &selected,
-        detected: &detected,
-    };
+    let preview = Preview(&decision);
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", preview.json())?;
@@ -74,17 +38,55 @@ pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
     }
 }
 
-/// A previewed request and what it is made of.
-struct Preview<'a> {
-    request: &'a ModelRequest,
-    report: &'a RunReport,
-    selected: &'a [Selection],
-    detected: &'a [Detection],
+/// What ctxkit would send for a message and why: the one decision `ctxkit context` prints and
+/// `ctxkit serve` shows.
+pub(crate) struct Decision {
+    /// The request, as the agent would send it.
+    pub request: ModelRequest,
+    /// What went into it, with the token counts of `full` mode beside.
+    pub report: RunReport,
+    /// The skills selected, each with why.
+    pub selected: Vec<Selection>,
+    /// What auto-detection found in the project.
+    pub detected: Vec<Detection>,
 }
+
+/// The decision for `message` in a new conversation, as `options` and `loaded` configure it.
+pub(crate) async fn decide(
+    options: &RequestOptions,
+    loaded: &Loaded,
+    counter: &Arc<MemoCounter>,
+    message: &str,
+) -> Result<Decision, CliError> {
+    let mode = options.mode(&loaded.config);
+    let agent = options
+        .agent(loaded, mode, Arc::new(DryRunModel), counter, Vec::new())?
+        .report_baseline()
+        .build()?;
+    let (request, report) = agent.preview(&Thread::new(), message).await?;
+    // Why the skills were chosen, and what auto-detection found in the project: asked of the
+    // same decision the agent's provider made, on the same snapshot.
+    let project = options.project()?;
+    let index = loaded.library.snapshot();
+    let selected = options
+        .skills_provider(&loaded.config, &loaded.library, mode, counter)
+        .select(&index, &[Message::user(message)], Some(&project), None, None);
+    let detected = index.detect_report(std::path::Path::new(&project));
+    Ok(Decision {
+        request,
+        report,
+        selected,
+        detected,
+    })
+}
+
+/// A decision, printed.
+struct Preview<'a>(&'a Decision);
 
 impl Preview<'_> {
     fn system(&self) -> Option<&str> {
-        self.request
+        self.0
+            .request
             .messages
             .iter()
             .find(|m| m.role == Role::System)
@@ -92,20 +94,20 @@ impl Preview<'_> {
     }
 
     fn messages(&self) -> impl Iterator<Item = &Message> {
-        self.request.messages.iter().filter(|m| m.role != Role::System)
+        self.0.request.messages.iter().filter(|m| m.role != Role::System)
     }
 
     fn tokens_full(&self) -> usize {
-        self.report.tokens_full.unwrap_or(self.report.tokens.total)
+        self.0.report.tokens_full.unwrap_or(self.0.report.tokens.total)
     }
 
     fn injected(&self, kind: SectionKind) -> Vec<String> {
-        self.report.injected.get(&kind).cloned().unwrap_or_default()
+        self.0.report.injected.get(&kind).cloned().unwrap_or_default()
     }
 
     /// The whole preview as one JSON object.
     fn json(&self) -> Value {
-        let report = self.report;
+        let report = &self.0.report;
         let providers: Vec<Value> = report
             .providers
             .iter()
@@ -124,17 +126,17 @@ impl Preview<'_> {
         json!({
             "system": self.system().unwrap_or(""),
             "messages": self.messages().collect::<Vec<_>>(),
-            "tools": self.request.tools,
+            "tools": self.0.request.tools,
             "stats": stats,
-            "selected": self.selected,
-            "detected": self.detected,
+            "selected": self.0.selected,
+            "detected": self.0.detected,
         })
     }
 
     /// The preview for a person. Skill and memory text is untrusted: terminal controls are
     /// escaped.
     fn print(&self, out: &mut impl Write) -> Result<(), CliError> {
-        let report = self.report;
+        let report = &self.0.report;
         writeln!(
             out,
             "=== system ===\n{}\n",
@@ -146,7 +148,7 @@ impl Preview<'_> {
             writeln!(out, "{}: {}", role.as_str().unwrap_or("?"), printable(&m.content))?;
         }
         writeln!(out, "\n=== tools ===")?;
-        for t in &self.request.tools {
+        for t in &self.0.request.tools {
             writeln!(out, "- {}: {}", printable(&t.name), printable(&t.description))?;
         }
         let tokens_full = self.tokens_full();
@@ -160,7 +162,7 @@ impl Preview<'_> {
             self.injected(SectionKind::ESSENTIALS).len(),
             self.injected(SectionKind::EPISODES).len(),
         )?;
-        for s in self.selected.iter().filter(|s| !s.triggers.is_empty()) {
+        for s in self.0.selected.iter().filter(|s| !s.triggers.is_empty()) {
             writeln!(
                 out,
                 "triggered {}: {}",
@@ -168,7 +170,7 @@ impl Preview<'_> {
                 printable(&s.fired().join(", "))
             )?;
         }
-        for d in self.detected {
+        for d in &self.0.detected {
             writeln!(
                 out,
                 "detected {}: {}",

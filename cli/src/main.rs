@@ -8,11 +8,13 @@ mod confined_file;
 mod context_cmd;
 mod error;
 mod hook;
+mod listen;
 mod mcp;
 mod memory;
 mod model_args;
 mod places;
 mod printable;
+mod serve;
 mod setup;
 mod skills_author;
 mod skills_cmd;
@@ -56,6 +58,10 @@ enum Command {
     /// standard input and output.
     #[command(after_help = EXIT_CODES)]
     Mcp(mcp::McpArgs),
+    /// Manage the project's skills and memory in the browser: a local page, loopback only.
+    /// The first line printed is its URL.
+    #[command(after_help = EXIT_CODES)]
+    Serve(serve::ServeArgs),
 }
 
 fn init_tracing() {
@@ -125,6 +131,7 @@ async fn run(command: Command) -> ExitCode {
         Command::Bench(args) => bench_cmd::run(args).await,
         Command::Hook(args) => hook::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

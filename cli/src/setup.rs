@@ -190,7 +190,12 @@ impl RequestOptions {
     /// The config in force in the current directory (read once per command) and the skills
     /// it and the command line name.
     pub(crate) fn load(&self) -> Result<Loaded, CliError> {
-        let config = Config::load(&current_dir()?)?;
+        self.load_in(&current_dir()?)
+    }
+
+    /// [`load`](Self::load) with `dir`'s config in place of the current directory's.
+    pub(crate) fn load_in(&self, dir: &Path) -> Result<Loaded, CliError> {
+        let config = Config::load(dir)?;
         let library = self.skill_dirs().library(&config)?;
         Ok(Loaded { config, library })
     }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::error::CliError;
 use crate::printable::printable;
 use crate::setup::{current_dir, read_text, SkillDirs};
-use crate::user_config::{set_disabled, Config, Layer};
+use crate::user_config::{toggle_skill, Config, Layer};
 
 #[derive(Args, Debug)]
 pub(crate) struct SkillsArgs {
@@ -137,11 +137,7 @@ fn toggle(
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     let layer = if user { Layer::User } else { Layer::Project };
-    let file = config.file(layer)?;
-    // Turning on in the project what the user's config turns off needs a record in the
-    // project's file, or the user's word would still hold there.
-    let override_user = !disable && layer == Layer::Project && config.disables_in(Layer::User, name);
-    set_disabled(&file, name, disable, override_user)?;
+    let path = toggle_skill(config, layer, name, disable)?;
     let state = if disable { "disabled" } else { "enabled" };
     let known =
         index.get(name).is_some() || index.disabled().iter().any(|s| s.name.eq_ignore_ascii_case(name));
@@ -153,7 +149,7 @@ fn toggle(
         out,
         "{} {state} in {}",
         printable(name),
-        printable(&file.path().display().to_string())
+        printable(&path.display().to_string())
     )?;
     if !disable && layer == Layer::User && config.disables_in(Layer::Project, name) {
         writeln!(

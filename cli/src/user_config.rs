@@ -500,10 +500,26 @@ fn check_project(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Turn `name` off (`disable`) or on in `layer`'s config file, the one way every surface
+/// (`ctxkit skills enable|disable`, `ctxkit serve`) does it; returns the file's path.
+pub(crate) fn toggle_skill(
+    config: &Config,
+    layer: Layer,
+    name: &str,
+    disable: bool,
+) -> Result<PathBuf, CliError> {
+    let file = config.file(layer)?;
+    // Turning on in the project what the user's config turns off needs a record in the
+    // project's file, or the user's word would still hold there.
+    let override_user = !disable && layer == Layer::Project && config.disables_in(Layer::User, name);
+    set_disabled(&file, name, disable, override_user)?;
+    Ok(file.path())
+}
+
 /// Turn `name` off (or back on) in the config `file`, keeping the rest of the file (comments
 /// included) as it was. Turning a skill on in the project file while the user file disables
 /// it records it under `enabled`, so the project wins.
-pub(crate) fn set_disabled(
+fn set_disabled(
     file: &ConfinedFile,
     name: &str,
     disabled: bool,

@@ -3,7 +3,7 @@
 //! memory, and there is no authentication. On loopback the SDK's `Host` check stays on, which
 //! stops DNS rebinding (a web page's script reaching the port under a name it controls).
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -15,30 +15,15 @@ use crate::error::CliError;
 /// The path the endpoint is served at.
 pub(super) const PATH: &str = "/mcp";
 
-/// `PORT`, `IP:PORT`, `[IPv6]:PORT` or `localhost:PORT` as a socket address; a bare port is on
-/// 127.0.0.1. A non-loopback address is refused unless `allow_remote`.
+/// The address of `--http`: loopback unless `allow_remote` (see [`crate::listen::parse_addr`]).
 pub(super) fn parse_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, CliError> {
-    let addr = if let Ok(port) = text.parse::<u16>() {
-        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
-    } else if let Some(port) = text.strip_prefix("localhost:") {
-        let port = port.parse::<u16>().map_err(|_| bad_addr())?;
-        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
-    } else {
-        text.parse::<SocketAddr>().map_err(|_| bad_addr())?
-    };
-    if !addr.ip().is_loopback() && !allow_remote {
-        return Err(CliError::new(format!(
-            "refusing to serve MCP on {}, which is not a loopback address: anyone who can reach \
-             it could read the skills and change the memory without authentication (pass \
-             --allow-remote to do it anyway)",
-            addr.ip()
-        )));
-    }
-    Ok(addr)
-}
-
-fn bad_addr() -> CliError {
-    CliError::new("--http takes PORT, IP:PORT or localhost:PORT (e.g. 127.0.0.1:8765)")
+    crate::listen::parse_addr(
+        text,
+        allow_remote,
+        "--http",
+        "MCP",
+        "read the skills and change the memory without authentication",
+    )
 }
 
 /// Serve every client that connects to `addr`, each in its own session, until the process is

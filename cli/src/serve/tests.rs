@@ -1,0 +1,231 @@
+//! Every route through the whole router, guard included, with `tower::ServiceExt::oneshot`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use clap::Parser;
+use tower::ServiceExt;
+
+use super::{router, Served};
+use crate::setup::RequestOptions;
+
+const ADDR: &str = "127.0.0.1:7878";
+
+#[derive(Parser)]
+struct Options {
+    #[command(flatten)]
+    request: RequestOptions,
+}
+
+/// A project with two skills (one with hostile Markdown) and a server over it, with no user
+/// config and a cache of its own.
+struct Project {
+    dir: tempfile::TempDir,
+    served: Arc<Served>,
+}
+
+fn project(extra: &[&str]) -> Project {
+    static ENV: std::sync::Once = std::sync::Once::new();
+    ENV.call_once(|| {
+        let home = tempfile::tempdir().unwrap().keep();
+        std::env::set_var("CTXKIT_CONFIG", home.join("config.toml"));
+        std::env::set_var("CTXKIT_CACHE_DIR", home.join("cache"));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join("skills");
+    for (name, text) in [
+        (
+            "greet",
+            "---\nname: greet\ndescription: Greet people\ntriggers: [greet, bonjour]\n---\n# Greeting\n\nSay hello.\n",
+        ),
+        (
+            "painter",
+            "---\nname: painter\ndescription: Paint things\ntriggers: [paint]\n---\n<script>alert(1)</script>\n\n[click](javascript:alert(2))\n",
+        ),
+    ] {
+        std::fs::create_dir_all(skills.join(name)).unwrap();
+        std::fs::write(skills.join(name).join("SKILL.md"), text).unwrap();
+    }
+    let skills = skills.to_str().unwrap().to_string();
+    let mut args = vec!["serve", "--skills", &skills, "--project", "p", "--no-memory"];
+    args.extend(extra);
+    let options = Options::parse_from(args).request;
+    let addr: SocketAddr = ADDR.parse().unwrap();
+    let served = Served::new(options, dir.path().to_path_buf(), addr).unwrap();
+    Project { dir, served }
+}
+
+impl Project {
+    fn router(&self) -> Router {
+        router(self.served.clone())
+    }
+
+    async fn get(&self, uri: &str) -> (StatusCode, String) {
+        let request = Request::get(uri)
+            .header(header::HOST, ADDR)
+            .body(Body::empty())
+            .unwrap();
+        send(self.router(), request).await
+    }
+
+    /// A form posted as the page posts it: same origin, with `form` as the body.
+    async fn post(&self, uri: &str, form: &str, headers: &[(&str, &str)]) -> (StatusCode, String) {
+        let mut request = Request::post(uri)
+            .header(header::HOST, ADDR)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        send(self.router(), request.body(Body::from(form.to_string())).unwrap()).await
+    }
+
+    fn token(&self) -> String {
+        format!("token={}", self.served.token)
+    }
+
+    fn config(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join(".ctxkit/config.toml")).unwrap_or_default()
+    }
+}
+
+async fn send(router: Router, request: Request<Body>) -> (StatusCode, String) {
+    let response = router.oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+#[tokio::test]
+async fn the_home_page_lists_the_skills_with_a_switch_named_after_each() {
+    let p = project(&[]);
+    let (status, html) = p.get("/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("2 skills · 2 active · 0 detected"), "{html}");
+    for name in ["greet", "painter"] {
+        assert!(
+            html.contains(&format!(
+                r#"role="switch" aria-checked="true" aria-label="{name} enabled""#
+            )),
+            "{html}"
+        );
+    }
+    assert!(html.contains(r#"aria-label="Try a message""#));
+    let (_, filtered) = p.get("/?filter=paint").await;
+    assert!(
+        filtered.contains("painter") && !filtered.contains("Greet people"),
+        "{filtered}"
+    );
+}
+
+#[tokio::test]
+async fn every_answer_forbids_scripts_and_other_hosts() {
+    let p = project(&[]);
+    let request = Request::get("/")
+        .header(header::HOST, ADDR)
+        .body(Body::empty())
+        .unwrap();
+    let response = p.router().oneshot(request).await.unwrap();
+    let csp = response.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    // DNS rebinding: the same port reached under another name.
+    let rebound = Request::get("/")
+        .header(header::HOST, "evil.example:7878")
+        .body(Body::empty())
+        .unwrap();
+    let (status, text) = send(p.router(), rebound).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(text, "this server answers only at 127.0.0.1:7878");
+    let (status, _) = p.get("/style.css").await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_skill_page_shows_its_facts_and_a_defused_body() {
+    let p = project(&[]);
+    let (status, html) = p.get("/skills/greet").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("<h1>Greeting</h1>"), "{html}");
+    let triggers = &html[html.find("<dt>Triggers</dt>").unwrap()..];
+    assert!(
+        triggers.starts_with("<dt>Triggers</dt><dd>greet (greets, "),
+        "{triggers}"
+    );
+    assert!(
+        triggers.contains("greeted") && triggers.contains("bonjour ("),
+        "{triggers}"
+    );
+    let (_, hostile) = p.get("/skills/painter").await;
+    assert!(
+        !hostile.contains("<script>") && hostile.contains("&lt;script&gt;"),
+        "{hostile}"
+    );
+    assert!(!hostile.contains("javascript:"), "{hostile}");
+    let (status, _) = p.get("/skills/nobody").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_switch_writes_the_project_config_and_the_page_follows() {
+    let p = project(&[]);
+    let form = format!("{}&enabled=false", p.token());
+    let (status, _) = p
+        .post("/skills/greet", &form, &[("sec-fetch-site", "same-origin")])
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(p.config().contains("disabled = [\"greet\"]"), "{}", p.config());
+    let (_, html) = p.get("/").await;
+    assert!(
+        html.contains(r#"aria-checked="false" aria-label="greet enabled""#),
+        "{html}"
+    );
+    assert!(p.served.loaded().library.snapshot().get("greet").is_none());
+    let form = format!("{}&enabled=true", p.token());
+    p.post("/skills/greet", &form, &[]).await;
+    assert!(p.served.loaded().library.snapshot().get("greet").is_some());
+}
+
+#[tokio::test]
+async fn writes_from_elsewhere_are_refused() {
+    let p = project(&[]);
+    let forged = "token=0123&enabled=false";
+    let good = format!("{}&enabled=false", p.token());
+    for (form, headers) in [
+        (forged, vec![]),
+        (good.as_str(), vec![("sec-fetch-site", "cross-site")]),
+        (good.as_str(), vec![("origin", "http://evil.example")]),
+    ] {
+        let (status, _) = p.post("/skills/greet", form, &headers).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{form} {headers:?}");
+    }
+    assert_eq!(p.config(), "", "nothing was written");
+    let read_only = project(&["--read-only"]);
+    let good = format!("{}&enabled=false", read_only.token());
+    let (status, text) = read_only.post("/skills/greet", &good, &[]).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (StatusCode::FORBIDDEN, "this server is read-only (--read-only)")
+    );
+}
+
+#[tokio::test]
+async fn trying_a_message_explains_the_decision_of_ctxkit_context() {
+    let p = project(&[]);
+    let (status, html) = p.get("/try?message=say+bonjour+to+Alice").await;
+    assert_eq!(status, StatusCode::OK);
+    let region = &html[html.find(r#"aria-label="Would inject""#).expect("the region")..];
+    assert!(
+        region.contains("<strong>greet</strong> — triggered by bonjour"),
+        "{region}"
+    );
+    assert!(!region.contains("painter"), "{region}");
+    assert!(region.contains("in full mode"), "{region}");
+    let (_, empty) = p.get("/try").await;
+    assert!(!empty.contains("Would inject"));
+}
