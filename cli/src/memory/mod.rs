@@ -29,7 +29,9 @@ use ctxkit_memory::{
     UpsertResult,
 };
 
-use self::open::{default_project, normalize_project, open_store, Store};
+pub(crate) use self::open::Store;
+use self::open::{default_project, normalize_project, open_store};
+pub(crate) use self::output::format_rfc3339;
 use crate::error::CliError;
 use crate::printable::printable;
 

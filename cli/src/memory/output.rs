@@ -132,7 +132,7 @@ fn short(x: f32) -> f64 {
 
 /// A timestamp (Unix milliseconds) as RFC 3339 UTC with second precision, e.g.
 /// `2024-05-01T12:00:00Z`.
-fn format_rfc3339(ms: i64) -> String {
+pub(crate) fn format_rfc3339(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil from days (Howard Hinnant's algorithm).

@@ -7,6 +7,7 @@
 
 mod guard;
 mod markdown;
+mod memory;
 mod pages;
 mod skills;
 
@@ -21,6 +22,7 @@ use clap::Args;
 use ctxkit::MemoCounter;
 
 use crate::error::CliError;
+use crate::memory::Store;
 use crate::setup::{token_counter, Loaded, RequestOptions};
 
 #[derive(Args, Debug)]
@@ -49,6 +51,10 @@ pub(crate) struct Served {
     token: String,
     /// `Host` values a request may carry (`None`: any, for `--allow-remote`).
     hosts: Option<Vec<String>>,
+    /// The project memory, unless memory is off.
+    memory: Option<Store>,
+    /// The project memories are scoped to.
+    project: String,
 }
 
 impl Served {
@@ -63,7 +69,11 @@ impl Served {
             .ip()
             .is_loopback()
             .then(|| vec![addr.to_string(), format!("localhost:{}", addr.port())]);
+        let memory = memory::open(&options)?;
+        let project = options.project()?;
         Ok(Arc::new(Served {
+            memory,
+            project,
             options,
             dir,
             loaded: RwLock::new(Arc::new(loaded)),
@@ -99,6 +109,11 @@ pub(crate) fn router(served: Arc<Served>) -> Router {
         .route("/skills/{name}", get(skills::detail).post(skills::toggle))
         .route("/refresh", post(skills::refresh))
         .route("/try", get(skills::try_message))
+        .route("/memory", get(memory::list).post(memory::add))
+        .route("/memory/undo", post(memory::undo))
+        .route("/memory/prune", post(memory::prune))
+        .route("/memory/{id}", get(memory::detail).post(memory::edit))
+        .route("/memory/{id}/delete", post(memory::delete))
         .route("/style.css", get(pages::style))
         .layer(axum::middleware::from_fn_with_state(served.clone(), guard::check))
         .with_state(served)

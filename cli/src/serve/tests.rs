@@ -28,6 +28,13 @@ struct Project {
 }
 
 fn project(extra: &[&str]) -> Project {
+    let mut args = vec!["--no-memory"];
+    args.extend(extra);
+    project_with(&args)
+}
+
+/// A project served with `extra` options besides its skills and project name.
+fn project_with(extra: &[&str]) -> Project {
     static ENV: std::sync::Once = std::sync::Once::new();
     ENV.call_once(|| {
         let home = tempfile::tempdir().unwrap().keep();
@@ -50,7 +57,7 @@ fn project(extra: &[&str]) -> Project {
         std::fs::write(skills.join(name).join("SKILL.md"), text).unwrap();
     }
     let skills = skills.to_str().unwrap().to_string();
-    let mut args = vec!["serve", "--skills", &skills, "--project", "p", "--no-memory"];
+    let mut args = vec!["serve", "--skills", &skills, "--project", "p"];
     args.extend(extra);
     let options = Options::parse_from(args).request;
     let addr: SocketAddr = ADDR.parse().unwrap();
@@ -228,4 +235,132 @@ async fn trying_a_message_explains_the_decision_of_ctxkit_context() {
     assert!(region.contains("in full mode"), "{region}");
     let (_, empty) = p.get("/try").await;
     assert!(!empty.contains("Would inject"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The memory page.
+
+const SECRET: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+
+/// A project whose memory is a fresh SQLite file of its own.
+fn with_memory() -> Project {
+    let db = tempfile::tempdir().unwrap().keep().join("memory.db");
+    let db = db.to_str().unwrap().to_string();
+    project_with(&["--memory", &db])
+}
+
+impl Project {
+    async fn memories(&self) -> Vec<ctxkit_memory::MemoryEntry> {
+        use ctxkit_memory::{ListOptions, MemoryStore};
+        let store = self.served.memory.as_ref().unwrap().shared();
+        let all = ListOptions {
+            limit: 100_000,
+            ..ListOptions::default()
+        };
+        store.list("p", all).await.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn memories_are_added_searched_edited_and_a_secret_is_refused_without_being_shown() {
+    let p = with_memory();
+    let add = |content: &str| format!("{}&content={content}&category=preference", p.token());
+    let (status, _) = p.post("/memory", &add("Use+pnpm%2C+not+npm"), &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, html) = p
+        .post("/memory", &add(&format!("the+token+is+{SECRET}")), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(!html.contains(SECRET) && html.contains("secret"), "{html}");
+    assert_eq!(p.memories().await.len(), 1, "the secret was not stored");
+
+    let (_, html) = p.get("/memory").await;
+    assert!(html.contains("1 memories · 1 preference"), "{html}");
+    assert!(html.contains("Use pnpm, not npm"), "{html}");
+    let (_, found) = p.get("/memory?q=pnpm").await;
+    assert!(found.contains("Use pnpm, not npm"), "{found}");
+    let (_, missed) = p.get("/memory?q=docker").await;
+    assert!(missed.contains("No memories here."), "{missed}");
+
+    let id = p.memories().await[0].id.clone();
+    let form = format!("{}&content=Use+pnpm+everywhere&importance=0.9", p.token());
+    let (status, _) = p.post(&format!("/memory/{id}"), &form, &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, detail) = p.get(&format!("/memory/{id}")).await;
+    assert!(
+        detail.contains("Use pnpm everywhere") && detail.contains("0.90"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn a_delete_can_be_undone_and_a_cross_site_one_is_refused() {
+    let p = with_memory();
+    let form = format!("{}&content=Tests+live+in+tests%2F&category=convention", p.token());
+    p.post("/memory", &form, &[]).await;
+    let id = p.memories().await[0].id.clone();
+    let (status, _) = p
+        .post(
+            &format!("/memory/{id}/delete"),
+            &p.token(),
+            &[("sec-fetch-site", "cross-site")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(p.memories().await.len(), 1);
+
+    let request = Request::post(format!("/memory/{id}/delete"))
+        .header(header::HOST, ADDR)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(p.token()))
+        .unwrap();
+    let response = p.router().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let location = response.headers()[header::LOCATION].to_str().unwrap().to_string();
+    assert!(p.memories().await.is_empty());
+    let (_, html) = p.get(&location).await;
+    assert!(html.contains(">Undo</button>"), "{html}");
+    let history = location.rsplit('=').next().unwrap();
+    let (status, _) = p
+        .post("/memory/undo", &format!("{}&history={history}", p.token()), &[])
+        .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(p.memories().await[0].content, "Tests live in tests/");
+}
+
+#[tokio::test]
+async fn ten_thousand_memories_come_in_pages() {
+    use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry};
+    let p = with_memory();
+    let store = p.served.memory.as_ref().unwrap().shared();
+    let entries = (0..10_000)
+        .map(|i| {
+            NewMemoryEntry::new(
+                "p",
+                MemoryCategory::Fact,
+                format!("fact number {i} about module m{i}"),
+            )
+        })
+        .collect();
+    store.add_many(entries).await.unwrap();
+    let (status, first) = p.get("/memory").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        first.contains("10000 memories"),
+        "{}",
+        &first[..2000.min(first.len())]
+    );
+    assert_eq!(first.matches(">Delete</button>").count(), 50);
+    assert!(first.contains(">Next</a>") && !first.contains(">Previous</a>"));
+    let (_, last) = p.get("/memory?page=199").await;
+    assert_eq!(last.matches(">Delete</button>").count(), 50);
+    assert!(last.contains(">Previous</a>") && !last.contains(">Next</a>"));
+}
+
+#[tokio::test]
+async fn without_memory_the_page_says_so() {
+    let p = project(&[]);
+    let (status, html) = p.get("/memory").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(html.contains("memory is off"), "{html}");
 }
