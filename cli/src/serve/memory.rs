@@ -31,14 +31,12 @@ fn failed(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-/// The store, or the page saying memory is off.
-fn store(served: &Served) -> Result<&Store, Response> {
-    served.memory.as_ref().ok_or_else(|| {
-        failed(
-            StatusCode::NOT_FOUND,
-            "memory is off for this server (--no-memory, or --read-only with no database yet)",
-        )
-    })
+/// The page saying memory is off.
+fn memory_off() -> Response {
+    failed(
+        StatusCode::NOT_FOUND,
+        "memory is off for this server (--no-memory, or --read-only with no database yet)",
+    )
 }
 
 /// Why a write was refused or failed, as a page; the store's sentences never quote a secret.
@@ -67,9 +65,8 @@ pub(super) struct Listing {
 
 /// `GET /memory`: counts per category, the filter and search, the add form, one page.
 pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<Listing>) -> Response {
-    let store = match store(&served) {
-        Ok(s) => s,
-        Err(page) => return page,
+    let Some(store) = served.memory.as_ref() else {
+        return memory_off();
     };
     let project = &served.project;
     let category: Option<MemoryCategory> = q.category.parse().ok();
@@ -192,9 +189,8 @@ fn delete_button(served: &Served, e: &MemoryEntry) -> Markup {
 
 /// `GET /memory/ID`: everything about a memory, its history, and the edit form.
 pub(super) async fn detail(State(served): State<Arc<Served>>, UrlPath(id): UrlPath<String>) -> Response {
-    let store = match store(&served) {
-        Ok(s) => s.shared(),
-        Err(page) => return page,
+    let Some(store) = served.memory.as_ref().map(Store::shared) else {
+        return memory_off();
     };
     let entry = match store.get(&id).await {
         Ok(Some(e)) if e.project_path == served.project => e,
@@ -250,9 +246,8 @@ pub(super) async fn add(State(served): State<Arc<Served>>, Form(form): Form<NewM
     if !token_ok(&served, &form.token) {
         return forbidden();
     }
-    let store = match store(&served) {
-        Ok(s) => s.shared(),
-        Err(page) => return page,
+    let Some(store) = served.memory.as_ref().map(Store::shared) else {
+        return memory_off();
     };
     let category = form.category.parse().unwrap_or(MemoryCategory::Fact);
     let entry = NewMemoryEntry::new(served.project.as_str(), category, form.content.trim());
@@ -278,9 +273,8 @@ pub(super) async fn edit(
     if !token_ok(&served, &form.token) {
         return forbidden();
     }
-    let store = match store(&served) {
-        Ok(s) => s.shared(),
-        Err(page) => return page,
+    let Some(store) = served.memory.as_ref().map(Store::shared) else {
+        return memory_off();
     };
     if !matches!(store.get(&id).await, Ok(Some(e)) if e.project_path == served.project) {
         return failed(StatusCode::NOT_FOUND, "no memory of this project has this id");
@@ -310,9 +304,8 @@ pub(super) async fn delete(
     if !token_ok(&served, &form.token) {
         return forbidden();
     }
-    let store = match store(&served) {
-        Ok(s) => s.shared(),
-        Err(page) => return page,
+    let Some(store) = served.memory.as_ref().map(Store::shared) else {
+        return memory_off();
     };
     if !matches!(store.get(&id).await, Ok(Some(e)) if e.project_path == served.project) {
         return failed(StatusCode::NOT_FOUND, "no memory of this project has this id");
@@ -338,9 +331,8 @@ pub(super) async fn undo(State(served): State<Arc<Served>>, Form(form): Form<Und
     if !token_ok(&served, &form.token) {
         return forbidden();
     }
-    let store = match store(&served) {
-        Ok(s) => s.shared(),
-        Err(page) => return page,
+    let Some(store) = served.memory.as_ref().map(Store::shared) else {
+        return memory_off();
     };
     match store.undo(&served.project, form.history).await {
         Ok(_) => Redirect::to("/memory").into_response(),
@@ -353,9 +345,8 @@ pub(super) async fn prune(State(served): State<Arc<Served>>, Form(form): Form<To
     if !token_ok(&served, &form.token) {
         return forbidden();
     }
-    let store = match store(&served) {
-        Ok(s) => s,
-        Err(page) => return page,
+    let Some(store) = served.memory.as_ref() else {
+        return memory_off();
     };
     match store.prune(&served.project, STALE).await {
         Ok(_) => Redirect::to("/memory").into_response(),

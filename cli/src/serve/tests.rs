@@ -251,7 +251,7 @@ fn with_memory() -> Project {
 
 impl Project {
     async fn memories(&self) -> Vec<ctxkit_memory::MemoryEntry> {
-        use ctxkit_memory::{ListOptions, MemoryStore};
+        use ctxkit_memory::ListOptions;
         let store = self.served.memory.as_ref().unwrap().shared();
         let all = ListOptions {
             limit: 100_000,
@@ -330,7 +330,7 @@ async fn a_delete_can_be_undone_and_a_cross_site_one_is_refused() {
 
 #[tokio::test]
 async fn ten_thousand_memories_come_in_pages() {
-    use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry};
+    use ctxkit_memory::{MemoryCategory, NewMemoryEntry};
     let p = with_memory();
     let store = p.served.memory.as_ref().unwrap().shared();
     let entries = (0..10_000)
