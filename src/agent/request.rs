@@ -121,9 +121,14 @@ fn per_request<'a>(
         .chain(volatile.iter().copied())
         .collect();
     let mut messages = Vec::with_capacity(thread.history().len() + ctx.messages.len() + 1);
-    let mut stable_prefix = 0;
-    if let Some(system) = join_sections(sent.iter().copied()) {
-        stable_prefix = join_sections(sent[..constant].iter().copied()).map_or(0, |s| s.len());
+    // The stable part and the rest are joined apart, so the prefix's length is known.
+    let prefix = join_sections(sent[..constant].iter().copied());
+    let stable_prefix = prefix.as_ref().map_or(0, String::len);
+    let system = match (prefix, join_sections(sent[constant..].iter().copied())) {
+        (Some(prefix), Some(rest)) => Some(prefix + "\n\n" + &rest),
+        (prefix, rest) => prefix.or(rest),
+    };
+    if let Some(system) = system {
         messages.push(Message::system(system));
     }
     messages.extend(ctx.messages.iter().cloned());

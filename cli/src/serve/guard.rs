@@ -70,24 +70,25 @@ fn refusal(served: &Served, method: &Method, headers: &HeaderMap) -> Option<(Sta
         ));
     }
     let site = headers.get("sec-fetch-site").and_then(|h| h.to_str().ok());
-    if site.is_some_and(|s| s != "same-origin") {
-        return Some((
-            StatusCode::FORBIDDEN,
-            "writes are accepted only from this page".into(),
-        ));
-    }
     let origin = headers.get(header::ORIGIN).and_then(|h| h.to_str().ok());
-    if origin.is_some_and(|o| o != format!("http://{host}")) {
-        return Some((
-            StatusCode::FORBIDDEN,
-            "writes are accepted only from this page".into(),
-        ));
+    if site.is_some_and(|s| s != "same-origin") || origin.is_some_and(|o| o != format!("http://{host}")) {
+        return Some((StatusCode::FORBIDDEN, FROM_ELSEWHERE.into()));
     }
     None
 }
 
-/// Whether a form's token is this process's: checked by every handler that writes.
-pub(super) fn token_ok(served: &Served, token: &str) -> bool {
+/// Why a write from elsewhere is refused.
+const FROM_ELSEWHERE: &str = "writes are accepted only from this page";
+
+/// The refusal of a write whose form does not carry this process's token, or nothing when it
+/// does: every handler that writes asks first (the token is in the form, which the middleware
+/// does not read).
+pub(super) fn forged(served: &Served, token: &str) -> Option<Response> {
+    (!token_ok(served, token)).then(|| (StatusCode::FORBIDDEN, FROM_ELSEWHERE).into_response())
+}
+
+/// Whether a form's token is this process's.
+fn token_ok(served: &Served, token: &str) -> bool {
     // Equal length is public; the comparison does not stop at the first difference.
     token.len() == served.token.len()
         && token

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use axum::extract::{Form, Path as UrlPath, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use ctxkit_memory::{ListOptions, MemoryCategory, MemoryEntry, MemoryUpdate, NewMemoryEntry};
+use ctxkit_memory::{ListOptions, MemoryCategory, MemoryEntry, MemoryStore, MemoryUpdate, NewMemoryEntry};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::guard::token_ok;
-use super::pages::{page, write_form};
+use super::guard::forged;
+use super::pages::{error_page, page, write_form};
 use super::Served;
 use crate::error::CliError;
 use crate::memory::{format_rfc3339, Store};
@@ -23,17 +23,9 @@ const PAGE: usize = 50;
 /// Importance under which "prune stale" removes a memory, as `ctxkit memory prune` does.
 const STALE: f32 = 0.1;
 
-fn failed(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        page("Error", html! { h1 { "Something went wrong" } p { (message) } }),
-    )
-        .into_response()
-}
-
 /// The page saying memory is off.
 fn memory_off() -> Response {
-    failed(
+    error_page(
         StatusCode::NOT_FOUND,
         "memory is off for this server (--no-memory, or --read-only with no database yet)",
     )
@@ -41,11 +33,17 @@ fn memory_off() -> Response {
 
 /// Why a write was refused or failed, as a page; the store's sentences never quote a secret.
 fn refused(e: ctxkit_memory::MemoryError) -> Response {
-    failed(StatusCode::BAD_REQUEST, &e.to_string())
+    error_page(StatusCode::BAD_REQUEST, &e.to_string())
 }
 
-fn forbidden() -> Response {
-    (StatusCode::FORBIDDEN, "writes are accepted only from this page").into_response()
+/// The memory `id` if it belongs to the served project.
+async fn own(store: &dyn MemoryStore, served: &Served, id: &str) -> Option<MemoryEntry> {
+    store
+        .get(id)
+        .await
+        .ok()
+        .flatten()
+        .filter(|e| e.project_path == served.project)
 }
 
 #[derive(Deserialize, Default)]
@@ -194,7 +192,7 @@ pub(super) async fn detail(State(served): State<Arc<Served>>, UrlPath(id): UrlPa
     };
     let entry = match store.get(&id).await {
         Ok(Some(e)) if e.project_path == served.project => e,
-        Ok(_) => return failed(StatusCode::NOT_FOUND, "no memory of this project has this id"),
+        Ok(_) => return error_page(StatusCode::NOT_FOUND, "no memory of this project has this id"),
         Err(e) => return refused(e),
     };
     let history = store.history(&served.project, &id).await.unwrap_or_default();
@@ -243,8 +241,8 @@ pub(super) struct NewMemory {
 
 /// `POST /memory`: add a memory; a secret is refused with the store's sentence.
 pub(super) async fn add(State(served): State<Arc<Served>>, Form(form): Form<NewMemory>) -> Response {
-    if !token_ok(&served, &form.token) {
-        return forbidden();
+    if let Some(refusal) = forged(&served, &form.token) {
+        return refusal;
     }
     let Some(store) = served.memory.as_ref().map(Store::shared) else {
         return memory_off();
@@ -270,14 +268,14 @@ pub(super) async fn edit(
     UrlPath(id): UrlPath<String>,
     Form(form): Form<Edit>,
 ) -> Response {
-    if !token_ok(&served, &form.token) {
-        return forbidden();
+    if let Some(refusal) = forged(&served, &form.token) {
+        return refusal;
     }
     let Some(store) = served.memory.as_ref().map(Store::shared) else {
         return memory_off();
     };
-    if !matches!(store.get(&id).await, Ok(Some(e)) if e.project_path == served.project) {
-        return failed(StatusCode::NOT_FOUND, "no memory of this project has this id");
+    if own(&*store, &served, &id).await.is_none() {
+        return error_page(StatusCode::NOT_FOUND, "no memory of this project has this id");
     }
     let update = MemoryUpdate {
         content: Some(form.content.trim().to_string()),
@@ -301,14 +299,14 @@ pub(super) async fn delete(
     UrlPath(id): UrlPath<String>,
     Form(form): Form<Token>,
 ) -> Response {
-    if !token_ok(&served, &form.token) {
-        return forbidden();
+    if let Some(refusal) = forged(&served, &form.token) {
+        return refusal;
     }
     let Some(store) = served.memory.as_ref().map(Store::shared) else {
         return memory_off();
     };
-    if !matches!(store.get(&id).await, Ok(Some(e)) if e.project_path == served.project) {
-        return failed(StatusCode::NOT_FOUND, "no memory of this project has this id");
+    if own(&*store, &served, &id).await.is_none() {
+        return error_page(StatusCode::NOT_FOUND, "no memory of this project has this id");
     }
     if let Err(e) = store.delete(&id).await {
         return refused(e);
@@ -328,8 +326,8 @@ pub(super) struct Undo {
 
 /// `POST /memory/undo`: revert one change (the delete just made).
 pub(super) async fn undo(State(served): State<Arc<Served>>, Form(form): Form<Undo>) -> Response {
-    if !token_ok(&served, &form.token) {
-        return forbidden();
+    if let Some(refusal) = forged(&served, &form.token) {
+        return refusal;
     }
     let Some(store) = served.memory.as_ref().map(Store::shared) else {
         return memory_off();
@@ -342,8 +340,8 @@ pub(super) async fn undo(State(served): State<Arc<Served>>, Form(form): Form<Und
 
 /// `POST /memory/prune`: remove memories whose importance has decayed under [`STALE`].
 pub(super) async fn prune(State(served): State<Arc<Served>>, Form(form): Form<Token>) -> Response {
-    if !token_ok(&served, &form.token) {
-        return forbidden();
+    if let Some(refusal) = forged(&served, &form.token) {
+        return refusal;
     }
     let Some(store) = served.memory.as_ref() else {
         return memory_off();

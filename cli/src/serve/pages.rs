@@ -1,8 +1,8 @@
 //! The frame every page shares, and its style sheet (served from here: nothing comes from
 //! another host).
 
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
 /// A whole page: the title, the two sections' links, `body`.
@@ -25,6 +25,15 @@ pub(super) fn page(title: &str, body: Markup) -> Markup {
             }
         }
     }
+}
+
+/// A failure as a page: one sentence, with the status it deserves.
+pub(super) fn error_page(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        page("Error", html! { h1 { "Something went wrong" } p { (message) } }),
+    )
+        .into_response()
 }
 
 /// A form that writes: posted to `action` with the page's token.

@@ -14,24 +14,17 @@ use ctxkit_skills::{Reason, Skill, SkillIndex, Source};
 use maud::{html, Markup, PreEscaped};
 use serde::Deserialize;
 
-use super::guard::token_ok;
+use super::guard::forged;
 use super::markdown::to_html;
-use super::pages::{page, write_form};
+use super::pages::{error_page, page, write_form};
 use super::Served;
 use crate::context_cmd::{decide, Decision};
 use crate::error::CliError;
 use crate::user_config::{toggle_skill, Layer};
 
-/// An error as a page: one sentence, with the status it deserves.
+/// An error as a page.
 fn failed(status: StatusCode, e: &CliError) -> Response {
-    (
-        status,
-        page(
-            "Error",
-            html! { h1 { "Something went wrong" } p { (e.message()) } },
-        ),
-    )
-        .into_response()
+    error_page(status, e.message())
 }
 
 #[derive(Deserialize)]
@@ -286,8 +279,8 @@ pub(super) async fn toggle(
     UrlPath(name): UrlPath<String>,
     Form(form): Form<Toggle>,
 ) -> Response {
-    if !token_ok(&served, &form.token) {
-        return (StatusCode::FORBIDDEN, "writes are accepted only from this page").into_response();
+    if let Some(refusal) = forged(&served, &form.token) {
+        return refusal;
     }
     let loaded = served.loaded();
     if find(&loaded.library.snapshot(), &name).is_none() {
@@ -311,8 +304,8 @@ pub(super) struct Token {
 
 /// `POST /refresh`: read the config and rescan the skill folders.
 pub(super) async fn refresh(State(served): State<Arc<Served>>, Form(form): Form<Token>) -> Response {
-    if !token_ok(&served, &form.token) {
-        return (StatusCode::FORBIDDEN, "writes are accepted only from this page").into_response();
+    if let Some(refusal) = forged(&served, &form.token) {
+        return refusal;
     }
     match served.reload() {
         Ok(()) => Redirect::to("/").into_response(),

@@ -418,14 +418,16 @@ fn from_events(body: &str) -> Result<Reply, String> {
         match event {
             Event::MessageStart { message } => reply.usage.update(message.usage),
             Event::ContentBlockStart { index, content_block } => {
-                if index >= blocks.len() {
-                    blocks.resize_with(index + 1, || Building {
-                        block: Value::Null,
-                        text: String::new(),
-                        input_json: String::new(),
-                    });
+                // Blocks start in order, one at a time; an index from elsewhere could make
+                // the reader allocate without bound.
+                if index != blocks.len() {
+                    return Err(format!("block {index} starts out of order"));
                 }
-                blocks[index].block = content_block;
+                blocks.push(Building {
+                    block: content_block,
+                    text: String::new(),
+                    input_json: String::new(),
+                });
             }
             Event::ContentBlockDelta { index, delta } => {
                 let block = blocks
@@ -664,6 +666,9 @@ data: {\"type\":\"message_stop\"}
         let failed = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n";
         let err = Anthropic::decode(&ModelRequest::default(), failed).unwrap_err();
         assert_eq!(err, "the stream ended with `overloaded_error`: Overloaded");
+        let far = "data: {\"type\":\"content_block_start\",\"index\":1000000000000,\"content_block\":{\"type\":\"text\"}}\n";
+        let err = Anthropic::decode(&ModelRequest::default(), far).unwrap_err();
+        assert_eq!(err, "block 1000000000000 starts out of order");
     }
 
     #[test]
