@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
 
 use clap::Args;
 use ctxkit::{Agent, RunReport, SectionKind, Thread};
@@ -11,7 +12,7 @@ use ctxkit_skills::SkillLibrary;
 use crate::error::CliError;
 use crate::model_args::ModelArgs;
 use crate::printable::list_or_none;
-use crate::setup::{save_counts, token_counter, RequestOptions};
+use crate::setup::{follow_toggles, save_counts, token_counter, RequestOptions};
 use crate::user_config::Config;
 
 const HELP: &str =
@@ -109,6 +110,7 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
         args: &args,
         agent: &agent,
         library: &library,
+        dir: crate::setup::current_dir()?,
         thread: Thread::new(),
         last: None,
         failures: 0,
@@ -137,6 +139,8 @@ struct Chat<'a> {
     args: &'a ChatArgs,
     agent: &'a Agent,
     library: &'a SkillLibrary,
+    /// The project folder, whose config may turn skills on and off during the session.
+    dir: PathBuf,
     thread: Thread,
     last: Option<RunReport>,
     /// Messages and commands that failed; each was reported on stderr.
@@ -188,6 +192,7 @@ impl Chat<'_> {
     /// Answer one message or command; a failure is reported and counted, and the session
     /// goes on. Only a failure to write stops it.
     async fn answer(&mut self, input: &str, out: &mut impl Write) -> Result<(), CliError> {
+        follow_toggles(self.library, &self.dir);
         match input {
             "/help" => writeln!(out, "{HELP}")?,
             "/new" => self.new_conversation(out).await?,

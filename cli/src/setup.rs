@@ -116,6 +116,25 @@ pub(crate) fn load_library(mut roots: Vec<SkillRoot>, config: &Config) -> Arc<Sk
     library
 }
 
+/// Follow the skills turned on and off in `dir`'s config since `library` loaded (`ctxkit skills
+/// disable` in another terminal, the `serve` page): a long-running command calls this before
+/// each message, so a toggle counts from the next one. Other settings are read at start.
+/// A config that no longer reads keeps the skills as they were, with a warning.
+pub(crate) fn follow_toggles(library: &SkillLibrary, dir: &Path) {
+    match Config::load(dir) {
+        Ok(config) => {
+            if let Some(index) = library.set_disabled(config.disabled()) {
+                tracing::info!(
+                    active = index.len(),
+                    disabled = index.disabled().len(),
+                    "skills turned on or off in the config; the new list is in use"
+                );
+            }
+        }
+        Err(e) => tracing::warn!("the skills turned on and off stay as they were: {e}"),
+    }
+}
+
 /// What a command that assembles requests loads once: the config and the skill library.
 pub(crate) struct Loaded {
     pub config: Config,

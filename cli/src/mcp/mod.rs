@@ -102,7 +102,8 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let dirs = SkillDirs {
         dirs: args.skills.clone(),
     };
-    let config = Config::load(&crate::setup::current_dir()?)?;
+    let dir = crate::setup::current_dir()?;
+    let config = Config::load(&dir)?;
     let library = load_library(dirs.roots()?, &config);
     let db = memory_db_path(args.memory.as_deref())?;
     let store = open_store_with(Some(&db), ctxkit_memory::SearchIndex::Background)?.shared();
@@ -116,6 +117,7 @@ fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
         SkillContextProvider::new(library, skills),
         store,
         project,
+        Some(&dir),
     ))
 }
 

@@ -2,6 +2,7 @@
 //! resources, prompts and Skills-extension entries (see [`super::skills`]), and the watcher
 //! that tells the client when the skill index changed.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use rmcp::service::{Peer, RequestContext};
 use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 
 use super::skills;
+use crate::setup::follow_toggles;
 
 const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name, and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
 
@@ -30,26 +32,40 @@ pub(crate) struct CtxkitServer {
     pub(super) skills: Arc<SkillContextProvider>,
     pub(super) store: Arc<dyn MemoryStore>,
     pub(super) project: String,
+    /// The project folder whose config may turn skills on and off while the server runs;
+    /// `None` to keep the list the library loaded with.
+    config_dir: Option<Arc<Path>>,
     tool_router: ToolRouter<Self>,
     /// The skills last announced (see [`skills::fingerprint`]).
     listed: Arc<Mutex<Vec<(String, String, bool)>>>,
 }
 
 impl CtxkitServer {
-    pub(crate) fn new(provider: SkillContextProvider, store: Arc<dyn MemoryStore>, project: String) -> Self {
+    pub(crate) fn new(
+        provider: SkillContextProvider,
+        store: Arc<dyn MemoryStore>,
+        project: String,
+        config_dir: Option<&Path>,
+    ) -> Self {
         let listed = skills::fingerprint(&provider.library().snapshot());
         CtxkitServer {
             skills: Arc::new(provider),
             store,
             project,
+            config_dir: config_dir.map(Arc::from),
             tool_router: Self::router(),
             listed: Arc::new(Mutex::new(listed)),
         }
     }
 
-    /// The skills as they are now.
+    /// The skills as they are now, with the ones the config turns off now set aside (every
+    /// request asks, so a toggle counts from the next one).
     pub(super) fn index(&self) -> Arc<SkillIndex> {
-        self.skills.library().snapshot()
+        let library = self.skills.library();
+        if let Some(dir) = &self.config_dir {
+            follow_toggles(library, dir);
+        }
+        library.snapshot()
     }
 
     /// Whether what the server lists changed since it last looked, under the library's
@@ -64,18 +80,20 @@ impl CtxkitServer {
         true
     }
 
-    /// Watch the skill roots every `every` ([`SkillLibrary::watch`]: a changed index is
-    /// swapped in once the files have settled, a broken edit keeps the last good skill) and
-    /// tell the client when what the server lists changed (`resources/list_changed`,
-    /// `prompts/list_changed`); ends when the client is gone. Every tool call reads the
-    /// swapped-in index, so `match_skills` and `read_skill` follow edits at once.
+    /// Watch the skill roots and the config every `every` ([`SkillLibrary::watch`]: a changed
+    /// index is swapped in once the files have settled, a broken edit keeps the last good
+    /// skill) and tell the client when what the server lists changed (`resources/list_changed`,
+    /// `prompts/list_changed`); ends when a notification finds the client gone. Every tool call reads the
+    /// current index, so `match_skills` and `read_skill` follow edits and toggles at once.
     pub(crate) async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
-        let (changed, mut swaps) = tokio::sync::mpsc::unbounded_channel();
-        self.skills.library().watch(every, move |_| {
-            let _ = changed.send(());
-        });
-        while swaps.recv().await.is_some() {
-            if !self.listing_changed() {
+        self.skills.library().watch(every, |_| {});
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let server = self.clone();
+            // Reading the config and rescanning are blocking file work.
+            let changed = tokio::task::spawn_blocking(move || server.listing_changed());
+            if !changed.await.unwrap_or(false) {
                 continue;
             }
             tracing::info!("skills changed; notifying the client");

@@ -62,6 +62,7 @@ fn fixture(mode: Mode) -> Fixture {
         SkillContextProvider::new(library, config),
         store.clone() as Arc<dyn MemoryStore>,
         "/repo".into(),
+        None,
     );
     Fixture {
         _dir: dir,

@@ -23,7 +23,7 @@ use ctxkit::MemoCounter;
 
 use crate::error::CliError;
 use crate::memory::Store;
-use crate::setup::{token_counter, Loaded, RequestOptions};
+use crate::setup::{follow_toggles, token_counter, Loaded, RequestOptions};
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {
@@ -84,9 +84,12 @@ impl Served {
         }))
     }
 
-    /// The config and library in force.
+    /// The config and library in force, with the skills the config turns off now set aside
+    /// (a toggle made in a terminal shows on the next page).
     fn loaded(&self) -> Arc<Loaded> {
-        self.loaded.read().unwrap_or_else(|e| e.into_inner()).clone()
+        let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner()).clone();
+        follow_toggles(&loaded.library, &self.dir);
+        loaded
     }
 
     /// Read the config and rescan the skill folders, after a toggle or on request.

@@ -196,6 +196,18 @@ async fn a_switch_writes_the_project_config_and_the_page_follows() {
     let form = format!("{}&enabled=true", p.token());
     p.post("/skills/greet", &form, &[]).await;
     assert!(p.served.loaded().library.snapshot().get("greet").is_some());
+
+    // A toggle made in a terminal (`ctxkit skills disable`) shows on the next page.
+    std::fs::write(
+        p.dir.path().join(".ctxkit/config.toml"),
+        "[skills]\ndisabled = [\"painter\"]\n",
+    )
+    .unwrap();
+    let (_, html) = p.get("/").await;
+    assert!(
+        html.contains(r#"aria-checked="false" aria-label="painter enabled""#),
+        "{html}"
+    );
 }
 
 #[tokio::test]

@@ -133,6 +133,78 @@ fn a_disabled_skill_is_listed_marked_and_never_injected_until_enabled() {
         .contains("note: no loaded skill is named `betta`"));
 }
 
+/// A running `chat` and a running `mcp` server honour `skills disable` and `skills enable` run
+/// in another terminal from their next message, without a restart or a watch interval.
+#[test]
+fn running_sessions_follow_toggles_from_their_next_message() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let s = Setup::new();
+    let spawn = |args: &[&str]| {
+        s.command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The watchers are off: what is seen is the per-message check, not a periodic one.
+    let mut chat = spawn(&["chat", "--no-memory", "--watch", "0"]);
+    let mut mcp = spawn(&["mcp", "--project", "/p", "--watch", "0"]);
+    let (mut chat_in, mut mcp_in) = (chat.stdin.take().unwrap(), mcp.stdin.take().unwrap());
+    let mut chat_out = BufReader::new(chat.stdout.take().unwrap()).lines();
+    let mut mcp_out = BufReader::new(mcp.stdout.take().unwrap()).lines();
+    let mut id = 0;
+    // A request and its answer; a notification (no answer) when `method` is one.
+    let mut rpc = |method: &str, params: Value| -> Value {
+        if method.starts_with("notifications/") {
+            writeln!(mcp_in, "{}", json!({"jsonrpc": "2.0", "method": method})).unwrap();
+            return Value::Null;
+        }
+        id += 1;
+        writeln!(mcp_in, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        loop {
+            let line = mcp_out.next().expect("the server answers").unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    rpc(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    rpc("notifications/initialized", Value::Null);
+    let mut both = |expected: &str| {
+        writeln!(chat_in, "deploy the docs").unwrap();
+        let reply = chat_out.next().expect("chat answers").unwrap();
+        assert!(reply.contains(&format!("Skills: {expected}.")), "chat: {reply}");
+        let matched = rpc(
+            "tools/call",
+            json!({"name": "match_skills", "arguments": {"message": "deploy the docs"}}),
+        );
+        let names: Vec<String> = matched["result"]["structuredContent"]["skills"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{matched}"))
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names.join(", "), expected, "mcp: {matched}");
+    };
+    both("alpha, beta, gamma");
+    s.ok(&["skills", "disable", "beta"]);
+    both("alpha, gamma");
+    s.ok(&["skills", "enable", "beta"]);
+    both("alpha, beta, gamma");
+    // End of input ends both.
+    drop(chat_in);
+    drop(mcp_in);
+    assert!(chat.wait().unwrap().success());
+    assert!(mcp.wait().unwrap().success());
+}
+
 #[test]
 fn the_project_config_wins_over_the_user_config_which_wins_over_defaults() {
     let s = Setup::new();

@@ -258,7 +258,7 @@ pub struct LoadOptions {
 #[derive(Debug)]
 pub struct SkillLibrary {
     roots: Vec<SkillRoot>,
-    options: LoadOptions,
+    options: RwLock<LoadOptions>,
     current: RwLock<Arc<SkillIndex>>,
 }
 
@@ -293,7 +293,7 @@ impl SkillLibrary {
         let index = load_index(&roots, &options, None);
         SkillLibrary {
             roots,
-            options,
+            options: RwLock::new(options),
             current: RwLock::new(Arc::new(index)),
         }
     }
@@ -302,7 +302,7 @@ impl SkillLibrary {
     pub fn from_index(index: SkillIndex) -> Self {
         SkillLibrary {
             roots: Vec::new(),
-            options: LoadOptions::default(),
+            options: RwLock::default(),
             current: RwLock::new(Arc::new(index)),
         }
     }
@@ -316,7 +316,7 @@ impl SkillLibrary {
     /// before and whose file now fails to load keeps its last good version, with a warning
     /// beside the error: a broken edit in a running session does not lose the skill.
     pub fn reload(&self) -> Arc<SkillIndex> {
-        let index = Arc::new(load_index(&self.roots, &self.options, Some(&self.snapshot())));
+        let index = Arc::new(load_index(&self.roots, &self.options(), Some(&self.snapshot())));
         self.swap(index.clone());
         index
     }
@@ -333,8 +333,31 @@ impl SkillLibrary {
     /// A fresh index when it differs from the current one, without swapping it in.
     pub(crate) fn load_if_changed(&self) -> Option<SkillIndex> {
         let current = self.snapshot();
-        let index = load_index(&self.roots, &self.options, Some(&current));
+        let index = load_index(&self.roots, &self.options(), Some(&current));
         (fingerprint(&index) != fingerprint(&current)).then_some(index)
+    }
+
+    /// Turn off exactly the skills named in `disabled` (case-insensitive), in this index and
+    /// every later reload; returns the new index when that changed which skills are off.
+    ///
+    /// For long-running hosts whose settings change under them: ctxkit's own commands call it
+    /// before each message with the names their config file holds then, so a skill turned
+    /// off elsewhere (another terminal, the `serve` page) is not selected from the next one.
+    /// Through the index cache this costs a few `stat` calls when nothing changed on disk.
+    pub fn set_disabled(&self, disabled: Vec<String>) -> Option<Arc<SkillIndex>> {
+        {
+            let mut options = self.options.write().unwrap_or_else(|e| e.into_inner());
+            if options.disabled == disabled {
+                return None;
+            }
+            options.disabled = disabled;
+        }
+        self.reload_if_changed()
+    }
+
+    /// The options every (re)load uses now.
+    fn options(&self) -> LoadOptions {
+        self.options.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Replace the current index.

@@ -366,6 +366,44 @@ fn reload_follows_edits_deletions_and_new_skills_and_keeps_the_last_good_version
     assert!(index.diagnostics().is_empty(), "{:?}", index.diagnostics());
 }
 
+#[test]
+fn skills_turned_off_while_a_library_runs_stop_being_selected_and_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(
+        dir.path(),
+        "greet",
+        "---\nname: greet\ndescription: Greets\ntriggers: [hello]\n---\nSay hi.\n",
+    );
+    let library = SkillLibrary::load(vec![SkillRoot::new(dir.path(), Source::Project)]);
+    let selected = |index: &ctxkit_skills::SkillIndex| -> Vec<String> {
+        index
+            .select(&["hello there"], &[], &Default::default())
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
+    };
+    assert_eq!(selected(&library.snapshot()), ["greet"]);
+    let before = library.snapshot();
+
+    let index = library.set_disabled(vec!["GREET".into()]).expect("turning a skill off is a change");
+    assert!(selected(&index).is_empty());
+    assert_eq!(index.disabled()[0].name, "greet", "still listed, as disabled");
+    assert!(Arc::ptr_eq(&index, &library.snapshot()));
+    assert_eq!(selected(&before), ["greet"], "an old snapshot stays as it was");
+    assert!(library.set_disabled(vec!["GREET".into()]).is_none(), "the same list is no change");
+    assert!(
+        library.reload_if_changed().is_none(),
+        "a reload keeps the skill off"
+    );
+
+    let index = library.set_disabled(Vec::new()).expect("turning it back on is a change");
+    assert_eq!(selected(&index), ["greet"]);
+    assert!(
+        library.set_disabled(vec!["no-such-skill".into()]).is_none(),
+        "naming a skill that is not there changes nothing a request sees"
+    );
+}
+
 #[tokio::test]
 async fn a_reloaded_skill_reaches_a_lazy_conversation_as_a_context_update() {
     let dir = tempfile::tempdir().unwrap();
