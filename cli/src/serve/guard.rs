@@ -40,9 +40,11 @@ pub(super) async fn check(State(served): State<Arc<Served>>, request: Request, n
         header::X_CONTENT_TYPE_OPTIONS,
         header::HeaderValue::from_static("nosniff"),
     );
+    // Nothing of the page's addresses (memory ids, searches) goes to another site; not
+    // `no-referrer`, under which a browser sends `Origin: null` with the page's own forms.
     headers.insert(
         header::REFERRER_POLICY,
-        header::HeaderValue::from_static("no-referrer"),
+        header::HeaderValue::from_static("same-origin"),
     );
     response
 }

@@ -141,7 +141,10 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<List
                 div.inline {
                     input type="text" name="content" aria-label="New memory" placeholder="New memory" required;
                     select name="category" aria-label="New memory's category" {
-                        @for c in MemoryCategory::ALL { option value=(c.as_str()) { (c.as_str()) } }
+                        // `fact` first chosen, as `ctxkit memory add` defaults.
+                        @for c in MemoryCategory::ALL {
+                            option value=(c.as_str()) selected[c == MemoryCategory::Fact] { (c.as_str()) }
+                        }
                     }
                     button type="submit" { "Add memory" }
                 }

@@ -118,6 +118,7 @@ pub(crate) fn router(served: Arc<Served>) -> Router {
         .route("/memory/{id}", get(memory::detail).post(memory::edit))
         .route("/memory/{id}/delete", post(memory::delete))
         .route("/style.css", get(pages::style))
+        .route("/icon.svg", get(pages::icon))
         .layer(axum::middleware::from_fn_with_state(served.clone(), guard::check))
         .with_state(served)
 }

@@ -15,6 +15,7 @@ pub(super) fn page(title: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · ctxkit" }
                 link rel="stylesheet" href="/style.css";
+                link rel="icon" href="/icon.svg" type="image/svg+xml";
             }
             body {
                 nav aria-label="Sections" {
@@ -46,6 +47,13 @@ pub(super) fn write_form(action: &str, token: &str, fields: Markup) -> Markup {
     }
 }
 
+/// `GET /icon.svg`: the tab's icon (without one, browsers ask for `/favicon.ico`).
+pub(super) async fn icon() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], ICON)
+}
+
+const ICON: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#1d1d1f"/><path d="M11 5.2A3.6 3.6 0 1 0 11 10.8" fill="none" stroke="#fff" stroke-width="2"/></svg>"##;
+
 /// `GET /style.css`.
 pub(super) async fn style() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE)
@@ -62,7 +70,7 @@ ul.rows form{margin:0}.grow{flex:1}\
 button[role=switch]{min-width:3.2em;border:1px solid #999;border-radius:1em;padding:.1em .6em;background:#eee;cursor:pointer}\
 button[role=switch][aria-checked=true]{background:#2e7d32;color:#fff;border-color:#2e7d32}\
 .badge{font-size:.8em;padding:0 .45em;border-radius:.4em;background:#e3e3e8}\
-form.inline{display:flex;gap:.5em;margin:.6em 0}form.inline input[type=text],form.inline input[type=search]{flex:1;padding:.35em}\
+.inline{display:flex;gap:.5em;margin:.6em 0}.inline input[type=text],.inline input[type=search]{flex:1;padding:.35em}\
 section.result{background:#fff;border:1px solid #ddd;border-radius:.5em;padding:.2em 1em;margin:1em 0}\
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3em 1em}dl.facts dt{font-weight:600}\
 article.body{background:#fff;border:1px solid #ddd;border-radius:.5em;padding:0 1.2em}\

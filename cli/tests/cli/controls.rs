@@ -163,7 +163,12 @@ fn running_sessions_follow_toggles_from_their_next_message() {
             return Value::Null;
         }
         id += 1;
-        writeln!(mcp_in, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        writeln!(
+            mcp_in,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .unwrap();
         loop {
             let line = mcp_out.next().expect("the server answers").unwrap();
             let v: Value = serde_json::from_str(&line).unwrap();

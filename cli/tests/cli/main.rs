@@ -8,6 +8,7 @@ mod suites;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod browser;
 mod cli;
 mod controls;
 mod hook;

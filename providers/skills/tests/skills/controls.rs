@@ -385,18 +385,25 @@ fn skills_turned_off_while_a_library_runs_stop_being_selected_and_come_back() {
     assert_eq!(selected(&library.snapshot()), ["greet"]);
     let before = library.snapshot();
 
-    let index = library.set_disabled(vec!["GREET".into()]).expect("turning a skill off is a change");
+    let index = library
+        .set_disabled(vec!["GREET".into()])
+        .expect("turning a skill off is a change");
     assert!(selected(&index).is_empty());
     assert_eq!(index.disabled()[0].name, "greet", "still listed, as disabled");
     assert!(Arc::ptr_eq(&index, &library.snapshot()));
     assert_eq!(selected(&before), ["greet"], "an old snapshot stays as it was");
-    assert!(library.set_disabled(vec!["GREET".into()]).is_none(), "the same list is no change");
+    assert!(
+        library.set_disabled(vec!["GREET".into()]).is_none(),
+        "the same list is no change"
+    );
     assert!(
         library.reload_if_changed().is_none(),
         "a reload keeps the skill off"
     );
 
-    let index = library.set_disabled(Vec::new()).expect("turning it back on is a change");
+    let index = library
+        .set_disabled(Vec::new())
+        .expect("turning it back on is a change");
     assert_eq!(selected(&index), ["greet"]);
     assert!(
         library.set_disabled(vec!["no-such-skill".into()]).is_none(),
