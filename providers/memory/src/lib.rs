@@ -89,6 +89,7 @@ pub mod eval;
 mod extraction;
 mod hook;
 mod ids;
+mod learned;
 mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -109,6 +110,7 @@ pub use clock::ManualClock;
 pub use error::{MemoryError, Result};
 pub use extraction::MemoryExtractor;
 pub use hook::MemoryHook;
+pub use learned::{LearnedChange, LearnedOrigin, LearnedSkill, LearnedStatus, MAX_LEARNED_TEXT};
 pub use options::{OpenOptions, SearchIndex};
 #[cfg(feature = "postgres")]
 pub use postgres::{is_postgres_url, PostgresStore};
@@ -135,6 +137,8 @@ const _: () = {
         assert_send_sync::<MemoryExtractor>();
         assert_send_sync::<MemoryError>();
         assert_send_sync::<MemoryEntry>();
+        assert_send_sync::<LearnedSkill>();
+        assert_send_sync::<LearnedChange>();
         assert_send_sync::<NewMemoryEntry>();
         assert_send_sync::<MemoryCategory>();
         assert_send_sync::<MemoryUpdate>();

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 
 use crate::error::{MemoryError, Result};
+use crate::learned::{LearnedChange, LearnedSkill};
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 
@@ -68,6 +69,27 @@ pub trait MemoryStore: Send + Sync {
     async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
         let _ = (project, prune_below);
         Ok(MaintenanceReport::default())
+    }
+
+    /// The project's learned skills (every status), by name. The default keeps none.
+    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
+        let _ = project;
+        Ok(Vec::new())
+    }
+
+    /// Change one learned skill of `project` atomically (read, [`LearnedChange`] applied,
+    /// written in one transaction); returns it as stored, `None` once removed. The default
+    /// refuses: a store that keeps learned skills overrides both methods.
+    async fn change_learned_skill(
+        &self,
+        project: &str,
+        name: &str,
+        change: LearnedChange,
+    ) -> Result<Option<LearnedSkill>> {
+        let _ = (project, name, change);
+        Err(MemoryError::Invalid(
+            "this memory store does not keep learned skills".into(),
+        ))
     }
 
     /// Add one memory: [`add_many`](Self::add_many) of one.

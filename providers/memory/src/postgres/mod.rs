@@ -23,6 +23,7 @@
 mod candidates;
 mod episodes;
 mod history;
+mod learned;
 mod rows;
 mod schema;
 mod search;
@@ -39,6 +40,7 @@ use tracing::Instrument;
 
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
+use crate::learned::{LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
 use crate::secrets::redact_url;
 use crate::store::MemoryStore;
@@ -479,6 +481,22 @@ impl MemoryStore for PostgresStore {
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         self.traced("state_entries", episodes::state_entries(self, project))
             .await
+    }
+    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
+        self.traced("learned_skills", learned::learned_skills(self, project))
+            .await
+    }
+    async fn change_learned_skill(
+        &self,
+        project: &str,
+        name: &str,
+        change: LearnedChange,
+    ) -> Result<Option<LearnedSkill>> {
+        self.traced(
+            "change_learned_skill",
+            learned::change_learned_skill(self, project, name, change),
+        )
+        .await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         self.traced("export", transfer::export(self, project)).await

@@ -15,7 +15,7 @@ use deadpool_postgres::Object;
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 1;
+pub(crate) const LATEST: i32 = 2;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -97,7 +97,18 @@ CREATE TABLE project_state (
 );
 "#;
 
-const MIGRATIONS: &[&str] = &[V1];
+const V2: &str = r#"
+-- Skills learned from sessions (`crate::learned`), one JSON record per project and name.
+CREATE TABLE skill_library (
+    project_path TEXT NOT NULL,
+    name TEXT NOT NULL,
+    record TEXT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (project_path, name)
+);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {

@@ -19,6 +19,7 @@ mod docs;
 mod episodes;
 mod history;
 mod index;
+mod learned;
 mod memindex;
 mod norms;
 mod rows;

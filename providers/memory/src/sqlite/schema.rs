@@ -16,7 +16,9 @@
 //! - `memory_index_log` (v3) lists, per project and generation, which row was added to or
 //!   removed from the index, so an in-memory index catches up with a few changes instead of
 //!   being rebuilt from every row;
-//! - v3 also re-indexes every memory, because terms became stemmed.
+//! - v3 also re-indexes every memory, because terms became stemmed;
+//! - `skill_library` (v4) keeps each learned skill as one JSON record: nothing queries inside
+//!   it, and its fields change without a migration.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -24,7 +26,7 @@ use super::index;
 use super::rows::{select_entries, COLS};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i64 = 3;
+pub(crate) const LATEST: i64 = 4;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -153,7 +155,18 @@ DELETE FROM memory_terms;
 UPDATE memory_projects SET docs = 0, generation = generation + 1;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const V4: &str = r#"
+-- Skills learned from sessions (`crate::learned`), one JSON record per project and name.
+CREATE TABLE skill_library (
+    project_path TEXT NOT NULL,
+    name TEXT NOT NULL,
+    record TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY(project_path, name)
+) WITHOUT ROWID;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {

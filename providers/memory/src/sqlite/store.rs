@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use super::MemoryDb;
 use crate::error::{MemoryError, Result};
+use crate::learned::{LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
 use crate::store::MemoryStore;
 use crate::transfer::{ExportRecord, ImportReport};
@@ -172,6 +173,20 @@ impl MemoryStore for SqliteMemoryStore {
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         let project = project.to_string();
         self.blocking(move |db| db.state_entries(&project)).await
+    }
+    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
+        let project = project.to_string();
+        self.blocking(move |db| db.learned_skills(&project)).await
+    }
+    async fn change_learned_skill(
+        &self,
+        project: &str,
+        name: &str,
+        change: LearnedChange,
+    ) -> Result<Option<LearnedSkill>> {
+        let (project, name) = (project.to_string(), name.to_string());
+        self.blocking(move |db| db.change_learned_skill(&project, &name, change))
+            .await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         let project = project.map(str::to_string);

@@ -509,6 +509,101 @@ async fn concurrent_upserts_lose_and_duplicate_nothing(b: Backend) {
     assert_eq!(inserts, list.len(), "one insert entry per memory");
 }
 
+async fn learned_skills_are_proposed_refined_reviewed_and_counted_without_losing_a_use(b: Backend) {
+    use ctxkit_memory::{LearnedChange, LearnedOrigin, LearnedSkill, LearnedStatus};
+    let s = &b.store;
+    let proposal = |session: &str| {
+        LearnedChange::Propose(Box::new(LearnedSkill::proposed(
+            P,
+            "ship-it",
+            "Ship the service",
+            vec!["ship".into()],
+            "---\nname: ship-it\ndescription: Ship the service\ntriggers: [ship]\n---\nRun ./ship.sh\n",
+            session,
+        )))
+    };
+    assert!(s.learned_skills(P).await.unwrap().is_empty());
+    let first = s
+        .change_learned_skill(P, "ship-it", proposal("s1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.status, LearnedStatus::Proposed);
+    let again = s
+        .change_learned_skill(P, "ship-it", proposal("s2"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (again.origin, again.sessions.clone()),
+        (LearnedOrigin::Refined, vec!["s1".to_string(), "s2".to_string()])
+    );
+    s.change_learned_skill(P, "ship-it", LearnedChange::Review(LearnedStatus::Accepted))
+        .await
+        .unwrap();
+    assert!(
+        s.learned_skills(Q).await.unwrap().is_empty(),
+        "scoped to its project"
+    );
+
+    // A secret, a name that is a path: refused, nothing stored.
+    let mut secret = LearnedSkill::proposed(
+        P,
+        "leaky",
+        "d",
+        vec![],
+        "token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+        "s",
+    );
+    secret.text.push('\n');
+    let err = s
+        .change_learned_skill(P, "leaky", LearnedChange::Propose(Box::new(secret)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::Secret { .. }), "{err:?}");
+    let climbing = LearnedSkill::proposed(P, "../x", "d", vec![], "body", "s");
+    assert!(s
+        .change_learned_skill(P, "../x", LearnedChange::Propose(Box::new(climbing)))
+        .await
+        .is_err());
+    assert_eq!(s.learned_skills(P).await.unwrap().len(), 1);
+
+    // Uses counted by 4 writers at once: none lost.
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let store = b.reopen().await;
+        tasks.push(tokio::spawn(async move {
+            for i in 0..5 {
+                store
+                    .change_learned_skill(
+                        P,
+                        "ship-it",
+                        LearnedChange::Used {
+                            success: (i + w) % 2 == 0,
+                        },
+                    )
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let kept = s.learned_skills(P).await.unwrap().remove(0);
+    assert_eq!(
+        (kept.status, kept.uses, kept.successes),
+        (LearnedStatus::Accepted, 20, 10)
+    );
+    assert_eq!(
+        s.change_learned_skill(P, "ship-it", LearnedChange::Remove)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(s.learned_skills(P).await.unwrap().is_empty());
+}
+
 /// Instantiate every case for every backend.
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
@@ -565,6 +660,7 @@ suite!(
     episodes_and_state,
     maintenance_decays_prunes_compacts_and_clears,
     concurrent_upserts_lose_and_duplicate_nothing,
+    learned_skills_are_proposed_refined_reviewed_and_counted_without_losing_a_use,
 );
 
 /// PostgreSQL only: the same ranking as SQLite, and failures that say what is wrong in one
