@@ -36,6 +36,10 @@ pub struct SessionSummary {
     pub turns: usize,
     /// Calls per tool name.
     pub tool_usage: BTreeMap<String, usize>,
+    /// Runs that ended in an error.
+    pub failed_turns: usize,
+    /// Tool calls whose tool failed (the model saw the error).
+    pub failed_tool_calls: usize,
     /// The conversation as it stands.
     pub messages: Vec<Message>,
 }

@@ -399,6 +399,7 @@ impl Agent {
                 }),
         };
         if result.is_err() {
+            thread.failed_turns += 1;
             thread.answer_open_calls("error: not run, because the run stopped before this call");
         }
         let outcome = RunOutcome {
@@ -510,6 +511,7 @@ impl Agent {
         let name = call.function.name.as_str();
         let thread_id = thread.id().to_string();
         *thread.tool_usage.entry(name.to_string()).or_default() += 1;
+        let mut failed = false;
         let mut hctx = self.hook_context(&thread_id, &mut thread.state);
         let output = match self.hooks.before_tool(&mut hctx, call).await? {
             Some(answer) => answer,
@@ -523,11 +525,13 @@ impl Agent {
                 span.record("elapsed_us", start.elapsed().as_micros() as u64);
                 result.unwrap_or_else(|e| {
                     tracing::warn!(parent: &span, error = %e, "tool call failed");
+                    failed = true;
                     format!("error: {e}")
                 })
             }
         };
         self.hooks.after_tool(&mut hctx, call, &output).await?;
+        thread.failed_tool_calls += usize::from(failed);
         Ok(output)
     }
 
@@ -551,6 +555,8 @@ impl Agent {
             thread_id: thread.id().to_string(),
             turns: thread.turns,
             tool_usage: thread.tool_usage.clone(),
+            failed_turns: thread.failed_turns,
+            failed_tool_calls: thread.failed_tool_calls,
             messages: thread.history().to_vec(),
         };
         let thread_id = summary.thread_id.clone();

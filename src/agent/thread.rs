@@ -18,6 +18,10 @@ pub struct Thread {
     pub(crate) started: bool,
     pub(crate) turns: usize,
     pub(crate) tool_usage: BTreeMap<String, usize>,
+    /// Runs that ended in an error.
+    pub(crate) failed_turns: usize,
+    /// Tool calls whose tool failed (its error went back to the model).
+    pub(crate) failed_tool_calls: usize,
 }
 
 impl Default for Thread {
@@ -48,6 +52,8 @@ impl Thread {
             started: false,
             turns: 0,
             tool_usage: BTreeMap::new(),
+            failed_turns: 0,
+            failed_tool_calls: 0,
         }
     }
 
@@ -118,6 +124,8 @@ impl Thread {
         self.context.reset();
         self.turns = 0;
         self.tool_usage.clear();
+        self.failed_turns = 0;
+        self.failed_tool_calls = 0;
     }
 }
 

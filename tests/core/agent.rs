@@ -594,3 +594,68 @@ async fn a_baseline_is_the_request_plus_what_providers_would_add() {
     let out = plain.run(&mut Thread::new(), "hi").await.unwrap();
     assert_eq!(out.report.tokens_full, None, "no baseline unless asked for");
 }
+
+/// Keeps the summary its session end was given.
+struct Summaries(Arc<Mutex<Vec<ctxkit::SessionSummary>>>);
+#[async_trait]
+impl Hook for Summaries {
+    fn name(&self) -> &str {
+        "summaries"
+    }
+    async fn session_end(
+        &self,
+        _: &mut HookContext<'_>,
+        s: &ctxkit::SessionSummary,
+    ) -> std::result::Result<(), BoxError> {
+        self.0.lock().unwrap().push(s.clone());
+        Ok(())
+    }
+}
+
+struct Broken;
+#[async_trait]
+impl Tool for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    fn description(&self) -> &str {
+        "Always fails"
+    }
+    async fn call(&self, _: Value) -> Result<String> {
+        Err(Error::Tool {
+            tool: "broken".into(),
+            message: "the disk is full".into(),
+        })
+    }
+}
+
+/// What learning from a session reads: how its runs and tool calls went.
+#[tokio::test]
+async fn the_session_summary_counts_failed_runs_and_failed_tool_calls() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let model = Arc::new(ScriptedModel::new([
+        Message::tool_calls(vec![
+            ToolCall::new("1", "clock", &json!({})),
+            ToolCall::new("2", "broken", &json!({})),
+            ToolCall::new("3", "clock", &json!({})),
+        ]),
+        Message::assistant("done"),
+        // The script ends here: the second run fails.
+    ]));
+    let agent = Agent::builder()
+        .model(model)
+        .tool(Clock)
+        .tool(Broken)
+        .hook(Summaries(seen.clone()))
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    agent.run(&mut thread, "what time is it?").await.unwrap();
+    agent.run(&mut thread, "and now?").await.unwrap_err();
+    agent.end_session(&mut thread).await.unwrap();
+    let summary = seen.lock().unwrap().pop().unwrap();
+    assert_eq!(summary.tool_usage.values().sum::<usize>(), 3);
+    assert_eq!(summary.failed_tool_calls, 1);
+    assert_eq!(summary.failed_turns, 1);
+    assert_eq!(summary.turns, 2);
+}
