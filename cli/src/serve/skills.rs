@@ -49,7 +49,7 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<Filt
             || s.description.to_lowercase().contains(&needle)
     };
     // The sections, detected skills first, then by tier; within one, by priority then name.
-    let mut sections: [Vec<(&Skill, bool)>; 5] = Default::default();
+    let mut sections: [Vec<(&Skill, bool)>; 6] = Default::default();
     for (skill, enabled) in index
         .ranked()
         .map(|s| (s, true))
@@ -59,9 +59,10 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<Filt
         let section = match skill.source {
             _ if detected.contains(&skill.name) => 0,
             Source::Project => 1,
-            Source::User => 2,
-            Source::External => 3,
-            Source::Builtin => 4,
+            Source::Learned => 2,
+            Source::User => 3,
+            Source::External => 4,
+            Source::Builtin => 5,
         };
         sections[section].push((skill, enabled));
     }
@@ -72,7 +73,14 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<Filt
                 .then_with(|| a.0.name.cmp(&b.0.name))
         });
     }
-    const TITLES: [&str; 5] = ["Auto-detected", "Project", "User", "External", "Built-in"];
+    const TITLES: [&str; 6] = [
+        "Auto-detected",
+        "Project",
+        "Learned",
+        "User",
+        "External",
+        "Built-in",
+    ];
     let scanned = served
         .scanned
         .read()
@@ -133,6 +141,7 @@ fn row(skill: &Skill) -> Markup {
 fn tier(source: Source) -> &'static str {
     match source {
         Source::Project => "project",
+        Source::Learned => "learned",
         Source::User => "user",
         Source::External => "external",
         Source::Builtin => "builtin",

@@ -21,6 +21,9 @@ pub enum Source {
     External,
     /// The user's own skills, for every project.
     User,
+    /// Learned from this project's sessions and accepted by a person: they know the project,
+    /// but the project's own skills were written by people on purpose.
+    Learned,
     /// The project's skills, which know the project best.
     #[default]
     Project,
@@ -28,12 +31,13 @@ pub enum Source {
 
 impl Source {
     /// The default priority of a root of this tier (builtin 1-50, external 51-100, user
-    /// 101-200, project 201+).
+    /// 101-200, project 201+; learned skills take 200, under every project skill).
     pub fn default_priority(self) -> i64 {
         match self {
             Source::Builtin => 25,
             Source::External => 75,
             Source::User => 150,
+            Source::Learned => 200,
             Source::Project => 250,
         }
     }

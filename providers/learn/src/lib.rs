@@ -1,0 +1,233 @@
+//! Skills learned from sessions that worked: after a session with no failed run and enough
+//! successful tool calls, one model call asks for a short procedural SKILL.md; the reply is
+//! checked like hostile input and stored, per project, as a *proposed* skill in the memory
+//! database, which a person accepts or rejects. Published results favour exactly this: skills
+//! induced from successful trajectories help, skills a model writes without feedback do not.
+//!
+//! ```text
+//! session end ─► Trajectory ─► eligible? ─► one model call ─► read_reply (parse, name,
+//!                                                              secrets, fires on its task)
+//!                                         ─► same as an existing skill? ─► store: propose
+//!                                                                      or refine
+//! ```
+//!
+//! [`SkillLearner`] is a [`Hook`]: add it to an agent and it learns at `session_end`; or call
+//! [`SkillLearner::learn`] with a [`Trajectory`] read from a transcript.
+
+#![deny(missing_docs)]
+
+mod candidate;
+mod trajectory;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ctxkit::{BoxError, ChatModel, Hook, HookContext, ModelRequest, SessionSummary};
+use ctxkit_memory::{LearnedChange, LearnedSkill, LearnedStatus, MemoryStore};
+use ctxkit_skills::{SkillLibrary, Source};
+use tracing::Instrument;
+
+pub use trajectory::{ToolUse, Trajectory};
+
+use candidate::{read_reply, request, similarity, Refusal, MAX_REPLY, SAME_SKILL};
+
+/// When a session is learned from, and what happens to what is learned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LearnOptions {
+    /// Successful tool calls a session needs (default 3): shorter ones hold no procedure.
+    pub min_tool_calls: usize,
+    /// Accept a new skill at once instead of proposing it (default off: a person reviews).
+    pub auto_accept: bool,
+}
+
+impl Default for LearnOptions {
+    fn default() -> Self {
+        LearnOptions {
+            min_tool_calls: 3,
+            auto_accept: false,
+        }
+    }
+}
+
+/// What came of one session.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Learned {
+    /// Not learned from (a failed run, too few successful tool calls); no model call made.
+    NotEligible(String),
+    /// The model found nothing reusable.
+    Declined,
+    /// The reply was not kept, for this reason (never quoting it).
+    Dropped(String),
+    /// A skill that is not learned already covers it: nothing stored.
+    Exists(String),
+    /// A new skill, proposed (or accepted, with `auto_accept`).
+    New(LearnedSkill),
+    /// A learned skill it matches gained this session as a source.
+    Refined(LearnedSkill),
+}
+
+/// Learns skills from sessions of one project (see the crate docs).
+pub struct SkillLearner {
+    model: Arc<dyn ChatModel>,
+    store: Arc<dyn MemoryStore>,
+    library: Arc<SkillLibrary>,
+    project: String,
+    options: LearnOptions,
+}
+
+impl SkillLearner {
+    /// A learner asking `model`, storing in `store` for `project`, comparing with the skills of
+    /// `library` (and the project's learned ones).
+    pub fn new(
+        model: Arc<dyn ChatModel>,
+        store: Arc<dyn MemoryStore>,
+        library: Arc<SkillLibrary>,
+        project: impl Into<String>,
+    ) -> Self {
+        SkillLearner {
+            model,
+            store,
+            library,
+            project: project.into(),
+            options: LearnOptions::default(),
+        }
+    }
+
+    /// Replace the options.
+    pub fn options(mut self, options: LearnOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Learn from one session: at most one model call, at most one stored change.
+    pub async fn learn(&self, session: &Trajectory) -> Result<Learned, BoxError> {
+        if session.failed_turns > 0 {
+            return Ok(Learned::NotEligible(format!(
+                "{} runs of the session failed",
+                session.failed_turns
+            )));
+        }
+        let calls = session.successful_calls();
+        if calls < self.options.min_tool_calls {
+            return Ok(Learned::NotEligible(format!(
+                "{calls} successful tool calls, fewer than {}",
+                self.options.min_tool_calls
+            )));
+        }
+        let learned = self.store.learned_skills(&self.project).await?;
+        let index = self.library.snapshot();
+        let written: Vec<_> = index
+            .skills()
+            .iter()
+            .chain(index.disabled())
+            .filter(|s| s.source != Source::Learned)
+            .collect();
+        let mut existing: Vec<(String, String)> = written
+            .iter()
+            .map(|s| (s.name.clone(), s.description.clone()))
+            .chain(learned.iter().map(|l| (l.name.clone(), l.description.clone())))
+            .collect();
+        existing.sort();
+        existing.dedup();
+
+        let span = tracing::info_span!("learn_skill", project = %self.project, session = %session.session);
+        let reply = self
+            .model
+            .complete(&ModelRequest {
+                messages: request(session, &existing),
+                ..ModelRequest::default()
+            })
+            .instrument(span)
+            .await?
+            .message
+            .content;
+        let candidate = match read_reply(&reply, &session.task) {
+            Ok(c) => c,
+            Err(Refusal::Declined) => return Ok(Learned::Declined),
+            Err(Refusal::Dropped(why)) => {
+                tracing::warn!(bytes = reply.len().min(MAX_REPLY + 1), "no skill learned: {why}");
+                return Ok(Learned::Dropped(why));
+            }
+        };
+        let skill = &candidate.skill;
+        if let Some(same) = written
+            .iter()
+            .find(|w| w.name.eq_ignore_ascii_case(&skill.name) || similarity(w, skill) >= SAME_SKILL)
+        {
+            return Ok(Learned::Exists(same.name.clone()));
+        }
+        // The learned skill it repeats, if any, is refined under its own name.
+        let name = learned
+            .iter()
+            .find(|l| l.name == skill.name || learned_similarity(l, skill) >= SAME_SKILL)
+            .map_or_else(|| skill.name.clone(), |l| l.name.clone());
+        let refines = learned.iter().any(|l| l.name == name);
+        let proposal = LearnedSkill::proposed(
+            &self.project,
+            &name,
+            &skill.description,
+            skill.triggers.literals().map(str::to_string).collect(),
+            &candidate.text,
+            &session.session,
+        );
+        let stored = self
+            .store
+            .change_learned_skill(&self.project, &name, LearnedChange::Propose(Box::new(proposal)))
+            .await?
+            .ok_or("the store kept nothing")?;
+        if refines {
+            return Ok(Learned::Refined(stored));
+        }
+        let stored = if self.options.auto_accept {
+            self.store
+                .change_learned_skill(
+                    &self.project,
+                    &name,
+                    LearnedChange::Review(LearnedStatus::Accepted),
+                )
+                .await?
+                .ok_or("the store kept nothing")?
+        } else {
+            stored
+        };
+        tracing::info!(skill = %stored.name, status = stored.status.as_str(), "skill learned");
+        Ok(Learned::New(stored))
+    }
+}
+
+/// [`similarity`] of a stored learned skill to a candidate, through its parsed text.
+fn learned_similarity(learned: &LearnedSkill, candidate: &ctxkit_skills::Skill) -> f64 {
+    let (parsed, _) = ctxkit_skills::Skill::parse("learned/SKILL.md".as_ref(), &learned.text, None);
+    parsed.map_or(0.0, |p| similarity(&p, candidate))
+}
+
+#[async_trait]
+impl Hook for SkillLearner {
+    fn name(&self) -> &str {
+        "skill-learner"
+    }
+
+    /// Learn from the session that ended. Whatever happens is logged, never an error: the
+    /// conversation was answered, and learning is a bonus.
+    async fn session_end(
+        &self,
+        _ctx: &mut HookContext<'_>,
+        summary: &SessionSummary,
+    ) -> Result<(), BoxError> {
+        match self.learn(&Trajectory::from_summary(summary)).await {
+            Ok(Learned::NotEligible(why)) => tracing::debug!("no skill learned from the session: {why}"),
+            Ok(other) => tracing::debug!(?other, "learning from the session done"),
+            Err(e) => tracing::warn!("no skill learned from the session: {e}"),
+        }
+        Ok(())
+    }
+}
+
+// Shared with an agent's hooks across tasks.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<SkillLearner>();
+    send_sync::<Learned>();
+    send_sync::<LearnOptions>();
+    send_sync::<Trajectory>();
+};
