@@ -70,7 +70,7 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
             .collect(),
         None => ADR_QUERIES.iter().map(|q| q.to_string()).collect(),
     };
-    let loaded = request.load()?;
+    let loaded = request.load().await?;
     let counter = token_counter();
     let agents = Mode::ALL
         .iter()

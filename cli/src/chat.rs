@@ -82,7 +82,7 @@ async fn mount_servers(args: &ChatArgs, config: &Config) -> Result<Vec<ctxkit::m
 /// Exit status 1 if any message or command failed (each already said why on stderr).
 pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     let model = args.model.model()?;
-    let loaded = args.request.load()?;
+    let loaded = args.request.load().await?;
     let library = loaded.library.clone();
     if args.watch > 0 {
         library.watch(std::time::Duration::from_secs(args.watch), |index| {

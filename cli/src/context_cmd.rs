@@ -24,7 +24,7 @@ pub(crate) struct ContextArgs {
 }
 
 pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
-    let loaded = args.request.load()?;
+    let loaded = args.request.load().await?;
     let counter = token_counter();
     let decision = decide(&args.request, &loaded, &counter, &args.message).await?;
     save_counts(&counter);

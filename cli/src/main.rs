@@ -8,6 +8,7 @@ mod confined_file;
 mod context_cmd;
 mod error;
 mod hook;
+mod learned;
 mod listen;
 mod mcp;
 mod memory;
@@ -125,7 +126,7 @@ fn main() -> ExitCode {
 async fn run(command: Command) -> ExitCode {
     let result = match command {
         Command::Context(args) => context_cmd::run(args).await,
-        Command::Skills(args) => skills_cmd::run(args),
+        Command::Skills(args) => skills_cmd::run(args).await,
         Command::Memory(args) => memory::run(args).await,
         Command::Chat(args) => chat::run(args).await,
         Command::Bench(args) => bench_cmd::run(args).await,

@@ -10,7 +10,7 @@ use ctxkit_skills::{LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillL
 use crate::error::CliError;
 use crate::memory::open::{
     default_project, memory_db_path, normalize_project, open_hook, open_provider, open_provider_with,
-    server_url,
+    open_store, server_url,
 };
 use crate::user_config::Config;
 
@@ -81,10 +81,18 @@ impl SkillDirs {
             .collect()
     }
 
-    /// Load the library with `config`'s roots and disabled skills; diagnostics are logged as
-    /// warnings (use `skills validate` to see them).
-    pub(crate) fn library(&self, config: &Config) -> Result<Arc<SkillLibrary>, CliError> {
-        Ok(load_library(self.roots()?, config))
+    /// Load the library with `config`'s roots and disabled skills, and `learned` (the root of
+    /// the project's accepted learned skills, see [`crate::learned`]); diagnostics are logged
+    /// as warnings (use `skills validate` to see them).
+    pub(crate) fn library(
+        &self,
+        config: &Config,
+        learned: Option<SkillRoot>,
+    ) -> Result<Arc<SkillLibrary>, CliError> {
+        Ok(load_library(
+            self.roots()?.into_iter().chain(learned).collect(),
+            config,
+        ))
     }
 }
 
@@ -207,16 +215,29 @@ impl RequestOptions {
     }
 
     /// The config in force in the current directory (read once per command) and the skills
-    /// it and the command line name.
-    pub(crate) fn load(&self) -> Result<Loaded, CliError> {
+    /// it and the command line name, the project's learned skills brought in step first.
+    pub(crate) async fn load(&self) -> Result<Loaded, CliError> {
+        self.sync_learned().await?;
         self.load_in(&current_dir()?)
     }
 
-    /// [`load`](Self::load) with `dir`'s config in place of the current directory's.
+    /// [`load`](Self::load) with `dir`'s config in place of the current directory's, and the
+    /// learned skills as last synced.
     pub(crate) fn load_in(&self, dir: &Path) -> Result<Loaded, CliError> {
         let config = Config::load(dir)?;
-        let library = self.skill_dirs().library(&config)?;
+        let learned = match self.memory_db()? {
+            Some(db) => crate::learned::root(&db, &self.project()?),
+            None => None,
+        };
+        let library = self.skill_dirs().library(&config, learned)?;
         Ok(Loaded { config, library })
+    }
+
+    /// Write the project's accepted learned skills where [`load_in`](Self::load_in) finds
+    /// them (nothing without memory).
+    pub(crate) async fn sync_learned(&self) -> Result<(), CliError> {
+        crate::learned::sync_before_loading(self.memory_db()?.as_deref(), &self.project()?).await;
+        Ok(())
     }
 
     /// The injection mode: `--mode`, else the config's, else hybrid.
@@ -309,9 +330,18 @@ impl RequestOptions {
                 open_provider(&db, &project)?
             });
             if !self.read_only {
-                // The dry-run model's replies are summaries, not extraction JSON: extract only
-                // with a real model.
+                // The dry-run model's replies are summaries, not extraction JSON or skills:
+                // extract and learn only with a real model.
                 let extractor = (model_name != "dry-run").then_some(extraction_model);
+                if let Some(model) = &extractor {
+                    let learner = ctxkit_learn::SkillLearner::new(
+                        model.clone(),
+                        open_store(Some(&db))?.shared(),
+                        library.clone(),
+                        project.clone(),
+                    );
+                    builder = builder.hook(learner.options(config.learn_options()));
+                }
                 builder = builder.hook(open_hook(&db, &project, extractor)?);
             }
         }
@@ -344,8 +374,23 @@ pub(crate) fn save_counts(counter: &MemoCounter) {
 
 /// Read a UTF-8 text file, with an error naming it.
 pub(crate) fn read_text(path: &Path) -> Result<String, CliError> {
-    let bytes = std::fs::read(path)
+    read_text_capped(path, u64::MAX)
+}
+
+/// [`read_text`] of at most `cap` bytes: a longer file is an error, read no further.
+pub(crate) fn read_text_capped(path: &Path, cap: u64) -> Result<String, CliError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(cap.saturating_add(1)).read_to_end(&mut bytes))
         .map_err(|e| CliError::caused_by(format!("cannot read `{}`: {e}", path.display()), e))?;
+    if bytes.len() as u64 > cap {
+        return Err(CliError::new(format!(
+            "`{}` is larger than {} MiB; nothing was read",
+            path.display(),
+            cap >> 20
+        )));
+    }
     String::from_utf8(bytes).map_err(|e| {
         CliError::new(format!(
             "`{}` is not valid UTF-8 (bad byte at offset {})",

@@ -19,6 +19,9 @@ use crate::user_config::{toggle_skill, Config, Layer};
 pub(crate) struct SkillsArgs {
     #[command(flatten)]
     pub dirs: SkillDirs,
+    /// Where the project's learned skills are read from.
+    #[command(flatten)]
+    pub scope: crate::learned::Scope,
     #[command(subcommand)]
     pub command: SkillsCommand,
 }
@@ -88,16 +91,34 @@ pub(crate) enum SkillsCommand {
     /// tests.jsonl beside SKILL.md): hits, misses, false fires and cross-fires per skill.
     /// Exits 1 on a miss or a false fire.
     Test(crate::skills_author::TestArgs),
+    /// Review the skills learned from this project's sessions: list, show, accept, reject,
+    /// export.
+    Learned {
+        #[command(subcommand)]
+        command: crate::learned::LearnedCommand,
+    },
+    /// Learn a skill from a finished session's transcript (Claude Code JSON lines), with the
+    /// criteria and checks of a chat's session end: one model call, one proposed skill at most.
+    Learn(crate::learned::LearnArgs),
 }
 
-pub(crate) fn run(args: SkillsArgs) -> Result<(), CliError> {
+pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
-    if let SkillsCommand::New(new) = &args.command {
-        return crate::skills_author::new(new, &args.dirs, &mut out);
+    match args.command {
+        SkillsCommand::New(new) => return crate::skills_author::new(&new, &args.dirs, &mut out),
+        SkillsCommand::Learned { command } => {
+            return crate::learned::run(&args.scope, command, &mut out).await
+        }
+        _ => {}
     }
     let project = current_dir()?;
     let config = Config::load(&project)?;
-    let index = args.dirs.library(&config)?.snapshot();
+    let (db, learned_project) = args.scope.resolve()?;
+    crate::learned::sync_before_loading(Some(&db), &learned_project).await;
+    let library = args
+        .dirs
+        .library(&config, crate::learned::root(&db, &learned_project))?;
+    let index = library.snapshot();
     match args.command {
         SkillsCommand::List { json } => list(&index, json, &mut out),
         SkillsCommand::Show { name, json } => show(&index, &name, json, &mut out),
@@ -123,7 +144,11 @@ pub(crate) fn run(args: SkillsArgs) -> Result<(), CliError> {
         }
         SkillsCommand::Enable { name, user } => toggle(&index, &config, &name, user, false, &mut out),
         SkillsCommand::Disable { name, user } => toggle(&index, &config, &name, user, true, &mut out),
-        SkillsCommand::New(_) => Ok(()), // written above, before any config is read
+        SkillsCommand::Learn(learn) => {
+            crate::learned::learn(&args.scope, learn, library, config.learn_options(), &mut out).await
+        }
+        // Answered above, before any skill is loaded.
+        SkillsCommand::New(_) | SkillsCommand::Learned { .. } => Ok(()),
     }
 }
 

@@ -30,6 +30,10 @@
 //!
 //! [mcp]                              # user config only
 //! servers = ["npx -y @modelcontextprotocol/server-everything"]
+//!
+//! [learn]
+//! auto_accept = false                # user config only: learned skills skip review
+//! min_tool_calls = 3                 # successful tool calls a session needs to be learned from
 //! ```
 
 use std::path::{Component, Path, PathBuf};
@@ -57,6 +61,19 @@ struct ConfigFile {
     hooks: HooksSection,
     #[serde(default)]
     mcp: McpSection,
+    #[serde(default)]
+    learn: LearnSection,
+}
+
+/// Skills learned from sessions (`ctxkit skills learned`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LearnSection {
+    /// User config only: accept learned skills without review.
+    #[serde(default)]
+    auto_accept: bool,
+    /// Successful tool calls a session needs to be learned from.
+    min_tool_calls: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -343,6 +360,21 @@ impl Config {
         &self.user.mcp.servers
     }
 
+    /// How sessions are learned from: `[learn]`, `auto_accept` from the user config only (a
+    /// project must not skip its users' review).
+    pub(crate) fn learn_options(&self) -> ctxkit_learn::LearnOptions {
+        let defaults = ctxkit_learn::LearnOptions::default();
+        ctxkit_learn::LearnOptions {
+            min_tool_calls: self
+                .project
+                .learn
+                .min_tool_calls
+                .or(self.user.learn.min_tool_calls)
+                .unwrap_or(defaults.min_tool_calls),
+            auto_accept: self.user.learn.auto_accept,
+        }
+    }
+
     /// How SKILL.md hooks of trusted skills run: `[hooks]` and `[tools] pass_env` of the
     /// user config only.
     pub(crate) fn hook_options(&self) -> HookOptions {
@@ -476,6 +508,9 @@ fn check_project(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
     }
     if !config.mcp.servers.is_empty() {
         return refuse("[mcp] servers");
+    }
+    if config.learn.auto_accept {
+        return refuse("[learn] auto_accept");
     }
     if config.skills.roots.iter().any(|r| r.trusted) {
         return refuse("a trusted root");

@@ -27,7 +27,7 @@ use super::event::EventKind;
 use super::session::SessionState;
 use super::EventArgs;
 use crate::error::CliError;
-use crate::memory::open::{normalize_project, open_store};
+use crate::memory::open::{memory_db_path, normalize_project, open_store};
 use crate::setup::{load_library, SkillDirs};
 use crate::user_config::Config;
 
@@ -163,17 +163,26 @@ fn warn_on_error(result: Result<Option<String>, CliError>) -> Option<String> {
 }
 
 /// The skill roots: `--skills` folders, else the project's default roots plus the user's
-/// `~/.claude/skills` in the user tier.
+/// `~/.claude/skills` in the user tier; and the project's accepted learned skills as the
+/// session start last wrote them, unless memory is off.
 fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
-    if !args.skills.is_empty() {
-        return SkillDirs {
+    let mut roots = if args.skills.is_empty() {
+        let mut roots = SkillRoot::project_defaults(cwd);
+        if let Some(home) = dirs::home_dir() {
+            roots.push(SkillRoot::new(home.join(".claude").join("skills"), Source::User).optional());
+        }
+        roots
+    } else {
+        SkillDirs {
             dirs: args.skills.clone(),
         }
-        .roots();
-    }
-    let mut roots = SkillRoot::project_defaults(cwd);
-    if let Some(home) = dirs::home_dir() {
-        roots.push(SkillRoot::new(home.join(".claude").join("skills"), Source::User).optional());
+        .roots()?
+    };
+    if let (false, Ok(db)) = (args.no_memory, memory_db_path(args.memory.as_deref())) {
+        roots.extend(crate::learned::root(
+            &db,
+            &normalize_project(&cwd.to_string_lossy()),
+        ));
     }
     Ok(roots)
 }
@@ -283,6 +292,14 @@ async fn prompt_memories(
 /// The project's pinned memories, most important first.
 async fn pinned_memories(args: EventArgs, project: String) -> Result<Option<String>, CliError> {
     let store = open_store(args.memory.as_deref())?;
+    // The session's prompts load the accepted learned skills from the folder written here.
+    let db = memory_db_path(args.memory.as_deref())?;
+    if let Err(e) = crate::learned::sync(&*store, &db, &project).await {
+        eprintln!(
+            "ctxkit hook: the learned skills may be out of date: {}",
+            e.message()
+        );
+    }
     let options = ListOptions {
         limit: MAX_PINNED,
         order: ListOrder::Importance,

@@ -31,7 +31,7 @@ use rmcp::ServiceExt;
 pub(crate) use self::server::CtxkitServer;
 use crate::error::CliError;
 use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store_with};
-use crate::setup::{load_library, SkillDirs};
+use crate::setup::SkillDirs;
 use crate::user_config::Config;
 
 #[derive(Args, Debug, Clone)]
@@ -78,9 +78,9 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), CliError> {
     if let Some(addr) = &args.http {
         // The address first: a refused one must not create a memory database.
         let addr = http::parse_addr(addr, args.allow_remote)?;
-        return http::serve(build(&args)?, addr).await;
+        return http::serve(build(&args).await?, addr).await;
     }
-    let server = build(&args)?;
+    let server = build(&args).await?;
     let service = server
         .clone()
         .serve(rmcp::transport::stdio())
@@ -98,19 +98,23 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), CliError> {
 
 /// The server for `args`: skills through the shared index cache, the memory database every
 /// command uses, and the project scoped as `ctxkit context` scopes it.
-fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
+async fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let dirs = SkillDirs {
         dirs: args.skills.clone(),
     };
     let dir = crate::setup::current_dir()?;
     let config = Config::load(&dir)?;
-    let library = load_library(dirs.roots()?, &config);
     let db = memory_db_path(args.memory.as_deref())?;
-    let store = open_store_with(Some(&db), ctxkit_memory::SearchIndex::Background)?.shared();
+    let store = open_store_with(Some(&db), ctxkit_memory::SearchIndex::Background)?;
     let project = match &args.project {
         Some(p) => normalize_project(p),
         None => default_project()?,
     };
+    if let Err(e) = crate::learned::sync(&*store, &db, &project).await {
+        tracing::warn!("the learned skills may be out of date: {}", e.message());
+    }
+    let library = dirs.library(&config, crate::learned::root(&db, &project))?;
+    let store = store.shared();
     let mut skills = config.skill_config(args.mode, args.max_skills.and_then(|n| usize::try_from(n).ok()));
     skills.select.max_skills = skills.select.max_skills.clamp(1, tools::MAX_SKILLS);
     Ok(CtxkitServer::new(

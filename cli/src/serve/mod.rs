@@ -138,6 +138,7 @@ pub(crate) async fn run(args: ServeArgs) -> Result<(), CliError> {
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::caused_by(format!("cannot read the address bound: {e}"), e))?;
+    args.request.sync_learned().await?;
     let served = Served::new(args.request, crate::setup::current_dir()?, bound)?;
     {
         use std::io::Write;

@@ -370,10 +370,10 @@ fn memory_commands_round_trip_and_refuse_secrets() {
 
 /// One request a stand-in model server received.
 #[derive(Debug)]
-struct Exchange {
+pub(crate) struct Exchange {
     /// Header names lower-cased.
     headers: Vec<(String, String)>,
-    body: Value,
+    pub(crate) body: Value,
 }
 
 impl Exchange {
@@ -385,12 +385,14 @@ impl Exchange {
     }
 }
 
-type Exchanges = std::sync::Arc<std::sync::Mutex<Vec<Exchange>>>;
+pub(crate) type Exchanges = std::sync::Arc<std::sync::Mutex<Vec<Exchange>>>;
 
 /// A model server on 127.0.0.1 whose answer to request n (counted from 0, given its body) is
 /// `answer(n, body)`: a status and a body. Returns its address (`127.0.0.1:PORT`) and the
 /// requests received.
-fn stand_in(answer: impl Fn(usize, &Value) -> (u16, String) + Send + 'static) -> (String, Exchanges) {
+pub(crate) fn stand_in(
+    answer: impl Fn(usize, &Value) -> (u16, String) + Send + 'static,
+) -> (String, Exchanges) {
     use std::io::{BufRead, BufReader, Read};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();

@@ -12,6 +12,7 @@ mod browser;
 mod cli;
 mod controls;
 mod hook;
+mod learn;
 mod mcp;
 mod mcp_external;
 mod mcp_http;

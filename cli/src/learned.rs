@@ -1,0 +1,297 @@
+//! Learned skills in the CLI. The memory database is where they live; a project's *accepted*
+//! ones are also written, as plain SKILL.md files, into a folder of the cache that every
+//! command loads as a skill root of the `learned` tier — so matching, detection, toggles,
+//! `read_skill`, MCP, the hooks and the page treat them as the skills they are. The folder is
+//! brought in step with the database by [`sync`] whenever a command that opens the database
+//! starts, and after every change made here.
+//!
+//! `ctxkit skills learned list|show|accept|reject|export` review them; `ctxkit skills learn
+//! --transcript FILE` learns from a Claude Code transcript or a ctxkit session record.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use ctxkit_learn::{Learned, SkillLearner, Trajectory};
+use ctxkit_memory::{LearnedChange, LearnedSkill, LearnedStatus, MemoryStore};
+use ctxkit_skills::{SkillLibrary, SkillRoot, Source};
+use serde_json::json;
+
+use crate::error::CliError;
+use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store, server_url};
+use crate::printable::printable;
+
+/// The database and project learned skills are read from and written to.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Scope {
+    /// The memory database holding the learned skills, a SQLite file or a postgres:// URL
+    /// (default: the one `ctxkit memory` uses).
+    #[arg(long, value_name = "DB", global = true)]
+    pub memory: Option<PathBuf>,
+    /// The project they belong to (default: the current directory).
+    #[arg(long, value_name = "P", global = true)]
+    pub project: Option<String>,
+}
+
+impl Scope {
+    /// The database and the project.
+    pub(crate) fn resolve(&self) -> Result<(PathBuf, String), CliError> {
+        let project = self
+            .project
+            .as_deref()
+            .map_or_else(default_project, |p| Ok(normalize_project(p)))?;
+        Ok((memory_db_path(self.memory.as_deref())?, project))
+    }
+}
+
+/// Where `project`'s accepted learned skills from `db` are written: one folder per database and
+/// project in the cache folder; `None` without a cache folder.
+pub(crate) fn folder(db: &Path, project: &str) -> Option<PathBuf> {
+    // FNV-1a: a stable name, the same in every process and version.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in db.to_string_lossy().bytes().chain([0]).chain(project.bytes()) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    Some(
+        crate::places::cache_dir()?
+            .join("learned")
+            .join(format!("{hash:016x}")),
+    )
+}
+
+/// The root that loads the accepted learned skills of `project` from `db` (none yet is fine).
+pub(crate) fn root(db: &Path, project: &str) -> Option<SkillRoot> {
+    Some(SkillRoot::new(folder(db, project)?, Source::Learned).optional())
+}
+
+/// Bring `project`'s folder in step with `store`: each accepted skill's SKILL.md written (only
+/// when it changed), every other skill folder removed. Names are plain (the store refuses any
+/// other), so every path stays inside the folder.
+pub(crate) async fn sync(store: &dyn MemoryStore, db: &Path, project: &str) -> Result<(), CliError> {
+    let Some(folder) = folder(db, project) else {
+        return Ok(());
+    };
+    let accepted: Vec<LearnedSkill> = store
+        .learned_skills(project)
+        .await?
+        .into_iter()
+        .filter(|s| s.status == LearnedStatus::Accepted)
+        .collect();
+    if accepted.is_empty() && !folder.exists() {
+        return Ok(());
+    }
+    let failed = |e: std::io::Error| {
+        CliError::caused_by(
+            format!("cannot write the learned skills into {}: {e}", folder.display()),
+            e,
+        )
+    };
+    std::fs::create_dir_all(&folder).map_err(failed)?;
+    for skill in &accepted {
+        let file = folder.join(&skill.name).join("SKILL.md");
+        if std::fs::read_to_string(&file).ok().as_deref() != Some(skill.text.as_str()) {
+            std::fs::create_dir_all(folder.join(&skill.name)).map_err(failed)?;
+            std::fs::write(&file, &skill.text).map_err(failed)?;
+        }
+    }
+    for entry in std::fs::read_dir(&folder).map_err(failed)?.flatten() {
+        let name = entry.file_name();
+        if !accepted.iter().any(|s| name == s.name.as_str()) {
+            std::fs::remove_dir_all(entry.path()).map_err(failed)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`sync`] for a command that loads skills: the database when it exists (a command that only
+/// reads skills does not create one), a failure a warning (the last synced skills load).
+pub(crate) async fn sync_before_loading(db: Option<&Path>, project: &str) {
+    let Some(db) = db else { return };
+    if server_url(db).ok().flatten().is_none() && !db.is_file() {
+        return;
+    }
+    let synced = async {
+        let store = open_store(Some(db))?;
+        sync(&*store, db, project).await
+    };
+    if let Err(e) = synced.await {
+        tracing::warn!("the learned skills may be out of date: {}", e.message());
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum LearnedCommand {
+    /// The project's learned skills: name, status, uses and success rate, description.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One learned skill: what is known about it, then its SKILL.md.
+    Show { name: String },
+    /// Accept a proposed skill: from now on it is a skill like any other, in the learned tier.
+    Accept { name: String },
+    /// Reject a skill: never injected, and not proposed again.
+    Reject { name: String },
+    /// Write the skill as DIR/NAME/SKILL.md, to move it into the repository.
+    Export { name: String, dir: PathBuf },
+}
+
+/// `ctxkit skills learned …`.
+pub(crate) async fn run(
+    scope: &Scope,
+    command: LearnedCommand,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let (db, project) = scope.resolve()?;
+    let store = open_store(Some(&db))?;
+    let skills = store.learned_skills(&project).await?;
+    let find = |name: &str| {
+        skills.iter().find(|s| s.name == name).ok_or_else(|| {
+            CliError::new(format!(
+                "no learned skill of this project is named `{}`",
+                printable(name)
+            ))
+        })
+    };
+    match command {
+        LearnedCommand::List { json } => {
+            for s in &skills {
+                if json {
+                    writeln!(
+                        out,
+                        "{}",
+                        json!({"name": s.name, "status": s.status.as_str(), "uses": s.uses,
+                               "success_rate": s.success_rate(), "description": s.description,
+                               "triggers": s.triggers, "sessions": s.sessions.len()})
+                    )?;
+                } else {
+                    writeln!(
+                        out,
+                        "{:<28} {:<9} {:>4} uses {:>5}  {}",
+                        printable(&s.name),
+                        s.status.as_str(),
+                        s.uses,
+                        s.success_rate()
+                            .map_or_else(|| "-".to_string(), |r| format!("{:.0}%", r * 100.0)),
+                        printable(&s.description)
+                    )?;
+                }
+            }
+            if skills.is_empty() && !json {
+                writeln!(out, "no learned skills in this project yet")?;
+            }
+        }
+        LearnedCommand::Show { name } => {
+            let s = find(&name)?;
+            writeln!(out, "status:   {}", s.status.as_str())?;
+            writeln!(out, "triggers: {}", printable(&s.triggers.join(", ")))?;
+            writeln!(out, "sessions: {}", s.sessions.len())?;
+            writeln!(out, "uses:     {}", s.uses)?;
+            writeln!(out)?;
+            write!(out, "{}", printable(&s.text))?;
+        }
+        LearnedCommand::Accept { name } => {
+            find(&name)?;
+            review(&*store, &db, &project, &name, LearnedStatus::Accepted).await?;
+            writeln!(
+                out,
+                "{} accepted: it is now a skill of this project (learned tier)",
+                printable(&name)
+            )?;
+        }
+        LearnedCommand::Reject { name } => {
+            find(&name)?;
+            review(&*store, &db, &project, &name, LearnedStatus::Rejected).await?;
+            writeln!(
+                out,
+                "{} rejected: it will not be injected or proposed again",
+                printable(&name)
+            )?;
+        }
+        LearnedCommand::Export { name, dir } => {
+            let s = find(&name)?;
+            let target = dir.join(&s.name);
+            std::fs::create_dir_all(&target)
+                .and_then(|()| std::fs::write(target.join("SKILL.md"), &s.text))
+                .map_err(|e| CliError::caused_by(format!("cannot write {}: {e}", target.display()), e))?;
+            writeln!(
+                out,
+                "wrote {}",
+                printable(&target.join("SKILL.md").display().to_string())
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Set a skill's review status and bring the folder in step.
+pub(crate) async fn review(
+    store: &dyn MemoryStore,
+    db: &Path,
+    project: &str,
+    name: &str,
+    status: LearnedStatus,
+) -> Result<(), CliError> {
+    store
+        .change_learned_skill(project, name, LearnedChange::Review(status))
+        .await?;
+    sync(store, db, project).await
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct LearnArgs {
+    /// A Claude Code session transcript (JSON lines).
+    #[arg(long, value_name = "FILE")]
+    pub transcript: PathBuf,
+    #[command(flatten)]
+    pub model: crate::model_args::ModelArgs,
+}
+
+/// The most bytes of a transcript read.
+const MAX_TRANSCRIPT: u64 = 64 * 1024 * 1024;
+
+/// `ctxkit skills learn --transcript FILE`: the same criteria and checks as a session end.
+pub(crate) async fn learn(
+    scope: &Scope,
+    args: LearnArgs,
+    library: std::sync::Arc<SkillLibrary>,
+    options: ctxkit_learn::LearnOptions,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let model = args.model.model()?;
+    if model.name() == "dry-run" {
+        return Err(CliError::new(
+            "learning a skill needs a model: pass --model (e.g. openai:gpt-4o-mini)",
+        ));
+    }
+    let text = crate::setup::read_text_capped(&args.transcript, MAX_TRANSCRIPT)?;
+    let trajectory = Trajectory::from_claude_code(&text).ok_or_else(|| {
+        CliError::new(format!(
+            "{} is not a Claude Code transcript: no user or assistant entry",
+            args.transcript.display()
+        ))
+    })?;
+    let (db, project) = scope.resolve()?;
+    let store = open_store(Some(&db))?;
+    let learner = SkillLearner::new(model, store.shared(), library, project.clone()).options(options);
+    let learned = learner
+        .learn(&trajectory)
+        .await
+        .map_err(|e| CliError::new(format!("no skill learned: {e}")))?;
+    sync(&*store, &db, &project).await?;
+    let line = match learned {
+        Learned::NotEligible(why) => format!("not learned from: {why}"),
+        Learned::Declined => "the model found nothing reusable in the session".into(),
+        Learned::Dropped(why) => format!("nothing kept: {why}"),
+        Learned::Exists(name) => format!("nothing kept: skill `{}` already covers it", printable(&name)),
+        Learned::New(s) => format!(
+            "{} {}: review it with `ctxkit skills learned show {}`",
+            printable(&s.name),
+            s.status.as_str(),
+            printable(&s.name)
+        ),
+        Learned::Refined(s) => format!("{} refined: learned again from this session", printable(&s.name)),
+    };
+    writeln!(out, "{line}")?;
+    Ok(())
+}
