@@ -334,13 +334,18 @@ impl RequestOptions {
                 // extract and learn only with a real model.
                 let extractor = (model_name != "dry-run").then_some(extraction_model);
                 if let Some(model) = &extractor {
+                    let store = open_store(Some(&db))?.shared();
+                    let usage =
+                        ctxkit_learn::LearnedUsage::new(store.clone(), library.clone(), project.clone());
                     let learner = ctxkit_learn::SkillLearner::new(
                         model.clone(),
-                        open_store(Some(&db))?.shared(),
+                        store,
                         library.clone(),
                         project.clone(),
                     );
-                    builder = builder.hook(learner.options(config.learn_options()));
+                    builder = builder
+                        .provider(usage)
+                        .hook(learner.options(config.learn_options()));
                 }
                 builder = builder.hook(open_hook(&db, &project, extractor)?);
             }

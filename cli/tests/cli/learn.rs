@@ -191,6 +191,13 @@ fn a_worked_session_proposes_one_skill_which_fires_once_accepted_and_exports_val
     assert!(matched.starts_with("release-app"), "{matched}");
     let context = s.ok(&["context", "--json", "please release the app"]);
     assert!(context.contains("\"release-app\""), "{context}");
+    // Measured in use: a chat that carries it counts one use, and its success.
+    s.chat(0, "NONE");
+    let learned = s.learned();
+    assert_eq!(
+        (learned[0]["uses"].as_u64(), learned[0]["success_rate"].as_f64()),
+        (Some(1), Some(1.0))
+    );
 
     let out = s.dir.path().join("exported");
     s.ok(&[

@@ -18,6 +18,7 @@
 
 mod candidate;
 mod trajectory;
+mod usage;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use ctxkit_skills::{SkillLibrary, Source};
 use tracing::Instrument;
 
 pub use trajectory::{ToolUse, Trajectory};
+pub use usage::LearnedUsage;
 
 use candidate::{read_reply, request, similarity, Refusal, MAX_REPLY, SAME_SKILL};
 
@@ -230,4 +232,5 @@ const _: () = {
     send_sync::<Learned>();
     send_sync::<LearnOptions>();
     send_sync::<Trajectory>();
+    send_sync::<LearnedUsage>();
 };

@@ -15,6 +15,12 @@ use crate::secrets;
 /// The longest SKILL.md a learned skill may hold (the skills parser cuts bodies far sooner).
 pub const MAX_LEARNED_TEXT: usize = 32 * 1024;
 
+/// Uses after which an accepted skill's success rate is judged.
+pub const REVIEW_AFTER_USES: u64 = 10;
+/// The success rate under which an accepted skill goes back to review (proposed: no longer
+/// injected) once it has [`REVIEW_AFTER_USES`] uses.
+pub const SUCCESS_FLOOR: f64 = 0.5;
+
 /// Where a learned skill stands in review.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -119,7 +125,8 @@ pub enum LearnedChange {
     Propose(Box<LearnedSkill>),
     /// Set its review status.
     Review(LearnedStatus),
-    /// Count one run it was injected into, and whether that run ended well.
+    /// Count one run it was injected into, and whether that run ended well. An accepted skill
+    /// that fails too often ([`SUCCESS_FLOOR`] after [`REVIEW_AFTER_USES`]) goes back to review.
     Used {
         /// The run ended without an error.
         success: bool,
@@ -175,6 +182,12 @@ pub(crate) fn apply(
             let mut kept = current.ok_or_else(missing)?;
             kept.uses += 1;
             kept.successes += u64::from(success);
+            let failing =
+                kept.uses >= REVIEW_AFTER_USES && kept.success_rate().is_some_and(|r| r < SUCCESS_FLOOR);
+            if failing && kept.status == LearnedStatus::Accepted {
+                kept.status = LearnedStatus::Proposed;
+                kept.updated_at = now;
+            }
             Ok(Some(kept))
         }
         LearnedChange::Remove => {
@@ -315,5 +328,36 @@ mod tests {
             1
         )
         .is_err());
+    }
+
+    #[test]
+    fn an_accepted_skill_that_keeps_failing_goes_back_to_review() {
+        let mut skill = apply(
+            "/p",
+            "ship-it",
+            None,
+            LearnedChange::Propose(Box::new(proposal("s"))),
+            1,
+        )
+        .unwrap()
+        .unwrap();
+        skill.status = LearnedStatus::Accepted;
+        for i in 0..REVIEW_AFTER_USES {
+            assert_eq!(
+                skill.status,
+                LearnedStatus::Accepted,
+                "judged only after enough uses"
+            );
+            skill = apply(
+                "/p",
+                "ship-it",
+                Some(skill),
+                LearnedChange::Used { success: i < 3 },
+                2,
+            )
+            .unwrap()
+            .unwrap();
+        }
+        assert_eq!(skill.status, LearnedStatus::Proposed);
     }
 }

@@ -110,7 +110,10 @@ pub use clock::ManualClock;
 pub use error::{MemoryError, Result};
 pub use extraction::MemoryExtractor;
 pub use hook::MemoryHook;
-pub use learned::{LearnedChange, LearnedOrigin, LearnedSkill, LearnedStatus, MAX_LEARNED_TEXT};
+pub use learned::{
+    LearnedChange, LearnedOrigin, LearnedSkill, LearnedStatus, MAX_LEARNED_TEXT, REVIEW_AFTER_USES,
+    SUCCESS_FLOOR,
+};
 pub use options::{OpenOptions, SearchIndex};
 #[cfg(feature = "postgres")]
 pub use postgres::{is_postgres_url, PostgresStore};
