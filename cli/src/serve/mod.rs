@@ -6,6 +6,7 @@
 //! `ctxkit skills disable`. [`guard`] keeps other hosts and other sites out.
 
 mod guard;
+mod learned;
 mod markdown;
 mod memory;
 mod pages;
@@ -111,6 +112,7 @@ pub(crate) fn router(served: Arc<Served>) -> Router {
         .route("/", get(skills::list))
         .route("/skills/{name}", get(skills::detail).post(skills::toggle))
         .route("/refresh", post(skills::refresh))
+        .route("/learned/{name}", post(learned::review))
         .route("/try", get(skills::try_message))
         .route("/memory", get(memory::list).post(memory::add))
         .route("/memory/undo", post(memory::undo))

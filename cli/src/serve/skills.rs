@@ -87,6 +87,7 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<Filt
         .map(|t| *t)
         .unwrap_or_else(|e| *e.into_inner());
     let ago = scanned.elapsed().map_or(0, |d| d.as_secs());
+    let proposed = super::learned::proposals(&served).await;
     let body = html! {
         h1 { "Skills" }
         p.counts {
@@ -101,6 +102,7 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<Filt
         @if !served.read_only() {
             (write_form("/refresh", &served.token, html! { button type="submit" { "Rescan the skill folders" } }))
         }
+        (super::learned::section(&served, &proposed))
         @for (title, rows) in TITLES.iter().zip(&sections) {
             @if !rows.is_empty() {
                 h2 { (title) " (" (rows.len()) ")" }

@@ -376,3 +376,76 @@ async fn without_memory_the_page_says_so() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(html.contains("memory is off"), "{html}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Learned skills waiting for review.
+
+#[tokio::test]
+async fn a_proposed_learned_skill_is_reviewed_on_the_page_and_accepted_it_loads() {
+    use ctxkit_memory::{LearnedChange, LearnedSkill, LearnedStatus};
+    let p = with_memory();
+    let store = p.served.memory.as_ref().unwrap().shared();
+    for name in ["release-app", "lint-all"] {
+        let text =
+            format!("---\nname: {name}\ndescription: The {name} steps\ntriggers: [{name}]\n---\nDo it.\n");
+        let proposal = LearnedSkill::proposed(
+            "p",
+            name,
+            &format!("The {name} steps"),
+            vec![name.into()],
+            &text,
+            "s1",
+        );
+        store
+            .change_learned_skill("p", name, LearnedChange::Propose(Box::new(proposal)))
+            .await
+            .unwrap();
+    }
+    let (_, html) = p.get("/").await;
+    assert!(html.contains("Learned, to review (2)"), "{html}");
+    assert!(html.contains(r#"aria-label="Accept release-app""#), "{html}");
+
+    let decide = |decision: &str| format!("{}&decision={decision}", p.token());
+    let (status, _) = p
+        .post(
+            "/learned/release-app",
+            &decide("accept"),
+            &[("sec-fetch-site", "cross-site")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not from another site");
+    let (status, _) = p.post("/learned/release-app", &decide("accept"), &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, _) = p.post("/learned/lint-all", &decide("reject"), &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, _) = p.post("/learned/lint-all", &decide("accept"), &[]).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "only a proposed skill is reviewed here"
+    );
+
+    let statuses: Vec<LearnedStatus> = store
+        .learned_skills("p")
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.status)
+        .collect();
+    assert_eq!(
+        statuses,
+        [LearnedStatus::Rejected, LearnedStatus::Accepted],
+        "by name"
+    );
+    let index = p.served.loaded().library.snapshot();
+    assert_eq!(
+        index.get("release-app").map(|s| s.source),
+        Some(ctxkit_skills::Source::Learned)
+    );
+    assert!(index.get("lint-all").is_none());
+    let (_, html) = p.get("/").await;
+    assert!(
+        !html.contains("Learned, to review") && html.contains("Learned (1)"),
+        "{html}"
+    );
+}
