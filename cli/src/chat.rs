@@ -50,6 +50,10 @@ pub(crate) struct ChatArgs {
     /// 0: never check.
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
     pub watch: u64,
+    /// Write each session as DIR/SESSION.jsonl when it ends, for `ctxkit skills learn
+    /// --transcript` (the messages as sent and received, tool calls and results included).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
     /// Seconds an MCP server may take to start or to answer one tool call.
     #[arg(long, default_value_t = 60, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub mcp_timeout: u64,
@@ -104,8 +108,12 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
             servers,
         )?
         .report_baseline()
-        .limits(args.model.limits())
-        .build()?;
+        .limits(args.model.limits());
+    let agent = match &args.record {
+        Some(dir) => agent.hook(crate::learned::RecordSessions(dir.clone())),
+        None => agent,
+    }
+    .build()?;
     let mut chat = Chat {
         args: &args,
         agent: &agent,

@@ -224,6 +224,40 @@ pub(crate) async fn run(
     Ok(())
 }
 
+/// Writes each session that ends as `DIR/SESSION.jsonl`, a record `ctxkit skills learn
+/// --transcript` reads (`ctxkit chat --record DIR`).
+pub(crate) struct RecordSessions(pub PathBuf);
+
+#[async_trait::async_trait]
+impl ctxkit::Hook for RecordSessions {
+    fn name(&self) -> &str {
+        "record-sessions"
+    }
+
+    async fn session_end(
+        &self,
+        _ctx: &mut ctxkit::HookContext<'_>,
+        summary: &ctxkit::SessionSummary,
+    ) -> Result<(), ctxkit::BoxError> {
+        // A plain file name whatever the thread's id.
+        let name: String = summary
+            .thread_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let file = self.0.join(format!("{name}.jsonl"));
+        std::fs::create_dir_all(&self.0)
+            .and_then(|()| std::fs::write(&file, Trajectory::record(summary)))
+            .map_err(|e| format!("the session record {} was not written: {e}", file.display()).into())
+    }
+}
+
 /// Set a skill's review status and bring the folder in step.
 pub(crate) async fn review(
     store: &dyn MemoryStore,
@@ -240,7 +274,8 @@ pub(crate) async fn review(
 
 #[derive(Args, Debug)]
 pub(crate) struct LearnArgs {
-    /// A Claude Code session transcript (JSON lines).
+    /// A finished session: a Claude Code transcript, a Codex rollout or a ctxkit session
+    /// record (`ctxkit chat --record DIR`), all JSON lines.
     #[arg(long, value_name = "FILE")]
     pub transcript: PathBuf,
     #[command(flatten)]
@@ -265,9 +300,9 @@ pub(crate) async fn learn(
         ));
     }
     let text = crate::setup::read_text_capped(&args.transcript, MAX_TRANSCRIPT)?;
-    let trajectory = Trajectory::from_claude_code(&text).ok_or_else(|| {
+    let trajectory = Trajectory::read(&text).ok_or_else(|| {
         CliError::new(format!(
-            "{} is not a Claude Code transcript: no user or assistant entry",
+            "{} is not a Claude Code transcript, a Codex rollout or a ctxkit session record",
             args.transcript.display()
         ))
     })?;

@@ -298,8 +298,49 @@ fn a_claude_code_transcript_is_learned_from() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("is not a Claude Code transcript"),
+        stderr(&o).contains("is not a Claude Code transcript, a Codex rollout or a ctxkit session record"),
         "{}",
         stderr(&o)
+    );
+}
+
+#[test]
+fn a_recorded_chat_session_is_learned_from_later() {
+    let s = Setup::new();
+    let records = s.dir.path().join("records");
+    s.script.set(3, "NONE");
+    let o = run_with_stdin(
+        s.command()
+            .arg("chat")
+            .args(s.model_args())
+            .args(["--record", records.to_str().unwrap()]),
+        format!("{TASK}\n").as_bytes(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s.learned().is_empty(), "the model declined at the session's end");
+    let record = std::fs::read_dir(&records)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+
+    s.script.set(0, SKILL);
+    let mut args = vec!["skills", "learn", "--transcript", record.to_str().unwrap()];
+    let model = s.model_args();
+    args.extend(model.iter().map(String::as_str));
+    assert!(s.ok(&args).contains("release-app proposed"));
+    let asked: Vec<String> = s
+        .exchanges
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| asks_for_skill(&e.body))
+        .map(|e| e.body["messages"][1]["content"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(asked.len(), 2);
+    assert_eq!(
+        asked[0], asked[1],
+        "the record tells the model what the live session did"
     );
 }

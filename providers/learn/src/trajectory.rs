@@ -1,5 +1,6 @@
 //! A session as the learner sees it: the task, the tool calls with brief arguments and
-//! results, and how it ended — read from a ctxkit session or a Claude Code transcript.
+//! results, and how it ended — read from a ctxkit session (live, or its record), a Claude Code
+//! transcript or a Codex rollout.
 
 use ctxkit::{Message, Role, SessionSummary};
 use ctxkit_memory::secrets::redact;
@@ -48,12 +49,119 @@ impl Trajectory {
 
     /// A ctxkit session, from the summary its session end is given.
     pub fn from_summary(summary: &SessionSummary) -> Self {
+        Self::from_messages(&summary.thread_id, &summary.messages, summary.failed_turns)
+    }
+
+    /// A file of any format this reads, told apart by its lines: a ctxkit session record, a
+    /// Codex rollout, a Claude Code transcript. `None` when it is none of them.
+    pub fn read(jsonl: &str) -> Option<Self> {
+        Self::from_record(jsonl)
+            .or_else(|| Self::from_codex(jsonl))
+            .or_else(|| Self::from_claude_code(jsonl))
+    }
+
+    /// A ctxkit session record (`ctxkit chat --record DIR`): a first line
+    /// `{"session": ID, "failed_turns": N}`, then one ctxkit message per line.
+    pub fn from_record(jsonl: &str) -> Option<Self> {
+        let mut lines = jsonl.lines();
+        let head: Value = serde_json::from_str(lines.next()?).ok()?;
+        let session = head["session"].as_str()?;
+        let failed_turns = usize::try_from(head["failed_turns"].as_u64()?).ok()?;
+        let messages: Vec<Message> = lines.filter_map(|l| serde_json::from_str(l).ok()).collect();
+        Some(Self::from_messages(session, &messages, failed_turns))
+    }
+
+    /// The record [`from_record`](Self::from_record) reads, of a finished session.
+    pub fn record(summary: &SessionSummary) -> String {
+        let mut out = serde_json::json!({"session": summary.thread_id, "failed_turns": summary.failed_turns})
+            .to_string();
+        for m in &summary.messages {
+            out.push('\n');
+            out.push_str(&serde_json::to_string(m).unwrap_or_default());
+        }
+        out.push('\n');
+        out
+    }
+
+    /// A Codex CLI rollout (`~/.codex/sessions/…/rollout-*.jsonl`): `session_meta` and
+    /// `response_item` lines (or, in older rollouts, the items themselves) holding `message`,
+    /// `function_call` and `function_call_output` items. A call whose output reports a non-zero
+    /// exit code failed. `None` when no line is such an item.
+    pub fn from_codex(jsonl: &str) -> Option<Self> {
+        let mut t = Trajectory::default();
+        let mut ids: Vec<String> = Vec::new();
+        let mut items = 0;
+        for line in jsonl.lines() {
+            let Ok(entry) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if entry["type"] == "session_meta" {
+                t.session = entry["payload"]["id"].as_str().unwrap_or("").to_string();
+                continue;
+            }
+            let item = if entry["type"] == "response_item" {
+                &entry["payload"]
+            } else {
+                &entry
+            };
+            match item["type"].as_str().unwrap_or("") {
+                "message" => {
+                    items += 1;
+                    let text: String = item["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    // Codex's own context (`<environment_context>`, instructions) is not the task.
+                    match item["role"].as_str() {
+                        Some("user") if t.task.is_empty() && !text.trim_start().starts_with('<') => {
+                            t.task = brief(&text, LONG)
+                        }
+                        Some("assistant") if !text.trim().is_empty() => t.outcome = brief(&text, LONG),
+                        _ => {}
+                    }
+                }
+                "function_call" => {
+                    items += 1;
+                    ids.push(item["call_id"].as_str().unwrap_or("").to_string());
+                    t.calls.push(ToolUse {
+                        name: item["name"].as_str().unwrap_or("tool").to_string(),
+                        arguments: brief(item["arguments"].as_str().unwrap_or(""), BRIEF),
+                        result: String::new(),
+                        failed: false,
+                    });
+                }
+                "function_call_output" => {
+                    items += 1;
+                    let id = item["call_id"].as_str().unwrap_or("");
+                    if let Some(i) = ids.iter().position(|known| known == id) {
+                        let output = match &item["output"] {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        let exit = serde_json::from_str::<Value>(&output)
+                            .ok()
+                            .and_then(|o| o["metadata"]["exit_code"].as_i64());
+                        t.calls[i].failed = exit.is_some_and(|code| code != 0);
+                        t.calls[i].result = brief(&output, BRIEF);
+                    }
+                }
+                _ => {}
+            }
+        }
+        (items > 0).then_some(t)
+    }
+
+    /// A conversation of ctxkit messages.
+    fn from_messages(session: &str, messages: &[Message], failed_turns: usize) -> Self {
         let mut t = Trajectory {
-            session: summary.thread_id.clone(),
-            failed_turns: summary.failed_turns,
+            session: session.to_string(),
+            failed_turns,
             ..Trajectory::default()
         };
-        for m in &summary.messages {
+        for m in messages {
             match m.role {
                 Role::User if t.task.is_empty() => t.task = brief(&m.content, LONG),
                 Role::Assistant => {
@@ -69,7 +177,7 @@ impl Trajectory {
                         t.outcome = brief(&m.content, LONG);
                     }
                 }
-                Role::Tool => answer(&mut t, m.tool_call_id.as_deref(), &summary.messages, &m.content),
+                Role::Tool => answer(&mut t, m.tool_call_id.as_deref(), messages, &m.content),
                 _ => {}
             }
         }
@@ -210,5 +318,48 @@ mod tests {
         assert_eq!(t.successful_calls(), 1);
         assert_eq!(t.outcome, "Released.");
         assert!(Trajectory::from_claude_code("{}\nnot json").is_none());
+    }
+
+    #[test]
+    fn a_codex_rollout_is_read_new_and_old_style() {
+        let new = [
+            r#"{"type":"session_meta","payload":{"id":"cx-1","cwd":"/repo"}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd</environment_context>"}]}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Bump the version"}]}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"make\",\"bump\"]}","call_id":"c1"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"no rule\",\"metadata\":{\"exit_code\":2}}"}}"#,
+            r#"{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Bumped."}]}}"#,
+        ];
+        let t = Trajectory::read(&new.join("\n")).unwrap();
+        assert_eq!(
+            (t.session.as_str(), t.task.as_str(), t.outcome.as_str()),
+            ("cx-1", "Bump the version", "Bumped.")
+        );
+        assert!(t.calls[0].failed && t.calls[0].arguments.contains("bump"));
+        let old = new[2..].iter().map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["payload"].to_string()
+        });
+        let t = Trajectory::read(&old.collect::<Vec<_>>().join("\n")).unwrap();
+        assert_eq!((t.task.as_str(), t.calls.len()), ("Bump the version", 1));
+    }
+
+    #[test]
+    fn a_ctxkit_record_reads_back_as_the_session_it_was() {
+        let call = ctxkit::ToolCall::new("1", "shell", &serde_json::json!({"cmd": "make"}));
+        let summary = SessionSummary {
+            thread_id: "t-9".into(),
+            failed_turns: 1,
+            messages: vec![
+                Message::user("Build it"),
+                Message::tool_calls(vec![call]),
+                Message::tool_result("1", "error: no make"),
+                Message::assistant("Could not."),
+            ],
+            ..SessionSummary::default()
+        };
+        let back = Trajectory::read(&Trajectory::record(&summary)).unwrap();
+        assert_eq!(back, Trajectory::from_summary(&summary));
+        assert_eq!((back.failed_turns, back.calls[0].failed), (1, true));
     }
 }
