@@ -191,6 +191,19 @@ fn a_worked_session_proposes_one_skill_which_fires_once_accepted_and_exports_val
     assert!(matched.starts_with("release-app"), "{matched}");
     let context = s.ok(&["context", "--json", "please release the app"]);
     assert!(context.contains("\"release-app\""), "{context}");
+    // An agent host's hook injects it too.
+    let event = json!({"session_id": "h1", "cwd": s.project(), "hook_event_name": "UserPromptSubmit",
+                       "prompt": "please release the app"});
+    let o = run_with_stdin(
+        s.command().args(["hook", "claude-code"]),
+        event.to_string().as_bytes(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("release-app") && stdout(&o).contains("make release"),
+        "{}",
+        stdout(&o)
+    );
     // Measured in use: a chat that carries it counts one use, and its success.
     s.chat(0, "NONE");
     let learned = s.learned();
