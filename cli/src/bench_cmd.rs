@@ -11,7 +11,8 @@ use ctxkit_skills::Mode;
 use serde_json::json;
 
 use crate::error::CliError;
-use crate::setup::{read_text, save_counts, token_counter, RequestOptions};
+use crate::setup::{save_counts, token_counter, RequestOptions};
+use crate::text_file::read_text;
 
 /// The three requests the design record this project started from estimated its token savings
 /// on: two that no shipped skill serves and one that fires `hello-extended`.

@@ -19,6 +19,7 @@ mod serve;
 mod setup;
 mod skills_author;
 mod skills_cmd;
+mod text_file;
 mod user_config;
 
 use std::process::ExitCode;

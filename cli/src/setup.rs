@@ -248,7 +248,7 @@ impl RequestOptions {
     pub(crate) fn instructions(&self) -> Result<String, CliError> {
         match &self.instructions {
             None => Ok(DEFAULT_INSTRUCTIONS.to_string()),
-            Some(path) => read_text(path),
+            Some(path) => crate::text_file::read_text(path),
         }
     }
 
@@ -375,32 +375,4 @@ pub(crate) fn save_counts(counter: &MemoCounter) {
     if let Err(e) = counter.save() {
         tracing::debug!("token counts not saved: {e}");
     }
-}
-
-/// Read a UTF-8 text file, with an error naming it.
-pub(crate) fn read_text(path: &Path) -> Result<String, CliError> {
-    read_text_capped(path, u64::MAX)
-}
-
-/// [`read_text`] of at most `cap` bytes: a longer file is an error, read no further.
-pub(crate) fn read_text_capped(path: &Path, cap: u64) -> Result<String, CliError> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(cap.saturating_add(1)).read_to_end(&mut bytes))
-        .map_err(|e| CliError::caused_by(format!("cannot read `{}`: {e}", path.display()), e))?;
-    if bytes.len() as u64 > cap {
-        return Err(CliError::new(format!(
-            "`{}` is larger than {} MiB; nothing was read",
-            path.display(),
-            cap >> 20
-        )));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        CliError::new(format!(
-            "`{}` is not valid UTF-8 (bad byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))
-    })
 }

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::error::CliError;
 use crate::printable::printable;
-use crate::setup::{current_dir, read_text, SkillDirs};
+use crate::setup::{current_dir, SkillDirs};
+use crate::text_file::read_text;
 use crate::user_config::{toggle_skill, Config, Layer};
 
 #[derive(Args, Debug)]
