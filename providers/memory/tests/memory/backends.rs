@@ -579,7 +579,7 @@ async fn learned_skills_are_proposed_refined_reviewed_and_counted_without_losing
                         P,
                         "ship-it",
                         LearnedChange::Used {
-                            success: (i + w) % 2 == 0,
+                            success: (i + w) % 4 != 0,
                         },
                     )
                     .await
@@ -591,9 +591,10 @@ async fn learned_skills_are_proposed_refined_reviewed_and_counted_without_losing
         t.await.unwrap();
     }
     let kept = s.learned_skills(P).await.unwrap().remove(0);
+    // 5 failures in 20: never under half after 10 uses, whatever the order, so it stays accepted.
     assert_eq!(
         (kept.status, kept.uses, kept.successes),
-        (LearnedStatus::Accepted, 20, 10)
+        (LearnedStatus::Accepted, 20, 15)
     );
     assert_eq!(
         s.change_learned_skill(P, "ship-it", LearnedChange::Remove)
