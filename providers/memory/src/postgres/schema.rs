@@ -15,7 +15,7 @@ use deadpool_postgres::Object;
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 2;
+pub(crate) const LATEST: i32 = 3;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -108,7 +108,15 @@ CREATE TABLE skill_library (
 );
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2];
+const V3: &str = r#"
+-- Listing orders covered whole by their index, as SQLite's v5: a page never sorts a project.
+DROP INDEX project_memories_importance;
+DROP INDEX project_memories_created;
+CREATE INDEX project_memories_importance ON project_memories (project_path, importance DESC, created_at DESC, id);
+CREATE INDEX project_memories_created ON project_memories (project_path, created_at DESC, id);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {

@@ -18,7 +18,8 @@
 //!   being rebuilt from every row;
 //! - v3 also re-indexes every memory, because terms became stemmed;
 //! - `skill_library` (v4) keeps each learned skill as one JSON record: nothing queries inside
-//!   it, and its fields change without a migration.
+//!   it, and its fields change without a migration;
+//! - the listing indexes (v5) cover their whole `ORDER BY`, so a page never sorts a project.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -26,7 +27,7 @@ use super::index;
 use super::rows::{select_entries, COLS};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i64 = 4;
+pub(crate) const LATEST: i64 = 5;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -166,7 +167,18 @@ CREATE TABLE skill_library (
 ) WITHOUT ROWID;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const V5: &str = r#"
+-- Listing orders covered whole by their index, so a page of the most important (the
+-- essentials of every request) or the newest memories reads a page of rows, never sorts the
+-- project (SQLite 3.50 sorted all 100,000 rows of a project for `importance DESC, created_at
+-- DESC, id` with the importance-only index: 160 ms).
+DROP INDEX idx_project_memories_importance;
+DROP INDEX idx_project_memories_created;
+CREATE INDEX idx_project_memories_importance ON project_memories(project_path, importance DESC, created_at DESC, id);
+CREATE INDEX idx_project_memories_created ON project_memories(project_path, created_at DESC, id);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {

@@ -778,7 +778,7 @@ mod postgres_only {
         );
         let msg = failure(&newer).await;
         assert!(
-            msg.contains("has schema version 99, newer than version 2"),
+            msg.contains("has schema version 99, newer than version 3"),
             "{msg}"
         );
         assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");
