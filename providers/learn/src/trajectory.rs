@@ -2,6 +2,8 @@
 //! results, and how it ended — read from a ctxkit session (live, or its record), a Claude Code
 //! transcript or a Codex rollout.
 
+use std::collections::HashMap;
+
 use ctxkit::{Message, Role, SessionSummary};
 use ctxkit_memory::secrets::redact;
 use serde_json::Value;
@@ -89,7 +91,7 @@ impl Trajectory {
     /// exit code failed. `None` when no line is such an item.
     pub fn from_codex(jsonl: &str) -> Option<Self> {
         let mut t = Trajectory::default();
-        let mut ids: Vec<String> = Vec::new();
+        let mut calls = Calls::default();
         let mut items = 0;
         for line in jsonl.lines() {
             let Ok(entry) = serde_json::from_str::<Value>(line) else {
@@ -125,32 +127,25 @@ impl Trajectory {
                 }
                 "function_call" => {
                     items += 1;
-                    ids.push(item["call_id"].as_str().unwrap_or("").to_string());
-                    t.calls.push(ToolUse {
-                        name: item["name"].as_str().unwrap_or("tool").to_string(),
-                        arguments: brief(item["arguments"].as_str().unwrap_or(""), BRIEF),
-                        result: String::new(),
-                        failed: false,
-                    });
+                    calls.call(
+                        item["call_id"].as_str().unwrap_or(""),
+                        item["name"].as_str().unwrap_or("tool"),
+                        item["arguments"].as_str().unwrap_or(""),
+                    );
                 }
                 "function_call_output" => {
                     items += 1;
-                    let id = item["call_id"].as_str().unwrap_or("");
-                    if let Some(i) = ids.iter().position(|known| known == id) {
-                        let output = match &item["output"] {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        let exit = serde_json::from_str::<Value>(&output)
-                            .ok()
-                            .and_then(|o| o["metadata"]["exit_code"].as_i64());
-                        t.calls[i].failed = exit.is_some_and(|code| code != 0);
-                        t.calls[i].result = brief(&output, BRIEF);
-                    }
+                    let output = text_of(&item["output"]);
+                    let exit = serde_json::from_str::<Value>(&output)
+                        .ok()
+                        .and_then(|o| o["metadata"]["exit_code"].as_i64());
+                    let failed = exit.is_some_and(|code| code != 0);
+                    calls.result(item["call_id"].as_str().unwrap_or(""), &output, failed);
                 }
                 _ => {}
             }
         }
+        t.calls = calls.list;
         (items > 0).then_some(t)
     }
 
@@ -161,26 +156,26 @@ impl Trajectory {
             failed_turns,
             ..Trajectory::default()
         };
+        let mut calls = Calls::default();
         for m in messages {
             match m.role {
                 Role::User if t.task.is_empty() => t.task = brief(&m.content, LONG),
                 Role::Assistant => {
                     for call in &m.tool_calls {
-                        t.calls.push(ToolUse {
-                            name: call.function.name.clone(),
-                            arguments: brief(&call.function.arguments.to_string(), BRIEF),
-                            result: String::new(),
-                            failed: false,
-                        });
+                        calls.call(&call.id, &call.function.name, &call.function.arguments);
                     }
                     if !m.content.trim().is_empty() {
                         t.outcome = brief(&m.content, LONG);
                     }
                 }
-                Role::Tool => answer(&mut t, m.tool_call_id.as_deref(), messages, &m.content),
+                Role::Tool => {
+                    let id = m.tool_call_id.as_deref().unwrap_or("");
+                    calls.result(id, &m.content, m.content.starts_with("error:"));
+                }
                 _ => {}
             }
         }
+        t.calls = calls.list;
         t
     }
 
@@ -189,7 +184,7 @@ impl Trajectory {
     /// such entries (summaries, snapshots) are skipped; `None` when no line was one.
     pub fn from_claude_code(jsonl: &str) -> Option<Self> {
         let mut t = Trajectory::default();
-        let mut ids: Vec<String> = Vec::new();
+        let mut calls = Calls::default();
         let mut entries = 0;
         for line in jsonl.lines() {
             let Ok(entry) = serde_json::from_str::<Value>(line) else {
@@ -205,13 +200,16 @@ impl Trajectory {
                     t.session = id.to_string();
                 }
             }
-            let content = &entry["message"]["content"];
-            let blocks: Vec<Value> = match content {
-                Value::String(text) => vec![serde_json::json!({"type": "text", "text": text})],
-                Value::Array(blocks) => blocks.clone(),
+            let text;
+            let blocks = match &entry["message"]["content"] {
+                Value::String(s) => {
+                    text = [serde_json::json!({"type": "text", "text": s})];
+                    &text[..]
+                }
+                Value::Array(blocks) => &blocks[..],
                 _ => continue,
             };
-            for block in &blocks {
+            for block in blocks {
                 match (kind, block["type"].as_str().unwrap_or("")) {
                     ("user", "text") if t.task.is_empty() => {
                         t.task = brief(block["text"].as_str().unwrap_or(""), LONG);
@@ -222,30 +220,21 @@ impl Trajectory {
                             t.outcome = brief(text, LONG);
                         }
                     }
-                    ("assistant", "tool_use") => {
-                        ids.push(block["id"].as_str().unwrap_or("").to_string());
-                        t.calls.push(ToolUse {
-                            name: block["name"].as_str().unwrap_or("tool").to_string(),
-                            arguments: brief(&block["input"].to_string(), BRIEF),
-                            result: String::new(),
-                            failed: false,
-                        });
-                    }
-                    ("user", "tool_result") => {
-                        let id = block["tool_use_id"].as_str().unwrap_or("");
-                        if let Some(i) = ids.iter().position(|known| known == id) {
-                            let result = match &block["content"] {
-                                Value::String(s) => s.clone(),
-                                other => other.to_string(),
-                            };
-                            t.calls[i].result = brief(&result, BRIEF);
-                            t.calls[i].failed = block["is_error"].as_bool().unwrap_or(false);
-                        }
-                    }
+                    ("assistant", "tool_use") => calls.call(
+                        block["id"].as_str().unwrap_or(""),
+                        block["name"].as_str().unwrap_or("tool"),
+                        &block["input"].to_string(),
+                    ),
+                    ("user", "tool_result") => calls.result(
+                        block["tool_use_id"].as_str().unwrap_or(""),
+                        &text_of(&block["content"]),
+                        block["is_error"].as_bool().unwrap_or(false),
+                    ),
                     _ => {}
                 }
             }
         }
+        t.calls = calls.list;
         (entries > 0).then_some(t)
     }
 
@@ -270,16 +259,38 @@ impl Trajectory {
     }
 }
 
-/// Give the call `id` of the conversation its result.
-fn answer(t: &mut Trajectory, id: Option<&str>, messages: &[Message], content: &str) {
-    let Some(id) = id else { return };
-    let position = messages
-        .iter()
-        .flat_map(|m| &m.tool_calls)
-        .position(|c| c.id == id);
-    if let Some(call) = position.and_then(|i| t.calls.get_mut(i)) {
-        call.failed = content.starts_with("error:");
-        call.result = brief(content, BRIEF);
+/// The tool calls of a session being read, each found again by its id when its result comes
+/// (a map, so a transcript of many calls is read in linear time).
+#[derive(Default)]
+struct Calls {
+    list: Vec<ToolUse>,
+    by_id: HashMap<String, usize>,
+}
+
+impl Calls {
+    fn call(&mut self, id: &str, name: &str, arguments: &str) {
+        self.by_id.insert(id.to_string(), self.list.len());
+        self.list.push(ToolUse {
+            name: name.to_string(),
+            arguments: brief(arguments, BRIEF),
+            result: String::new(),
+            failed: false,
+        });
+    }
+
+    fn result(&mut self, id: &str, result: &str, failed: bool) {
+        if let Some(&i) = self.by_id.get(id) {
+            self.list[i].result = brief(result, BRIEF);
+            self.list[i].failed = failed;
+        }
+    }
+}
+
+/// A JSON value as text: a string as it is, anything else as JSON.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 
