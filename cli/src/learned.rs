@@ -6,7 +6,8 @@
 //! starts, and after every change made here.
 //!
 //! `ctxkit skills learned list|show|accept|reject|export` review them; `ctxkit skills learn
-//! --transcript FILE` learns from a Claude Code transcript or a ctxkit session record.
+//! --transcript FILE` learns from a Claude Code transcript, a Codex rollout or a ctxkit session
+//! record.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,16 +48,15 @@ impl Scope {
 /// Where `project`'s accepted learned skills from `db` are written: one folder per database and
 /// project in the cache folder; `None` without a cache folder.
 pub(crate) fn folder(db: &Path, project: &str) -> Option<PathBuf> {
-    // FNV-1a: a stable name, the same in every process and version.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in db.to_string_lossy().bytes().chain([0]).chain(project.bytes()) {
-        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-    }
-    Some(
-        crate::places::cache_dir()?
-            .join("learned")
-            .join(format!("{hash:016x}")),
-    )
+    use sha2::{Digest, Sha256};
+    // A stable name, the same in every process and version, that shows neither (a database
+    // URL may hold a password).
+    let mut hash = Sha256::new();
+    hash.update(db.to_string_lossy().as_bytes());
+    hash.update([0]);
+    hash.update(project.as_bytes());
+    let name: String = hash.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Some(crate::places::cache_dir()?.join("learned").join(name))
 }
 
 /// The root that loads the accepted learned skills of `project` from `db` (none yet is fine).
@@ -65,8 +65,9 @@ pub(crate) fn root(db: &Path, project: &str) -> Option<SkillRoot> {
 }
 
 /// Bring `project`'s folder in step with `store`: each accepted skill's SKILL.md written (only
-/// when it changed), every other skill folder removed. Names are plain (the store refuses any
-/// other), so every path stays inside the folder.
+/// when it changed), every other skill folder removed. Only plain names are written (the store
+/// refuses any other, and a row a shared database got from elsewhere is skipped), so every path
+/// stays inside the folder.
 pub(crate) async fn sync(store: &dyn MemoryStore, db: &Path, project: &str) -> Result<(), CliError> {
     let Some(folder) = folder(db, project) else {
         return Ok(());
@@ -75,7 +76,7 @@ pub(crate) async fn sync(store: &dyn MemoryStore, db: &Path, project: &str) -> R
         .learned_skills(project)
         .await?
         .into_iter()
-        .filter(|s| s.status == LearnedStatus::Accepted)
+        .filter(|s| s.status == LearnedStatus::Accepted && LearnedSkill::is_plain_name(&s.name))
         .collect();
     if accepted.is_empty() && !folder.exists() {
         return Ok(());
@@ -210,6 +211,11 @@ pub(crate) async fn run(
         }
         LearnedCommand::Export { name, dir } => {
             let s = find(&name)?;
+            if !LearnedSkill::is_plain_name(&s.name) {
+                return Err(CliError::new(
+                    "this learned skill's name is not a plain folder name; it is not written anywhere",
+                ));
+            }
             let target = dir.join(&s.name);
             std::fs::create_dir_all(&target)
                 .and_then(|()| std::fs::write(target.join("SKILL.md"), &s.text))

@@ -98,8 +98,9 @@ pub(crate) enum SkillsCommand {
         #[command(subcommand)]
         command: crate::learned::LearnedCommand,
     },
-    /// Learn a skill from a finished session's transcript (Claude Code JSON lines), with the
-    /// criteria and checks of a chat's session end: one model call, one proposed skill at most.
+    /// Learn a skill from a finished session (a Claude Code transcript, a Codex rollout or a
+    /// `chat --record` file), with the criteria and checks of a chat's session end: one model
+    /// call, one proposed skill at most.
     Learn(crate::learned::LearnArgs),
 }
 
@@ -114,11 +115,15 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
     }
     let project = current_dir()?;
     let config = Config::load(&project)?;
-    let (db, learned_project) = args.scope.resolve()?;
-    crate::learned::sync_before_loading(Some(&db), &learned_project).await;
-    let library = args
-        .dirs
-        .library(&config, crate::learned::root(&db, &learned_project))?;
+    // Without a memory database to find (no HOME, say), skills load without learned ones.
+    let learned = match args.scope.resolve() {
+        Ok((db, project)) => {
+            crate::learned::sync_before_loading(Some(&db), &project).await;
+            crate::learned::root(&db, &project)
+        }
+        Err(_) => None,
+    };
+    let library = args.dirs.library(&config, learned)?;
     let index = library.snapshot();
     match args.command {
         SkillsCommand::List { json } => list(&index, json, &mut out),

@@ -14,7 +14,8 @@ use super::guard::forged;
 use super::pages::{error_page, write_form};
 use super::Served;
 
-/// The project's proposed skills (none without memory, or when the store cannot say).
+/// The project's proposed skills (none without memory, or when the store cannot say). Only
+/// plain names: a name goes into a form's address, where `../` would aim the button elsewhere.
 pub(super) async fn proposals(served: &Served) -> Vec<LearnedSkill> {
     let Some(store) = &served.memory else {
         return Vec::new();
@@ -22,7 +23,7 @@ pub(super) async fn proposals(served: &Served) -> Vec<LearnedSkill> {
     match store.learned_skills(&served.project).await {
         Ok(all) => all
             .into_iter()
-            .filter(|s| s.status == LearnedStatus::Proposed)
+            .filter(|s| s.status == LearnedStatus::Proposed && LearnedSkill::is_plain_name(&s.name))
             .collect(),
         Err(e) => {
             tracing::warn!("the learned skills could not be read: {e}");

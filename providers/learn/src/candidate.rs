@@ -78,13 +78,7 @@ pub(crate) fn read_reply(reply: &str, task: &str) -> Result<Candidate, Refusal> 
     let Some(skill) = skill.filter(|_| diagnostics.iter().all(|d| !d.is_error())) else {
         return drop("the reply is not a valid SKILL.md");
     };
-    let plain = !skill.name.is_empty()
-        && skill.name.len() <= 64
-        && skill
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if !plain {
+    if !ctxkit_memory::LearnedSkill::is_plain_name(&skill.name) {
         return drop("the skill's name is not a plain name (lowercase letters, digits, hyphens)");
     }
     let skill = skill.with_root(Source::Learned, Source::Learned.default_priority());

@@ -110,6 +110,15 @@ impl LearnedSkill {
         }
     }
 
+    /// Whether `name` may name a learned skill: 1 to 64 lowercase ASCII letters, digits and
+    /// hyphens, so it is one plain folder name wherever it is written.
+    pub fn is_plain_name(name: &str) -> bool {
+        (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    }
+
     /// The share of its uses that ended well, once it has been used.
     pub fn success_rate(&self) -> Option<f64> {
         (self.uses > 0).then(|| self.successes as f64 / self.uses as f64)
@@ -201,13 +210,7 @@ pub(crate) fn apply(
 /// text, an empty project.
 fn check(skill: &LearnedSkill) -> Result<()> {
     check_project(&skill.project)?;
-    let plain = !skill.name.is_empty()
-        && skill.name.len() <= 64
-        && skill
-            .name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if !plain {
+    if !LearnedSkill::is_plain_name(&skill.name) {
         return Err(MemoryError::Invalid(
             "a learned skill's name is lowercase letters, digits and hyphens, at most 64".into(),
         ));
