@@ -110,25 +110,28 @@ fn unfence(reply: &str) -> &str {
         .unwrap_or(reply)
 }
 
-/// How alike two skills are by what they say they are for: the cosine of the word sets of
-/// their descriptions and triggers.
-pub(crate) fn similarity(a: &Skill, b: &Skill) -> f64 {
-    let words = |s: &Skill| -> BTreeSet<String> {
-        let mut text = s.description.to_lowercase();
-        for t in s.triggers.literals() {
-            text.push(' ');
-            text.push_str(&t.to_lowercase());
-        }
-        text.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() > 2)
-            .map(str::to_string)
-            .collect()
-    };
-    let (a, b) = (words(a), words(b));
+/// What a skill says it is for, as a set of words: its description's and its triggers'.
+pub(crate) fn purpose<'a>(
+    description: &str,
+    triggers: impl IntoIterator<Item = &'a str>,
+) -> BTreeSet<String> {
+    let mut text = description.to_lowercase();
+    for t in triggers {
+        text.push(' ');
+        text.push_str(&t.to_lowercase());
+    }
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() > 2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// How alike two skills are by their [`purpose`]s: the cosine of the two word sets.
+pub(crate) fn similarity(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
-    a.intersection(&b).count() as f64 / ((a.len() * b.len()) as f64).sqrt()
+    a.intersection(b).count() as f64 / ((a.len() * b.len()) as f64).sqrt()
 }
 
 #[cfg(test)]

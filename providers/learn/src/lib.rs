@@ -31,7 +31,7 @@ use tracing::Instrument;
 pub use trajectory::{ToolUse, Trajectory};
 pub use usage::LearnedUsage;
 
-use candidate::{read_reply, request, similarity, Refusal, MAX_REPLY, SAME_SKILL};
+use candidate::{purpose, read_reply, request, similarity, Refusal, MAX_REPLY, SAME_SKILL};
 
 /// When a session is learned from, and what happens to what is learned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,16 +152,23 @@ impl SkillLearner {
             }
         };
         let skill = &candidate.skill;
-        if let Some(same) = written
-            .iter()
-            .find(|w| w.name.eq_ignore_ascii_case(&skill.name) || similarity(w, skill) >= SAME_SKILL)
-        {
+        let purpose_of_new = purpose(&skill.description, skill.triggers.literals());
+        if let Some(same) = written.iter().find(|w| {
+            w.name.eq_ignore_ascii_case(&skill.name)
+                || similarity(&purpose(&w.description, w.triggers.literals()), &purpose_of_new) >= SAME_SKILL
+        }) {
             return Ok(Learned::Exists(same.name.clone()));
         }
         // The learned skill it repeats, if any, is refined under its own name.
         let name = learned
             .iter()
-            .find(|l| l.name == skill.name || learned_similarity(l, skill) >= SAME_SKILL)
+            .find(|l| {
+                l.name == skill.name
+                    || similarity(
+                        &purpose(&l.description, l.triggers.iter().map(String::as_str)),
+                        &purpose_of_new,
+                    ) >= SAME_SKILL
+            })
             .map_or_else(|| skill.name.clone(), |l| l.name.clone());
         let refines = learned.iter().any(|l| l.name == name);
         let proposal = LearnedSkill::proposed(
@@ -195,12 +202,6 @@ impl SkillLearner {
         tracing::info!(skill = %stored.name, status = stored.status.as_str(), "skill learned");
         Ok(Learned::New(stored))
     }
-}
-
-/// [`similarity`] of a stored learned skill to a candidate, through its parsed text.
-fn learned_similarity(learned: &LearnedSkill, candidate: &ctxkit_skills::Skill) -> f64 {
-    let (parsed, _) = ctxkit_skills::Skill::parse("learned/SKILL.md".as_ref(), &learned.text, None);
-    parsed.map_or(0.0, |p| similarity(&p, candidate))
 }
 
 #[async_trait]
