@@ -4,7 +4,7 @@
 //! The store holds the seeded memories of `common` and its in-memory index is built, as in a
 //! long-running agent. Each iteration adds one new memory through `SqliteMemoryStore::add` on
 //! tokio's blocking pool: validation and secret checks, one `BEGIN IMMEDIATE` transaction
-//! (row, history, full-text row, document frequencies, index log), then, once committed, the
+//! (row, history, postings, document frequencies, index log), then, once committed, the
 //! in-memory index brought up to date in place from the log. So the figure is an honest add:
 //! when it returns the index is current — postings, document frequencies and every memory's
 //! norm data — and nothing is left for the next search to apply. (A heavy term's share of a

@@ -10,8 +10,8 @@
 //!
 //! - `memory_search/N`: a long-running process, the project's in-memory index built;
 //! - `memory_search/no_touch/N`: the same without counting the access (no write);
-//! - `memory_search/fts/N`: a process without the in-memory index (`SearchIndex::Off`, e.g. a
-//!   CLI command), ranking the best 200 full-text matches.
+//! - `memory_search/on_disk/N`: a process without the in-memory index (`SearchIndex::Off`,
+//!   e.g. a CLI command), ranking the best 200 candidates of the impact-ordered postings.
 //!
 //! Run: `cargo bench -p ctxkit-memory --bench search`
 
@@ -56,16 +56,16 @@ fn search(c: &mut Criterion) {
                 black_box(hits)
             })
         });
-        let fts = SqliteMemoryStore::open_with(&path, OpenOptions::default().search_index(SearchIndex::Off))
+        let on_disk = SqliteMemoryStore::open_with(&path, OpenOptions::default().search_index(SearchIndex::Off))
             .expect("open the bench database again");
-        rt.block_on(fts.search(MemorySearchRequest::new(PROJECT, &queries[0])))
+        rt.block_on(on_disk.search(MemorySearchRequest::new(PROJECT, &queries[0])))
             .unwrap();
         let mut i = 0;
-        group.bench_with_input(BenchmarkId::new("fts", n), &n, |b, _| {
+        group.bench_with_input(BenchmarkId::new("on_disk", n), &n, |b, _| {
             b.iter(|| {
                 i = (i + 1) % queries.len();
                 let hits = rt
-                    .block_on(fts.search(MemorySearchRequest::new(PROJECT, &queries[i])))
+                    .block_on(on_disk.search(MemorySearchRequest::new(PROJECT, &queries[i])))
                     .expect("search");
                 black_box(hits)
             })

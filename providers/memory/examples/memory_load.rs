@@ -11,7 +11,8 @@
 //! loaded in transactions of 10,000: through `add_many`, which checks each new memory against
 //! similar ones, or with `--import` as minimal import records (what `ctxkit memory import`
 //! reads), which only skips exact duplicates and so loads a million in minutes; then 64 user-message-like queries are searched 3 times
-//! each (without counting accesses) and the median and 95th percentile reported. With
+//! each (without counting accesses) and the median and 95th percentile reported, with (on
+//! SQLite) how many of the exhaustive ranking's results the same searches returned. With
 //! `--writers`, that many processes each add `--writes` memories one command at a time, as
 //! agents do, and the total rate is reported.
 
@@ -112,19 +113,22 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-async fn search(store: &dyn MemoryStore) {
+/// The ids a search returns for each query.
+type Found = Vec<Vec<String>>;
+
+async fn search(store: &dyn MemoryStore) -> Found {
     let queries = queries();
     let mut times = Vec::new();
-    let mut found = 0;
+    let mut found = vec![Vec::new(); queries.len()];
     for _ in 0..3 {
-        for q in &queries {
+        for (q, ids) in queries.iter().zip(&mut found) {
             let start = Instant::now();
             let hits = store
                 .search(MemorySearchRequest::new(PROJECT, q).without_touch())
                 .await
                 .expect("search");
             times.push(start.elapsed());
-            found += hits.len();
+            *ids = hits.into_iter().map(|h| h.entry.id).collect();
         }
     }
     times.sort();
@@ -133,7 +137,35 @@ async fn search(store: &dyn MemoryStore) {
         percentile(&times, 0.5),
         percentile(&times, 0.95),
         times.len(),
-        found
+        found.iter().map(Vec::len).sum::<usize>()
+    );
+    found
+}
+
+/// How much of the exhaustive ranking (SQLite's in-memory index scores every memory sharing a
+/// term with the query) the on-disk search returns: the share of its results found, and the
+/// queries whose results are the same, in the same order.
+async fn agreement(db: &str, found: &Found) {
+    let options = OpenOptions::default().search_index(SearchIndex::Eager);
+    let exhaustive = SqliteMemoryStore::open_with(db, options).expect("open");
+    let queries = queries();
+    let (mut shared, mut total, mut same) = (0, 0, 0);
+    for (q, ids) in queries.iter().zip(found) {
+        let best: Vec<String> = exhaustive
+            .search(MemorySearchRequest::new(PROJECT, q).without_touch())
+            .await
+            .expect("search")
+            .into_iter()
+            .map(|h| h.entry.id)
+            .collect();
+        shared += best.iter().filter(|id| ids.contains(id)).count();
+        total += best.len();
+        same += usize::from(&best == ids);
+    }
+    println!(
+        "agreement with the exhaustive ranking: {shared} of its {total} results found ({:.1} %), {same} of {} queries identical",
+        100.0 * shared as f64 / total.max(1) as f64,
+        queries.len()
     );
 }
 
@@ -173,7 +205,10 @@ async fn main() {
             shown(&db),
             store.count(PROJECT).await.expect("count")
         );
-        search(store.as_ref()).await;
+        let found = search(store.as_ref()).await;
+        if !is_postgres_url(&db) && std::env::var_os("NOAG").is_none() {
+            agreement(&db, &found).await;
+        }
     }
     if let Some(writers) = arg(&args, "--writers").and_then(|w| w.parse::<usize>().ok()) {
         let writes = arg(&args, "--writes").unwrap_or_else(|| "100".into());

@@ -37,8 +37,8 @@ pub(crate) fn new_id() -> String {
     format!("{:012x}", v >> 16)
 }
 
-/// A stable 64-bit hash of a project path (FNV-1a): what a full-text index tags a project's rows
-/// with, and what PostgreSQL's per-project write lock is keyed by. Collisions only cost speed
+/// A stable 64-bit hash of a project path (FNV-1a): what the search index keys a project's
+/// postings by, and what PostgreSQL's per-project write lock is keyed by. Collisions only cost speed
 /// (rows are still filtered by the exact path) or make two projects' writers take turns.
 pub(crate) fn project_hash(project: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -49,12 +49,6 @@ pub(crate) fn project_hash(project: &str) -> u64 {
     h
 }
 
-/// A token standing for a project inside a full-text index (SQLite's FTS5 rows, PostgreSQL's
-/// `tsvector`), from [`project_hash`], so candidate retrieval is confined to one project before
-/// ranking. Collisions only cost speed: rows are still filtered by the exact `project_path`.
-pub(crate) fn project_token(project: &str) -> String {
-    format!("p{:016x}", project_hash(project))
-}
 
 #[cfg(test)]
 mod tests {

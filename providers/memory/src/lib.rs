@@ -4,7 +4,7 @@
 //! corrections, facts — kept across sessions and injected into requests when they are relevant.
 //!
 //! - [`SqliteMemoryStore`] keeps them in one SQLite file (WAL, `BEGIN IMMEDIATE` writes, a
-//!   full-text index for candidates, a history of every change), opened with [`OpenOptions`]
+//!   search index of impact-ordered postings, a history of every change), opened with [`OpenOptions`]
 //!   and [`SearchIndex`]. It implements [`MemoryStore`], the async trait the rest of the crate
 //!   sees; implement it to keep memories elsewhere.
 //! - `PostgresStore` (feature `postgres`) keeps them on a PostgreSQL server shared by many
@@ -93,6 +93,7 @@ mod learned;
 mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod postings;
 mod provider;
 pub mod records;
 mod retrieval;

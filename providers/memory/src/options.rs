@@ -20,21 +20,22 @@ pub struct OpenOptions {
 
 /// How searches find their candidates.
 ///
-/// The full-text index answers any search straight from disk, best BM25 matches first (at most
-/// [`OpenOptions::candidate_limit`]); its cost grows with the number of memories that share a
-/// term with the query. The in-memory index of a project (an inverted index with each memory's
+/// The on-disk index answers any search straight from disk: impact-ordered postings, of which
+/// it reads a fixed number per query term, so its cost does not grow with the project, and
+/// whose best [`OpenOptions::candidate_limit`] memories it ranks exactly (at 100,000 memories
+/// they hold 98 % of the exhaustive ranking's top ten). The in-memory index of a project (an inverted index with each memory's
 /// TF-IDF norm, a few dozen bytes per memory) ranks exactly over every memory sharing a term and
 /// reads only the rows it returns, but has to be built first (reading every memory of the
 /// project once) and again after any change to the project's memories.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SearchIndex {
-    /// Search the full-text index until an in-memory index, built on a background thread
+    /// Search the on-disk index until an in-memory index, built on a background thread
     /// after the first search (and after changes), is ready. For long-running processes.
     #[default]
     Background,
     /// Build the in-memory index during the first search (and the first after a change).
     Eager,
-    /// Always search the full-text index. For one-shot processes such as a CLI command.
+    /// Always search the on-disk index. For one-shot processes such as a CLI command.
     Off,
 }
 
@@ -56,7 +57,7 @@ impl OpenOptions {
         self.clock.now_ms()
     }
 
-    /// The most candidates a full-text query hands to ranking.
+    /// The most candidates the on-disk index hands to ranking.
     pub(crate) fn max_candidates(&self) -> usize {
         self.candidate_limit
     }
@@ -89,8 +90,8 @@ impl OpenOptions {
         self
     }
 
-    /// How many candidates the full-text index hands to ranking (default 200, at least 1):
-    /// more finds rarer matches in big projects, fewer searches faster.
+    /// How many candidates the on-disk index hands to ranking (default 200, at least 1): more
+    /// agree better with the exhaustive ranking in big projects, fewer search faster.
     pub fn candidate_limit(mut self, limit: usize) -> Self {
         self.candidate_limit = limit.max(1);
         self

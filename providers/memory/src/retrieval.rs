@@ -20,7 +20,7 @@ use crate::clock::days_between;
 use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryEntry, MemorySearchResult};
 
-/// At most this many query terms go into a full-text candidate query (the rarest ones).
+/// At most this many query terms are looked up in a backend's postings (the rarest ones).
 pub(crate) const MAX_QUERY_TERMS: usize = 24;
 
 /// Weight of TF-IDF cosine similarity.
@@ -62,7 +62,7 @@ pub(crate) fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
     common as f32 / union as f32
 }
 
-/// The distinct query terms a full-text index is asked for: the rarest first (they say the
+/// The distinct query terms a backend's postings are read for: the rarest first (they say the
 /// most; common ones mostly cost time), at most [`MAX_QUERY_TERMS`].
 pub(crate) fn rarest_terms<'a>(q_terms: &'a [String], vocab: &Vocabulary) -> Vec<&'a str> {
     let mut distinct: Vec<&str> = q_terms
@@ -76,12 +76,29 @@ pub(crate) fn rarest_terms<'a>(q_terms: &'a [String], vocab: &Vocabulary) -> Vec
     distinct
 }
 
+/// A memory a backend's index found, with its content's terms: tokenized once, for the
+/// vocabulary read and for the score.
+pub(crate) struct Candidate {
+    /// Its row number.
+    pub(crate) num: i64,
+    pub(crate) entry: MemoryEntry,
+    /// [`terms`] of its content.
+    pub(crate) terms: Vec<String>,
+}
+
+impl Candidate {
+    pub(crate) fn new(num: i64, entry: MemoryEntry) -> Self {
+        let terms = terms(&entry.content);
+        Candidate { num, entry, terms }
+    }
+}
+
 /// Score candidates against the query, keep those that share something with it, best first:
 /// the ranking every backend applies to the candidates its index found.
 pub(crate) fn rank(
     q_terms: &[String],
     vocab: &Vocabulary,
-    candidates: impl IntoIterator<Item = MemoryEntry>,
+    candidates: Vec<Candidate>,
     now: i64,
     top_k: usize,
 ) -> Vec<MemorySearchResult> {
@@ -89,8 +106,8 @@ pub(crate) fn rank(
     let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
     let mut out: Vec<MemorySearchResult> = candidates
         .into_iter()
-        .filter_map(|entry| {
-            let similarity = qv.cosine(&vocab.vector(&terms(&entry.content)));
+        .filter_map(|Candidate { entry, terms, .. }| {
+            let similarity = qv.cosine(&vocab.vector(&terms));
             let keyword_overlap = jaccard(&q_set, &keyword_terms(&entry.keywords));
             // The similarity gate: importance and recency alone never surface a memory.
             if similarity <= 0.0 && keyword_overlap <= 0.0 {
@@ -141,6 +158,11 @@ impl Vocabulary {
     /// A vocabulary of `docs` documents with these document frequencies.
     pub(crate) fn new(docs: u64, df: HashMap<String, u32>) -> Self {
         Vocabulary { docs, df }
+    }
+
+    /// Add what `other` knows of more terms (read from the same project and snapshot).
+    pub(crate) fn extend(&mut self, other: Vocabulary) {
+        self.df.extend(other.df);
     }
 
     /// Build from texts, to check scores by hand.

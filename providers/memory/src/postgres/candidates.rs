@@ -1,25 +1,17 @@
-//! Candidates for a search on PostgreSQL: the rows sharing the query's rarest terms, from the
-//! `tsvector` column under its GIN index, and the document frequencies that rank them, read in
-//! the transaction's snapshot (so never stale).
+//! Candidates for a search on PostgreSQL: the best rows of the query's rarest terms, from the
+//! impact-ordered postings, and the document frequencies that rank them, read in the
+//! transaction's snapshot (so never stale).
 
 use std::collections::BTreeSet;
 
 use deadpool_postgres::Transaction;
 
-use super::rows::{select_entries, COLS};
+use super::rows::{row_to_entry, COLS};
 use super::PostgresStore;
 use crate::error::Result;
-use crate::ids::project_token;
-use crate::retrieval::{rarest_terms, Vocabulary};
-use crate::text::term_set;
+use crate::postings::{self, project_key, Filter};
+use crate::retrieval::{rarest_terms, Candidate, Vocabulary};
 use crate::types::*;
-
-/// What candidate retrieval is confined to.
-pub(super) struct Filter<'a> {
-    pub(super) project: &'a str,
-    pub(super) min_importance: f32,
-    pub(super) categories: Option<&'a [MemoryCategory]>,
-}
 
 /// The project's vocabulary restricted to `needed` terms: its memory count and those terms'
 /// document frequencies, read in the transaction's snapshot (so never stale).
@@ -49,57 +41,67 @@ pub(super) async fn vocabulary(
     Ok(Vocabulary::new(docs.max(0) as u64, df))
 }
 
-/// A lexeme quoted for `tsquery` input.
-fn ts_quote(term: &str) -> String {
-    format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
-}
-
-/// Candidate rows for `q_terms` (the rarest ones, OR'ed, inside the project's lexeme, best
-/// `ts_rank` first, at most the candidate limit), with the vocabulary that ranks them: the
-/// document frequencies of the query's terms and of every candidate's terms.
+/// Candidate rows for `q_terms` from the impact-ordered postings (see [`crate::postings`]),
+/// confined to `filter`, with the vocabulary that ranks them: the document frequencies of the
+/// query's terms and of every candidate's terms, each read once.
 pub(super) async fn candidates(
     store: &PostgresStore,
     tx: &Transaction<'_>,
     filter: &Filter<'_>,
     q_terms: &[String],
-) -> Result<(Vocabulary, Vec<(i64, MemoryEntry)>)> {
+) -> Result<(Vocabulary, Vec<Candidate>)> {
     let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
-    let q_vocab = vocabulary(tx, filter.project, &q_set).await?;
-    let distinct = rarest_terms(q_terms, &q_vocab);
-    let categories: Option<Vec<&str>> = filter.categories.map(|c| c.iter().map(|c| c.as_str()).collect());
-    if distinct.is_empty() || categories.as_ref().is_some_and(Vec::is_empty) {
-        return Ok((q_vocab, Vec::new()));
+    let mut vocab = vocabulary(tx, filter.project, &q_set).await?;
+    let distinct = rarest_terms(q_terms, &vocab);
+    if distinct.is_empty() || filter.is_empty() {
+        return Ok((vocab, Vec::new()));
     }
-    let query = format!(
-        "{} & ({})",
-        ts_quote(&project_token(filter.project)),
-        distinct
-            .iter()
-            .map(|t| ts_quote(t))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
-    let sql = format!(
-        "SELECT {COLS} FROM project_memories
-         WHERE terms @@ $1::text::tsquery AND project_path = $2 AND importance >= $3 AND superseded_by IS NULL
-           AND ($5::text[] IS NULL OR category = ANY($5))
-         ORDER BY ts_rank(terms, $1::text::tsquery) DESC, num LIMIT $4"
-    );
-    let found = select_entries(
-        tx,
-        &sql,
-        &[
-            &query,
-            &filter.project,
-            &filter.min_importance,
-            &store.candidate_limit(),
-            &categories,
-        ],
-    )
-    .await?;
-    let mut needed = q_set;
-    for (_, e) in &found {
-        needed.extend(term_set(&e.content));
+    let limit = store.candidate_limit();
+    let per_term = i64::try_from(postings::per_term(limit)).unwrap_or(i64::MAX);
+    let stmt = tx
+        .prepare_cached(
+            "SELECT t.ord, p.num, p.impact FROM unnest($2::text[]) WITH ORDINALITY AS t(term, ord)
+             CROSS JOIN LATERAL (SELECT num, impact FROM memory_postings
+                                 WHERE project = $1 AND term = t.term
+                                 ORDER BY impact DESC, num LIMIT $3) AS p",
+        )
+        .await?;
+    let mut lists: Vec<(f32, Vec<(i64, i64)>)> = distinct.iter().map(|t| (vocab.idf(t), Vec::new())).collect();
+    for row in tx
+        .query(&stmt, &[&project_key(filter.project), &distinct, &per_term])
+        .await?
+    {
+        let ord: i64 = row.try_get(0)?;
+        if let Some((_, list)) = usize::try_from(ord - 1).ok().and_then(|i| lists.get_mut(i)) {
+            list.push((row.try_get(1)?, row.try_get(2)?));
+        }
     }
-    Ok((vocabulary(tx, filter.project, &needed).await?, found))
+    let merged = postings::merge(&lists);
+    let rows = tx
+        .prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ANY($1)"))
+        .await?;
+    let (mut found, mut needed) = (Vec::new(), BTreeSet::new());
+    // Read in rounds of the candidates still wanted, best first, until enough pass the filter.
+    for round in merged.chunks(limit.max(1)) {
+        let mut by_num: std::collections::HashMap<i64, MemoryEntry> = std::collections::HashMap::new();
+        for row in tx.query(&rows, &[&round]).await? {
+            let (num, entry) = row_to_entry(&row)?;
+            by_num.insert(num, entry);
+        }
+        for num in round {
+            if found.len() == limit {
+                break;
+            }
+            if let Some(entry) = by_num.remove(num).filter(|e| filter.keeps(e)) {
+                let candidate = Candidate::new(*num, entry);
+                needed.extend(candidate.terms.iter().filter(|t| !q_set.contains(*t)).cloned());
+                found.push(candidate);
+            }
+        }
+        if found.len() == limit {
+            break;
+        }
+    }
+    vocab.extend(vocabulary(tx, filter.project, &needed).await?);
+    Ok((vocab, found))
 }

@@ -13,10 +13,10 @@
 //!   back this up; a transaction that loses a race (a unique violation, a serialization failure
 //!   or a deadlock) is retried.
 //! - **Reads** run in a read-only `REPEATABLE READ` transaction: one consistent snapshot.
-//! - **Search** takes its candidates from a `tsvector` column (the crate's own terms, so
-//!   stemming and tokens match SQLite's) under a GIN index, then ranks them with the crate's
-//!   ranking ([`crate::retrieval`]); document frequencies are read in the same snapshot, so
-//!   nothing is cached and nothing can be stale.
+//! - **Search** takes its candidates from the impact-ordered postings SQLite keeps too
+//!   ([`crate::postings`]: the crate's own terms, so stemming and tokens match), then ranks them
+//!   with the crate's ranking ([`crate::retrieval`]); document frequencies are read in the same
+//!   snapshot, so nothing is cached and nothing can be stale.
 //! - The password of the URL is never shown: errors and logs name the server by
 //!   [`redact_url`](crate::secrets::redact_url).
 
@@ -175,8 +175,8 @@ impl PostgresStore {
         self.inner.options.now_ms()
     }
 
-    fn candidate_limit(&self) -> i64 {
-        i64::try_from(self.inner.options.max_candidates()).unwrap_or(i64::MAX)
+    fn candidate_limit(&self) -> usize {
+        self.inner.options.max_candidates()
     }
 
     /// A pooled connection, the schema checked first; a failure to connect is one sentence

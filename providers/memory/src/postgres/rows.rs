@@ -1,5 +1,5 @@
 //! Row-level helpers on PostgreSQL: insert, overwrite, delete and read memory and episode
-//! rows, keeping the search columns (terms, document frequencies, counts) and the history in
+//! rows, keeping the search index (postings, document frequencies, counts) and the history in
 //! step — what `sqlite/rows.rs` and `sqlite/index.rs` do for SQLite.
 
 use std::collections::BTreeMap;
@@ -8,8 +8,8 @@ use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 
 use crate::error::{MemoryError, Result};
-use crate::ids::project_token;
-use crate::text::{keyword_terms, term_set, terms};
+use crate::postings::{self, project_key};
+use crate::text::term_set;
 use crate::types::*;
 
 pub(super) const COLS: &str =
@@ -19,16 +19,6 @@ pub(super) const COLS: &str =
 
 pub(super) const EPISODE_COLS: &str = "id, project_path, session_id, record_type, task_summary, \
      approach_summary, outcome_summary, tools_used, keywords, created_at";
-
-/// The lexemes of a memory's `terms` column: its content and keyword terms, and its project.
-fn lexemes(e: &MemoryEntry) -> Vec<String> {
-    let mut all: Vec<String> = terms(&e.content);
-    all.extend(keyword_terms(&e.keywords));
-    all.push(project_token(&e.project_path));
-    all.sort_unstable();
-    all.dedup();
-    all
-}
 
 /// A conversion failure of a column, as a server error.
 fn bad(message: String) -> MemoryError {
@@ -173,17 +163,65 @@ impl TermCounts {
     }
 }
 
-/// Insert an entry's row and terms, leaving its counts to the caller ([`TermCounts`]).
+/// The postings of rows, gathered and written in one statement ([`crate::postings`]).
+#[derive(Default)]
+pub(super) struct Postings {
+    projects: Vec<i64>,
+    terms: Vec<String>,
+    impacts: Vec<i64>,
+    nums: Vec<i64>,
+}
+
+impl Postings {
+    /// Post the memory of row `num`.
+    pub(super) fn add(&mut self, num: i64, e: &MemoryEntry) {
+        for (term, impact) in postings::of(e) {
+            self.projects.push(project_key(&e.project_path));
+            self.terms.push(term);
+            self.impacts.push(impact);
+            self.nums.push(num);
+        }
+    }
+
+    pub(super) async fn write(self, client: &impl deadpool_postgres::GenericClient) -> Result<()> {
+        if self.nums.is_empty() {
+            return Ok(());
+        }
+        client
+            .execute(
+                "INSERT INTO memory_postings (project, term, impact, num)
+                 SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])",
+                &[&self.projects, &self.terms, &self.impacts, &self.nums],
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// Post the memory of row `num` anew, after its terms or importance changed.
+pub(super) async fn repost(tx: &Transaction<'_>, num: i64, e: &MemoryEntry) -> Result<()> {
+    let stmt = tx
+        .prepare_cached("DELETE FROM memory_postings WHERE num = $1")
+        .await?;
+    tx.execute(&stmt, &[&num]).await?;
+    let mut postings = Postings::default();
+    postings.add(num, e);
+    postings.write(tx).await
+}
+
+/// Insert an entry's row and its postings, leaving its counts to the caller ([`TermCounts`]).
 pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<()> {
     let stmt = tx
         .prepare_cached(
             "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
                  source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
-                 superseded_by, superseded_at, terms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, array_to_tsvector($16::text[]))",
+                 superseded_by, superseded_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+             RETURNING num",
         )
         .await?;
-    tx.execute(
+    let num: i64 = tx
+        .query_one(
         &stmt,
         &[
             &e.id,
@@ -201,22 +239,23 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
             &e.decayed_at,
             &e.superseded_by,
             &e.superseded_at,
-            &lexemes(e),
         ],
     )
-    .await?;
-    Ok(())
+    .await?
+    .try_get(0)?;
+    let mut postings = Postings::default();
+    postings.add(num, e);
+    postings.write(tx).await
 }
 
-/// Write every field of `new` over row `num`, leaving its counts to the caller
-/// ([`TermCounts`]).
+/// Write every field of `new` over row `num`, leaving its postings and counts to the caller
+/// ([`repost`], [`TermCounts`]).
 pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry) -> Result<()> {
     let stmt = tx
         .prepare_cached(
             "UPDATE project_memories SET id = $2, project_path = $3, category = $4, content = $5, keywords = $6,
                  importance = $7, access_count = $8, source_session_id = $9, source_context = $10, created_at = $11,
-                 updated_at = $12, last_accessed_at = $13, decayed_at = $14, superseded_by = $15, superseded_at = $16,
-                 terms = array_to_tsvector($17::text[])
+                 updated_at = $12, last_accessed_at = $13, decayed_at = $14, superseded_by = $15, superseded_at = $16
              WHERE num = $1",
         )
         .await?;
@@ -239,7 +278,6 @@ pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry)
             &new.decayed_at,
             &new.superseded_by,
             &new.superseded_at,
-            &lexemes(new),
         ],
     )
     .await?;

@@ -4,18 +4,21 @@
 //! connecting together to a fresh database do not both migrate. A database newer than
 //! [`LATEST`] is refused rather than guessed at. The tables mirror SQLite's (same columns,
 //! same checks) with what PostgreSQL does better:
-//! - `terms` is a `tsvector` of the crate's own terms (content and keywords) plus a project
-//!   token, under a GIN index: candidate retrieval is confined to one project inside the index;
+//! - candidate retrieval reads impact-ordered postings (v4, [`crate::postings`], as SQLite's
+//!   v6), which replaced a `tsvector` column under a GIN index whose `ts_rank` scored every
+//!   memory holding a query term before any cut; a posting goes with its row (`ON DELETE
+//!   CASCADE`);
 //! - `(project_path, md5(content))` is unique (a B-tree cannot hold 2,000-character contents);
 //! - history ids are an identity column an import may set explicitly, so a moved history
 //!   keeps its ids.
 
 use deadpool_postgres::Object;
 
+use super::rows::{row_to_entry, Postings, COLS};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 3;
+pub(crate) const LATEST: i32 = 4;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -116,7 +119,22 @@ CREATE INDEX project_memories_importance ON project_memories (project_path, impo
 CREATE INDEX project_memories_created ON project_memories (project_path, created_at DESC, id);
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const V4: &str = r#"
+-- Impact-ordered postings (`crate::postings`) instead of the tsvector: a term's best memories
+-- are the first entries of its range. They are written from the rows (in Rust, after this).
+DROP INDEX project_memories_terms;
+ALTER TABLE project_memories DROP COLUMN terms;
+CREATE TABLE memory_postings (
+    project BIGINT NOT NULL,
+    term TEXT NOT NULL,
+    impact BIGINT NOT NULL,
+    num BIGINT NOT NULL REFERENCES project_memories (num) ON DELETE CASCADE,
+    PRIMARY KEY (project, term, impact, num)
+);
+CREATE INDEX memory_postings_num ON memory_postings (num);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {
@@ -158,6 +176,9 @@ async fn migrate_locked(client: &Object) -> Result<()> {
     while found < LATEST {
         client.batch_execute(MIGRATIONS[found as usize]).await?;
         found += 1;
+        if found == 4 {
+            post_every_row(client).await?;
+        }
     }
     client.execute("DELETE FROM ctxkit_schema_version", &[]).await?;
     client
@@ -167,6 +188,25 @@ async fn migrate_locked(client: &Object) -> Result<()> {
         )
         .await?;
     Ok(())
+}
+
+/// Write the postings of every memory (v4), 10,000 rows a statement.
+async fn post_every_row(client: &Object) -> Result<()> {
+    let sql = format!("SELECT {COLS} FROM project_memories WHERE num > $1 ORDER BY num LIMIT 10000");
+    let mut after = 0i64;
+    loop {
+        let rows = client.query(&sql, &[&after]).await?;
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = last.try_get(0)?;
+        let mut batch = Postings::default();
+        for row in &rows {
+            let (num, entry) = row_to_entry(row)?;
+            batch.add(num, &entry);
+        }
+        batch.write(client).await?;
+    }
 }
 
 /// The schema version of the database: 0 before the first migration.

@@ -1,7 +1,8 @@
-//! Reads and search on PostgreSQL: get, list, count, search (candidates from the `tsvector`
-//! column, then the crate's ranking), and stats.
+//! Reads and search on PostgreSQL: get, list, count, search (candidates from the postings,
+//! then the crate's ranking), and stats.
 
-use super::candidates::{candidates, Filter};
+use super::candidates::candidates;
+use crate::postings::Filter;
 use super::rows::{load, select_entries, COLS};
 use super::{read_tx, PostgresStore};
 use crate::error::Result;
@@ -83,13 +84,7 @@ pub(super) async fn search(
             categories: req.categories.as_deref(),
         };
         let (vocab, found) = candidates(store, &tx, &filter, &q_terms).await?;
-        rank(
-            &q_terms,
-            &vocab,
-            found.into_iter().map(|(_, e)| e),
-            now,
-            req.top_k,
-        )
+        rank(&q_terms, &vocab, found, now, req.top_k)
     })?;
     for r in &mut results {
         store.redact_read(&mut r.entry);

@@ -11,11 +11,12 @@ use std::sync::Arc;
 
 use deadpool_postgres::Transaction;
 
-use super::candidates::{candidates, vocabulary, Filter};
+use super::candidates::{candidates, vocabulary};
 use super::history::{self, select_history, HISTORY_COLS};
 use super::rows::{self, select_entries, TermCounts, COLS};
 use super::PostgresStore;
 use crate::error::Result;
+use crate::postings::{self, Filter};
 use crate::retrieval::Vocabulary;
 use crate::types::*;
 use crate::write::{Change, Row, Rows, Similar, Which};
@@ -149,6 +150,9 @@ impl Rows for PgRows<'_> {
 
     async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
         rows::store_row(self.tx, num, new).await?;
+        if postings::moved(old, new) {
+            rows::repost(self.tx, num, new).await?;
+        }
         if old.content != new.content || old.project_path != new.project_path {
             self.counts.count(old, -1);
             self.counts.count(new, 1);

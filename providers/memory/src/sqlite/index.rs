@@ -1,44 +1,63 @@
-//! The search index beside each memory row: the FTS5 row used for candidate retrieval, the
-//! per-project document frequencies used for IDF, and the project's counters.
+//! The search index beside each memory row: its impact-ordered postings (candidate retrieval,
+//! [`crate::postings`]), the per-project document frequencies used for IDF, and the project's
+//! counters.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use crate::error::Result;
-use crate::ids::project_token;
+use crate::postings::{self, project_key};
 use crate::retrieval::Vocabulary;
-use crate::text::{keyword_terms, term_set, terms};
+use crate::text::term_set;
 use crate::types::MemoryEntry;
-
-/// Quote a term as an FTS5 string.
-pub(crate) fn fts_quote(term: &str) -> String {
-    format!("\"{}\"", term.replace('"', "\"\""))
-}
 
 /// Index a memory stored at row `num`.
 pub(crate) fn add(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
-    let content = terms(&entry.content);
-    let keywords = keyword_terms(&entry.keywords);
-    // The indexed text: its content terms and its keyword terms.
-    let text: Vec<&str> = content.iter().chain(&keywords).map(String::as_str).collect();
-    tx.prepare_cached("INSERT INTO memory_fts(rowid, project, terms) VALUES (?1, ?2, ?3)")?
-        .execute(params![num, project_token(&entry.project_path), text.join(" ")])?;
+    add_postings(tx, num, entry)?;
+    count(tx, num, entry)
+}
+
+/// Count a memory stored at row `num` in its project's document frequencies and size.
+pub(crate) fn count(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
     let mut df = tx.prepare_cached(
         "INSERT INTO memory_terms(project_path, term, df) VALUES (?1, ?2, 1)
          ON CONFLICT(project_path, term) DO UPDATE SET df = df + 1",
     )?;
-    for term in content.into_iter().collect::<BTreeSet<_>>() {
+    for term in term_set(&entry.content) {
         df.execute(params![entry.project_path, term])?;
     }
     bump_project(tx, &entry.project_path, 1, num, Op::Add)
 }
 
+/// Write the postings of a memory stored at row `num`.
+pub(crate) fn add_postings(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT OR REPLACE INTO memory_postings(project, term, impact, num) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let project = project_key(&entry.project_path);
+    for (term, impact) in postings::of(entry) {
+        insert.execute(params![project, term, impact, num])?;
+    }
+    Ok(())
+}
+
+/// Remove the postings of a memory stored at row `num`: an impact is a function of the memory
+/// alone, so the keys written are recomputed exactly.
+fn remove_postings(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
+    let mut delete = tx.prepare_cached(
+        "DELETE FROM memory_postings WHERE project = ?1 AND term = ?2 AND impact = ?3 AND num = ?4",
+    )?;
+    let project = project_key(&entry.project_path);
+    for (term, impact) in postings::of(entry) {
+        delete.execute(params![project, term, impact, num])?;
+    }
+    Ok(())
+}
+
 /// Remove the index of a memory stored at row `num`.
 pub(crate) fn remove(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
-    tx.prepare_cached("DELETE FROM memory_fts WHERE rowid = ?1")?
-        .execute(params![num])?;
+    remove_postings(tx, num, entry)?;
     let mut dec = tx.prepare_cached(
         "UPDATE memory_terms SET df = df - 1 WHERE project_path = ?1 AND term = ?2 RETURNING df",
     )?;
@@ -54,8 +73,9 @@ pub(crate) fn remove(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<
     bump_project(tx, &entry.project_path, -1, num, Op::Remove)
 }
 
-/// Re-index after a change, when what the indexes hold changed (the in-memory index keeps
-/// each memory's category).
+/// Re-index after a change, when what the indexes hold changed: the terms and category (the
+/// in-memory index keeps each memory's category), or only the importance, which the postings'
+/// impacts carry.
 pub(crate) fn replace(tx: &Transaction, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
     if old.content != new.content
         || old.keywords != new.keywords
@@ -64,6 +84,9 @@ pub(crate) fn replace(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Memor
     {
         remove(tx, num, old)?;
         add(tx, num, new)?;
+    } else if postings::moved(old, new) {
+        remove_postings(tx, num, old)?;
+        add_postings(tx, num, new)?;
     }
     Ok(())
 }
@@ -154,12 +177,15 @@ pub(crate) fn changes_between(
     Ok((expected == to + 1).then_some(out))
 }
 
-/// Drop the whole index of a project (after its rows were deleted).
-pub(crate) fn clear_project(tx: &Transaction, project: &str, nums: &[i64]) -> Result<()> {
-    let mut del = tx.prepare_cached("DELETE FROM memory_fts WHERE rowid = ?1")?;
-    for num in nums {
-        del.execute(params![num])?;
-    }
+/// Drop the whole index of a project (before its rows are deleted).
+pub(crate) fn clear_project(tx: &Transaction, project: &str) -> Result<()> {
+    // By the rows rather than the project's key: another project whose path hashes alike
+    // keeps its postings.
+    tx.prepare_cached(
+        "DELETE FROM memory_postings WHERE project = ?1
+         AND num IN (SELECT num FROM project_memories WHERE project_path = ?2)",
+    )?
+    .execute(params![project_key(project), project])?;
     tx.prepare_cached("DELETE FROM memory_terms WHERE project_path = ?1")?
         .execute(params![project])?;
     let generation: Option<i64> = tx
@@ -187,60 +213,23 @@ pub(crate) fn project_version(tx: &Transaction, project: &str) -> Result<Version
         .unwrap_or((0, 0)))
 }
 
-/// The document frequencies of a project as `tx` sees them.
-pub(crate) fn read_vocabulary(tx: &Transaction, project: &str) -> Result<Vocabulary> {
+/// The vocabulary of a project as `tx` sees it, restricted to the `needed` terms: its memory
+/// count and those terms' document frequencies (a search needs the query's and its
+/// candidates' terms, a few hundred of a vocabulary that grows with the project).
+pub(crate) fn vocabulary(tx: &Transaction, project: &str, needed: &BTreeSet<String>) -> Result<Vocabulary> {
     let docs = project_version(tx, project)?.1;
     let mut df = HashMap::new();
-    let mut stmt = tx.prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = ?1")?;
-    let rows = stmt.query_map(params![project], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-    })?;
-    for row in rows {
-        let (term, n) = row?;
-        df.insert(term, n.max(0) as u32);
+    let mut stmt = tx.prepare_cached("SELECT df FROM memory_terms WHERE project_path = ?1 AND term = ?2")?;
+    for term in needed {
+        if let Some(n) = stmt
+            .query_row(params![project, term], |r| r.get::<_, i64>(0))
+            .optional()?
+        {
+            df.insert(term.clone(), u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+        }
     }
     Ok(Vocabulary::new(docs.max(0) as u64, df))
 }
 
-/// A project's `(generation, docs)`: a cached vocabulary is valid while this is unchanged.
+/// A project's `(generation, docs)`: in-memory indexes are valid while this is unchanged.
 pub(crate) type Version = (i64, i64);
-type Cached = HashMap<String, (Version, Arc<Vocabulary>)>;
-
-/// Cached vocabularies, one per project, tagged with the version they were read at.
-#[derive(Default)]
-pub(crate) struct VocabularyCache {
-    by_project: std::sync::Mutex<Cached>,
-}
-
-impl VocabularyCache {
-    /// The project's vocabulary as of `tx`. Call before the transaction writes anything, so
-    /// an uncommitted change never lands in the cache (after a write, [`read_vocabulary`]).
-    pub(crate) fn get(&self, tx: &Transaction, project: &str) -> Result<Arc<Vocabulary>> {
-        let version = project_version(tx, project)?;
-        if let Some((v, vocab)) = self.lock().get(project) {
-            if *v == version {
-                return Ok(vocab.clone());
-            }
-        }
-        let vocab = Arc::new(read_vocabulary(tx, project)?);
-        self.lock().insert(project.to_string(), (version, vocab.clone()));
-        Ok(vocab)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
-        self.by_project.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn project_tokens_are_stable_and_distinct() {
-        assert_eq!(project_token("/a"), project_token("/a"));
-        assert_ne!(project_token("/a"), project_token("/b"));
-        assert_eq!(project_token("").len(), 17);
-        assert_eq!(fts_quote("c++"), "\"c++\"");
-    }
-}

@@ -27,7 +27,7 @@ use crate::types::{MemoryCategory, MemoryEntry, MemorySearchResult};
 use super::docs::Docs;
 use super::index::{changes_between, Op, Version};
 use super::norms::Norms;
-use super::rows::{category_at, row_to_entry, COLS};
+use super::rows::{category_at, load_num};
 
 /// One project's index; see the [module docs](self).
 #[derive(Default)]
@@ -44,6 +44,11 @@ pub(crate) struct ProjectIndex {
     norms: Norms,
     slot_of: HashMap<i64, u32>,
     live: usize,
+}
+
+/// The row an index slot names: the index is as of `tx`, so it is there.
+fn read(tx: &Transaction, num: i64) -> Result<MemoryEntry> {
+    load_num(tx, num)?.ok_or_else(|| rusqlite::Error::QueryReturnedNoRows.into())
 }
 
 /// How many ranked candidates are read from the database per round.
@@ -228,7 +233,6 @@ impl ProjectIndex {
 
         let by_bound =
             |a: &(f32, f32, f32, u32), b: &(f32, f32, f32, u32)| b.0.total_cmp(&a.0).then(a.3.cmp(&b.3));
-        let mut stmt = tx.prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ?1"))?;
         let mut best: Vec<MemorySearchResult> = Vec::new();
         let mut rest: &mut [(f32, f32, f32, u32)] = &mut candidates;
         'rounds: while !rest.is_empty() {
@@ -251,7 +255,7 @@ impl ProjectIndex {
                 if categories.is_some_and(|c| !c.contains(&category)) {
                     continue;
                 }
-                let (_, entry) = stmt.query_row(params![self.docs.slot(slot).num], row_to_entry)?;
+                let entry = read(tx, self.docs.slot(slot).num)?;
                 if entry.importance < min_importance || entry.superseded_by.is_some() {
                     continue;
                 }
@@ -288,13 +292,13 @@ impl ProjectIndex {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut stmt = tx.prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ?1"))?;
         let mut out = Vec::new();
         for (similarity, slot) in self.similar_slots(q_terms, floor, category) {
             if out.len() == n {
                 break;
             }
-            let (num, entry) = stmt.query_row(params![self.docs.slot(slot).num], row_to_entry)?;
+            let num = self.docs.slot(slot).num;
+            let entry = read(tx, num)?;
             if entry.superseded_by.is_none() {
                 out.push((similarity, num, entry));
             }

@@ -60,7 +60,6 @@ struct Inner {
     path: PathBuf,
     options: OpenOptions,
     pool: Mutex<Vec<Connection>>,
-    vocab: index::VocabularyCache,
     /// In-memory indexes by project, each caught up in place after writes.
     indexes: Mutex<HashMap<String, Arc<std::sync::RwLock<memindex::ProjectIndex>>>>,
     /// Redacts secrets in memories read back, reporting each memory once.
@@ -104,7 +103,6 @@ impl MemoryDb {
                 path: path.clone(),
                 options,
                 pool: Mutex::new(Vec::new()),
-                vocab: index::VocabularyCache::default(),
                 indexes: Mutex::default(),
                 redacted: crate::decide::ReadRedactor::default(),
                 building: Mutex::default(),

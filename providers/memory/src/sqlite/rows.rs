@@ -1,5 +1,5 @@
 //! Row-level helpers: insert, overwrite, delete and read `project_memories` and
-//! `episodic_records` rows, keeping the full-text index and the history in step.
+//! `episodic_records` rows, keeping the search index and the history in step.
 
 use rusqlite::{params, OptionalExtension, Row, Transaction};
 
@@ -115,6 +115,15 @@ pub(super) fn load(tx: &Transaction, id: &str) -> Result<Option<(i64, MemoryEntr
         .prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE id = ?1"))?
         .query_row(params![id], row_to_entry)
         .optional()?)
+}
+
+/// The memory stored at row `num`.
+pub(super) fn load_num(tx: &Transaction, num: i64) -> Result<Option<MemoryEntry>> {
+    Ok(tx
+        .prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ?1"))?
+        .query_row(params![num], row_to_entry)
+        .optional()?
+        .map(|(_, e)| e))
 }
 
 pub(super) fn select_entries(

@@ -1,24 +1,23 @@
-//! Reads and search: get, list, count, search (full-text candidates or the in-memory index,
+//! Reads and search: get, list, count, search (candidates from the postings or the in-memory index,
 //! then ranking), warm-up and stats.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
-use super::rows::{load, select_entries, COLS};
+use super::rows::{load, load_num, select_entries, COLS};
 use super::{index, memindex, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
-use crate::retrieval::{rank, rarest_terms, Vocabulary};
+use crate::postings::{self, Filter};
+use crate::retrieval::{rank, rarest_terms, Candidate, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
 
 /// At most this many projects keep an in-memory index.
 const MAX_INDEXED_PROJECTS: usize = 8;
-
-/// Full-text hits read per candidate kept, to leave room for the ones the filters drop.
-const WIDER: usize = 4;
 
 impl MemoryDb {
     // ----- reads ------------------------------------------------------------------------
@@ -83,8 +82,8 @@ impl MemoryDb {
     /// Find the current memories of a project relevant to a query, best first.
     ///
     /// Candidates come from the project's in-memory index when there is one (caught up with
-    /// the latest writes first), else from the full-text index (the query's rarest terms,
-    /// OR'ed, best BM25 first, at most [`OpenOptions::candidate_limit`]); each is scored with
+    /// the latest writes first), else from the impact-ordered postings (the query's rarest
+    /// terms, at most [`OpenOptions::candidate_limit`] memories); each is scored with
     /// [`compute_relevance_score`] and only those with a cosine or keyword overlap above zero
     /// are kept. Superseded memories are never returned. Returned memories have their access
     /// counted unless the request says not to.
@@ -105,20 +104,13 @@ impl MemoryDb {
             if let Some(hits) = indexed {
                 return Ok(hits);
             }
-            let vocab = self.inner.vocab.get(tx, &project)?;
             let filter = Filter {
                 project: &project,
                 min_importance: req.min_importance,
                 categories,
             };
-            let candidates = self.candidates(tx, &filter, &q_terms, &vocab)?;
-            Ok(rank(
-                &q_terms,
-                &vocab,
-                candidates.into_iter().map(|(_, e)| e),
-                now,
-                req.top_k,
-            ))
+            let (vocab, candidates) = self.candidates(tx, &filter, &q_terms)?;
+            Ok(rank(&q_terms, &vocab, candidates, now, req.top_k))
         })?;
         for r in &mut results {
             self.redact_read(&mut r.entry);
@@ -139,7 +131,7 @@ impl MemoryDb {
     /// Run `f` on the project's in-memory index brought to the version `tx` sees: caught up in
     /// place from the change log, or built (now with [`SearchIndex::Eager`], on a background
     /// thread with [`SearchIndex::Background`]). `None` when there is no index to use: the
-    /// caller reads the full-text index instead.
+    /// caller reads the on-disk postings instead.
     pub(super) fn with_index<T>(
         &self,
         tx: &Transaction,
@@ -280,72 +272,49 @@ impl MemoryDb {
         })
     }
 
-    /// Candidate rows for `q_terms`: the full-text index, confined to the project and filters.
+    /// Candidate rows for `q_terms` from the impact-ordered postings (see
+    /// [`crate::postings`]), confined to `filter`, with the vocabulary that ranks them: the
+    /// document frequencies of the query's terms and of every candidate's terms.
     pub(super) fn candidates(
         &self,
         tx: &Transaction,
         filter: &Filter,
         q_terms: &[String],
-        vocab: &Vocabulary,
-    ) -> Result<Vec<(i64, MemoryEntry)>> {
-        let distinct = rarest_terms(q_terms, vocab);
-        if distinct.is_empty() {
-            return Ok(Vec::new());
+    ) -> Result<(Vocabulary, Vec<Candidate>)> {
+        let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
+        let mut vocab = index::vocabulary(tx, filter.project, &q_set)?;
+        if filter.is_empty() {
+            return Ok((vocab, Vec::new()));
         }
-        let expr = format!(
-            "project : {} AND terms : ({})",
-            index::fts_quote(&crate::ids::project_token(filter.project)),
-            distinct
-                .iter()
-                .map(|t| index::fts_quote(t))
-                .collect::<Vec<_>>()
-                .join(" OR ")
-        );
-        let categories = match filter.categories {
-            Some([]) => return Ok(Vec::new()),
-            Some(cats) => format!(
-                " AND m.category IN ({})",
-                cats.iter()
-                    .map(|c| format!("'{}'", c.as_str()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            None => String::new(),
-        };
-        let cols = COLS
-            .split(", ")
-            .map(|c| format!("m.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            // The best hits by BM25 from the full-text index alone, then their rows: joining
-            // every hit to its row before the cut read a row per hit (a third of a one-shot
-            // search at 100,000 memories). The MATCH already confines the hits to the project
-            // (it names its token), so the inner cut loses a candidate only when more than
-            // WIDER - 1 of every WIDER best hits are superseded, under the importance floor or
-            // of another category; CROSS JOIN keeps the hits as the outer loop.
-            "SELECT {cols} FROM (SELECT rowid, bm25(memory_fts, 0.0, 1.0) AS score FROM memory_fts
-                                 WHERE memory_fts MATCH ?1 ORDER BY score LIMIT ?5) AS hits
-             CROSS JOIN project_memories m ON m.num = hits.rowid
-             WHERE m.project_path = ?2 AND m.importance >= ?3 AND m.superseded_by IS NULL{categories}
-             ORDER BY hits.score LIMIT ?4"
-        );
         let limit = self.inner.options.max_candidates();
-        let (limit, hits) = (
-            i64::try_from(limit).unwrap_or(i64::MAX),
-            i64::try_from(limit.saturating_mul(WIDER)).unwrap_or(i64::MAX),
-        );
-        select_entries(
-            tx,
-            &sql,
-            params![
-                expr,
-                filter.project,
-                f64::from(filter.min_importance),
-                limit,
-                hits
-            ],
-        )
+        let per_term = i64::try_from(postings::per_term(limit)).unwrap_or(i64::MAX);
+        let project = postings::project_key(filter.project);
+        let mut read = tx.prepare_cached(
+            "SELECT num, impact FROM memory_postings WHERE project = ?1 AND term = ?2
+             ORDER BY impact DESC, num LIMIT ?3",
+        )?;
+        let mut lists = Vec::new();
+        for term in rarest_terms(q_terms, &vocab) {
+            let list = read
+                .query_map(params![project, term, per_term], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<(i64, i64)>>>()?;
+            lists.push((vocab.idf(term), list));
+        }
+        let (mut found, mut needed) = (Vec::new(), BTreeSet::new());
+        for num in postings::merge(&lists) {
+            if found.len() == limit {
+                break;
+            }
+            if let Some(entry) = load_num(tx, num)? {
+                if filter.keeps(&entry) {
+                    let found_one = Candidate::new(num, entry);
+                    needed.extend(found_one.terms.iter().filter(|t| !q_set.contains(*t)).cloned());
+                    found.push(found_one);
+                }
+            }
+        }
+        vocab.extend(index::vocabulary(tx, filter.project, &needed)?);
+        Ok((vocab, found))
     }
 
     /// Counts for a project.
@@ -379,11 +348,4 @@ impl MemoryDb {
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// What candidate retrieval is confined to.
-pub(super) struct Filter<'a> {
-    pub(super) project: &'a str,
-    pub(super) min_importance: f32,
-    pub(super) categories: Option<&'a [MemoryCategory]>,
 }

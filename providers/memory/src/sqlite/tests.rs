@@ -35,7 +35,7 @@ fn open_mode(mode: SearchIndex) -> (tempfile::TempDir, MemoryDb, ManualClock) {
     (dir, db, clock)
 }
 
-/// Search tests run against both the full-text index and the in-memory index.
+/// Search tests run against both the on-disk postings and the in-memory index.
 const MODES: [SearchIndex; 2] = [SearchIndex::Off, SearchIndex::Eager];
 
 fn new(content: &str) -> NewMemoryEntry {
@@ -1544,7 +1544,7 @@ fn write_version_2_database(path: &std::path::Path) {
              ('/p', 'deploys', 1), ('/p', 'run', 1), ('/p', 'mondays', 1);
          INSERT INTO memory_projects(project_path, docs, generation) VALUES ('/p', 2, 3);
          INSERT INTO project_state(project_path, key, value, updated_at) VALUES ('/p', 'pm', '\"pnpm\"', 1000);",
-        p = crate::ids::project_token("/p"),
+        p = "p0123456789abcdef",
     ))
     .unwrap();
     let mut history = conn

@@ -12,9 +12,9 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use super::history::{self, row_to_history, HISTORY_COLS};
 use super::index;
 use super::rows::{self, select_entries, COLS};
-use super::search::Filter;
 use super::MemoryDb;
 use crate::error::{MemoryError, Result};
+use crate::postings::Filter;
 use crate::retrieval::Vocabulary;
 use crate::types::*;
 use crate::write::{Change, Row, Rows, Similar, Which};
@@ -23,8 +23,8 @@ use crate::write::{Change, Row, Rows, Similar, Which};
 pub(super) struct SqliteRows<'a> {
     db: &'a MemoryDb,
     tx: &'a Transaction<'a>,
-    /// Whether this transaction changed anything yet: from then on, the caches (in-memory
-    /// index, vocabulary) no longer match what it sees, and reads bypass them.
+    /// Whether this transaction changed anything yet: from then on, the in-memory index no
+    /// longer matches what it sees, and reads bypass it.
     wrote: bool,
 }
 
@@ -33,14 +33,6 @@ impl<'a> SqliteRows<'a> {
         SqliteRows { db, tx, wrote: false }
     }
 
-    /// The project's vocabulary as this transaction sees it.
-    fn vocab(&self, project: &str) -> Result<Arc<Vocabulary>> {
-        if self.wrote {
-            Ok(Arc::new(index::read_vocabulary(self.tx, project)?))
-        } else {
-            self.db.inner.vocab.get(self.tx, project)
-        }
-    }
 }
 
 /// Run a write whose every await is answered at once (SQLite's [`Rows`] never waits), on the
@@ -93,19 +85,18 @@ impl Rows for SqliteRows<'_> {
                 return Ok(hits.into_iter().map(|(sim, num, e)| (sim, (num, e))).collect());
             }
         }
-        let vocab = self.vocab(project)?;
         let only = q.category.map(|c| [c]);
         let filter = Filter {
             project,
             min_importance: 0.0,
             categories: only.as_ref().map(|c| c.as_slice()),
         };
-        let found = self.db.candidates(self.tx, &filter, q.terms, &vocab)?;
+        let (vocab, found) = self.db.candidates(self.tx, &filter, q.terms)?;
         Ok(q.rank(&vocab, found))
     }
 
-    async fn vocabulary(&mut self, project: &str, _needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
-        self.vocab(project)
+    async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
+        Ok(Arc::new(index::vocabulary(self.tx, project, needed)?))
     }
 
     async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {
@@ -147,12 +138,7 @@ impl Rows for SqliteRows<'_> {
 
     async fn delete_project(&mut self, project: &str) -> Result<()> {
         self.wrote = true;
-        let nums: Vec<i64> = self
-            .tx
-            .prepare_cached("SELECT num FROM project_memories WHERE project_path = ?1")?
-            .query_map(params![project], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        index::clear_project(self.tx, project, &nums)?;
+        index::clear_project(self.tx, project)?;
         self.tx
             .prepare_cached("DELETE FROM project_memories WHERE project_path = ?1")?
             .execute(params![project])?;

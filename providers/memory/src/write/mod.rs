@@ -31,9 +31,9 @@ pub(crate) use undo::undo;
 
 use crate::decide;
 use crate::error::Result;
-use crate::retrieval::Vocabulary;
+use crate::retrieval::{Candidate, Vocabulary};
 use crate::rules::episode_record;
-use crate::text::terms;
+
 use crate::types::{
     EpisodicRecord, HistoryAction, HistoryEntry, MemoryCategory, MemoryEntry, NewEpisodicRecord,
 };
@@ -66,14 +66,14 @@ pub(crate) struct Similar<'a> {
 }
 
 impl Similar<'_> {
-    /// Of `candidates` (rows sharing a term with the query, from a backend's full-text
-    /// index), those this search keeps, with their cosine by `vocab`, most similar first.
-    pub(crate) fn rank(&self, vocab: &Vocabulary, candidates: Vec<Row>) -> Vec<(f32, Row)> {
+    /// Of `candidates` (rows sharing a term with the query, from a backend's search index),
+    /// those this search keeps, with their cosine by `vocab`, most similar first.
+    pub(crate) fn rank(&self, vocab: &Vocabulary, candidates: Vec<Candidate>) -> Vec<(f32, Row)> {
         let qv = vocab.vector(self.terms);
         let mut scored: Vec<(f32, Row)> = candidates
             .into_iter()
-            .filter(|(_, e)| self.category.is_none_or(|c| e.category == c))
-            .map(|(num, e)| (qv.cosine(&vocab.vector(&terms(&e.content))), (num, e)))
+            .filter(|c| self.category.is_none_or(|cat| c.entry.category == cat))
+            .map(|c| (qv.cosine(&vocab.vector(&c.terms)), (c.num, c.entry)))
             .filter(|(sim, _)| *sim > 0.0 && *sim >= self.floor)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));

@@ -670,7 +670,7 @@ suite!(
 mod postgres_only {
     use super::support::{pg, Backend};
     use ctxkit_memory::eval::EvalSet;
-    use ctxkit_memory::{MemorySearchRequest, NewMemoryEntry, PostgresStore};
+    use ctxkit_memory::{MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry, PostgresStore};
 
     /// Every query of the labelled evaluation set returns the same memories, in the same
     /// order, with the same scores, on both backends, and on PostgreSQL after moving the
@@ -749,6 +749,32 @@ mod postgres_only {
     }
 
     #[tokio::test]
+    async fn a_version_3_database_gets_the_postings_of_its_memories() {
+        let Some(cluster) = pg::cluster() else { return };
+        let url = cluster.database();
+        let store = PostgresStore::connect(&url).await.unwrap();
+        let kept = store
+            .add(NewMemoryEntry::new("/p", MemoryCategory::Preference, "Always use pnpm for packages"))
+            .await
+            .unwrap();
+        drop(store);
+        // Back to version 3's search index: a tsvector column, no postings.
+        cluster.psql(
+            pg::Cluster::name_of(&url),
+            "DROP TABLE memory_postings;
+             ALTER TABLE project_memories ADD COLUMN terms TSVECTOR NOT NULL DEFAULT ''::tsvector;
+             CREATE INDEX project_memories_terms ON project_memories USING GIN (terms);
+             UPDATE ctxkit_schema_version SET version = 3;",
+        );
+        let store = PostgresStore::connect(&url).await.unwrap();
+        let found = store
+            .search(MemorySearchRequest::new("/p", "which packages tool").without_touch())
+            .await
+            .unwrap();
+        assert_eq!(found.iter().map(|r| r.entry.id.as_str()).collect::<Vec<_>>(), [kept.id.as_str()]);
+    }
+
+    #[tokio::test]
     async fn connection_failures_are_one_sentence_without_the_password() {
         let Some(cluster) = pg::cluster() else { return };
         let url = cluster.database();
@@ -778,7 +804,7 @@ mod postgres_only {
         );
         let msg = failure(&newer).await;
         assert!(
-            msg.contains("has schema version 99, newer than version 3"),
+            msg.contains("has schema version 99, newer than version 4"),
             "{msg}"
         );
         assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");
