@@ -56,8 +56,9 @@ fn search(c: &mut Criterion) {
                 black_box(hits)
             })
         });
-        let on_disk = SqliteMemoryStore::open_with(&path, OpenOptions::default().search_index(SearchIndex::Off))
-            .expect("open the bench database again");
+        let on_disk =
+            SqliteMemoryStore::open_with(&path, OpenOptions::default().search_index(SearchIndex::Off))
+                .expect("open the bench database again");
         rt.block_on(on_disk.search(MemorySearchRequest::new(PROJECT, &queries[0])))
             .unwrap();
         let mut i = 0;

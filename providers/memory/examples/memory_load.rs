@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p ctxkit-memory --features postgres --example memory_load -- \
-//!     --db DB --memories 100000 [--import] [--writers 8 --writes 100]
+//!     --db DB --memories 100000 [--import] [--no-agreement] [--writers 8 --writes 100]
 //! ```
 //!
 //! `DB` is a SQLite file or a `postgres://` URL (use an empty database). The memories are the
@@ -12,7 +12,7 @@
 //! similar ones, or with `--import` as minimal import records (what `ctxkit memory import`
 //! reads), which only skips exact duplicates and so loads a million in minutes; then 64 user-message-like queries are searched 3 times
 //! each (without counting accesses) and the median and 95th percentile reported, with (on
-//! SQLite) how many of the exhaustive ranking's results the same searches returned. With
+//! SQLite, unless `--no-agreement`) how many of the exhaustive ranking's results the same searches returned (it builds the in-memory index: minutes at a million). With
 //! `--writers`, that many processes each add `--writes` memories one command at a time, as
 //! agents do, and the total rate is reported.
 
@@ -206,7 +206,7 @@ async fn main() {
             store.count(PROJECT).await.expect("count")
         );
         let found = search(store.as_ref()).await;
-        if !is_postgres_url(&db) && std::env::var_os("NOAG").is_none() {
+        if !is_postgres_url(&db) && !args.iter().any(|a| a == "--no-agreement") {
             agreement(&db, &found).await;
         }
     }

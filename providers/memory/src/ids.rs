@@ -49,7 +49,6 @@ pub(crate) fn project_hash(project: &str) -> u64 {
     h
 }
 
-
 #[cfg(test)]
 mod tests {
     #[test]

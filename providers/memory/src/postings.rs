@@ -144,14 +144,21 @@ mod tests {
     }
 
     fn impact(postings: &[(String, i64)], term: &str) -> f32 {
-        postings.iter().find(|(t, _)| t == term).map(|&(_, i)| i as f32 / SCALE).unwrap_or(0.0)
+        postings
+            .iter()
+            .find(|(t, _)| t == term)
+            .map(|&(_, i)| i as f32 / SCALE)
+            .unwrap_or(0.0)
     }
 
     #[test]
     fn impacts_by_hand() {
         // "pnpm pnpm yarn": tf 2 and 1, length √5; keywords {pnpm}.
         let p = of(&memory("pnpm pnpm yarn", &["pnpm"], 0.0));
-        assert_eq!(p.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), ["pnpm", "yarn"]);
+        assert_eq!(
+            p.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
+            ["pnpm", "yarn"]
+        );
         let root5 = 5f32.sqrt();
         assert!((impact(&p, "pnpm") - (0.40 * 2.0 / root5 + 0.25)).abs() < 1e-5);
         assert!((impact(&p, "yarn") - 0.40 / root5).abs() < 1e-5);
@@ -178,14 +185,32 @@ mod tests {
     #[test]
     fn filter_keeps_only_current_memories_of_its_project_and_categories() {
         let mut e = memory("x", &[], 0.5);
-        let all = Filter { project: "/p", min_importance: 0.0, categories: None };
+        let all = Filter {
+            project: "/p",
+            min_importance: 0.0,
+            categories: None,
+        };
         assert!(all.keeps(&e) && !all.is_empty());
         let facts = [MemoryCategory::Fact];
-        let strict = Filter { project: "/p", min_importance: 0.6, categories: Some(&facts) };
+        let strict = Filter {
+            project: "/p",
+            min_importance: 0.6,
+            categories: Some(&facts),
+        };
         assert!(!strict.keeps(&e));
         assert!(!Filter { project: "/q", ..all }.keeps(&e));
         e.superseded_by = Some("y".into());
-        assert!(!Filter { project: "/p", min_importance: 0.0, categories: None }.keeps(&e));
-        assert!(Filter { project: "/p", min_importance: 0.0, categories: Some(&[]) }.is_empty());
+        assert!(!Filter {
+            project: "/p",
+            min_importance: 0.0,
+            categories: None
+        }
+        .keeps(&e));
+        assert!(Filter {
+            project: "/p",
+            min_importance: 0.0,
+            categories: Some(&[])
+        }
+        .is_empty());
     }
 }

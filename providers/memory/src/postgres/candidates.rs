@@ -66,7 +66,8 @@ pub(super) async fn candidates(
                                  ORDER BY impact DESC, num LIMIT $3) AS p",
         )
         .await?;
-    let mut lists: Vec<(f32, Vec<(i64, i64)>)> = distinct.iter().map(|t| (vocab.idf(t), Vec::new())).collect();
+    let mut lists: Vec<(f32, Vec<(i64, i64)>)> =
+        distinct.iter().map(|t| (vocab.idf(t), Vec::new())).collect();
     for row in tx
         .query(&stmt, &[&project_key(filter.project), &distinct, &per_term])
         .await?
@@ -78,7 +79,9 @@ pub(super) async fn candidates(
     }
     let merged = postings::merge(&lists);
     let rows = tx
-        .prepare_cached(&format!("SELECT {COLS} FROM project_memories WHERE num = ANY($1)"))
+        .prepare_cached(&format!(
+            "SELECT {COLS} FROM project_memories WHERE num = ANY($1)"
+        ))
         .await?;
     let (mut found, mut needed) = (Vec::new(), BTreeSet::new());
     // Read in rounds of the candidates still wanted, best first, until enough pass the filter.

@@ -222,27 +222,27 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
         .await?;
     let num: i64 = tx
         .query_one(
-        &stmt,
-        &[
-            &e.id,
-            &e.project_path,
-            &e.category.as_str(),
-            &e.content,
-            &keywords_json(&e.keywords),
-            &e.importance,
-            &e.access_count,
-            &e.source_session_id,
-            &e.source_context,
-            &e.created_at,
-            &e.updated_at,
-            &e.last_accessed_at,
-            &e.decayed_at,
-            &e.superseded_by,
-            &e.superseded_at,
-        ],
-    )
-    .await?
-    .try_get(0)?;
+            &stmt,
+            &[
+                &e.id,
+                &e.project_path,
+                &e.category.as_str(),
+                &e.content,
+                &keywords_json(&e.keywords),
+                &e.importance,
+                &e.access_count,
+                &e.source_session_id,
+                &e.source_context,
+                &e.created_at,
+                &e.updated_at,
+                &e.last_accessed_at,
+                &e.decayed_at,
+                &e.superseded_by,
+                &e.superseded_at,
+            ],
+        )
+        .await?
+        .try_get(0)?;
     let mut postings = Postings::default();
     postings.add(num, e);
     postings.write(tx).await

@@ -2,10 +2,10 @@
 //! then the crate's ranking), and stats.
 
 use super::candidates::candidates;
-use crate::postings::Filter;
 use super::rows::{load, select_entries, COLS};
 use super::{read_tx, PostgresStore};
 use crate::error::Result;
+use crate::postings::Filter;
 use crate::retrieval::rank;
 use crate::rules::{bumped, check_project};
 use crate::text::terms;

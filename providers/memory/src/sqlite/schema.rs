@@ -243,7 +243,10 @@ fn for_each_row(
     let sql = format!("SELECT {COLS} FROM project_memories ORDER BY num");
     let rows = select_entries(tx, &sql, [])?;
     if rows.len() >= 10_000 {
-        tracing::info!(memories = rows.len(), "indexing the memories for this version of ctxkit");
+        tracing::info!(
+            memories = rows.len(),
+            "indexing the memories for this version of ctxkit"
+        );
     }
     for (num, entry) in &rows {
         index(tx, *num, entry)?;

@@ -32,7 +32,6 @@ impl<'a> SqliteRows<'a> {
     pub(super) fn new(db: &'a MemoryDb, tx: &'a Transaction<'a>) -> Self {
         SqliteRows { db, tx, wrote: false }
     }
-
 }
 
 /// Run a write whose every await is answered at once (SQLite's [`Rows`] never waits), on the

@@ -754,7 +754,11 @@ mod postgres_only {
         let url = cluster.database();
         let store = PostgresStore::connect(&url).await.unwrap();
         let kept = store
-            .add(NewMemoryEntry::new("/p", MemoryCategory::Preference, "Always use pnpm for packages"))
+            .add(NewMemoryEntry::new(
+                "/p",
+                MemoryCategory::Preference,
+                "Always use pnpm for packages",
+            ))
             .await
             .unwrap();
         drop(store);
@@ -771,7 +775,10 @@ mod postgres_only {
             .search(MemorySearchRequest::new("/p", "which packages tool").without_touch())
             .await
             .unwrap();
-        assert_eq!(found.iter().map(|r| r.entry.id.as_str()).collect::<Vec<_>>(), [kept.id.as_str()]);
+        assert_eq!(
+            found.iter().map(|r| r.entry.id.as_str()).collect::<Vec<_>>(),
+            [kept.id.as_str()]
+        );
     }
 
     #[tokio::test]
