@@ -160,9 +160,9 @@ impl Vocabulary {
         Vocabulary { docs, df }
     }
 
-    /// Add what `other` knows of more terms (read from the same project and snapshot).
-    pub(crate) fn extend(&mut self, other: Vocabulary) {
-        self.df.extend(other.df);
+    /// Add the document frequencies of more terms (read from the same project and snapshot).
+    pub(crate) fn extend(&mut self, df: HashMap<String, u32>) {
+        self.df.extend(df);
     }
 
     /// Build from texts, to check scores by hand.

@@ -2,14 +2,14 @@
 //! impact-ordered postings, and the document frequencies that rank them, read in the
 //! transaction's snapshot (so never stale).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use deadpool_postgres::Transaction;
 
 use super::rows::{row_to_entry, COLS};
 use super::PostgresStore;
 use crate::error::Result;
-use crate::postings::{self, project_key, Filter};
+use crate::postings::{self, project_key, Filter, Kept};
 use crate::retrieval::{rarest_terms, Candidate, Vocabulary};
 use crate::types::*;
 
@@ -29,16 +29,28 @@ pub(super) async fn vocabulary(
         .map(|r| r.try_get(0))
         .transpose()?
         .unwrap_or(0);
+    Ok(Vocabulary::new(
+        docs.max(0) as u64,
+        frequencies(tx, project, needed).await?,
+    ))
+}
+
+/// The document frequencies of the `needed` terms that the project's memories hold.
+async fn frequencies(
+    tx: &Transaction<'_>,
+    project: &str,
+    needed: &BTreeSet<String>,
+) -> Result<HashMap<String, u32>> {
     let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
     let stmt = tx
         .prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = $1 AND term = ANY($2)")
         .await?;
-    let mut df = std::collections::HashMap::new();
+    let mut df = HashMap::new();
     for row in tx.query(&stmt, &[&project, &needed]).await? {
         let (term, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
         df.insert(term, u32::try_from(n.max(0)).unwrap_or(u32::MAX));
     }
-    Ok(Vocabulary::new(docs.max(0) as u64, df))
+    Ok(df)
 }
 
 /// Candidate rows for `q_terms` from the impact-ordered postings (see [`crate::postings`]),
@@ -83,28 +95,23 @@ pub(super) async fn candidates(
             "SELECT {COLS} FROM project_memories WHERE num = ANY($1)"
         ))
         .await?;
-    let (mut found, mut needed) = (Vec::new(), BTreeSet::new());
-    // Read in rounds of the candidates still wanted, best first, until enough pass the filter.
+    let mut kept = Kept::new(filter, &q_set, limit);
+    // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
     for round in merged.chunks(limit.max(1)) {
-        let mut by_num: std::collections::HashMap<i64, MemoryEntry> = std::collections::HashMap::new();
+        let mut by_num: HashMap<i64, MemoryEntry> = HashMap::new();
         for row in tx.query(&rows, &[&round]).await? {
             let (num, entry) = row_to_entry(&row)?;
             by_num.insert(num, entry);
         }
         for num in round {
-            if found.len() == limit {
-                break;
-            }
-            if let Some(entry) = by_num.remove(num).filter(|e| filter.keeps(e)) {
-                let candidate = Candidate::new(*num, entry);
-                needed.extend(candidate.terms.iter().filter(|t| !q_set.contains(*t)).cloned());
-                found.push(candidate);
+            if let Some(entry) = by_num.remove(num) {
+                kept.offer(*num, entry);
             }
         }
-        if found.len() == limit {
+        if kept.is_full() {
             break;
         }
     }
-    vocab.extend(vocabulary(tx, filter.project, &needed).await?);
-    Ok((vocab, found))
+    vocab.extend(frequencies(tx, filter.project, &kept.new_terms).await?);
+    Ok((vocab, kept.candidates))
 }

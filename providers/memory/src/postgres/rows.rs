@@ -175,8 +175,9 @@ pub(super) struct Postings {
 impl Postings {
     /// Post the memory of row `num`.
     pub(super) fn add(&mut self, num: i64, e: &MemoryEntry) {
+        let project = project_key(&e.project_path);
         for (term, impact) in postings::of(e) {
-            self.projects.push(project_key(&e.project_path));
+            self.projects.push(project);
             self.terms.push(term);
             self.impacts.push(impact);
             self.nums.push(num);

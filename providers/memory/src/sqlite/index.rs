@@ -218,6 +218,18 @@ pub(crate) fn project_version(tx: &Transaction, project: &str) -> Result<Version
 /// candidates' terms, a few hundred of a vocabulary that grows with the project).
 pub(crate) fn vocabulary(tx: &Transaction, project: &str, needed: &BTreeSet<String>) -> Result<Vocabulary> {
     let docs = project_version(tx, project)?.1;
+    Ok(Vocabulary::new(
+        docs.max(0) as u64,
+        frequencies(tx, project, needed)?,
+    ))
+}
+
+/// The document frequencies of the `needed` terms that the project's memories hold.
+pub(crate) fn frequencies(
+    tx: &Transaction,
+    project: &str,
+    needed: &BTreeSet<String>,
+) -> Result<HashMap<String, u32>> {
     let mut df = HashMap::new();
     let mut stmt = tx.prepare_cached("SELECT df FROM memory_terms WHERE project_path = ?1 AND term = ?2")?;
     for term in needed {
@@ -228,7 +240,7 @@ pub(crate) fn vocabulary(tx: &Transaction, project: &str, needed: &BTreeSet<Stri
             df.insert(term.clone(), u32::try_from(n.max(0)).unwrap_or(u32::MAX));
         }
     }
-    Ok(Vocabulary::new(docs.max(0) as u64, df))
+    Ok(df)
 }
 
 /// A project's `(generation, docs)`: in-memory indexes are valid while this is unchanged.

@@ -10,7 +10,7 @@ use super::rows::{load, load_num, select_entries, COLS};
 use super::{index, memindex, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
-use crate::postings::{self, Filter};
+use crate::postings::{self, Filter, Kept};
 use crate::retrieval::{rank, rarest_terms, Candidate, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
@@ -300,21 +300,17 @@ impl MemoryDb {
                 .collect::<rusqlite::Result<Vec<(i64, i64)>>>()?;
             lists.push((vocab.idf(term), list));
         }
-        let (mut found, mut needed) = (Vec::new(), BTreeSet::new());
+        let mut kept = Kept::new(filter, &q_set, limit);
         for num in postings::merge(&lists) {
-            if found.len() == limit {
+            if kept.is_full() {
                 break;
             }
             if let Some(entry) = load_num(tx, num)? {
-                if filter.keeps(&entry) {
-                    let found_one = Candidate::new(num, entry);
-                    needed.extend(found_one.terms.iter().filter(|t| !q_set.contains(*t)).cloned());
-                    found.push(found_one);
-                }
+                kept.offer(num, entry);
             }
         }
-        vocab.extend(index::vocabulary(tx, filter.project, &needed)?);
-        Ok((vocab, found))
+        vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms)?);
+        Ok((vocab, kept.candidates))
     }
 
     /// Counts for a project.
