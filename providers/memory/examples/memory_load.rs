@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p ctxkit-memory --features postgres --example memory_load -- \
-//!     --db DB --memories 100000 [--import] [--no-agreement] [--writers 8 --writes 100]
+//!     --db DB --memories 100000 [--import] [--no-agreement] [--candidates N] [--writers 8 --writes 100]
 //! ```
 //!
 //! `DB` is a SQLite file or a `postgres://` URL (use an empty database). The memories are the
@@ -11,7 +11,7 @@
 //! loaded in transactions of 10,000: through `add_many`, which checks each new memory against
 //! similar ones, or with `--import` as minimal import records (what `ctxkit memory import`
 //! reads), which only skips exact duplicates and so loads a million in minutes; then 64 user-message-like queries are searched 3 times
-//! each (without counting accesses) and the median and 95th percentile reported, with (on
+//! each (without counting accesses; `--candidates` sets `OpenOptions::candidate_limit`) and the median and 95th percentile reported, with (on
 //! SQLite, unless `--no-agreement`) how many of the exhaustive ranking's results the same searches returned (it builds the in-memory index: minutes at a million). With
 //! `--writers`, that many processes each add `--writes` memories one command at a time, as
 //! agents do, and the total rate is reported.
@@ -37,9 +37,12 @@ fn arg(args: &[String], name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-async fn open(db: &str) -> Arc<dyn MemoryStore> {
+async fn open(db: &str, candidates: Option<usize>) -> Arc<dyn MemoryStore> {
     // One-shot processes search the on-disk index, as the CLI does.
-    let options = OpenOptions::default().search_index(SearchIndex::Off);
+    let mut options = OpenOptions::default().search_index(SearchIndex::Off);
+    if let Some(n) = candidates {
+        options = options.candidate_limit(n);
+    }
     if is_postgres_url(db) {
         Arc::new(PostgresStore::connect_with(db, options).await.expect("connect"))
     } else {
@@ -185,11 +188,12 @@ async fn main() {
     let db = arg(&args, "--db").expect("--db FILE|URL");
     if let Some(writer) = arg(&args, "--writer-child") {
         let writes = arg(&args, "--writes").and_then(|w| w.parse().ok()).unwrap_or(100);
-        let store = open(&db).await;
+        let store = open(&db, None).await;
         write_as(store.as_ref(), writer.parse().expect("a writer number"), writes).await;
         return;
     }
-    let store = open(&db).await;
+    let candidates = arg(&args, "--candidates").and_then(|n| n.parse().ok());
+    let store = open(&db, candidates).await;
     if let Some(n) = arg(&args, "--memories").and_then(|n| n.parse().ok()) {
         let before = store.count(PROJECT).await.expect("count");
         if before < n {

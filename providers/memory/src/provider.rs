@@ -50,6 +50,8 @@ pub(crate) const ESSENTIALS_INTRO: &str =
     "Standing preferences and corrections for this project; always apply them:";
 /// The essentials' own budget in characters.
 pub(crate) const DEFAULT_ESSENTIAL_CHARS: usize = 1000;
+/// The most essentials read per request (their budget cuts them further).
+const MAX_ESSENTIALS: usize = 64;
 /// Preferences and corrections at least this important are essentials.
 pub(crate) const DEFAULT_ESSENTIAL_IMPORTANCE: f32 = 0.8;
 /// The heading of similar earlier runs.
@@ -328,23 +330,31 @@ impl MemoryContextProvider {
     }
 
     /// The project's essentials: current preferences and corrections of at least the
-    /// essential importance, most important then newest first.
+    /// essential importance, most important then newest first. Each category is listed on
+    /// its own, so the project's other memories never crowd them out of the page, and the
+    /// read is two bounded pages whatever the project's size.
     async fn essentials(&self, project: &str) -> Result<Vec<MemoryEntry>, MemoryError> {
         if self.essential_chars == 0 {
             return Ok(Vec::new());
         }
-        let options = ListOptions {
-            limit: 64,
-            order: ListOrder::Importance,
-            ..ListOptions::default()
-        };
-        let mut entries = self.store.list(project, options).await?;
-        entries.retain(|e| {
-            matches!(
-                e.category,
-                MemoryCategory::Preference | MemoryCategory::Correction
-            ) && e.importance >= self.essential_importance.max(self.min_importance)
+        let mut entries = Vec::new();
+        for category in [MemoryCategory::Preference, MemoryCategory::Correction] {
+            let options = ListOptions {
+                limit: MAX_ESSENTIALS,
+                order: ListOrder::Importance,
+                category: Some(category),
+                ..ListOptions::default()
+            };
+            entries.extend(self.store.list(project, options).await?);
+        }
+        entries.retain(|e| e.importance >= self.essential_importance.max(self.min_importance));
+        entries.sort_by(|a, b| {
+            b.importance
+                .total_cmp(&a.importance)
+                .then(b.created_at.cmp(&a.created_at))
+                .then_with(|| a.id.cmp(&b.id))
         });
+        entries.truncate(MAX_ESSENTIALS);
         Ok(entries)
     }
 

@@ -8,6 +8,8 @@
 //!   v6), which replaced a `tsvector` column under a GIN index whose `ts_rank` scored every
 //!   memory holding a query term before any cut; a posting goes with its row (`ON DELETE
 //!   CASCADE`);
+//! - a category's page in importance order is a range of one index (v5), so the essentials
+//!   are two bounded pages;
 //! - `(project_path, md5(content))` is unique (a B-tree cannot hold 2,000-character contents);
 //! - history ids are an identity column an import may set explicitly, so a moved history
 //!   keeps its ids.
@@ -18,7 +20,7 @@ use super::rows::{row_to_entry, Postings, COLS};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 4;
+pub(crate) const LATEST: i32 = 5;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -134,7 +136,13 @@ CREATE TABLE memory_postings (
 CREATE INDEX memory_postings_num ON memory_postings (num);
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const V5: &str = r#"
+-- A category's page in importance order (the essentials read the preferences' and the
+-- corrections' pages on every request) is a range of this index.
+CREATE INDEX project_memories_category ON project_memories (project_path, category, importance DESC, created_at DESC, id);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {

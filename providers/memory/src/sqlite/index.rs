@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
+use super::json_array;
 use crate::error::Result;
 use crate::postings::{self, project_key};
 use crate::retrieval::Vocabulary;
@@ -224,21 +225,28 @@ pub(crate) fn vocabulary(tx: &Transaction, project: &str, needed: &BTreeSet<Stri
     ))
 }
 
-/// The document frequencies of the `needed` terms that the project's memories hold.
+/// The document frequencies of the `needed` terms that the project's memories hold, in one
+/// statement (a key lookup per term; one statement each cost a search a sixth of its time).
 pub(crate) fn frequencies(
     tx: &Transaction,
     project: &str,
     needed: &BTreeSet<String>,
 ) -> Result<HashMap<String, u32>> {
+    if needed.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut stmt = tx.prepare_cached(
+        "SELECT term, df FROM memory_terms
+         WHERE project_path = ?1 AND term IN (SELECT value FROM json_each(?2))",
+    )?;
+    let needed: Vec<&String> = needed.iter().collect();
+    let rows = stmt.query_map(params![project, json_array(&needed)], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })?;
     let mut df = HashMap::new();
-    let mut stmt = tx.prepare_cached("SELECT df FROM memory_terms WHERE project_path = ?1 AND term = ?2")?;
-    for term in needed {
-        if let Some(n) = stmt
-            .query_row(params![project, term], |r| r.get::<_, i64>(0))
-            .optional()?
-        {
-            df.insert(term.clone(), u32::try_from(n.max(0)).unwrap_or(u32::MAX));
-        }
+    for row in rows {
+        let (term, n) = row?;
+        df.insert(term, u32::try_from(n.max(0)).unwrap_or(u32::MAX));
     }
     Ok(df)
 }

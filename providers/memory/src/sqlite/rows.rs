@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension, Row, Transaction};
 
-use super::index;
+use super::{index, json_array};
 use crate::error::{MemoryError, Result};
 use crate::types::*;
 
@@ -47,7 +47,7 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<()> {
         e.project_path,
         e.category.as_str(),
         e.content,
-        keywords_json(&e.keywords),
+        json_array(&e.keywords),
         f64::from(e.importance),
         e.access_count,
         e.source_session_id,
@@ -76,7 +76,7 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
         new.project_path,
         new.category.as_str(),
         new.content,
-        keywords_json(&new.keywords),
+        json_array(&new.keywords),
         f64::from(new.importance),
         new.access_count,
         new.source_session_id,
@@ -97,10 +97,6 @@ pub(super) fn delete_row(tx: &Transaction, num: i64, old: &MemoryEntry) -> Resul
     tx.prepare_cached("DELETE FROM project_memories WHERE num = ?1")?
         .execute(params![num])?;
     Ok(())
-}
-
-fn keywords_json(keywords: &[String]) -> String {
-    serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into())
 }
 
 pub(super) fn find_by_content(tx: &Transaction, project: &str, content: &str) -> Result<Option<String>> {
@@ -203,8 +199,8 @@ pub(super) fn insert_episode(tx: &Transaction, e: &EpisodicRecord) -> Result<()>
         e.task_summary,
         e.approach_summary,
         e.outcome_summary,
-        keywords_json(&e.tools_used),
-        keywords_json(&e.keywords),
+        json_array(&e.tools_used),
+        json_array(&e.keywords),
         e.created_at,
     ])?;
     Ok(())

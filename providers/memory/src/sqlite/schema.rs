@@ -21,7 +21,9 @@
 //!   it, and its fields change without a migration;
 //! - the listing indexes (v5) cover their whole `ORDER BY`, so a page never sorts a project;
 //! - impact-ordered postings (v6, [`crate::postings`]) replace the FTS5 table, whose `bm25`
-//!   scored every memory holding a query term before any cut.
+//!   scored every memory holding a query term before any cut;
+//! - the category index (v7) covers the importance order too, so the essentials (the most
+//!   important preferences and corrections) are two bounded pages.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -29,7 +31,7 @@ use super::index;
 use super::rows::{select_entries, COLS};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i64 = 6;
+pub(crate) const LATEST: i64 = 7;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -196,7 +198,15 @@ CREATE TABLE memory_postings (
 DROP TABLE memory_fts;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const V7: &str = r#"
+-- A category's page in importance order (the essentials read the preferences' and the
+-- corrections' pages on every request) is a range of this index, not a walk of the project's
+-- importance order that skips the other categories.
+DROP INDEX idx_project_memories_category;
+CREATE INDEX idx_project_memories_category ON project_memories(project_path, category, importance DESC, created_at DESC, id);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {

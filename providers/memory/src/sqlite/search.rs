@@ -1,12 +1,13 @@
 //! Reads and search: get, list, count, search (candidates from the postings or the in-memory index,
 //! then ranking), warm-up and stats.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
-use super::rows::{load, load_num, select_entries, COLS};
+use super::json_array;
+use super::rows::{load, select_entries, COLS};
 use super::{index, memindex, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
@@ -300,13 +301,26 @@ impl MemoryDb {
                 .collect::<rusqlite::Result<Vec<(i64, i64)>>>()?;
             lists.push((vocab.idf(term), list));
         }
+        let merged = postings::merge(&lists);
         let mut kept = Kept::new(filter, &q_set, limit);
-        for num in postings::merge(&lists) {
+        // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
+        for round in merged.chunks(limit) {
+            let mut by_num: HashMap<i64, MemoryEntry> = select_entries(
+                tx,
+                &format!(
+                    "SELECT {COLS} FROM project_memories WHERE num IN (SELECT value FROM json_each(?1))"
+                ),
+                params![json_array(round)],
+            )?
+            .into_iter()
+            .collect();
+            for num in round {
+                if let Some(entry) = by_num.remove(num) {
+                    kept.offer(*num, entry);
+                }
+            }
             if kept.is_full() {
                 break;
-            }
-            if let Some(entry) = load_num(tx, num)? {
-                kept.offer(num, entry);
             }
         }
         vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms)?);

@@ -762,10 +762,11 @@ mod postgres_only {
             .await
             .unwrap();
         drop(store);
-        // Back to version 3's search index: a tsvector column, no postings.
+        // Back to version 3's search index: a tsvector column, no postings (and no v5 index).
         cluster.psql(
             pg::Cluster::name_of(&url),
             "DROP TABLE memory_postings;
+             DROP INDEX project_memories_category;
              ALTER TABLE project_memories ADD COLUMN terms TSVECTOR NOT NULL DEFAULT ''::tsvector;
              CREATE INDEX project_memories_terms ON project_memories USING GIN (terms);
              UPDATE ctxkit_schema_version SET version = 3;",
@@ -811,7 +812,7 @@ mod postgres_only {
         );
         let msg = failure(&newer).await;
         assert!(
-            msg.contains("has schema version 99, newer than version 4"),
+            msg.contains("has schema version 99, newer than version 5"),
             "{msg}"
         );
         assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");

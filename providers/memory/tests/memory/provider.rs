@@ -174,6 +174,59 @@ async fn the_character_and_token_budgets_hold() {
     assert!(tiny.invoking(&msg, &run(Some(P))).await.unwrap().is_empty());
 }
 
+/// The essentials are the project's most important preferences and corrections, however
+/// many more important memories of other kinds it holds.
+#[tokio::test]
+async fn essentials_are_not_crowded_out_by_other_memories() {
+    let (_dir, store) = store().await;
+    let facts: Vec<NewMemoryEntry> = (0..80)
+        .map(|i| {
+            NewMemoryEntry::new(
+                P,
+                MemoryCategory::Fact,
+                format!("service s{i} listens on port {}", 8000 + i),
+            )
+            .importance(0.99)
+        })
+        .collect();
+    store.add_many(facts).await.unwrap();
+    add(
+        &store,
+        MemoryCategory::Correction,
+        "Never force-push to main",
+        0.85,
+    )
+    .await;
+    add(
+        &store,
+        MemoryCategory::Preference,
+        "Always use pnpm for packages",
+        0.9,
+    )
+    .await;
+    add(
+        &store,
+        MemoryCategory::Preference,
+        "Tabs are fine in Makefiles",
+        0.5,
+    )
+    .await;
+    let provider = MemoryContextProvider::new(store.clone());
+    let ctx = provider
+        .invoking(&[Message::user("hello there")], &run(Some(P)))
+        .await
+        .unwrap();
+    let text = ctx.instructions().unwrap();
+    let essentials = text.split("## Project Memory").next().unwrap();
+    let pnpm = essentials.find("- [PREF] Always use pnpm for packages");
+    let force = essentials.find("- [WARN] Never force-push to main");
+    assert!(pnpm.is_some() && force.is_some() && pnpm < force, "{text}");
+    assert!(
+        !essentials.contains("Makefiles") && !essentials.contains("[FACT]"),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn without_a_project_or_a_user_message_nothing_happens() {
     let (_dir, store) = store().await;
