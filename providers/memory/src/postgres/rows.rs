@@ -188,12 +188,14 @@ impl Postings {
         if self.nums.is_empty() {
             return Ok(());
         }
-        client
-            .execute(
+        let stmt = client
+            .prepare_cached(
                 "INSERT INTO memory_postings (project, term, impact, num)
                  SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])",
-                &[&self.projects, &self.terms, &self.impacts, &self.nums],
             )
+            .await?;
+        client
+            .execute(&stmt, &[&self.projects, &self.terms, &self.impacts, &self.nums])
             .await?;
         Ok(())
     }
@@ -210,8 +212,9 @@ pub(super) async fn repost(tx: &Transaction<'_>, num: i64, e: &MemoryEntry) -> R
     postings.write(tx).await
 }
 
-/// Insert an entry's row and its postings, leaving its counts to the caller ([`TermCounts`]).
-pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<()> {
+/// Insert an entry's row, leaving its postings and counts to the caller ([`Postings`],
+/// [`TermCounts`]); its row number.
+pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<i64> {
     let stmt = tx
         .prepare_cached(
             "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
@@ -221,7 +224,7 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
              RETURNING num",
         )
         .await?;
-    let num: i64 = tx
+    Ok(tx
         .query_one(
             &stmt,
             &[
@@ -243,10 +246,7 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
             ],
         )
         .await?
-        .try_get(0)?;
-    let mut postings = Postings::default();
-    postings.add(num, e);
-    postings.write(tx).await
+        .try_get(0)?)
 }
 
 /// Write every field of `new` over row `num`, leaving its postings and counts to the caller

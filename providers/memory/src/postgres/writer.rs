@@ -4,7 +4,9 @@
 //! Document frequencies and memory counts are gathered as rows change and written in one
 //! statement each ([`TermCounts`]) before anything reads them and before the commit: written
 //! row by row, a large import or prune turns quadratic, as every update of a counter row the
-//! transaction has already updated walks the versions it left behind.
+//! transaction has already updated walks the versions it left behind. New rows' postings are
+//! gathered the same way ([`Postings`]), written before a search reads them or a row they
+//! belong to changes: one statement per import batch instead of one per memory.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use deadpool_postgres::Transaction;
 
 use super::candidates::{candidates, vocabulary};
 use super::history::{self, select_history, HISTORY_COLS};
-use super::rows::{self, select_entries, TermCounts, COLS};
+use super::rows::{self, select_entries, Postings, TermCounts, COLS};
 use super::PostgresStore;
 use crate::error::Result;
 use crate::postings::{self, Filter};
@@ -26,6 +28,7 @@ pub(super) struct PgRows<'a> {
     store: &'a PostgresStore,
     tx: &'a Transaction<'a>,
     counts: TermCounts,
+    postings: Postings,
 }
 
 impl<'a> PgRows<'a> {
@@ -34,12 +37,19 @@ impl<'a> PgRows<'a> {
             store,
             tx,
             counts: TermCounts::default(),
+            postings: Postings::default(),
         }
     }
 
-    /// Write the gathered counts: before reading them, and before the commit.
+    /// Write the gathered counts and postings: before reading them, and before the commit.
     pub(super) async fn flush(&mut self) -> Result<()> {
+        self.flush_postings().await?;
         std::mem::take(&mut self.counts).write(self.tx).await
+    }
+
+    /// Write the gathered postings: before a row they may belong to changes or goes.
+    async fn flush_postings(&mut self) -> Result<()> {
+        std::mem::take(&mut self.postings).write(self.tx).await
     }
 }
 
@@ -143,7 +153,8 @@ impl Rows for PgRows<'_> {
     }
 
     async fn insert(&mut self, entry: &MemoryEntry) -> Result<()> {
-        rows::insert_row(self.tx, entry).await?;
+        let num = rows::insert_row(self.tx, entry).await?;
+        self.postings.add(num, entry);
         self.counts.count(entry, 1);
         Ok(())
     }
@@ -151,6 +162,7 @@ impl Rows for PgRows<'_> {
     async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
         rows::store_row(self.tx, num, new).await?;
         if postings::moved(old, new) {
+            self.flush_postings().await?;
             rows::repost(self.tx, num, new).await?;
         }
         if old.content != new.content || old.project_path != new.project_path {
@@ -161,6 +173,8 @@ impl Rows for PgRows<'_> {
     }
 
     async fn delete(&mut self, num: i64, old: &MemoryEntry) -> Result<()> {
+        // Its postings go with it (`ON DELETE CASCADE`), pending ones too.
+        self.flush_postings().await?;
         let stmt = self
             .tx
             .prepare_cached("DELETE FROM project_memories WHERE num = $1")
