@@ -16,6 +16,9 @@ pub struct OpenOptions {
     candidate_limit: usize,
     search_index: SearchIndex,
     read_only: bool,
+    /// Removed memories' slots an in-memory index keeps beyond its live ones before it is
+    /// rebuilt rather than caught up (crate-private: a test lowers it to reach it).
+    pub(crate) worn_slack: usize,
 }
 
 /// How searches find their candidates.
@@ -47,6 +50,7 @@ impl Default for OpenOptions {
             candidate_limit: 200,
             search_index: SearchIndex::default(),
             read_only: false,
+            worn_slack: 1024,
         }
     }
 }

@@ -54,10 +54,6 @@ fn read(tx: &Transaction, num: i64) -> Result<MemoryEntry> {
 /// How many ranked candidates are read from the database per round.
 const CHUNK: usize = 32;
 
-/// Removed memories' slots an index keeps beyond its live ones before it is rebuilt rather
-/// than caught up (few in tests, so that they reach it).
-const WORN_SLACK: usize = if cfg!(test) { 16 } else { 1024 };
-
 impl ProjectIndex {
     /// Read every memory of `project` as of `tx`.
     pub(crate) fn build(tx: &Transaction, project: &str, version: Version) -> Result<Self> {
@@ -84,9 +80,16 @@ impl ProjectIndex {
     }
 
     /// Apply the change log from this index's generation up to `target` as of `tx`. False when
-    /// the log no longer covers the gap, or when most slots are removed memories' (their
-    /// records and entries are kept until a rebuild): the caller rebuilds.
-    pub(crate) fn catch_up(&mut self, tx: &Transaction, project: &str, target: Version) -> Result<bool> {
+    /// the log no longer covers the gap, or when removed memories' slots (their records and
+    /// entries are kept until a rebuild) outnumber the live ones by more than `worn_slack`
+    /// ([`OpenOptions`](crate::OpenOptions)'s): the caller rebuilds.
+    pub(crate) fn catch_up(
+        &mut self,
+        tx: &Transaction,
+        project: &str,
+        target: Version,
+        worn_slack: usize,
+    ) -> Result<bool> {
         if target == self.version {
             return Ok(true);
         }
@@ -118,7 +121,7 @@ impl ProjectIndex {
             }
         }
         self.version = target;
-        Ok(self.live as i64 == target.1 && self.docs.len() <= 2 * self.live + WORN_SLACK)
+        Ok(self.live as i64 == target.1 && self.docs.len() <= 2 * self.live + worn_slack)
     }
 
     fn term_id(&mut self, term: String) -> u32 {
