@@ -89,8 +89,19 @@ fn a_writer_killed_mid_import_loses_nothing_committed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Kill it once it has been writing for a while, but before it could have finished.
-    std::thread::sleep(Duration::from_millis(700));
+    // Kill it once its transaction has written (the server gave it a transaction id), while it
+    // is still open.
+    let writing = "SELECT count(*) FROM pg_stat_activity
+                   WHERE datname = current_database() AND pid <> pg_backend_pid()
+                   AND backend_xid IS NOT NULL AND state <> 'idle'";
+    let name = pg::Cluster::name_of(&url);
+    while cluster.psql(name, writing).trim() == "0" {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the import ended before it was seen writing"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(
         child.try_wait().unwrap().is_none(),
         "the import finished before it could be killed"

@@ -163,7 +163,9 @@ impl MemoryDb {
             }
         }
         let mut guard = ix.write().unwrap_or_else(|p| p.into_inner());
-        if guard.version.0 < version.0 && !guard.catch_up(tx, project, version, self.inner.options.worn_slack)? {
+        if guard.version.0 < version.0
+            && !guard.catch_up(tx, project, version, self.inner.options.worn_slack)?
+        {
             // The log no longer covers the gap (or the counts disagree): start over.
             if mode == SearchIndex::Background {
                 drop(guard);
@@ -245,7 +247,9 @@ impl MemoryDb {
             for (project, ix) in loaded {
                 let version = index::project_version(&tx, &project)?;
                 let mut guard = ix.write().unwrap_or_else(|p| p.into_inner());
-                if !(guard.version.0 <= version.0 && guard.catch_up(&tx, &project, version, self.inner.options.worn_slack)?) {
+                if !(guard.version.0 <= version.0
+                    && guard.catch_up(&tx, &project, version, self.inner.options.worn_slack)?)
+                {
                     lock(&self.inner.indexes).remove(&project);
                 }
             }
@@ -265,7 +269,9 @@ impl MemoryDb {
             let cached = lock(&self.inner.indexes).get(project).cloned();
             if let Some(ix) = cached {
                 let mut guard = ix.write().unwrap_or_else(|p| p.into_inner());
-                if guard.version.0 <= version.0 && guard.catch_up(tx, project, version, self.inner.options.worn_slack)? {
+                if guard.version.0 <= version.0
+                    && guard.catch_up(tx, project, version, self.inner.options.worn_slack)?
+                {
                     return Ok(());
                 }
             }

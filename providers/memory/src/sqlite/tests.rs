@@ -1709,7 +1709,10 @@ fn an_index_mostly_of_removed_memories_is_rebuilt() {
         most = most.max(slots(&db));
     }
     // Caught up while removed slots stay within the slack, rebuilt (back to 20) beyond it.
-    assert!(most > 20 + slack / 2, "the index was rebuilt at {most} slots, not caught up");
+    assert!(
+        most > 20 + slack / 2,
+        "the index was rebuilt at {most} slots, not caught up"
+    );
     assert!(most <= 2 * 20 + slack + 1, "the index grew to {most} slots");
     let hits = db.search(&request).unwrap();
     assert_eq!(hits[0].entry.content, "kept fact 0 about deploys, version 79");

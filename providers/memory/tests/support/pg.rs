@@ -132,8 +132,8 @@ impl Cluster {
         self.dir.join("data").to_string_lossy().into_owned()
     }
 
-    /// Run one of the cluster's binaries (as the `postgres` user when we are root).
-    fn run(&self, tool: &str, args: &[&str]) {
+    /// Run one of the cluster's binaries (as the `postgres` user when we are root); its output.
+    fn run(&self, tool: &str, args: &[&str]) -> String {
         let exe = self.bin.join(tool);
         let mut cmd = match &self.run_as {
             Some(user) => {
@@ -150,6 +150,7 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// A watcher stops the cluster and removes its folder once this process is gone, whether it
@@ -197,8 +198,9 @@ impl Cluster {
         )
     }
 
-    /// Run SQL on database `name` with `psql`.
-    pub(crate) fn psql(&self, name: &str, sql: &str) {
+    /// Run SQL on database `name` with `psql`; what it printed (values only, `|` between
+    /// columns).
+    pub(crate) fn psql(&self, name: &str, sql: &str) -> String {
         let port = self.port.to_string();
         self.run(
             "psql",
@@ -213,10 +215,12 @@ impl Cluster {
                 name,
                 "-v",
                 "ON_ERROR_STOP=1",
+                "--tuples-only",
+                "--no-align",
                 "-c",
                 sql,
             ],
-        );
+        )
     }
 
     /// The database name of a URL made by [`database`](Self::database).
