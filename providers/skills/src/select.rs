@@ -246,7 +246,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::matcher::{is_whole_word, trigger_boundaries};
     use crate::skill::{Skill, Source};
 
     const VOCAB: &[&str] = &[
@@ -309,6 +308,19 @@ mod tests {
         parsed.with_root(Source::Project, 250)
     }
 
+    /// The whole-word rule, written apart from the matcher's: an end of the trigger `t` found at
+    /// `i` that is a letter, digit or `_` of a script written with spaces (the test alphabet's
+    /// only other script is Han) must not touch a letter, digit or `_` of any script.
+    fn stands_alone(text: &str, i: usize, t: &str) -> bool {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        let spaced = |c: char| word(c) && !('\u{4e00}'..='\u{9fff}').contains(&c);
+        let touches_before =
+            t.chars().next().is_some_and(spaced) && text[..i].chars().next_back().is_some_and(word);
+        let touches_after =
+            t.chars().next_back().is_some_and(spaced) && text[i + t.len()..].chars().next().is_some_and(word);
+        !touches_before && !touches_after
+    }
+
     /// Reference: for each skill, for each trigger and each of its inflected forms, scan every
     /// occurrence with `starts_with` and apply the whole-word rule; score = distinct triggers;
     /// rank by score, priority, name.
@@ -323,11 +335,10 @@ mod tests {
                 let mut forms = crate::inflect::forms(&t);
                 forms.push(t);
                 let hit = forms.iter().any(|t| {
-                    let bounds = trigger_boundaries(t);
                     // match_indices skips overlaps of the same needle; check every start instead.
                     (0..lower.len())
                         .filter(|&i| lower.is_char_boundary(i) && lower[i..].starts_with(t.as_str()))
-                        .any(|i| is_whole_word(&lower, i, i + t.len(), bounds))
+                        .any(|i| stands_alone(&lower, i, t))
                 });
                 if hit && !fired_texts.contains(&text) {
                     fired_texts.push(text);
