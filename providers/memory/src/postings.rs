@@ -126,6 +126,17 @@ impl<'a> Kept<'a> {
         self.candidates.len() >= self.limit
     }
 
+    /// Offer the rows read for `round`, a slice of [`merge`] order, in that order (a backend
+    /// reads a round's rows in one statement, in whatever order they come).
+    pub(crate) fn offer_round(&mut self, round: &[i64], rows: impl IntoIterator<Item = (i64, MemoryEntry)>) {
+        let mut by_num: HashMap<i64, MemoryEntry> = rows.into_iter().collect();
+        for num in round {
+            if let Some(entry) = by_num.remove(num) {
+                self.offer(*num, entry);
+            }
+        }
+    }
+
     /// Keep the memory of row `num` if there is room and the filter passes it.
     pub(crate) fn offer(&mut self, num: i64, entry: MemoryEntry) {
         if self.is_full() || !self.filter.keeps(&entry) {
@@ -225,7 +236,7 @@ mod tests {
     }
 
     #[test]
-    fn kept_takes_the_first_that_pass_up_to_the_limit_and_the_terms_still_to_read() {
+    fn kept_takes_the_first_that_pass_in_merge_order_up_to_the_limit_and_the_terms_still_to_read() {
         let filter = Filter {
             project: "/p",
             min_importance: 0.3,
@@ -233,9 +244,13 @@ mod tests {
         };
         let known: BTreeSet<String> = ["pnpm".to_string()].into();
         let mut kept = Kept::new(&filter, &known, 2);
-        kept.offer(1, memory("pnpm lockfile", &[], 0.1)); // under the floor
-        kept.offer(2, memory("pnpm workspaces", &[], 0.5));
-        kept.offer(3, memory("yarn berry", &[], 0.5));
+        // A round's rows come in any order and are offered in the round's.
+        let rows = [
+            (3, memory("yarn berry", &[], 0.5)),
+            (1, memory("pnpm lockfile", &[], 0.1)), // under the floor
+            (2, memory("pnpm workspaces", &[], 0.5)),
+        ];
+        kept.offer_round(&[1, 2, 3], rows);
         assert!(kept.is_full());
         kept.offer(4, memory("cargo build", &[], 0.9)); // no room left
         let nums: Vec<i64> = kept.candidates.iter().map(|c| c.num).collect();

@@ -348,6 +348,7 @@ impl MemoryContextProvider {
             entries.extend(self.store.list(project, options).await?);
         }
         entries.retain(|e| e.importance >= self.essential_importance.max(self.min_importance));
+        // The two pages merged in their own order, `ListOrder::Importance`.
         entries.sort_by(|a, b| {
             b.importance
                 .total_cmp(&a.importance)

@@ -11,7 +11,6 @@ use super::PostgresStore;
 use crate::error::Result;
 use crate::postings::{self, project_key, Filter, Kept};
 use crate::retrieval::{rarest_terms, Candidate, Vocabulary};
-use crate::types::*;
 
 /// The project's vocabulary restricted to `needed` terms: its memory count and those terms'
 /// document frequencies, read in the transaction's snapshot (so never stale).
@@ -98,16 +97,9 @@ pub(super) async fn candidates(
     let mut kept = Kept::new(filter, &q_set, limit);
     // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
     for round in merged.chunks(limit.max(1)) {
-        let mut by_num: HashMap<i64, MemoryEntry> = HashMap::new();
-        for row in tx.query(&rows, &[&round]).await? {
-            let (num, entry) = row_to_entry(&row)?;
-            by_num.insert(num, entry);
-        }
-        for num in round {
-            if let Some(entry) = by_num.remove(num) {
-                kept.offer(*num, entry);
-            }
-        }
+        let read = tx.query(&rows, &[&round]).await?;
+        let read = read.iter().map(row_to_entry).collect::<Result<Vec<_>>>()?;
+        kept.offer_round(round, read);
         if kept.is_full() {
             break;
         }

@@ -239,8 +239,7 @@ pub(crate) fn frequencies(
         "SELECT term, df FROM memory_terms
          WHERE project_path = ?1 AND term IN (SELECT value FROM json_each(?2))",
     )?;
-    let needed: Vec<&String> = needed.iter().collect();
-    let rows = stmt.query_map(params![project, json_array(&needed)], |r| {
+    let rows = stmt.query_map(params![project, json_array(needed)], |r| {
         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
     })?;
     let mut df = HashMap::new();

@@ -48,8 +48,8 @@ const POOL_SIZE: usize = 4;
 
 /// A JSON array of strings or numbers: how keywords are stored, and how a list is passed to
 /// one statement (`IN (SELECT value FROM json_each(?))`). Serializing these never fails.
-fn json_array<T: serde::Serialize>(items: &[T]) -> String {
-    serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
+fn json_array(items: impl serde::Serialize) -> String {
+    serde_json::to_string(&items).unwrap_or_else(|_| "[]".into())
 }
 
 impl From<rusqlite::Error> for MemoryError {

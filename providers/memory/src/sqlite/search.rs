@@ -1,7 +1,7 @@
 //! Reads and search: get, list, count, search (candidates from the postings or the in-memory index,
 //! then ranking), warm-up and stats.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
@@ -311,20 +311,14 @@ impl MemoryDb {
         let mut kept = Kept::new(filter, &q_set, limit);
         // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
         for round in merged.chunks(limit) {
-            let mut by_num: HashMap<i64, MemoryEntry> = select_entries(
+            let rows = select_entries(
                 tx,
                 &format!(
                     "SELECT {COLS} FROM project_memories WHERE num IN (SELECT value FROM json_each(?1))"
                 ),
                 params![json_array(round)],
-            )?
-            .into_iter()
-            .collect();
-            for num in round {
-                if let Some(entry) = by_num.remove(num) {
-                    kept.offer(*num, entry);
-                }
-            }
+            )?;
+            kept.offer_round(round, rows);
             if kept.is_full() {
                 break;
             }
