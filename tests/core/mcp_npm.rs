@@ -77,3 +77,53 @@ async fn server_everything_tools_run_in_the_agent_until_the_server_is_killed() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_slow_call_times_out_and_a_long_answer_is_cut() {
+    let bin = suites_dir().join("npm/node_modules/.bin/mcp-server-everything");
+    let Some(bin) = required(bin, "the npm MCP server suite") else {
+        return;
+    };
+    let server = McpServer::stdio(bin.to_string_lossy(), ["stdio"])
+        .name("everything")
+        .timeout(std::time::Duration::from_secs(2))
+        .connect()
+        .await
+        .unwrap();
+    let tool = |name: &str| {
+        server
+            .tools()
+            .iter()
+            .find(|t| ctxkit::Tool::name(*t) == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+
+    // The operation takes a minute; the call gives up at the server's bound.
+    let slow = ctxkit::Tool::call(
+        tool("everything__trigger-long-running-operation"),
+        json!({"duration": 60, "steps": 1}),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        slow.contains("MCP server `everything` did not answer within 2s"),
+        "{slow}"
+    );
+
+    // Echo hands back 150,000 characters; the model is given the first 100,000.
+    let long = "é".repeat(150_000);
+    let echoed = ctxkit::Tool::call(tool("everything__echo"), json!({ "message": long }))
+        .await
+        .unwrap();
+    let (kept, marker) = echoed.split_at(echoed.len() - "\n[output cut]".len());
+    assert_eq!(marker, "\n[output cut]");
+    assert_eq!(kept.chars().count(), 100_000);
+    assert!(kept.ends_with('é'), "cut on a character boundary");
+
+    // The server is still usable after the timed-out call.
+    let short = ctxkit::Tool::call(tool("everything__echo"), json!({"message": "still here"}))
+        .await
+        .unwrap();
+    assert!(short.contains("still here"), "{short}");
+}

@@ -1,7 +1,9 @@
-//! The external MCP suites' installs: `.ci/run` puts third-party clients and servers (pinned)
-//! into `target/mcp-suites` and sets `CTXKIT_EXTERNAL_SUITES=1`, which turns a missing install
-//! into a failure; elsewhere a suite is skipped with one line saying how to run it. Shared by
-//! the core's and the CLI's tests (the CLI includes this file by path).
+//! What the suites that need something from outside the repository share: `.ci/run` puts
+//! third-party clients and servers (pinned) into `target/mcp-suites`, has PostgreSQL and
+//! Chromium installed and the skills corpus beside the repository, and sets
+//! `CTXKIT_EXTERNAL_SUITES=1`, which turns anything missing into a failure; elsewhere a suite
+//! is skipped with one line on stderr saying what it needs. Included by path by every crate's
+//! tests.
 #![allow(dead_code)]
 
 use std::io::Write;
@@ -30,14 +32,29 @@ pub(crate) fn required(path: PathBuf, suite: &str) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
+    skipped(suite, &format!("`{}`", path.display()));
+    None
+}
+
+/// Say on stderr that `suite` was skipped for want of `needs`; under
+/// `CTXKIT_EXTERNAL_SUITES=1`, which `.ci/run` sets where everything is at hand, panic instead.
+pub(crate) fn skipped(suite: &str, needs: &str) {
     if std::env::var_os("CTXKIT_EXTERNAL_SUITES").is_some_and(|v| v == "1") {
-        panic!("{suite}: `{}` is missing; .ci/run installs it", path.display());
+        panic!("{suite}: {needs} is missing; .ci/run provides it");
     }
     // Straight to stderr, past the test harness's capture, so the skip is seen.
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: {suite} (needs `{}`; run .ci/run)",
-        path.display()
-    );
+    let _ = writeln!(std::io::stderr(), "skipped: {suite} (needs {needs}; run .ci/run)");
+}
+
+/// The 650 public SKILL.md files kept beside the repository (`../shared/corpora`, or
+/// `$CTXKIT_CORPORA`), or `None` after saying `suite` was skipped.
+pub(crate) fn corpora(suite: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("CTXKIT_CORPORA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("../shared/corpora"));
+    if path.is_dir() {
+        return Some(path);
+    }
+    skipped(suite, &format!("the skills corpus at `{}`", path.display()));
     None
 }

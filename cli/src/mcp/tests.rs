@@ -298,6 +298,7 @@ async fn memory_round_trip() {
     assert_ne!(again["outcome"], "inserted");
     assert_eq!(again["id"], json!(id));
 
+    let before = f.store.get(&id).await.unwrap().unwrap();
     let found = call(
         &client,
         "search_memories",
@@ -307,6 +308,10 @@ async fn memory_round_trip() {
     let found = found.structured_content.unwrap();
     assert_eq!(found["memories"][0]["id"], json!(id));
     assert_eq!(found["memories"][0]["category"], "preference");
+    // A search over MCP only reads: the memory's use is not counted.
+    let read = f.store.get(&id).await.unwrap().unwrap();
+    assert_eq!(read.access_count, before.access_count);
+    assert_eq!(read.last_accessed_at, before.last_accessed_at);
 
     let listed = call(&client, "list_memories", json!({"category": "preference"})).await;
     assert_eq!(

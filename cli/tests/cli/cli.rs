@@ -1286,7 +1286,10 @@ fn memory_read_only_database_answers_reads_and_refuses_writes() {
         ctxkit_unprivileged(&folder, &all)
     };
     let Some(o) = run(&["list"]) else {
-        eprintln!("skipped: cannot run as an unprivileged user here");
+        crate::suites::skipped(
+            "the read-only database test as an unprivileged user",
+            "`setpriv` (this is root)",
+        );
         return;
     };
     assert!(o.status.success(), "list: {}", stderr(&o));
@@ -1560,4 +1563,91 @@ fn bench_memory_reads_a_set_from_a_folder_and_names_a_bad_line() {
     let o = ctxkit(&["bench", "memory", "--eval", dir.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("queries.jsonl line 1"), "{}", stderr(&o));
+}
+
+#[test]
+fn chat_mounts_the_mcp_servers_of_the_flag_and_of_the_user_config() {
+    let skills = skills_dir();
+    let dir = tempfile::tempdir().unwrap();
+    // A memory only the mounted server can reach: the chat itself runs without memory.
+    let served = dir.path().join("served.db");
+    let served = served.to_str().unwrap();
+    let add = isolated(dir.path())
+        .args(["memory", "--db", served, "--project", "/repo", "add"])
+        .arg("Deploys go out on Tuesdays")
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "{}", stderr(&add));
+    // The server is ctxkit's own, started as the user would write it.
+    let server = shell_words::join([
+        env!("CARGO_BIN_EXE_ctxkit"),
+        "mcp",
+        "--skills",
+        skills.to_str().unwrap(),
+        "--memory",
+        served,
+        "--project",
+        "/repo",
+        "--watch",
+        "0",
+    ]);
+    let chat = |config: &str, flags: &[&str]| {
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        // The model searches the server's memories, then answers.
+        let (addr, exchanges) = stand_in(|_, body| {
+            let answered = body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["role"] == "tool");
+            let message = if answered {
+                serde_json::json!({"role": "assistant", "content": "On Tuesday."})
+            } else {
+                serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {
+                        "name": "ctxkit__search_memories", "arguments": "{\"query\": \"when do deploys go out\"}"}}]})
+            };
+            (
+                200,
+                serde_json::json!({"choices": [{"message": message}]}).to_string(),
+            )
+        });
+        let mut command = isolated(dir.path());
+        command
+            .args([
+                "chat",
+                "--no-memory",
+                "--watch",
+                "0",
+                "--model",
+                "openai:test-model",
+            ])
+            .args(["--base-url", &format!("http://{addr}/v1")])
+            .args(flags);
+        let o = run_with_stdin(&mut command, b"when do we deploy?\n");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(stdout(&o), "On Tuesday.\n");
+        let exchanges = exchanges.lock().unwrap();
+        assert_eq!(exchanges.len(), 2, "a tool round, then the answer");
+        let offered: Vec<&str> = exchanges[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert!(offered.contains(&"ctxkit__search_memories"), "{offered:?}");
+        let result = exchanges[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .unwrap()["content"]
+            .to_string();
+        assert!(result.contains("Deploys go out on Tuesdays"), "{result}");
+    };
+    chat("", &["--mcp", &server]);
+    chat(
+        &format!("[mcp]\nservers = [{}]\n", Value::from(server.as_str())),
+        &[],
+    );
 }

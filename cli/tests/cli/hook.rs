@@ -240,6 +240,18 @@ fn an_unknown_event_name_never_shows_a_token_glued_to_it() {
         // Not the token, and no piece of it a cut could have left unredacted.
         assert!(!stderr(&o).contains(&token[..12]), "{}", stderr(&o));
     }
+    // A long name with control characters is cut to its first 40 printable ones.
+    let mut event = m.prompt("UserPromptSubmit", "s1", "hello");
+    event["hook_event_name"] = json!(format!("Ev\u{1b}[2J{}", "n".repeat(10_000)));
+    let o = m.hook("claude-code", &[], event);
+    assert_quiet_refusal(&o);
+    let err = stderr(&o);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(
+        err.contains(&format!("`Ev[2J{}…` is not an event", "n".repeat(34))),
+        "{err}"
+    );
+    assert!(err.len() < 200, "{err}");
 }
 
 #[test]
@@ -633,7 +645,16 @@ fn install_keeps_other_settings_and_hooks_and_replaces_a_previous_entry() {
         }
     });
     std::fs::write(settings(&m), serde_json::to_string_pretty(&before).unwrap()).unwrap();
+    // A user who made the file private keeps it private.
+    #[cfg(unix)]
+    let private = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(settings(&m), std::fs::Permissions::from_mode(0o600)).unwrap();
+        || std::fs::metadata(settings(&m)).unwrap().permissions().mode() & 0o777
+    };
     assert!(install(&m, "install").status.success());
+    #[cfg(unix)]
+    assert_eq!(private(), 0o600, "the settings file's permissions are kept");
     let once = std::fs::read(settings(&m)).unwrap();
     assert!(install(&m, "install").status.success());
     assert_eq!(

@@ -782,6 +782,26 @@ mod postgres_only {
         );
     }
 
+    /// `sslmode=require` checks the server's certificate against the Mozilla roots: one that
+    /// no authority signed is refused, in one sentence, where `disable` connects.
+    #[tokio::test]
+    async fn a_self_signed_server_certificate_is_refused_under_sslmode_require() {
+        let Some(cluster) = pg::cluster() else { return };
+        if crate::suites::required(pg::openssl(), "the PostgreSQL TLS test").is_none() {
+            return;
+        }
+        let url = cluster.database();
+        PostgresStore::connect(&url).await.unwrap();
+        let msg = failure(&url.replace("sslmode=disable", "sslmode=require")).await;
+        assert!(
+            msg.starts_with("cannot connect to memory database postgres://ctxkit:***@127.0.0.1"),
+            "{msg}"
+        );
+        assert!(msg.contains("invalid peer certificate: UnknownIssuer"), "{msg}");
+        assert!(!msg.contains(pg::PASSWORD), "{msg}");
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+    }
+
     #[tokio::test]
     async fn connection_failures_are_one_sentence_without_the_password() {
         let Some(cluster) = pg::cluster() else { return };

@@ -227,6 +227,68 @@ async fn essentials_are_not_crowded_out_by_other_memories() {
     );
 }
 
+/// The essentials come most important first across both categories, within their own
+/// character budget (whole lines), and the per-message retrieval never repeats one of them —
+/// unless the budget left it out.
+#[tokio::test]
+async fn essentials_keep_their_order_and_budget_and_are_not_repeated_per_message() {
+    use MemoryCategory::{Correction, Fact, Preference};
+    let (_dir, store) = store().await;
+    add(&store, Correction, "Never edit the files in dist by hand", 0.95).await;
+    add(&store, Preference, "Use pnpm for packages", 0.9).await;
+    add(&store, Correction, "Do not commit the local env file", 0.85).await;
+    add(&store, Preference, "Prefer small pull requests", 0.8).await;
+    add(&store, Fact, "The pnpm store lives in the home folder", 0.5).await;
+    let message = &[Message::user("which pnpm store do the packages use?")];
+    let with_budget = |chars: usize| {
+        let provider = MemoryContextProvider::new(store.clone()).with_essential_chars(chars);
+        async move { provider.invoking(message, &run(Some(P))).await.unwrap() }
+    };
+    let essentials_of = |ctx: &Context| -> String {
+        ctx.sections
+            .iter()
+            .filter(|s| s.kind == SectionKind::ESSENTIALS)
+            .map(|s| s.text.clone())
+            .collect()
+    };
+
+    let all = with_budget(1000).await;
+    let full = essentials_of(&all);
+    let lines: Vec<&str> = full.lines().skip(3).collect();
+    assert_eq!(
+        lines,
+        [
+            "- [WARN] Never edit the files in dist by hand",
+            "- [PREF] Use pnpm for packages",
+            "- [WARN] Do not commit the local env file",
+            "- [PREF] Prefer small pull requests",
+        ],
+        "{full}"
+    );
+    let memories = per_message(&all);
+    assert!(
+        memories.contains("- [FACT] The pnpm store lives in the home folder")
+            && !memories.contains("Use pnpm for packages"),
+        "{memories}"
+    );
+
+    // A budget that ends before the third line keeps the first two, whole.
+    let two = full.find("\n- [WARN] Do not commit").unwrap();
+    let cut = with_budget(two).await;
+    assert_eq!(essentials_of(&cut), full[..two]);
+    assert!(!per_message(&cut).contains("Use pnpm for packages"));
+
+    // One that ends before the pnpm preference leaves it to the per-message retrieval.
+    let one = full.find("\n- [PREF] Use pnpm").unwrap();
+    let cut = with_budget(one).await;
+    assert_eq!(essentials_of(&cut), full[..one]);
+    assert!(
+        per_message(&cut).contains("- [PREF] Use pnpm for packages"),
+        "{}",
+        per_message(&cut)
+    );
+}
+
 #[tokio::test]
 async fn without_a_project_or_a_user_message_nothing_happens() {
     let (_dir, store) = store().await;

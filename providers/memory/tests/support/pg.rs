@@ -90,6 +90,7 @@ impl Cluster {
             run_as,
         };
         std::fs::write(cluster.dir.join("pw"), PASSWORD).unwrap();
+        let tls = cluster.self_signed_certificate();
         if let Some(user) = &cluster.run_as {
             let ok = Command::new("chown")
                 .args(["-R", user])
@@ -114,11 +115,17 @@ impl Cluster {
                 "--no-sync",
             ],
         );
-        let options = format!(
+        let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200",
             cluster.port,
             cluster.dir.display()
         );
+        if tls {
+            let dir = cluster.dir.display();
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={dir}/server.crt -c ssl_key_file={dir}/server.key"
+            ));
+        }
         let log = cluster.dir.join("log").to_string_lossy().into_owned();
         cluster.run(
             "pg_ctl",
@@ -126,6 +133,42 @@ impl Cluster {
         );
         cluster.stop_when_process_ends();
         cluster
+    }
+
+    /// A certificate for 127.0.0.1 that no authority signed, made with `openssl` when it is
+    /// installed: the server then offers TLS (the tests' URLs say `sslmode=disable`).
+    fn self_signed_certificate(&self) -> bool {
+        let openssl = openssl();
+        if !openssl.exists() {
+            return false;
+        }
+        let made = Command::new(openssl)
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
+            .args(["-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"])
+            .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout"])
+            .arg(self.dir.join("server.key"))
+            .arg("-out")
+            .arg(self.dir.join("server.crt"))
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "openssl: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        // PostgreSQL reads only a key nobody else can.
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(self.dir.join("server.key"), private).unwrap();
+        true
     }
 
     fn data(&self) -> String {
@@ -237,6 +280,17 @@ impl Cluster {
     pub(crate) fn port(&self) -> u16 {
         self.port
     }
+}
+
+/// `openssl` on the `PATH` (it makes the cluster's certificate), else its bare name.
+pub(crate) fn openssl() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join("openssl"))
+                .find(|p| p.exists())
+        })
+        .unwrap_or_else(|| PathBuf::from("openssl"))
 }
 
 fn nanos() -> u128 {

@@ -3,26 +3,15 @@
 //! position of the message, kept where it stands as a whole word, the reference written apart
 //! from the matcher. 400 queries on OpenHands' real trigger skills, and 400 on a corpus of
 //! skills whose triggers are words and phrases of 650 real skill descriptions, with messages
-//! made of those descriptions (real inflections, real infix traps). Skipped, with a line on
-//! stderr, when the corpora kept beside the repository are absent.
+//! made of those descriptions (real inflections, real infix traps). Skipped with a line on
+//! stderr when the corpora kept beside the repository are absent (a failure in CI).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 use ctxkit_skills::inflect::{forms, is_form};
 use ctxkit_skills::{Reason, SelectOptions, Skill, SkillIndex, SkillRoot, Source};
 
 use crate::common;
-
-fn corpora() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora");
-    if path.is_dir() {
-        Some(path)
-    } else {
-        eprintln!("skipping: {} is absent", path.display());
-        None
-    }
-}
 
 /// SplitMix64: the same queries on every run.
 struct Rng(u64);
@@ -179,7 +168,9 @@ fn agree(index: &SkillIndex, queries: &[String]) -> (usize, usize) {
 
 #[test]
 fn openhands_trigger_skills_agree_with_the_reference_on_400_queries() {
-    let Some(corpora) = corpora() else { return };
+    let Some(corpora) = crate::suites::corpora("the corpus agreement test") else {
+        return;
+    };
     let index = SkillIndex::load(&[SkillRoot::new(
         corpora.join("openhands-extensions"),
         Source::External,
@@ -209,7 +200,9 @@ fn openhands_trigger_skills_agree_with_the_reference_on_400_queries() {
 
 #[test]
 fn a_corpus_of_real_words_agrees_with_the_reference_on_400_queries() {
-    let Some(corpora) = corpora() else { return };
+    let Some(corpora) = crate::suites::corpora("the corpus agreement test") else {
+        return;
+    };
     let real = SkillIndex::load(&[SkillRoot::new(&corpora, Source::External)]);
     let descriptions: Vec<&str> = real.skills().iter().map(|s| s.description.as_str()).collect();
     // Triggers: words of the descriptions, and two-word phrases as they stand there.

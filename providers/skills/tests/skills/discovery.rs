@@ -187,11 +187,9 @@ fn detection_by_project_files() {
 /// the repository, when present.
 #[test]
 fn all_corpus_skills_load() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora");
-    if !corpus.is_dir() {
-        eprintln!("skipping: {} is absent", corpus.display());
+    let Some(corpus) = crate::suites::corpora("the corpus loading test") else {
         return;
-    }
+    };
     let index = SkillIndex::load(&[SkillRoot::new(&corpus, Source::External)]);
     let errors: Vec<String> = index
         .diagnostics()

@@ -241,11 +241,9 @@ fn warnings_per_file_are_capped() {
 /// when present.
 #[test]
 fn the_corpus_hits_no_cap() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora");
-    if !corpus.is_dir() {
-        eprintln!("skipping: {} is absent", corpus.display());
+    let Some(corpus) = crate::suites::corpora("the corpus caps test") else {
         return;
-    }
+    };
     let mut files = Vec::new();
     let mut dirs = vec![corpus];
     while let Some(dir) = dirs.pop() {

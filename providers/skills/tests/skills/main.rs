@@ -3,6 +3,8 @@
 mod common;
 #[path = "../support/hostile.rs"]
 mod hostile_inputs;
+#[path = "../../../../tests/support/suites.rs"]
+mod suites;
 
 mod agreement;
 mod controls;
