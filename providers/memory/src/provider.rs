@@ -52,6 +52,9 @@ pub(crate) const ESSENTIALS_INTRO: &str =
 pub(crate) const DEFAULT_ESSENTIAL_CHARS: usize = 1000;
 /// The most essentials read per request (their budget cuts them further).
 const MAX_ESSENTIALS: usize = 64;
+/// A short essential's line in characters: each category's page holds as many as the
+/// budget could show of them, so a one-shot process reads about 50 rows, not 128.
+const SHORT_ESSENTIAL_CHARS: usize = 40;
 /// Preferences and corrections at least this important are essentials.
 pub(crate) const DEFAULT_ESSENTIAL_IMPORTANCE: f32 = 0.8;
 /// The heading of similar earlier runs.
@@ -270,7 +273,8 @@ impl MemoryContextProvider {
     }
 
     /// Character budget of the essentials sent with every request (default 1,000; 0 turns
-    /// them off).
+    /// them off). It also sizes what is read: the most important `chars / 40` preferences and
+    /// as many corrections (at most 64 of each), so the budget, not the project, sets the cost.
     pub fn with_essential_chars(mut self, chars: usize) -> Self {
         self.essential_chars = chars;
         self
@@ -332,15 +336,16 @@ impl MemoryContextProvider {
     /// The project's essentials: current preferences and corrections of at least the
     /// essential importance, most important then newest first. Each category is listed on
     /// its own, so the project's other memories never crowd them out of the page, and the
-    /// read is two bounded pages whatever the project's size.
+    /// read is two pages sized by the budget whatever the project's size.
     async fn essentials(&self, project: &str) -> Result<Vec<MemoryEntry>, MemoryError> {
         if self.essential_chars == 0 {
             return Ok(Vec::new());
         }
+        let page = (self.essential_chars / SHORT_ESSENTIAL_CHARS).clamp(1, MAX_ESSENTIALS);
         let mut entries = Vec::new();
         for category in [MemoryCategory::Preference, MemoryCategory::Correction] {
             let options = ListOptions {
-                limit: MAX_ESSENTIALS,
+                limit: page,
                 order: ListOrder::Importance,
                 category: Some(category),
                 ..ListOptions::default()
