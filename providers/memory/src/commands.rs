@@ -70,11 +70,46 @@ fn patterns() -> &'static Patterns {
     })
 }
 
+/// Every word a command, or the polite lead before one, can open with: a message opening
+/// with another word is no command, and the patterns are not even compiled (a one-shot
+/// process pays for them on every prompt otherwise).
+const FIRST_WORDS: [&str; 29] = [
+    "also", "always", "and", "btw", "by", "can", "clear", "could", "delete", "drop", "erase", "forget",
+    "from", "going", "hey", "in", "never", "note", "ok", "okay", "please", "pls", "remember", "remove", "so",
+    "stop", "what", "will", "would",
+];
+
+/// Whether `line` opens with one of [`FIRST_WORDS`], compared as the patterns' `(?i)` does:
+/// ASCII letters in either case, and the two other letters that fold to one (`ſ`, the Kelvin
+/// sign).
+fn may_be_command(line: &str) -> bool {
+    let fold = |c: char| match c {
+        'ſ' => 's',
+        '\u{212A}' => 'k',
+        c => c.to_ascii_lowercase(),
+    };
+    let word: String = line
+        .chars()
+        .take_while(|c| c.is_alphabetic())
+        .take(9)
+        .map(fold)
+        .collect();
+    FIRST_WORDS.contains(&word.as_str())
+}
+
 /// Detect an explicit memory command; `None` when the message is not one.
 pub(crate) fn detect_memory_command(user_message: &str) -> Option<MemoryCommand> {
-    let p = patterns();
     // Only the first line counts; the rest of a message is the request itself.
     let line = user_message.trim().lines().next()?.trim();
+    if !may_be_command(line) {
+        return None;
+    }
+    by_patterns(line)
+}
+
+/// The command the patterns find in the message's first `line`.
+fn by_patterns(line: &str) -> Option<MemoryCommand> {
+    let p = patterns();
     let line = p.lead.replace(line, "");
     let line = line.trim();
     if line.is_empty() {
@@ -175,6 +210,60 @@ fn classify(content: &str) -> MemoryCategory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first-word check never turns away what the patterns take: every first word (in
+    /// either case, folded forms too) before every opening the patterns know, and
+    /// near-misses that must still reach them.
+    #[test]
+    fn the_first_word_check_never_hides_a_command() {
+        let openings = [
+            "remember that tests need Docker",
+            "remember: tests need Docker",
+            "note that tests need Docker",
+            "always use pnpm for packages",
+            "never push to main directly",
+            "from now on, use pnpm",
+            "going forward: use pnpm",
+            "in future, use pnpm",
+            "forget about the staging server",
+            "stop remembering the staging server",
+            "delete memories about the staging server",
+            "what do you remember about staging?",
+            "what are my preferences?",
+            "could you remember that tests need Docker",
+        ];
+        let mut leads: Vec<String> = FIRST_WORDS.iter().map(|w| format!("{w} ")).collect();
+        leads.extend([
+            "".into(),
+            "by the way, ".into(),
+            "OK, ".into(),
+            "ſo ".into(),
+            "o\u{212A}, ".into(),
+        ]);
+        let mut commands = 0;
+        for lead in &leads {
+            for opening in openings {
+                for line in [
+                    format!("{lead}{opening}"),
+                    format!("{lead}{opening}").to_uppercase(),
+                ] {
+                    if by_patterns(&line).is_some() {
+                        commands += 1;
+                        assert!(may_be_command(&line), "{line:?} is a command");
+                    }
+                }
+            }
+        }
+        assert!(commands > 300, "only {commands} lines were commands");
+        for line in [
+            "how do we deploy?",
+            "remembering things is hard",
+            "notes: none",
+            "whatever",
+        ] {
+            assert!(!may_be_command(line) && by_patterns(line).is_none(), "{line}");
+        }
+    }
 
     #[test]
     fn a_command_opens_the_message() {
