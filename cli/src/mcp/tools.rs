@@ -11,7 +11,7 @@ use ctxkit_memory::{
     NewMemoryEntry, UpsertResult,
 };
 use ctxkit_skills::render::{self, Limits, Rest};
-use ctxkit_skills::{Mode, Reason};
+use ctxkit_skills::Mode;
 use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::JsonObject;
@@ -254,16 +254,6 @@ fn store_error(e: MemoryError) -> String {
     e.to_string()
 }
 
-fn reason_name(reason: Reason) -> &'static str {
-    match reason {
-        Reason::Explicit => "explicit",
-        Reason::Always => "always",
-        Reason::Detected => "detected",
-        Reason::Triggered => "triggered",
-        Reason::Lexical => "lexical",
-    }
-}
-
 #[tool_router(router = tool_router)]
 impl CtxkitServer {
     /// Which skills a message fires and why, with their instructions (or, in on-demand mode,
@@ -305,7 +295,7 @@ impl CtxkitServer {
                     body: (config.mode != Mode::OnDemand)
                         .then(|| render::body(skill, limits, Rest::ReadSkill).into_owned()),
                     name: selection.name,
-                    reason: reason_name(selection.reason).to_string(),
+                    reason: selection.reason.as_str().to_string(),
                     triggers: selection.triggers,
                     forms: selection.forms,
                     description: skill.description.clone(),

@@ -26,6 +26,19 @@ pub enum Reason {
     Lexical,
 }
 
+impl Reason {
+    /// The name every surface shows (`triggered`, `explicit`, …), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Explicit => "explicit",
+            Reason::Always => "always",
+            Reason::Detected => "detected",
+            Reason::Triggered => "triggered",
+            Reason::Lexical => "lexical",
+        }
+    }
+}
+
 /// One selected skill and why.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Selection {

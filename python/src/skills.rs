@@ -1,0 +1,151 @@
+//! `ctxkit.Skills`: the skills of some folders, selected and injected by the same
+//! `SkillContextProvider` the CLI, the hooks and the MCP server use.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ctxkit::RunInfo;
+use ctxkit_skills::{Mode, Selection, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
+use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::messages::from_pairs;
+
+/// The skills found under some folders, matched against messages by their triggers.
+///
+/// Loading reads every `SKILL.md` once; matching is one pass over the message, whatever the
+/// number of skills. Safe to share between threads.
+#[pyclass(frozen, module = "ctxkit")]
+pub(crate) struct Skills {
+    provider: SkillContextProvider,
+}
+
+#[pymethods]
+impl Skills {
+    /// Load the skills under `paths` (folders holding `SKILL.md` files, at any depth).
+    #[new]
+    #[pyo3(signature = (paths, max_skills = 3, mode = "triggered"))]
+    fn new(py: Python<'_>, paths: Vec<PathBuf>, max_skills: usize, mode: &str) -> PyResult<Self> {
+        let mode: Mode = mode.parse().map_err(PyValueError::new_err)?;
+        if !matches!(mode, Mode::Triggered | Mode::Full) {
+            // Their catalog is meant to be read with the `read_skill` tool, which this
+            // binding does not offer to the model.
+            return Err(PyValueError::new_err(format!(
+                "skill mode `{mode}` needs the read_skill tool, which the Python binding does not offer; use triggered or full"
+            )));
+        }
+        if paths.is_empty() {
+            return Err(PyValueError::new_err(
+                "no skills folder given; pass one or more folders holding SKILL.md files",
+            ));
+        }
+        if let Some(missing) = paths.iter().find(|p| !p.is_dir()) {
+            return Err(PyFileNotFoundError::new_err(format!(
+                "skills folder `{}` does not exist or is not a folder",
+                missing.display()
+            )));
+        }
+        let roots = paths
+            .into_iter()
+            .map(|p| SkillRoot::new(p, Source::Project))
+            .collect();
+        let library = py.detach(|| SkillLibrary::load(roots));
+        let mut config = SkillConfig {
+            mode,
+            ..SkillConfig::default()
+        };
+        config.select.max_skills = max_skills;
+        Ok(Skills {
+            provider: SkillContextProvider::new(Arc::new(library), config),
+        })
+    }
+
+    /// The names of the skills `message` selects, in the order they are injected.
+    #[pyo3(name = "match")]
+    fn match_(&self, message: &str) -> Vec<String> {
+        self.selections(message).into_iter().map(|s| s.name).collect()
+    }
+
+    /// Why each skill is selected: a dict per skill with its `name`, the `reason`
+    /// (`triggered`, `explicit`, `always`, `detected`, `lexical`) and the `triggers` that
+    /// fired (an inflected form says so: `"greet (as greeted)"`).
+    fn explain<'py>(&self, py: Python<'py>, message: &str) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.selections(message)
+            .into_iter()
+            .map(|s| {
+                let d = PyDict::new(py);
+                d.set_item("name", &s.name)?;
+                d.set_item("reason", s.reason.as_str())?;
+                d.set_item("triggers", s.fired())?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// The text injected for `message`: the selected skills' bodies (and, in `hybrid` and
+    /// `on-demand` modes, the catalog), or `""` when nothing is selected.
+    fn context(&self, message: &str) -> String {
+        self.text_for(vec![ctxkit::Message::user(message)])
+            .unwrap_or_default()
+    }
+
+    /// The text injected for a conversation of `(role, text)` pairs, or `None`: what a
+    /// framework's provider calls with the run's messages.
+    fn context_for(&self, messages: Vec<(String, String)>) -> PyResult<Option<String>> {
+        Ok(self.text_for(from_pairs(messages)?))
+    }
+
+    /// Read the folders again (after skills were added, changed or removed).
+    fn reload(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.provider.library().reload();
+        });
+    }
+
+    /// Every loaded skill: `name`, `description`, `path` and its literal `triggers`.
+    fn skills<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let index = self.provider.library().snapshot();
+        index
+            .skills()
+            .iter()
+            .map(|skill| {
+                let d = PyDict::new(py);
+                d.set_item("name", &skill.name)?;
+                d.set_item("description", &skill.description)?;
+                d.set_item("path", &skill.path)?;
+                d.set_item("triggers", skill.triggers.literals().collect::<Vec<_>>())?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.provider.library().snapshot().len()
+    }
+
+    fn __repr__(&self) -> String {
+        let config = self.provider.config();
+        format!(
+            "Skills({} skills, max_skills={}, mode={:?})",
+            self.__len__(),
+            config.select.max_skills,
+            config.mode.as_str()
+        )
+    }
+}
+
+impl Skills {
+    /// Matching and rendering read no file and take microseconds, so the GIL is kept: releasing
+    /// and taking it again would cost a fair share of the call.
+    fn text_for(&self, messages: Vec<ctxkit::Message>) -> Option<String> {
+        let (context, _) = self.provider.context_for(&messages, &RunInfo::default());
+        context.instructions()
+    }
+
+    fn selections(&self, message: &str) -> Vec<Selection> {
+        let index = self.provider.library().snapshot();
+        let messages = [ctxkit::Message::user(message)];
+        self.provider.select(&index, &messages, None, None, None)
+    }
+}
