@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use ctxkit::{Context, ContextProvider, Message, RunInfo, RunOutcome, State};
+use ctxkit_memory::secrets::redact_url;
 use ctxkit_memory::{
     is_postgres_url, ListOptions, MemoryCategory, MemoryContextProvider, MemoryEntry, MemoryError,
     MemorySearchRequest, MemoryStore, NewMemoryEntry, OpenOptions, PostgresStore, SqliteMemoryStore,
@@ -48,7 +49,15 @@ impl Memory {
     #[new]
     fn new(py: Python<'_>, db: &str, project: &str) -> PyResult<Self> {
         let store: Arc<dyn MemoryStore> = if is_postgres_url(db) {
+            // The pool is made on ctxkit's runtime, which later calls run on.
+            let _runtime = runtime()?.enter();
             Arc::new(PostgresStore::open_with(db, OpenOptions::default()).map_err(to_py)?)
+        } else if db.contains("://") {
+            // Never a SQLite file named after a URL (password included).
+            return Err(PyValueError::new_err(format!(
+                "`{}` is neither a SQLite file nor a postgres:// URL",
+                redact_url(db)
+            )));
         } else {
             let opened = py.detach(|| SqliteMemoryStore::open(db));
             Arc::new(opened.map_err(to_py)?)

@@ -50,6 +50,19 @@ def test_bad_input_is_a_value_error(db):
         memory.add("   ")
 
 
+def test_a_url_that_is_not_postgres_is_refused_without_its_password(tmp_path):
+    with pytest.raises(ValueError, match="neither a SQLite file nor a postgres:// URL") as refused:
+        ctxkit.Memory("mysql://admin:hunter2secret@db/memory", "/src/shop")
+    assert "hunter2secret" not in str(refused.value)
+
+
+def test_an_unreachable_server_is_a_ctxkit_error_without_its_password():
+    memory = ctxkit.Memory("postgres://admin:hunter2secret@127.0.0.1:1/memory", "/src/shop")
+    with pytest.raises(ctxkit.CtxkitError, match="cannot connect to memory database") as failed:
+        memory.list()
+    assert "hunter2secret" not in str(failed.value)
+
+
 def test_an_unopenable_database_is_a_ctxkit_error(tmp_path):
     with pytest.raises(ctxkit.CtxkitError, match="cannot open memory database"):
         ctxkit.Memory(str(tmp_path / "no" / "such" / "dir" / "m.db"), "/src/shop")
