@@ -1,9 +1,8 @@
 //! The `ctxkit._native` Python module: a thin binding over `ctxkit-skills` and `ctxkit-memory`.
 //!
-//! Nothing is decided here. [`Skills`](skills::Skills) asks the same
-//! `SkillContextProvider` every other surface asks, and [`Memory`](memory::Memory) the same
-//! store and `MemoryContextProvider`; this crate only converts arguments, errors and results,
-//! and releases the GIL while a call reads files or a database. The Python package around it
+//! Nothing is decided here. `Skills` asks the same `SkillContextProvider` every other surface
+//! asks, and `Memory` the same store and `MemoryContextProvider`; this crate only converts
+//! arguments, errors and results, and releases the GIL while a call reads files or a database. The Python package around it
 //! (`python/ctxkit`) adds the Microsoft Agent Framework providers.
 
 #![deny(missing_docs)]

@@ -1,6 +1,8 @@
 //! The Python package's own suite (`python/tests`, pytest) against Microsoft Agent Framework,
 //! run from `cargo test` in the venv `.ci/run` builds: `pip install './python[maf,test]'` into
 //! `target/mcp-suites/venv`, with `agent-framework-core` pinned. Skipped, saying so, elsewhere.
+//! The suite tests the package as installed there: after changing the Rust code, run `.ci/run`
+//! (or its `pip install … ./python` line) before `cargo test` to test the change.
 
 #[path = "../../tests/support/suites.rs"]
 mod suites;
