@@ -257,6 +257,43 @@ impl Context {
         stable.chain(volatile)
     }
 
+    /// The catalog as the section a request carries: [`CatalogEntry::HEADING`] and one line per
+    /// entry; `None` when the catalog is empty.
+    pub fn catalog_section(&self) -> Option<Section> {
+        if self.catalog.is_empty() {
+            return None;
+        }
+        let mut text = String::from(CatalogEntry::HEADING);
+        for e in self.catalog.iter() {
+            text.push('\n');
+            text.push_str(&e.line());
+        }
+        let names = self.catalog.iter().map(|e| e.name.to_string());
+        Some(Section {
+            source: "catalog".into(),
+            ..Section::stable(SectionKind::CATALOG, text).with_items(names)
+        })
+    }
+
+    /// Everything this context puts in a request's system text, in the order a request
+    /// carries it: stable sections, the catalog, then per-message sections; `None` when empty.
+    /// For a host that sends the request itself (a framework's agent) rather than an
+    /// [`Agent`](crate::agent::Agent).
+    pub fn system_text(&self) -> Option<String> {
+        let catalog = self.catalog_section();
+        let stable = self.sections.iter().filter(|s| s.placement == Placement::Stable);
+        let volatile = self
+            .sections
+            .iter()
+            .filter(|s| s.placement == Placement::PerMessage);
+        join_blocks(
+            stable
+                .chain(catalog.as_ref())
+                .chain(volatile)
+                .map(|s| s.text.as_str()),
+        )
+    }
+
     /// All instructions as one text, sections separated by a blank line; `None` when empty.
     pub fn instructions(&self) -> Option<String> {
         join_blocks(self.ordered_sections().map(|s| s.text.as_str()))

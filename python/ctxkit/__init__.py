@@ -6,6 +6,6 @@ number of skills) and the project memories that matter, from the same Rust core 
 providers (``pip install ctxkit[maf]``).
 """
 
-from ._native import CtxkitError, Invocation, Memory, Skills, __version__
+from ._native import CtxkitError, Invocation, Memory, SkillContext, Skills, Tool, __version__
 
-__all__ = ["CtxkitError", "Invocation", "Memory", "Skills", "__version__"]
+__all__ = ["CtxkitError", "Invocation", "Memory", "SkillContext", "Skills", "Tool", "__version__"]

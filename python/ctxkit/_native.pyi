@@ -17,8 +17,10 @@ class Skills:
     Loading reads every ``SKILL.md`` once (the GIL is released meanwhile); matching is one pass
     over the message, whatever the number of skills. Safe to share between threads.
 
-    Raises ``FileNotFoundError`` for a folder that does not exist and ``ValueError`` for an
-    unknown ``mode`` (``full``, ``triggered``, ``on-demand`` or ``hybrid``).
+    ``mode``: ``triggered`` (the selected skills' bodies), ``hybrid`` (those plus a catalog of
+    every skill and the ``read_skill`` / ``read_skills`` tools), ``on-demand`` (the catalog and
+    tools only) or ``full`` (every body). Raises ``FileNotFoundError`` for a folder that does
+    not exist and ``ValueError`` for an unknown mode.
     """
 
     def __init__(
@@ -34,14 +36,38 @@ class Skills:
         ``always``, ``detected``, ``lexical``) and the ``triggers`` that fired
         (``"greet (as greeted)"`` for an inflected form)."""
     def context(self, message: str) -> str:
-        """The text injected for ``message``; ``""`` when nothing is selected."""
-    def context_for(self, messages: Sequence[Pair]) -> str | None:
-        """The text injected for a conversation, or ``None``: what a provider calls."""
+        """The text injected for ``message`` (with the catalog in ``hybrid`` and ``on-demand``
+        modes); ``""`` when there is nothing to add."""
+    def context_for(self, messages: Sequence[Pair]) -> SkillContext:
+        """What the provider contributes to a conversation: what a framework's provider calls."""
     def reload(self) -> None:
         """Read the folders again after skills were added, changed or removed."""
     def skills(self) -> list[dict[str, Any]]:
         """Every loaded skill: ``name``, ``description``, ``path`` and literal ``triggers``."""
     def __len__(self) -> int: ...
+
+class SkillContext:
+    """What the skills provider contributes to one run."""
+
+    @property
+    def text(self) -> str | None:
+        """The system text to add (stable parts first, then per-message ones), or ``None``."""
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools that come with it (``read_skill`` and ``read_skills`` with a catalog)."""
+
+class Tool:
+    """A tool the model may call; ``read_skill`` loads a skill by name, never by path."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def parameters_json(self) -> str:
+        """The JSON schema of the arguments, as JSON text."""
+    def call(self, arguments_json: str) -> str:
+        """Run the tool on a JSON object of arguments; a refusal raises ``CtxkitError``."""
 
 class Invocation:
     """What the memory provider contributed to one run, from ``invoking`` to

@@ -21,20 +21,21 @@ Requires ``agent-framework-core`` (``pip install ctxkit[maf]``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from os import PathLike
 from typing import Any
 
 try:
-    from agent_framework import ContextProvider
+    from agent_framework import ContextProvider, FunctionTool
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(
         "ctxkit.maf needs Microsoft Agent Framework; install it with `pip install ctxkit[maf]` "
         "(agent-framework-core)"
     ) from e
 
-from ._native import Memory, Skills
+from ._native import Memory, Skills, Tool
 
 __all__ = ["MemoryContextProvider", "SkillContextProvider"]
 
@@ -51,12 +52,28 @@ def _pairs(messages: Sequence[Any]) -> list[tuple[str, str]]:
     return pairs
 
 
+def _function_tool(tool: Tool) -> FunctionTool:
+    """A ctxkit tool as the framework's tool: same name, description and argument schema."""
+
+    def call(**arguments: Any) -> str:
+        return tool.call(json.dumps(arguments))
+
+    return FunctionTool(
+        name=tool.name,
+        description=tool.description,
+        func=call,
+        input_model=json.loads(tool.parameters_json),
+    )
+
+
 class SkillContextProvider(ContextProvider):
     """Adds the bodies of the skills whose triggers the user's message holds.
 
     ``skills`` are folders holding ``SKILL.md`` files (or a loaded :class:`ctxkit.Skills`);
-    ``max_skills`` caps the skills selected by their triggers; ``mode`` is ``triggered``
-    (the bodies of the selected skills only) or ``full`` (every body, the baseline).
+    ``max_skills`` caps the skills selected by their triggers; ``mode`` is ``triggered`` (the
+    bodies of the selected skills only), ``hybrid`` (those, plus a catalog of every skill and
+    the ``read_skill`` / ``read_skills`` tools to read the rest), ``on-demand`` (the catalog and
+    the tools only) or ``full`` (every body, the baseline).
     """
 
     DEFAULT_SOURCE_ID = "ctxkit-skills"
@@ -71,12 +88,21 @@ class SkillContextProvider(ContextProvider):
     ) -> None:
         super().__init__(source_id)
         self.skills = skills if isinstance(skills, Skills) else Skills(list(skills), max_skills, mode)
+        # The catalog's tools are the same on every run: built for the framework once.
+        self._tools: dict[str, FunctionTool] = {}
 
     async def before_run(self, *, agent: Any, session: Any, context: Any, state: dict[str, Any]) -> None:
         # Matching takes microseconds and reads no file: no thread hand-off.
-        text = self.skills.context_for(_pairs(context.input_messages))
+        contribution = self.skills.context_for(_pairs(context.input_messages))
+        text = contribution.text
         if text:
             context.extend_instructions(self.source_id, text)
+        tools = contribution.tools
+        if tools:
+            for tool in tools:
+                if tool.name not in self._tools:
+                    self._tools[tool.name] = _function_tool(tool)
+            context.extend_tools(self.source_id, [self._tools[t.name] for t in tools])
 
 
 class MemoryContextProvider(ContextProvider):

@@ -44,6 +44,8 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<skills::Skills>()?;
+    m.add_class::<skills::SkillContext>()?;
+    m.add_class::<skills::Tool>()?;
     m.add_class::<memory::Memory>()?;
     m.add_class::<memory::Invocation>()?;
     m.add("CtxkitError", m.py().get_type::<CtxkitError>())?;

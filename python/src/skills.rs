@@ -8,9 +8,10 @@ use ctxkit::RunInfo;
 use ctxkit_skills::{Mode, Selection, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
 use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
 use crate::messages::from_pairs;
+use crate::{runtime, CtxkitError};
 
 /// The skills found under some folders, matched against messages by their triggers.
 ///
@@ -28,13 +29,6 @@ impl Skills {
     #[pyo3(signature = (paths, max_skills = 3, mode = "triggered"))]
     fn new(py: Python<'_>, paths: Vec<PathBuf>, max_skills: usize, mode: &str) -> PyResult<Self> {
         let mode: Mode = mode.parse().map_err(PyValueError::new_err)?;
-        if !matches!(mode, Mode::Triggered | Mode::Full) {
-            // Their catalog is meant to be read with the `read_skill` tool, which this
-            // binding does not offer to the model.
-            return Err(PyValueError::new_err(format!(
-                "skill mode `{mode}` needs the read_skill tool, which the Python binding does not offer; use triggered or full"
-            )));
-        }
         if paths.is_empty() {
             return Err(PyValueError::new_err(
                 "no skills folder given; pass one or more folders holding SKILL.md files",
@@ -84,16 +78,29 @@ impl Skills {
     }
 
     /// The text injected for `message`: the selected skills' bodies (and, in `hybrid` and
-    /// `on-demand` modes, the catalog), or `""` when nothing is selected.
+    /// `on-demand` modes, the catalog), or `""` when there is nothing to add.
     fn context(&self, message: &str) -> String {
-        self.text_for(vec![ctxkit::Message::user(message)])
-            .unwrap_or_default()
+        let (context, _) = self
+            .provider
+            .context_for(&[ctxkit::Message::user(message)], &RunInfo::default());
+        context.system_text().unwrap_or_default()
     }
 
-    /// The text injected for a conversation of `(role, text)` pairs, or `None`: what a
+    /// What the provider contributes to a conversation of `(role, text)` pairs: the text and
+    /// the tools (`read_skill` and `read_skills` in `hybrid` and `on-demand` modes). What a
     /// framework's provider calls with the run's messages.
-    fn context_for(&self, messages: Vec<(String, String)>) -> PyResult<Option<String>> {
-        Ok(self.text_for(from_pairs(messages)?))
+    fn context_for(&self, py: Python<'_>, messages: Vec<(String, String)>) -> PyResult<SkillContext> {
+        // Matching and rendering read no file and take microseconds, so the GIL is kept:
+        // releasing and taking it again would cost a fair share of the call.
+        let (context, _) = self
+            .provider
+            .context_for(&from_pairs(messages)?, &RunInfo::default());
+        Ok(SkillContext {
+            // Made a Python string once: a body of a few thousand characters costs
+            // microseconds to convert, and the getter hands out the same object.
+            text: context.system_text().map(|t| PyString::new(py, &t).unbind()),
+            tools: context.tools.iter().map(|t| Tool(t.clone())).collect(),
+        })
     }
 
     /// Read the folders again (after skills were added, changed or removed).
@@ -136,16 +143,73 @@ impl Skills {
 }
 
 impl Skills {
-    /// Matching and rendering read no file and take microseconds, so the GIL is kept: releasing
-    /// and taking it again would cost a fair share of the call.
-    fn text_for(&self, messages: Vec<ctxkit::Message>) -> Option<String> {
-        let (context, _) = self.provider.context_for(&messages, &RunInfo::default());
-        context.instructions()
-    }
-
     fn selections(&self, message: &str) -> Vec<Selection> {
         let index = self.provider.library().snapshot();
         let messages = [ctxkit::Message::user(message)];
         self.provider.select(&index, &messages, None, None, None)
+    }
+}
+
+/// What the skills provider contributes to one run.
+#[pyclass(frozen, module = "ctxkit")]
+pub(crate) struct SkillContext {
+    text: Option<Py<PyString>>,
+    tools: Vec<Tool>,
+}
+
+#[pymethods]
+impl SkillContext {
+    /// The system text to add (stable parts first, then per-message ones), or `None`.
+    #[getter]
+    fn text(&self, py: Python<'_>) -> Option<Py<PyString>> {
+        self.text.as_ref().map(|t| t.clone_ref(py))
+    }
+
+    /// The tools that come with it.
+    #[getter]
+    fn tools(&self) -> Vec<Tool> {
+        self.tools.clone()
+    }
+}
+
+/// A tool the model may call: `read_skill` loads one skill's instructions by name (never by
+/// path), `read_skills` lists them.
+#[pyclass(frozen, module = "ctxkit")]
+#[derive(Clone)]
+pub(crate) struct Tool(Arc<dyn ctxkit::Tool>);
+
+#[pymethods]
+impl Tool {
+    /// The tool's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.0.name().to_string()
+    }
+
+    /// What the tool does, for the model.
+    #[getter]
+    fn description(&self) -> String {
+        self.0.description().to_string()
+    }
+
+    /// The JSON schema of its arguments, as JSON text.
+    #[getter]
+    fn parameters_json(&self) -> String {
+        self.0.parameters().to_string()
+    }
+
+    /// Run the tool on `arguments_json` (a JSON object) and return its answer; a refusal
+    /// (an unknown skill, say) is a `CtxkitError` saying why.
+    fn call(&self, py: Python<'_>, arguments_json: &str) -> PyResult<String> {
+        let arguments: serde_json::Value = serde_json::from_str(arguments_json)
+            .map_err(|e| PyValueError::new_err(format!("the tool's arguments are not JSON: {e}")))?;
+        let runtime = runtime()?;
+        let tool = self.0.clone();
+        py.detach(|| runtime.block_on(tool.call(arguments)))
+            .map_err(|e| CtxkitError::new_err(e.to_string()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Tool({:?})", self.0.name())
     }
 }

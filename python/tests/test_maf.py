@@ -19,10 +19,12 @@ class RecordingClient(BaseChatClient):
     def __init__(self):
         super().__init__()
         self.requests = []
+        self.tools = []
 
     async def _inner_get_response(self, *, messages, stream, options, **kwargs):
         system = [("system", options["instructions"])] if options.get("instructions") else []
         self.requests.append(system + [(str(m.role), m.text) for m in messages])
+        self.tools.append([t.name for t in options.get("tools") or []])
         return ChatResponse(messages=[Message(role="assistant", contents=["Done."])], response_id="r")
 
 
@@ -45,6 +47,21 @@ def test_the_matched_skill_reaches_the_model_and_a_miss_adds_nothing(skills_dir)
     run(agent, "What is 2+2?")
     assert "hello-extended" not in sent(client)
     assert sent(client).startswith("Be brief.")
+
+
+def test_hybrid_mode_sends_the_catalog_and_a_read_skill_the_framework_can_call(skills_dir):
+    client = RecordingClient()
+    provider = SkillContextProvider(skills=[skills_dir], mode="hybrid")
+    agent = Agent(client=client, context_providers=[provider])
+    run(agent, "What is 2+2?")
+    assert "## Available skills" in sent(client)
+    assert "sql-helper" in sent(client)
+    assert "## hello-extended" not in sent(client)
+    assert sorted(client.tools[-1]) == ["read_skill", "read_skills"]
+
+    read_skill = provider._tools["read_skill"]
+    result = asyncio.run(read_skill.invoke(arguments={"name": "hello-extended"}))
+    assert "Multi-language greetings" in "".join(c.text or "" for c in result)
 
 
 def test_a_stored_preference_reaches_the_model_and_its_use_is_counted(db):

@@ -47,6 +47,20 @@ def test_full_mode_sends_every_body(skills_dir):
     assert "## hello-extended" in full
 
 
+def test_hybrid_mode_adds_the_catalog_and_the_tools_to_read_it(skills_dir):
+    skills = ctxkit.Skills([skills_dir], mode="hybrid")
+    text = skills.context("Say bonjour to Alice")
+    catalog = text.index("## Available skills")
+    assert "sql-helper" in text[catalog:]
+    assert text.index("## hello-extended") > catalog, "stable catalog first, per-message bodies after"
+    tools = {t.name: t for t in skills.context_for([("user", "What is 2+2?")]).tools}
+    assert set(tools) == {"read_skill", "read_skills"}
+    assert "Multi-language greetings" in tools["read_skill"].call('{"name": "hello-extended"}')
+    with pytest.raises(ctxkit.CtxkitError, match="no skill is named `../../etc/passwd`"):
+        tools["read_skill"].call('{"name": "../../etc/passwd"}')
+    assert ctxkit.Skills([skills_dir]).context_for([("user", "What is 2+2?")]).tools == []
+
+
 def test_reload_sees_a_new_skill(tmp_path: Path):
     skills = ctxkit.Skills([tmp_path])
     assert len(skills) == 0
@@ -65,8 +79,6 @@ def test_bad_arguments_are_one_sentence_errors(tmp_path: Path):
         ctxkit.Skills([tmp_path / "missing"])
     with pytest.raises(ValueError, match="unknown skill mode `loud`"):
         ctxkit.Skills([tmp_path], mode="loud")
-    with pytest.raises(ValueError, match="needs the read_skill tool"):
-        ctxkit.Skills([tmp_path], mode="hybrid")
     with pytest.raises(ValueError, match="no skills folder"):
         ctxkit.Skills([])
     with pytest.raises(ValueError, match="unknown message role"):

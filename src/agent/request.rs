@@ -34,23 +34,6 @@ pub struct TokenReport {
     pub by_section: BTreeMap<SectionKind, usize>,
 }
 
-/// The catalog as a section of the system text.
-fn catalog_section(catalog: &[CatalogEntry]) -> Option<Section> {
-    if catalog.is_empty() {
-        return None;
-    }
-    let mut text = String::from(CatalogEntry::HEADING);
-    for e in catalog {
-        text.push('\n');
-        text.push_str(&e.line());
-    }
-    let names = catalog.iter().map(|e| e.name.to_string());
-    Some(Section {
-        source: "catalog".into(),
-        ..Section::stable(SectionKind::CATALOG, text).with_items(names)
-    })
-}
-
 fn join_sections<'a>(sections: impl IntoIterator<Item = &'a Section>) -> Option<String> {
     join_blocks(sections.into_iter().map(|s| s.text.as_str()))
 }
@@ -74,7 +57,7 @@ pub(crate) fn assemble(
         .filter(|s| s.placement == Placement::PerMessage)
         .collect();
     let definitions = tools.definitions();
-    let catalog = catalog_section(&ctx.catalog);
+    let catalog = ctx.catalog_section();
     let (messages, sent, stable_prefix) = match assembly {
         Assembly::PerRequest => per_request(ctx, &stable, catalog.as_ref(), &volatile, thread),
         // The stable part lives in the history, where a breakpoint on the last message covers it.
