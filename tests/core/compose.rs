@@ -357,3 +357,20 @@ async fn run_once_invokes_then_finishes_the_run_with_what_was_contributed() {
         ]
     );
 }
+
+#[test]
+fn system_text_puts_the_catalog_between_stable_and_per_message_sections() {
+    let ctx = Context::new()
+        .with_section(Section::per_message(SectionKind::SKILLS, "Matched skill."))
+        .with_section(Section::stable(SectionKind::new("rules"), "Be brief."))
+        .with_catalog([CatalogEntry::new("pdf", "PDF things")]);
+    let catalog = ctx.catalog_section().unwrap().text;
+    assert!(catalog.starts_with(CatalogEntry::HEADING));
+    assert!(catalog.contains("pdf"));
+    assert_eq!(
+        ctx.system_text().unwrap(),
+        format!("Be brief.\n\n{catalog}\n\nMatched skill.")
+    );
+    assert_eq!(Context::new().system_text(), None);
+    assert_eq!(Context::new().catalog_section(), None);
+}
