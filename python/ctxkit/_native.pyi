@@ -42,6 +42,8 @@ class Skills:
         """What the provider contributes to a conversation: what a framework's provider calls."""
     def reload(self) -> None:
         """Read the folders again after skills were added, changed or removed."""
+    def diagnostics(self) -> list[str]:
+        """What the last load found wrong in the skill files, one line each, naming the file."""
     def skills(self) -> list[dict[str, Any]]:
         """Every loaded skill: ``name``, ``description``, ``path`` and literal ``triggers``."""
     def __len__(self) -> int: ...
@@ -92,7 +94,8 @@ class Memory:
         """Store a memory and return its id. ``category``: ``preference``, ``convention``,
         ``pattern``, ``correction`` or ``fact``; ``importance`` from 0.0 to 1.0."""
     def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        """The memories most relevant to ``query``, best first, each with its ``score``."""
+        """The memories most relevant to ``query``, best first, each with its ``score``. Each
+        result's access is counted (its recency refreshed), as ``ctxkit memory search`` does."""
     def list(self, limit: int = 100) -> list[dict[str, Any]]:
         """The project's memories, newest first."""
     def delete(self, id: str) -> None:

@@ -83,7 +83,7 @@ impl Memory {
     }
 
     /// The memories most relevant to `query`, best first: dicts with the memory's fields
-    /// and its `score`.
+    /// and its `score`. Each result's access is counted, as `ctxkit memory search` does.
     #[pyo3(signature = (query, limit = 5))]
     fn search<'py>(&self, py: Python<'py>, query: &str, limit: usize) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let request = MemorySearchRequest::new(&self.project, query).top_k(limit);

@@ -80,21 +80,16 @@ impl Skills {
     /// The text injected for `message`: the selected skills' bodies (and, in `hybrid` and
     /// `on-demand` modes, the catalog), or `""` when there is nothing to add.
     fn context(&self, message: &str) -> String {
-        let (context, _) = self
-            .provider
-            .context_for(&[ctxkit::Message::user(message)], &RunInfo::default());
-        context.system_text().unwrap_or_default()
+        self.contribution(&[ctxkit::Message::user(message)])
+            .system_text()
+            .unwrap_or_default()
     }
 
     /// What the provider contributes to a conversation of `(role, text)` pairs: the text and
     /// the tools (`read_skill` and `read_skills` in `hybrid` and `on-demand` modes). What a
     /// framework's provider calls with the run's messages.
     fn context_for(&self, py: Python<'_>, messages: Vec<(String, String)>) -> PyResult<SkillContext> {
-        // Matching and rendering read no file and take microseconds, so the GIL is kept:
-        // releasing and taking it again would cost a fair share of the call.
-        let (context, _) = self
-            .provider
-            .context_for(&from_pairs(messages)?, &RunInfo::default());
+        let context = self.contribution(&from_pairs(messages)?);
         Ok(SkillContext {
             // Made a Python string once: a body of a few thousand characters costs
             // microseconds to convert, and the getter hands out the same object.
@@ -127,6 +122,13 @@ impl Skills {
             .collect()
     }
 
+    /// What the last load found wrong in the skill files (a warning or an error per line,
+    /// naming the file), as `ctxkit skills validate` shows it.
+    fn diagnostics(&self) -> Vec<String> {
+        let index = self.provider.library().snapshot();
+        index.diagnostics().iter().map(ToString::to_string).collect()
+    }
+
     fn __len__(&self) -> usize {
         self.provider.library().snapshot().len()
     }
@@ -143,6 +145,12 @@ impl Skills {
 }
 
 impl Skills {
+    /// Matching and rendering read no file and take microseconds, so the GIL is kept:
+    /// releasing and taking it again would cost a fair share of the call.
+    fn contribution(&self, messages: &[ctxkit::Message]) -> ctxkit::Context {
+        self.provider.context_for(messages, &RunInfo::default()).0
+    }
+
     fn selections(&self, message: &str) -> Vec<Selection> {
         let index = self.provider.library().snapshot();
         let messages = [ctxkit::Message::user(message)];

@@ -74,6 +74,17 @@ def test_reload_sees_a_new_skill(tmp_path: Path):
     assert skills.skills()[0]["triggers"] == ["deploy"]
 
 
+def test_a_broken_skill_file_is_a_diagnostic_not_a_failure(tmp_path: Path):
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "SKILL.md").write_text("---\nname: good\ndescription: Fine\ntriggers: [deploy]\n---\nGo.\n")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "SKILL.md").write_text("---\nname: [unclosed\n---\nBody.\n")
+    skills = ctxkit.Skills([tmp_path])
+    assert skills.match("deploy") == ["good"]
+    problems = skills.diagnostics()
+    assert any("bad/SKILL.md" in p for p in problems), problems
+
+
 def test_bad_arguments_are_one_sentence_errors(tmp_path: Path):
     with pytest.raises(FileNotFoundError, match="does not exist or is not a folder"):
         ctxkit.Skills([tmp_path / "missing"])
