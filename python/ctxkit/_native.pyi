@@ -17,7 +17,7 @@ class Skills:
     Loading reads every ``SKILL.md`` once (the GIL is released meanwhile); matching is one pass
     over the message, whatever the number of skills. Safe to share between threads.
 
-    ``mode``: ``triggered`` (the selected skills' bodies), ``hybrid`` (those plus a catalog of
+    Only the first 100,000 characters of each message are read. ``mode``: ``triggered`` (the selected skills' bodies), ``hybrid`` (those plus a catalog of
     every skill and the ``read_skill`` / ``read_skills`` tools), ``on-demand`` (the catalog and
     tools only) or ``full`` (every body). Raises ``FileNotFoundError`` for a folder that does
     not exist and ``ValueError`` for an unknown mode.

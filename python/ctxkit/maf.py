@@ -140,8 +140,9 @@ class MemoryContextProvider(ContextProvider):
         invocation = await asyncio.to_thread(self.memory.invoking, _pairs(context.input_messages), thread)
         # Per run, never persisted with the session: the same context reaches after_run.
         context.metadata[self._key()] = invocation
-        if invocation.text:
-            context.extend_instructions(self.source_id, invocation.text)
+        text = invocation.text
+        if text:
+            context.extend_instructions(self.source_id, text)
 
     async def after_run(self, *, agent: Any, session: Any, context: Any, state: dict[str, Any]) -> None:
         invocation = context.metadata.pop(self._key(), None)

@@ -2,8 +2,9 @@
 //!
 //! Nothing is decided here. `Skills` asks the same `SkillContextProvider` every other surface
 //! asks, and `Memory` the same store and `MemoryContextProvider`; this crate only converts
-//! arguments, errors and results, and releases the GIL while a call reads files or a database. The Python package around it
-//! (`python/ctxkit`) adds the Microsoft Agent Framework providers.
+//! arguments, errors and results, bounds what a message may cost, and releases the GIL while a
+//! call reads files or a database. The Python package around it (`python/ctxkit`) adds the
+//! Microsoft Agent Framework providers.
 
 #![deny(missing_docs)]
 

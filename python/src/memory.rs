@@ -14,7 +14,7 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::messages::from_pairs;
+use crate::messages::{cut, from_pairs};
 use crate::{runtime, CtxkitError};
 
 /// The memories of one project. Every call that reads or writes the database releases the GIL.
@@ -38,7 +38,7 @@ impl Invocation {
     /// The text injected into the run, or `None` when no memory was relevant.
     #[getter]
     fn text(&self) -> Option<String> {
-        self.context.instructions()
+        self.context.system_text()
     }
 }
 
@@ -83,9 +83,16 @@ impl Memory {
     }
 
     /// The memories most relevant to `query`, best first: dicts with the memory's fields
-    /// and its `score`. Each result's access is counted, as `ctxkit memory search` does.
+    /// and its `score`. Each result's access is counted, as `ctxkit memory search` does. Only
+    /// the query's first 100,000 characters are read.
     #[pyo3(signature = (query, limit = 5))]
-    fn search<'py>(&self, py: Python<'py>, query: &str, limit: usize) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        mut query: String,
+        limit: usize,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        cut(&mut query);
         let request = MemorySearchRequest::new(&self.project, query).top_k(limit);
         let hits = block_on(py, self.store().search(request))?;
         hits.iter()
@@ -195,7 +202,7 @@ where
 }
 
 /// An error of the store or of a provider, on its way to becoming a Python exception.
-pub(crate) enum Failure {
+enum Failure {
     Store(MemoryError),
     Provider(ctxkit::Error),
 }

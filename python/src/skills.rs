@@ -57,15 +57,15 @@ impl Skills {
 
     /// The names of the skills `message` selects, in the order they are injected.
     #[pyo3(name = "match")]
-    fn match_(&self, message: &str) -> Vec<String> {
-        self.selections(message).into_iter().map(|s| s.name).collect()
+    fn match_(&self, message: &str) -> PyResult<Vec<String>> {
+        Ok(self.selections(message)?.into_iter().map(|s| s.name).collect())
     }
 
     /// Why each skill is selected: a dict per skill with its `name`, the `reason`
     /// (`triggered`, `explicit`, `always`, `detected`, `lexical`) and the `triggers` that
     /// fired (an inflected form says so: `"greet (as greeted)"`).
     fn explain<'py>(&self, py: Python<'py>, message: &str) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.selections(message)
+        self.selections(message)?
             .into_iter()
             .map(|s| {
                 let d = PyDict::new(py);
@@ -79,10 +79,9 @@ impl Skills {
 
     /// The text injected for `message`: the selected skills' bodies (and, in `hybrid` and
     /// `on-demand` modes, the catalog), or `""` when there is nothing to add.
-    fn context(&self, message: &str) -> String {
-        self.contribution(&[ctxkit::Message::user(message)])
-            .system_text()
-            .unwrap_or_default()
+    fn context(&self, message: &str) -> PyResult<String> {
+        let messages = from_pairs(vec![("user".into(), message.into())])?;
+        Ok(self.contribution(&messages).system_text().unwrap_or_default())
     }
 
     /// What the provider contributes to a conversation of `(role, text)` pairs: the text and
@@ -151,10 +150,10 @@ impl Skills {
         self.provider.context_for(messages, &RunInfo::default()).0
     }
 
-    fn selections(&self, message: &str) -> Vec<Selection> {
+    fn selections(&self, message: &str) -> PyResult<Vec<Selection>> {
         let index = self.provider.library().snapshot();
-        let messages = [ctxkit::Message::user(message)];
-        self.provider.select(&index, &messages, None, None, None)
+        let messages = from_pairs(vec![("user".into(), message.into())])?;
+        Ok(self.provider.select(&index, &messages, None, None, None))
     }
 }
 

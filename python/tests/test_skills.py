@@ -96,6 +96,14 @@ def test_bad_arguments_are_one_sentence_errors(tmp_path: Path):
         ctxkit.Skills([tmp_path]).context_for([("robot", "hi")])
 
 
+def test_only_the_first_100000_characters_of_a_message_are_read(skills_dir):
+    skills = ctxkit.Skills([skills_dir])
+    filler = "é" * 99_990
+    assert skills.match(filler + " bonjour") == ["hello-extended"]
+    assert skills.match(filler + " " * 20 + "bonjour") == []
+    assert skills.context_for([("user", filler + " " * 20 + "bonjour")]).text is None
+
+
 def test_one_instance_serves_many_threads(skills_dir):
     skills = ctxkit.Skills([skills_dir])
     seen = []
