@@ -39,7 +39,8 @@ pub(crate) enum BenchCommand {
         json: bool,
     },
     /// Memory search quality: recall@5 and MRR of ctxkit and of plain FTS5 bm25 on a labelled
-    /// evaluation set.
+    /// evaluation set; with an embedding model (--embeddings), also by meaning alone and by
+    /// ctxkit's blend of words and meaning.
     Memory {
         /// A folder with memories.jsonl and queries.jsonl; default: the set built into ctxkit.
         #[arg(long, value_name = "DIR")]
@@ -47,6 +48,11 @@ pub(crate) enum BenchCommand {
         /// One JSON object with both systems' scores and every query's ranks.
         #[arg(long)]
         json: bool,
+        /// With an embedding model (--embeddings): try every blend of words and meaning on
+        /// the odd-numbered queries and print them, best first (how the shipped blend was
+        /// chosen).
+        #[arg(long)]
+        tune: bool,
     },
 }
 
@@ -57,7 +63,7 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
             queries,
             json,
         } => (request, queries, json),
-        BenchCommand::Memory { eval, json } => return crate::bench_memory::run(eval, json).await,
+        BenchCommand::Memory { eval, json, tune } => return crate::bench_memory::run(eval, json, tune).await,
     };
     // The modes differ in skills only: project memory (the same in every mode) is left out
     // unless a database is named, and measuring never creates the user's default database.

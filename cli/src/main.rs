@@ -33,6 +33,11 @@ const EXIT_CODES: &str = "Exit codes: 0 success (also when standard output is cl
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// A sentence-embedding model folder (sentence-transformers layout, e.g. all-MiniLM-L6-v2):
+    /// memory is then ranked by meaning as well as words. Default: $CTXKIT_EMBEDDINGS, else
+    /// `[memory] embeddings` in the user config; without one, by words only.
+    #[arg(long, global = true, value_name = "DIR")]
+    embeddings: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -117,6 +122,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(dir) = cli.embeddings {
+        places::set_embeddings_flag(dir);
+    }
     let code = runtime.block_on(run(cli.command));
     // Every task was awaited, so nothing is left to finish: don't wait for idle blocking
     // threads to wind down (milliseconds of every hook call).

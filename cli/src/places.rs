@@ -7,6 +7,7 @@
 //! | memory database | `$CTXKIT_MEMORY_DB` | `$XDG_DATA_HOME/ctxkit/memory.db` (`~/.local/share/…`)   |
 //! | user config     | `$CTXKIT_CONFIG`    | `$XDG_CONFIG_HOME/ctxkit/config.toml` (`~/.config/…`)    |
 //! | cache           | `$CTXKIT_CACHE_DIR` | `$XDG_CACHE_HOME/ctxkit` (`~/.cache/ctxkit`)             |
+//! | embedding model | `--embeddings`, `$CTXKIT_EMBEDDINGS` | the user config's `[memory] embeddings`; none: lexical memory only |
 
 use std::path::PathBuf;
 
@@ -27,6 +28,27 @@ pub(crate) fn memory_db() -> Result<PathBuf, CliError> {
         CliError::new("cannot find the user's data directory (HOME is not set); pass --db FILE")
     })?;
     Ok(base.join("ctxkit").join("memory.db"))
+}
+
+/// `--embeddings DIR`, given before any subcommand's own arguments are read.
+static EMBEDDINGS_FLAG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Remember the `--embeddings` flag for [`embeddings`].
+pub(crate) fn set_embeddings_flag(dir: PathBuf) {
+    let _ = EMBEDDINGS_FLAG.set(dir);
+}
+
+/// The sentence-embedding model folder: `--embeddings`, else `$CTXKIT_EMBEDDINGS`, else the
+/// user config's `[memory] embeddings` (never a project's config: a model is code-like input
+/// the user chooses). `None`: memory is ranked by words only.
+pub(crate) fn embeddings() -> Result<Option<PathBuf>, CliError> {
+    if let Some(dir) = EMBEDDINGS_FLAG.get() {
+        return Ok(Some(dir.clone()));
+    }
+    if let Some(dir) = var("CTXKIT_EMBEDDINGS") {
+        return Ok(Some(dir));
+    }
+    crate::user_config::Config::user_embeddings()
 }
 
 /// The user config file, if the user has a config directory.

@@ -63,6 +63,16 @@ struct ConfigFile {
     mcp: McpSection,
     #[serde(default)]
     learn: LearnSection,
+    #[serde(default)]
+    memory: MemorySection,
+}
+
+/// Project memory (`ctxkit memory`, the hook, `context`, `chat`, `mcp`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemorySection {
+    /// User config only: a sentence-embedding model folder (sentence-transformers layout).
+    embeddings: Option<PathBuf>,
 }
 
 /// Skills learned from sessions (`ctxkit skills learned`).
@@ -175,6 +185,15 @@ impl Config {
             user_path,
             ..Config::default()
         })
+    }
+
+    /// The embedding model folder the user config names (`[memory] embeddings`, `~/` expanded).
+    pub(crate) fn user_embeddings() -> Result<Option<PathBuf>, CliError> {
+        Ok(Self::read_user()?
+            .user
+            .memory
+            .embeddings
+            .map(|p| expand_home(&p.to_string_lossy())))
     }
 
     /// The user's config and `project`'s `.ctxkit/config.toml` (either may be missing).
@@ -511,6 +530,9 @@ fn check_project(config: &ConfigFile, path: &Path) -> Result<(), CliError> {
     }
     if config.learn.auto_accept {
         return refuse("[learn] auto_accept");
+    }
+    if config.memory.embeddings.is_some() {
+        return refuse("[memory] embeddings");
     }
     if config.skills.roots.iter().any(|r| r.trusted) {
         return refuse("a trusted root");

@@ -124,6 +124,9 @@ impl Embedder {
     /// the groups spread over the machine's cores.
     pub fn embed_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
         let _span = tracing::debug_span!("embedder.embed_batch", texts = texts.len()).entered();
+        if texts.is_empty() {
+            return Vec::new();
+        }
         let mut groups: Vec<Vec<Vec<u32>>> = vec![Vec::new()];
         let mut tokens = 0;
         for text in texts {

@@ -105,9 +105,11 @@ mod supersede;
 mod text;
 mod transfer;
 mod types;
+mod vectors;
 mod write;
 
 pub use clock::ManualClock;
+pub use ctxkit_embed::Embedder;
 pub use error::{MemoryError, Result};
 pub use extraction::MemoryExtractor;
 pub use hook::MemoryHook;

@@ -16,6 +16,8 @@ pub struct OpenOptions {
     candidate_limit: usize,
     search_index: SearchIndex,
     read_only: bool,
+    /// The sentence-embedding model, when one is configured.
+    pub(crate) semantic: Option<crate::vectors::Semantic>,
     /// Removed memories' slots an in-memory index keeps beyond its live ones before it is
     /// rebuilt rather than caught up (crate-private: a test lowers it to reach it).
     pub(crate) worn_slack: usize,
@@ -50,6 +52,7 @@ impl Default for OpenOptions {
             candidate_limit: 200,
             search_index: SearchIndex::default(),
             read_only: false,
+            semantic: None,
             worn_slack: 1024,
         }
     }
@@ -74,6 +77,11 @@ impl OpenOptions {
     /// How searches find their candidates.
     pub(crate) fn index_mode(&self) -> SearchIndex {
         self.search_index
+    }
+
+    /// The sentence-embedding model and its blend, when one is configured.
+    pub(crate) fn semantic(&self) -> Option<&crate::vectors::Semantic> {
+        self.semantic.as_ref()
     }
 
     /// Whether writes are refused.
@@ -105,6 +113,16 @@ impl OpenOptions {
     /// [`SearchIndex::Background`]).
     pub fn search_index(mut self, mode: SearchIndex) -> Self {
         self.search_index = mode;
+        self
+    }
+
+    /// Give every memory a sentence vector from this model (computed when it is written,
+    /// stored in its row with the model's identity) and rank searches by meaning as well as
+    /// words: the nearest memories by vector join the lexical candidates, and each result's
+    /// score blends its lexical score with its cosine. A memory written without the model, or
+    /// by another one, has no vector until `reindex`; it is still found by its words.
+    pub fn embeddings(mut self, model: Arc<ctxkit_embed::Embedder>) -> Self {
+        self.semantic = Some(crate::vectors::Semantic::new(model));
         self
     }
 

@@ -19,6 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::clock::days_between;
 use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryEntry, MemorySearchResult};
+use crate::vectors::Blend;
 
 /// At most this many query terms are looked up in a backend's postings (the rarest ones).
 pub(crate) const MAX_QUERY_TERMS: usize = 24;
@@ -45,6 +46,14 @@ pub(crate) fn compute_relevance_score(
         + W_KEYWORDS * keyword_overlap
         + W_IMPORTANCE * importance
         + W_RECENCY * recency
+}
+
+/// What the words say of a memory, in `[0, 1]`: the text part of the relevance formula,
+/// `(0.40 · similarity + 0.25 · keyword_overlap) / 0.65`. The hybrid ranking blends this with
+/// the cosine of the sentence vectors; importance and recency, which the lexical formula needs
+/// to break near ties, only blurred the meaning there (measured: `ctxkit bench memory --tune`).
+pub(crate) fn words_score(similarity: f32, keyword_overlap: f32) -> f32 {
+    (W_SIMILARITY * similarity + W_KEYWORDS * keyword_overlap) / (W_SIMILARITY + W_KEYWORDS)
 }
 
 /// `1 / (1 + days · 0.1)`; negative ages (clock skew) count as zero.
@@ -93,12 +102,21 @@ impl Candidate {
     }
 }
 
-/// Score candidates against the query, keep those that share something with it, best first:
-/// the ranking every backend applies to the candidates its index found.
+/// The query's cosine with each candidate's sentence vector (by row), and how to blend it:
+/// given when a model is configured.
+pub(crate) struct Meaning<'a> {
+    pub(crate) cosine: &'a HashMap<i64, f32>,
+    pub(crate) blend: Blend,
+}
+
+/// Score candidates against the query, keep those that share something with it (or, with
+/// [`Meaning`], are near it in meaning), best first: the ranking every backend applies to the
+/// candidates its indexes found.
 pub(crate) fn rank(
     q_terms: &[String],
     vocab: &Vocabulary,
     candidates: Vec<Candidate>,
+    meaning: Option<&Meaning<'_>>,
     now: i64,
     top_k: usize,
 ) -> Vec<MemorySearchResult> {
@@ -106,21 +124,30 @@ pub(crate) fn rank(
     let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
     let mut out: Vec<MemorySearchResult> = candidates
         .into_iter()
-        .filter_map(|Candidate { entry, terms, .. }| {
+        .filter_map(|Candidate { num, entry, terms }| {
             let similarity = qv.cosine(&vocab.vector(&terms));
             let keyword_overlap = jaccard(&q_set, &keyword_terms(&entry.keywords));
             // The similarity gate: importance and recency alone never surface a memory.
-            if similarity <= 0.0 && keyword_overlap <= 0.0 {
-                return None;
-            }
-            let days = days_between(entry.last_accessed_at, now);
-            let relevance_score =
-                compute_relevance_score(similarity, keyword_overlap, entry.importance, days);
+            let shares_words = similarity > 0.0 || keyword_overlap > 0.0;
+            let (relevance_score, semantic_similarity) = match meaning {
+                None if shares_words => {
+                    let days = days_between(entry.last_accessed_at, now);
+                    let score = compute_relevance_score(similarity, keyword_overlap, entry.importance, days);
+                    (score, None)
+                }
+                None => return None,
+                Some(m) => {
+                    let cosine = m.cosine.get(&num).copied();
+                    let words = shares_words.then(|| words_score(similarity, keyword_overlap));
+                    (m.blend.score(words, cosine.unwrap_or(0.0))?, cosine)
+                }
+            };
             Some(MemorySearchResult {
                 entry,
                 relevance_score,
                 similarity,
                 keyword_overlap,
+                semantic_similarity,
             })
         })
         .collect();

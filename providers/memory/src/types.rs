@@ -321,6 +321,12 @@ pub struct MemorySearchResult {
     pub similarity: f32,
     /// Jaccard overlap of the query's terms and the memory's keyword terms.
     pub keyword_overlap: f32,
+    /// Cosine of the query's and the memory's sentence vectors, when a model is configured
+    /// ([`OpenOptions::embeddings`](crate::OpenOptions::embeddings)) and the memory has a vector
+    /// of it. `relevance_score` is then `0.90 · cosine + 0.10 · (0.40 · similarity + 0.25 ·
+    /// keyword_overlap) / 0.65`, and a memory sharing no word with the query is kept only from
+    /// a cosine of 0.10.
+    pub semantic_similarity: Option<f32>,
 }
 
 /// Paging and filtering for [`list`](crate::store::MemoryStore::list); newest first by default.

@@ -16,6 +16,9 @@
 //! the first answer (0 when none is in the top 10).
 
 mod baseline;
+mod meaning;
+
+pub use meaning::{MeaningReport, Systems, TunePoint};
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -187,40 +190,10 @@ impl EvalSet {
     /// Load the set into a new store at `db_path` (which must not exist yet) and into a plain
     /// FTS5 table, ask every query of both and score them.
     pub fn run(&self, db_path: &Path) -> Result<EvalReport> {
-        if db_path.exists() {
-            return Err(invalid(format!(
-                "{} exists; the evaluation needs a new database",
-                db_path.display()
-            )));
-        }
-        let db = MemoryDb::open_with(db_path, OpenOptions::default().search_index(SearchIndex::Eager))?;
-        let mut store_id: HashMap<&str, String> = HashMap::new();
-        for m in &self.memories {
-            let supersedes = m
-                .supersedes
-                .iter()
-                .filter_map(|s| store_id.get(s.as_str()).cloned());
-            let new = NewMemoryEntry::new(&m.project, m.category, &m.content)
-                .importance(m.importance)
-                .supersedes(supersedes);
-            let added = db.add(new)?;
-            store_id.insert(&m.id, added.id);
-        }
-        let set_id: HashMap<&str, &str> = store_id.iter().map(|(k, v)| (v.as_str(), *k)).collect();
-        let superseded: HashSet<&str> = self
-            .memories
-            .iter()
-            .filter_map(|m| {
-                let current = db.get(&store_id[m.id.as_str()]).ok().flatten()?;
-                current.superseded_by.is_some().then_some(m.id.as_str())
-            })
-            .collect();
+        let loaded = self.load_into(db_path, OpenOptions::default().search_index(SearchIndex::Eager))?;
+        let superseded = &loaded.superseded;
         let plain = baseline::PlainFts::new(&self.memories)?;
-        let project_of: HashMap<&str, &str> = self
-            .memories
-            .iter()
-            .map(|m| (m.id.as_str(), m.project.as_str()))
-            .collect();
+        let project_of = self.project_of();
 
         let mut ctxkit = Tally::default();
         let mut base = Tally::default();
@@ -230,15 +203,11 @@ impl EvalSet {
                 .top_k(RANKED)
                 .min_importance(0.0)
                 .without_touch();
-            let found: Vec<&str> = db
-                .search(&request)?
-                .iter()
-                .map(|r| set_id.get(r.entry.id.as_str()).copied().unwrap_or("?"))
-                .collect();
+            let found = loaded.search(&request)?;
             let ranked_plain = plain.search(&q.project, &q.text, RANKED)?;
             let judge = Judge {
                 query: q,
-                superseded: &superseded,
+                superseded,
                 project_of: &project_of,
             };
             outcomes.push(QueryOutcome {
@@ -260,16 +229,85 @@ impl EvalSet {
             .map(|id| id.to_string())
             .collect();
         superseded_unlabelled.sort();
+        let superseded = superseded.len();
         Ok(EvalReport {
             superseded_unlabelled,
             memories: self.memories.len(),
-            superseded: superseded.len(),
+            superseded,
             projects: projects.len(),
             queries: self.queries.len(),
             ctxkit: ctxkit.scores(self.queries.len()),
             baseline: base.scores(self.queries.len()),
             outcomes,
         })
+    }
+}
+
+/// An evaluation set loaded into a store.
+struct Loaded<'a> {
+    db: MemoryDb,
+    /// The set's id of each stored memory, by the store's id.
+    set_id: HashMap<String, &'a str>,
+    /// The set's ids of the memories superseded once all were loaded.
+    superseded: HashSet<&'a str>,
+}
+
+impl EvalSet {
+    /// The project of each memory, by its id in the set.
+    fn project_of(&self) -> HashMap<&str, &str> {
+        self.memories
+            .iter()
+            .map(|m| (m.id.as_str(), m.project.as_str()))
+            .collect()
+    }
+
+    /// Load the memories in order into a new store at `db_path` (which must not exist yet).
+    fn load_into(&self, db_path: &Path, options: OpenOptions) -> Result<Loaded<'_>> {
+        if db_path.exists() {
+            return Err(invalid(format!(
+                "{} exists; the evaluation needs a new database",
+                db_path.display()
+            )));
+        }
+        let db = MemoryDb::open_with(db_path, options)?;
+        let mut store_id: HashMap<&str, String> = HashMap::new();
+        for m in &self.memories {
+            let supersedes = m
+                .supersedes
+                .iter()
+                .filter_map(|s| store_id.get(s.as_str()).cloned());
+            let new = NewMemoryEntry::new(&m.project, m.category, &m.content)
+                .importance(m.importance)
+                .supersedes(supersedes);
+            let added = db.add(new)?;
+            store_id.insert(&m.id, added.id);
+        }
+        let superseded = self
+            .memories
+            .iter()
+            .filter_map(|m| {
+                let current = db.get(&store_id[m.id.as_str()]).ok().flatten()?;
+                current.superseded_by.is_some().then_some(m.id.as_str())
+            })
+            .collect();
+        let set_id = store_id.into_iter().map(|(set, stored)| (stored, set)).collect();
+        Ok(Loaded {
+            db,
+            set_id,
+            superseded,
+        })
+    }
+}
+
+impl Loaded<'_> {
+    /// The set's ids of what the store returns for `request`, best first.
+    fn search(&self, request: &MemorySearchRequest) -> Result<Vec<&str>> {
+        Ok(self
+            .db
+            .search(request)?
+            .iter()
+            .map(|r| self.set_id.get(r.entry.id.as_str()).copied().unwrap_or("?"))
+            .collect())
     }
 }
 

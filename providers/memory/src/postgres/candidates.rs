@@ -52,6 +52,31 @@ async fn frequencies(
     Ok(df)
 }
 
+/// The rows `nums` (nearest the query by meaning, not yet candidates) that `filter` keeps, as
+/// candidates, and `vocab` extended with their terms.
+pub(super) async fn rows_as_candidates(
+    tx: &Transaction<'_>,
+    filter: &Filter<'_>,
+    q_terms: &[String],
+    nums: &[i64],
+    vocab: &mut Vocabulary,
+) -> Result<Vec<Candidate>> {
+    if nums.is_empty() || filter.is_empty() {
+        return Ok(Vec::new());
+    }
+    let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
+    let mut kept = Kept::new(filter, &q_set, nums.len());
+    let stmt = tx
+        .prepare_cached(&format!(
+            "SELECT {COLS} FROM project_memories WHERE num = ANY($1)"
+        ))
+        .await?;
+    let read = tx.query(&stmt, &[&nums]).await?;
+    kept.offer_round(nums, read.iter().map(row_to_entry).collect::<Result<Vec<_>>>()?);
+    vocab.extend(frequencies(tx, filter.project, &kept.new_terms).await?);
+    Ok(kept.candidates)
+}
+
 /// Candidate rows for `q_terms` from the impact-ordered postings (see [`crate::postings`]),
 /// confined to `filter`, with the vocabulary that ranks them: the document frequencies of the
 /// query's terms and of every candidate's terms, each read once.

@@ -46,6 +46,7 @@ use crate::secrets::redact_url;
 use crate::store::MemoryStore;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
+use crate::vectors::Vectors;
 
 /// Connections a store keeps open at most.
 const POOL_SIZE: usize = 8;
@@ -251,6 +252,18 @@ impl PostgresStore {
         self.inner.redactor.redact(e);
     }
 
+    /// With a model configured, the vectors of `contents`, computed before the write's
+    /// transaction, on the blocking pool (embedding is arithmetic, not I/O).
+    async fn vectors<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Result<Option<Vectors>> {
+        let Some(semantic) = self.inner.options.semantic().cloned() else {
+            return Ok(None);
+        };
+        let contents: Vec<String> = contents.into_iter().map(str::to_owned).collect();
+        tokio::task::spawn_blocking(move || Some(semantic.prepare(contents.iter().map(String::as_str))))
+            .await
+            .map_err(|e| MemoryError::Task(format!("embedding the memories stopped: {e}")))
+    }
+
     /// Delete every memory of a project (each recorded in the history), returning how many.
     pub async fn clear(&self, project: &str) -> Result<usize> {
         self.traced("clear", write::clear(self, project)).await
@@ -272,6 +285,14 @@ impl PostgresStore {
     /// many were merged away.
     pub async fn compact(&self, project: &str) -> Result<usize> {
         self.traced("compact", write::compact(self, project)).await
+    }
+
+    /// Give up to `limit` memories of a project that have no vector of the model given to
+    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) their vector; returns how
+    /// many it gave one, 0 once every memory has one. Call it until it returns 0 to reindex.
+    pub async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        self.traced("embed_missing", write::embed_missing(self, project, limit))
+            .await
     }
 
     /// Counts for a project: memories by category, accesses, episodes, history entries.

@@ -251,6 +251,66 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
 
 /// Write every field of `new` over row `num`, leaving its postings and counts to the caller
 /// ([`repost`], [`TermCounts`]).
+/// Store (or, with `None`, clear) the sentence vector of row `num`.
+pub(super) async fn set_vector(
+    tx: &Transaction<'_>,
+    num: i64,
+    vector: Option<(String, Vec<u8>)>,
+) -> Result<()> {
+    let (model, bytes) = vector.unzip();
+    let stmt = tx
+        .prepare_cached("UPDATE project_memories SET embedding_model = $2, embedding = $3 WHERE num = $1")
+        .await?;
+    tx.execute(&stmt, &[&num, &model, &bytes]).await?;
+    Ok(())
+}
+
+/// Up to `limit` memories of a project (superseded ones too: they may become current again)
+/// without a vector of `model`, by row, with their content.
+pub(super) async fn missing_vectors(
+    tx: &Transaction<'_>,
+    project: &str,
+    model: &str,
+    limit: usize,
+) -> Result<Vec<(i64, String)>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = tx
+        .query(
+            "SELECT num, content FROM project_memories
+             WHERE project_path = $1 AND (embedding_model IS DISTINCT FROM $2 OR embedding IS NULL)
+             ORDER BY num LIMIT $3",
+            &[&project, &model, &limit],
+        )
+        .await?;
+    rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
+}
+
+/// Store the vector of row `num` if it still holds `content`.
+pub(super) async fn set_vector_of(
+    tx: &Transaction<'_>,
+    num: i64,
+    content: &str,
+    vector: (String, Vec<u8>),
+) -> Result<()> {
+    let stmt = tx
+        .prepare_cached("UPDATE project_memories SET embedding_model = $3, embedding = $4 WHERE num = $1 AND content = $2")
+        .await?;
+    tx.execute(&stmt, &[&num, &content, &vector.0, &vector.1]).await?;
+    Ok(())
+}
+
+/// The sentence vectors of a project's current memories made by `model`, by row.
+pub(super) async fn vectors(tx: &Transaction<'_>, project: &str, model: &str) -> Result<Vec<(i64, Vec<u8>)>> {
+    let stmt = tx
+        .prepare_cached(
+            "SELECT num, embedding FROM project_memories
+             WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL",
+        )
+        .await?;
+    let rows = tx.query(&stmt, &[&project, &model]).await?;
+    rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
+}
+
 pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry) -> Result<()> {
     let stmt = tx
         .prepare_cached(

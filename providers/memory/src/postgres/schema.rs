@@ -20,7 +20,7 @@ use super::rows::{row_to_entry, Postings, COLS};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 5;
+pub(crate) const LATEST: i32 = 6;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -142,7 +142,13 @@ const V5: &str = r#"
 CREATE INDEX project_memories_category ON project_memories (project_path, category, importance DESC, created_at DESC, id);
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const V6: &str = r#"
+-- A sentence vector per memory when a model is configured (`crate::vectors`), with the
+-- identity of the model that made it. NULL without a model.
+ALTER TABLE project_memories ADD COLUMN embedding_model TEXT, ADD COLUMN embedding BYTEA;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {

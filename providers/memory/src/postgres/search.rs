@@ -1,15 +1,16 @@
 //! Reads and search on PostgreSQL: get, list, count, search (candidates from the postings,
 //! then the crate's ranking), and stats.
 
-use super::candidates::candidates;
-use super::rows::{load, select_entries, COLS};
+use super::candidates::{candidates, rows_as_candidates};
+use super::rows::{self, load, select_entries, COLS};
 use super::{read_tx, PostgresStore};
-use crate::error::Result;
+use crate::error::{MemoryError, Result};
 use crate::postings::Filter;
-use crate::retrieval::rank;
+use crate::retrieval::{rank, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
+use crate::vectors::{self, SEMANTIC_CANDIDATES};
 
 pub(super) async fn get(store: &PostgresStore, id: &str) -> Result<Option<MemoryEntry>> {
     let mut entry = read_tx!(store, |tx| { load(&tx, id).await?.map(|(_, e)| e) })?;
@@ -73,9 +74,20 @@ pub(super) async fn search(
 ) -> Result<Vec<MemorySearchResult>> {
     let project = check_project(&req.project_path)?;
     let q_terms = terms(&req.query);
-    if q_terms.is_empty() || req.top_k == 0 {
+    let semantic = store.inner.options.semantic();
+    if (q_terms.is_empty() && semantic.is_none()) || req.top_k == 0 || req.query.trim().is_empty() {
         return Ok(Vec::new());
     }
+    // Embedded before the read transaction, which then lasts no longer than without a model,
+    // on the blocking pool (arithmetic, not I/O).
+    let query_vector = match semantic.cloned() {
+        Some(semantic) => {
+            let query = req.query.clone();
+            let embedded = tokio::task::spawn_blocking(move || semantic.query(&query)).await;
+            Some(embedded.map_err(|e| MemoryError::Task(format!("embedding the query stopped: {e}")))?)
+        }
+        None => None,
+    };
     let now = store.now();
     let mut results = read_tx!(store, |tx| {
         let filter = Filter {
@@ -83,8 +95,26 @@ pub(super) async fn search(
             min_importance: req.min_importance,
             categories: req.categories.as_deref(),
         };
-        let (vocab, found) = candidates(store, &tx, &filter, &q_terms).await?;
-        rank(&q_terms, &vocab, found, now, req.top_k)
+        let (mut vocab, mut found) = if q_terms.is_empty() {
+            (Vocabulary::default(), Vec::new())
+        } else {
+            candidates(store, &tx, &filter, &q_terms).await?
+        };
+        match (semantic, &query_vector) {
+            (Some(semantic), Some(query)) => {
+                // The lexical candidates, joined by the memories nearest the query by meaning.
+                let stored = rows::vectors(&tx, &project, semantic.model_id()).await?;
+                let near = vectors::nearest(query, stored, SEMANTIC_CANDIDATES);
+                let extra = near.not_in(&found);
+                found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
+                let meaning = Meaning {
+                    cosine: &near.cosine,
+                    blend: semantic.blend,
+                };
+                rank(&q_terms, &vocab, found, Some(&meaning), now, req.top_k)
+            }
+            _ => rank(&q_terms, &vocab, found, None, now, req.top_k),
+        }
     })?;
     for r in &mut results {
         store.redact_read(&mut r.entry);

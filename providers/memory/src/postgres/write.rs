@@ -24,7 +24,8 @@ async fn project_of(store: &PostgresStore, id: &str) -> Result<String> {
 pub(super) async fn add(store: &PostgresStore, new: NewMemoryEntry) -> Result<MemoryEntry> {
     let checked = check_new(&new)?;
     let project = checked.project_path.clone();
-    write_rows!(store, [project.as_str()], |rows, now| {
+    let vectors = store.vectors([checked.content.as_str()]).await?;
+    write_rows!(store, [project.as_str()], vectors, |rows, now| {
         write::add(&mut rows, checked.clone(), &new.supersedes, now).await?
     })
 }
@@ -35,15 +36,19 @@ pub(super) async fn add_many(
 ) -> Result<Vec<MemoryEntry>> {
     let checked = check_batch(entries)?;
     let projects: Vec<&str> = checked.iter().map(|(c, _)| c.project_path.as_str()).collect();
-    write_rows!(store, projects.iter().copied(), |rows, now| {
+    let vectors = store
+        .vectors(checked.iter().map(|(c, _)| c.content.as_str()))
+        .await?;
+    write_rows!(store, projects.iter().copied(), vectors, |rows, now| {
         write::add_many(&mut rows, checked.clone(), now).await?
     })
 }
 
 pub(super) async fn update(store: &PostgresStore, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
+    let vectors = store.vectors(update.content.as_deref()).await?;
     let update = check_update(update)?;
     let project = project_of(store, id).await?;
-    write_rows!(store, [project.as_str()], |rows, now| {
+    write_rows!(store, [project.as_str()], vectors, |rows, now| {
         write::update(&mut rows, id, update.clone(), now).await?
     })
 }
@@ -51,23 +56,30 @@ pub(super) async fn update(store: &PostgresStore, id: &str, update: MemoryUpdate
 pub(super) async fn upsert(store: &PostgresStore, new: NewMemoryEntry) -> Result<UpsertResult> {
     let checked = check_new(&new)?;
     let project = checked.project_path.clone();
-    write_rows!(store, [project.as_str()], |rows, now| {
+    let vectors = store.vectors([checked.content.as_str()]).await?;
+    write_rows!(store, [project.as_str()], vectors, |rows, now| {
         write::upsert(&mut rows, checked.clone(), &new.supersedes, now).await?
     })
 }
 
 pub(super) async fn delete(store: &PostgresStore, id: &str) -> Result<MemoryEntry> {
     let project = project_of(store, id).await?;
-    write_rows!(store, [project.as_str()], |rows, now| {
-        write::delete(&mut rows, id, now).await?
-    })
+    write_rows!(
+        store,
+        [project.as_str()],
+        store.vectors([]).await?,
+        |rows, now| { write::delete(&mut rows, id, now).await? }
+    )
 }
 
 pub(super) async fn forget(store: &PostgresStore, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
     let project = check_project(project)?;
-    write_rows!(store, [project.as_str()], |rows, now| {
-        write::forget(&mut rows, &project, query, now).await?
-    })
+    write_rows!(
+        store,
+        [project.as_str()],
+        store.vectors([]).await?,
+        |rows, now| { write::forget(&mut rows, &project, query, now).await? }
+    )
 }
 
 pub(super) async fn undo(
@@ -75,38 +87,50 @@ pub(super) async fn undo(
     project: &str,
     history_id: i64,
 ) -> Result<Option<MemoryEntry>> {
-    write_rows!(store, [project], |rows, now| {
+    write_rows!(store, [project], store.vectors([]).await?, |rows, now| {
         write::undo(&mut rows, project, history_id, now).await?
     })
 }
 
 pub(super) async fn clear(store: &PostgresStore, project: &str) -> Result<usize> {
     let project = check_project(project)?;
-    write_rows!(store, [project.as_str()], |rows, now| {
-        write::clear(&mut rows, &project, now).await?
-    })
+    write_rows!(
+        store,
+        [project.as_str()],
+        store.vectors([]).await?,
+        |rows, now| { write::clear(&mut rows, &project, now).await? }
+    )
 }
 
 pub(super) async fn decay(store: &PostgresStore, project: &str) -> Result<usize> {
     let project = check_project(project)?;
-    write_rows!(store, [project.as_str()], |rows, now| {
-        write::decay(&mut rows, &project, now).await?
-    })
+    write_rows!(
+        store,
+        [project.as_str()],
+        store.vectors([]).await?,
+        |rows, now| { write::decay(&mut rows, &project, now).await? }
+    )
 }
 
 pub(super) async fn prune(store: &PostgresStore, project: &str, min_importance: f32) -> Result<usize> {
     let project = check_project(project)?;
     let min_importance = check_importance(min_importance)?;
-    write_rows!(store, [project.as_str()], |rows, now| {
-        write::prune(&mut rows, &project, min_importance, now).await?
-    })
+    write_rows!(
+        store,
+        [project.as_str()],
+        store.vectors([]).await?,
+        |rows, now| { write::prune(&mut rows, &project, min_importance, now).await? }
+    )
 }
 
 pub(super) async fn compact(store: &PostgresStore, project: &str) -> Result<usize> {
     let project = check_project(project)?;
-    write_rows!(store, [project.as_str()], |rows, now| {
-        write::compact(&mut rows, &project, now).await?
-    })
+    write_rows!(
+        store,
+        [project.as_str()],
+        store.vectors([]).await?,
+        |rows, now| { write::compact(&mut rows, &project, now).await? }
+    )
 }
 
 /// Import records in one transaction (all or nothing), holding the lock of every project
@@ -124,15 +148,45 @@ pub(super) async fn import(
         .chain(plan.episodes.iter().map(|e| e.project_path.as_str()))
         .chain(plan.history.iter().map(|h| h.project_path.as_str()))
         .collect();
-    write_rows!(store, projects.iter().copied(), |rows, now| {
+    let vectors = store
+        .vectors(plan.memories.iter().map(|m| m.content.as_str()))
+        .await?;
+    write_rows!(store, projects.iter().copied(), vectors, |rows, now| {
         write::import(&mut rows, &plan, now).await?
     })
 }
 
 pub(super) async fn add_episode(store: &PostgresStore, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
     let project = crate::rules::check_episode(&new)?;
-    write_rows!(store, [project.as_str()], |rows, now| {
+    write_rows!(store, [project.as_str()], None, |rows, now| {
         write::add_episode(&mut rows, new.clone(), project.clone(), now).await?
+    })
+}
+
+/// Vectors for up to `limit` memories of a project that lack one of the configured model.
+pub(super) async fn embed_missing(store: &PostgresStore, project: &str, limit: usize) -> Result<usize> {
+    let project = check_project(project)?;
+    let semantic = store
+        .inner
+        .options
+        .semantic()
+        .ok_or_else(crate::vectors::no_model)?;
+    let model = semantic.model_id().to_owned();
+    let missing = super::read_tx!(store, |tx| {
+        super::rows::missing_vectors(&tx, &project, &model, limit).await?
+    })?;
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    let Some(vectors) = store.vectors(missing.iter().map(|(_, c)| c.as_str())).await? else {
+        return Ok(0);
+    };
+    write_tx!(store, [project.as_str()], |tx, _now| {
+        let mut vectors = vectors.clone();
+        for (num, content) in &missing {
+            super::rows::set_vector_of(&tx, *num, content, vectors.of(content)).await?;
+        }
+        missing.len()
     })
 }
 

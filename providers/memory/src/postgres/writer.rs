@@ -21,6 +21,7 @@ use crate::error::Result;
 use crate::postings::{self, Filter};
 use crate::retrieval::Vocabulary;
 use crate::types::*;
+use crate::vectors::Vectors;
 use crate::write::{Change, Row, Rows, Similar, Which};
 
 /// One PostgreSQL write transaction, holding its projects' locks.
@@ -29,15 +30,18 @@ pub(super) struct PgRows<'a> {
     tx: &'a Transaction<'a>,
     counts: TermCounts,
     postings: Postings,
+    /// The sentence vectors of what it writes, when a model is configured.
+    vectors: Option<Vectors>,
 }
 
 impl<'a> PgRows<'a> {
-    pub(super) fn new(store: &'a PostgresStore, tx: &'a Transaction<'a>) -> Self {
+    pub(super) fn new(store: &'a PostgresStore, tx: &'a Transaction<'a>, vectors: Option<Vectors>) -> Self {
         PgRows {
             store,
             tx,
             counts: TermCounts::default(),
             postings: Postings::default(),
+            vectors,
         }
     }
 
@@ -55,11 +59,13 @@ impl<'a> PgRows<'a> {
 
 /// Run `$body` with `$rows` a [`PgRows`] over a write transaction holding the locks of
 /// `$projects` (see [`write_tx`](super::write_tx)), flushing its counts before the commit.
+/// `$vectors` are the sentence vectors of the contents it writes ([`PostgresStore::vectors`]).
 macro_rules! write_rows {
-    ($store:expr, $projects:expr, |$rows:ident, $now:ident| $body:block) => {{
+    ($store:expr, $projects:expr, $vectors:expr, |$rows:ident, $now:ident| $body:block) => {{
         let store: &$crate::postgres::PostgresStore = $store;
+        let vectors: Option<$crate::vectors::Vectors> = $vectors;
         $crate::postgres::write_tx!(store, $projects, |tx, $now| {
-            let mut $rows = $crate::postgres::writer::PgRows::new(store, &tx);
+            let mut $rows = $crate::postgres::writer::PgRows::new(store, &tx, vectors.clone());
             let out = $body;
             $rows.flush().await?;
             out
@@ -154,6 +160,9 @@ impl Rows for PgRows<'_> {
 
     async fn insert(&mut self, entry: &MemoryEntry) -> Result<()> {
         let num = rows::insert_row(self.tx, entry).await?;
+        if let Some(vectors) = &mut self.vectors {
+            rows::set_vector(self.tx, num, Some(vectors.of(&entry.content))).await?;
+        }
         self.postings.add(num, entry);
         self.counts.count(entry, 1);
         Ok(())
@@ -161,6 +170,11 @@ impl Rows for PgRows<'_> {
 
     async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
         rows::store_row(self.tx, num, new).await?;
+        if old.content != new.content {
+            // A vector of the old text would be wrong: the new one, or none without a model.
+            let vector = self.vectors.as_mut().map(|v| v.of(&new.content));
+            rows::set_vector(self.tx, num, vector).await?;
+        }
         if postings::moved(old, new) {
             self.flush_postings().await?;
             rows::repost(self.tx, num, new).await?;

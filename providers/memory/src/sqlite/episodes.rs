@@ -15,7 +15,9 @@ impl MemoryDb {
     /// ([`secrets::redact`]) when the text comes from a conversation.
     pub(crate) fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
         let project_path = check_episode(&new)?;
-        self.write_rows(async |rows, now| crate::write::add_episode(rows, new, project_path, now).await)
+        self.write_rows(None, async |rows, now| {
+            crate::write::add_episode(rows, new, project_path, now).await
+        })
     }
 
     /// The latest episodic records of a project, newest first.

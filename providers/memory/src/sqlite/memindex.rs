@@ -266,6 +266,7 @@ impl ProjectIndex {
                 let relevance_score =
                     compute_relevance_score(similarity, keyword_overlap, entry.importance, days);
                 let hit = MemorySearchResult {
+                    semantic_similarity: None,
                     entry,
                     relevance_score,
                     similarity,

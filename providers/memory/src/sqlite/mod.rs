@@ -39,6 +39,7 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::{MemoryError, Result};
 use crate::options::OpenOptions;
+use crate::vectors::Vectors;
 use writer::{run_now, SqliteRows};
 
 pub use store::SqliteMemoryStore;
@@ -278,11 +279,22 @@ impl MemoryDb {
     }
 
     /// Run one of the shared writes ([`crate::write`]) in a write transaction, as [`write`]
-    /// does.
+    /// does; `vectors` are the sentence vectors of the contents it will write (see
+    /// [`MemoryDb::vectors`]).
     ///
     /// [`write`]: Self::write
-    fn write_rows<T>(&self, f: impl AsyncFnOnce(&mut SqliteRows<'_>, i64) -> Result<T>) -> Result<T> {
-        self.write(|tx, now| run_now(f(&mut SqliteRows::new(self, tx), now)))
+    fn write_rows<T>(
+        &self,
+        vectors: Option<Vectors>,
+        f: impl AsyncFnOnce(&mut SqliteRows<'_>, i64) -> Result<T>,
+    ) -> Result<T> {
+        self.write(|tx, now| run_now(f(&mut SqliteRows::new(self, tx, vectors), now)))
+    }
+
+    /// With a model configured, the vectors of `contents`, computed before the write's
+    /// transaction so it holds the lock for no longer than without a model.
+    fn vectors<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Option<Vectors> {
+        self.inner.options.semantic().map(|s| s.prepare(contents))
     }
 
     /// Run `f` in a read transaction (one consistent snapshot).

@@ -34,8 +34,8 @@ pub(super) fn id_is_free(tx: &Transaction, id: &str, project: Option<&str>) -> R
     Ok(!in_history)
 }
 
-/// Insert a complete entry (row and index).
-pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<()> {
+/// Insert a complete entry (row and index); returns its row number.
+pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
     tx.prepare_cached(
         "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
              source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
@@ -59,7 +59,9 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<()> {
         e.superseded_by,
         e.superseded_at,
     ])?;
-    index::add(tx, tx.last_insert_rowid(), e)
+    let num = tx.last_insert_rowid();
+    index::add(tx, num, e)?;
+    Ok(num)
 }
 
 /// Write every field of `new` over row `num` (which holds `old`) and re-index when needed.
@@ -92,6 +94,55 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
 }
 
 /// Delete row `num` (which holds `old`) and its index.
+/// Store (or, with `None`, clear) the sentence vector of row `num`.
+pub(super) fn set_vector(tx: &Transaction, num: i64, vector: Option<(String, Vec<u8>)>) -> Result<()> {
+    let (model, bytes) = vector.unzip();
+    tx.prepare_cached("UPDATE project_memories SET embedding_model = ?2, embedding = ?3 WHERE num = ?1")?
+        .execute(params![num, model, bytes])?;
+    Ok(())
+}
+
+/// Up to `limit` memories of a project (superseded ones too: they may become current again)
+/// without a vector of `model`, by row, with their content.
+pub(super) fn missing_vectors(
+    tx: &Transaction,
+    project: &str,
+    model: &str,
+    limit: usize,
+) -> Result<Vec<(i64, String)>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT num, content FROM project_memories
+         WHERE project_path = ?1 AND (embedding_model IS NOT ?2 OR embedding IS NULL) ORDER BY num LIMIT ?3",
+    )?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(params![project, model, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Store the vector of row `num` if it still holds `content` (a write may have changed it
+/// since the vector was computed); whether it did.
+pub(super) fn set_vector_of(
+    tx: &Transaction,
+    num: i64,
+    content: &str,
+    vector: (String, Vec<u8>),
+) -> Result<bool> {
+    let changed = tx
+        .prepare_cached("UPDATE project_memories SET embedding_model = ?3, embedding = ?4 WHERE num = ?1 AND content = ?2")?
+        .execute(params![num, content, vector.0, vector.1])?;
+    Ok(changed > 0)
+}
+
+/// The sentence vectors of a project's current memories made by `model`, by row.
+pub(super) fn vectors(tx: &Transaction, project: &str, model: &str) -> Result<Vec<(i64, Vec<u8>)>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT num, embedding FROM project_memories
+         WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL",
+    )?;
+    let rows = stmt.query_map(params![project, model], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 pub(super) fn delete_row(tx: &Transaction, num: i64, old: &MemoryEntry) -> Result<()> {
     index::remove(tx, num, old)?;
     tx.prepare_cached("DELETE FROM project_memories WHERE num = ?1")?

@@ -8,8 +8,9 @@
 //! - timestamps are `INTEGER` Unix milliseconds (set from an injectable clock), not `TEXT`;
 //! - `project_memories` has an `INTEGER PRIMARY KEY` (`num`) so the search index can refer
 //!   to rows by a stable rowid; `id TEXT` is `NOT NULL UNIQUE`, the key callers know a memory by;
-//! - there is no `embedding` column: TF-IDF vectors are computed at query time from the content
-//!   and the project's live document frequencies (`memory_terms`), so they are never stale;
+//! - TF-IDF vectors are computed at query time from the content and the project's live
+//!   document frequencies (`memory_terms`), so they are never stale; the `embedding` column
+//!   (v8) holds a sentence vector only when a model is configured, with the model's identity;
 //! - `decayed_at` remembers the last decay so repeated decays compound correctly;
 //! - `superseded_by` / `superseded_at` (v3) keep a replaced memory with a link to its successor
 //!   instead of deleting it, so history shows it and undo brings it back;
@@ -23,7 +24,9 @@
 //! - impact-ordered postings (v6, [`crate::postings`]) replace the FTS5 table, whose `bm25`
 //!   scored every memory holding a query term before any cut;
 //! - the category index (v7) covers the importance order too, so the essentials (the most
-//!   important preferences and corrections) are two bounded pages.
+//!   important preferences and corrections) are two bounded pages;
+//! - `embedding_model` and `embedding` (v8) keep a memory's sentence vector in its row, so it
+//!   is written, moved and deleted with the row.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -31,7 +34,7 @@ use super::index;
 use super::rows::{select_entries, COLS};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i64 = 7;
+pub(crate) const LATEST: i64 = 8;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -206,7 +209,15 @@ DROP INDEX idx_project_memories_category;
 CREATE INDEX idx_project_memories_category ON project_memories(project_path, category, importance DESC, created_at DESC, id);
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const V8: &str = r#"
+-- A sentence vector per memory when a model is configured (`crate::vectors`): the encoded
+-- vector and the identity of the model that made it, so another model's vectors are never
+-- compared with this one's. NULL without a model.
+ALTER TABLE project_memories ADD COLUMN embedding_model TEXT;
+ALTER TABLE project_memories ADD COLUMN embedding BLOB;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {

@@ -7,15 +7,16 @@ use std::sync::{Arc, Mutex, RwLock};
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::json_array;
-use super::rows::{load, select_entries, COLS};
+use super::rows::{self, load, select_entries, COLS};
 use super::{index, memindex, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
 use crate::postings::{self, Filter, Kept};
-use crate::retrieval::{rank, rarest_terms, Candidate, Vocabulary};
+use crate::retrieval::{rank, rarest_terms, Candidate, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
+use crate::vectors::{self, Semantic, SEMANTIC_CANDIDATES};
 
 /// At most this many projects keep an in-memory index.
 const MAX_INDEXED_PROJECTS: usize = 8;
@@ -93,25 +94,31 @@ impl MemoryDb {
     pub(crate) fn search(&self, req: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
         let project = check_project(&req.project_path)?;
         let q_terms = terms(&req.query);
-        if q_terms.is_empty() || req.top_k == 0 {
+        let semantic = self.inner.options.semantic();
+        if (q_terms.is_empty() && semantic.is_none()) || req.top_k == 0 || req.query.trim().is_empty() {
             return Ok(Vec::new());
         }
+        // Embedded before the read transaction, which then lasts no longer than without a model.
+        let query_vector = semantic.map(|s| s.query(&req.query));
         let now = self.now();
         let mut results = self.read(|tx| {
             let categories = req.categories.as_deref();
+            let filter = Filter {
+                project: &project,
+                min_importance: req.min_importance,
+                categories,
+            };
+            if let (Some(semantic), Some(q)) = (semantic, &query_vector) {
+                return self.hybrid(tx, &filter, &q_terms, semantic, q, now, req.top_k);
+            }
             let indexed = self.with_index(tx, &project, |ix| {
                 ix.search(tx, &q_terms, req.min_importance, categories, now, req.top_k)
             })?;
             if let Some(hits) = indexed {
                 return Ok(hits);
             }
-            let filter = Filter {
-                project: &project,
-                min_importance: req.min_importance,
-                categories,
-            };
             let (vocab, candidates) = self.candidates(tx, &filter, &q_terms)?;
-            Ok(rank(&q_terms, &vocab, candidates, now, req.top_k))
+            Ok(rank(&q_terms, &vocab, candidates, None, now, req.top_k))
         })?;
         for r in &mut results {
             self.redact_read(&mut r.entry);
@@ -325,6 +332,48 @@ impl MemoryDb {
         }
         vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms)?);
         Ok((vocab, kept.candidates))
+    }
+
+    /// A search by words and meaning: the lexical candidates from the postings, joined by the
+    /// memories whose sentence vectors are nearest the query's, ranked by the blend.
+    #[allow(clippy::too_many_arguments)]
+    fn hybrid(
+        &self,
+        tx: &Transaction,
+        filter: &Filter,
+        q_terms: &[String],
+        semantic: &Semantic,
+        query: &[f32],
+        now: i64,
+        top_k: usize,
+    ) -> Result<Vec<MemorySearchResult>> {
+        let (mut vocab, mut candidates) = if q_terms.is_empty() || filter.is_empty() {
+            (Vocabulary::default(), Vec::new())
+        } else {
+            self.candidates(tx, filter, q_terms)?
+        };
+        let stored = rows::vectors(tx, filter.project, semantic.model_id())?;
+        let near = vectors::nearest(query, stored, SEMANTIC_CANDIDATES);
+        let extra = near.not_in(&candidates);
+        if !extra.is_empty() && !filter.is_empty() {
+            let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
+            let mut kept = Kept::new(filter, &q_set, extra.len());
+            let found = select_entries(
+                tx,
+                &format!(
+                    "SELECT {COLS} FROM project_memories WHERE num IN (SELECT value FROM json_each(?1))"
+                ),
+                params![json_array(&extra)],
+            )?;
+            kept.offer_round(&extra, found);
+            vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms)?);
+            candidates.extend(kept.candidates);
+        }
+        let meaning = Meaning {
+            cosine: &near.cosine,
+            blend: semantic.blend,
+        };
+        Ok(rank(q_terms, &vocab, candidates, Some(&meaning), now, top_k))
     }
 
     /// Counts for a project.

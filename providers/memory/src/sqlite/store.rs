@@ -89,6 +89,15 @@ impl SqliteMemoryStore {
         self.blocking(move |db| db.compact(&project)).await
     }
 
+    /// Give up to `limit` memories of a project that have no vector of the model given to
+    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) (written before it was
+    /// configured, or by another model) their vector; returns how many it gave one, 0 once
+    /// every memory has one. Call it until it returns 0 to reindex a project.
+    pub async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking(move |db| db.embed_missing(&project, limit)).await
+    }
+
     /// Counts for a project: memories by category, accesses, episodes, history entries.
     pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
         let project = project.to_string();

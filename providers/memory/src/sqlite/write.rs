@@ -3,64 +3,87 @@
 
 use rusqlite::params;
 
-use super::MemoryDb;
+use super::{rows, MemoryDb};
 use crate::error::Result;
 use crate::rules::{check_batch, check_importance, check_new, check_project, check_update, MAX_ACCESS_COUNT};
 use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
 use crate::types::*;
+use crate::vectors::no_model;
 use crate::write;
 
 impl MemoryDb {
     /// Add a memory, marking the older memories it contradicts as superseded.
     pub(crate) fn add(&self, new: NewMemoryEntry) -> Result<MemoryEntry> {
         let checked = check_new(&new)?;
-        self.write_rows(async |rows, now| write::add(rows, checked, &new.supersedes, now).await)
+        let vectors = self.vectors([checked.content.as_str()]);
+        self.write_rows(vectors, async |rows, now| {
+            write::add(rows, checked, &new.supersedes, now).await
+        })
     }
 
     /// Add several memories in one transaction: all are stored or none.
     pub(crate) fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
         let checked = check_batch(entries)?;
-        self.write_rows(async |rows, now| write::add_many(rows, checked, now).await)
+        let vectors = self.vectors(checked.iter().map(|(c, _)| c.content.as_str()));
+        self.write_rows(vectors, async |rows, now| {
+            write::add_many(rows, checked, now).await
+        })
     }
 
     /// Change fields of a memory.
     pub(crate) fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
+        let vectors = self.vectors(update.content.as_deref());
         let update = check_update(update)?;
-        self.write_rows(async |rows, now| write::update(rows, id, update, now).await)
+        self.write_rows(vectors, async |rows, now| {
+            write::update(rows, id, update, now).await
+        })
     }
 
     /// Insert, merge into a memory more than 0.85 similar, or skip an identical one.
     pub(crate) fn upsert(&self, new: NewMemoryEntry) -> Result<UpsertResult> {
         let checked = check_new(&new)?;
-        self.write_rows(async |rows, now| write::upsert(rows, checked, &new.supersedes, now).await)
+        let vectors = self.vectors([checked.content.as_str()]);
+        self.write_rows(vectors, async |rows, now| {
+            write::upsert(rows, checked, &new.supersedes, now).await
+        })
     }
 
     /// Delete a memory, returning it.
     pub(crate) fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        self.write_rows(async |rows, now| write::delete(rows, id, now).await)
+        self.write_rows(self.vectors([]), async |rows, now| {
+            write::delete(rows, id, now).await
+        })
     }
 
     /// Delete the memories of a project that best match `query`, returning them.
     pub(crate) fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
         let project = check_project(project)?;
-        self.write_rows(async |rows, now| write::forget(rows, &project, query, now).await)
+        self.write_rows(self.vectors([]), async |rows, now| {
+            write::forget(rows, &project, query, now).await
+        })
     }
 
     /// Delete every memory of a project, returning how many there were.
     pub(crate) fn clear(&self, project: &str) -> Result<usize> {
         let project = check_project(project)?;
-        self.write_rows(async |rows, now| write::clear(rows, &project, now).await)
+        self.write_rows(self.vectors([]), async |rows, now| {
+            write::clear(rows, &project, now).await
+        })
     }
 
     /// Put a memory of `project` back as it was before history entry `history_id`.
     pub(crate) fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.write_rows(async |rows, now| write::undo(rows, project, history_id, now).await)
+        self.write_rows(self.vectors([]), async |rows, now| {
+            write::undo(rows, project, history_id, now).await
+        })
     }
 
     /// Lower the importance of memories not accessed lately; returns how many changed.
     pub(crate) fn decay(&self, project: &str) -> Result<usize> {
         let project = check_project(project)?;
-        self.write_rows(async |rows, now| write::decay(rows, &project, now).await)
+        self.write_rows(self.vectors([]), async |rows, now| {
+            write::decay(rows, &project, now).await
+        })
     }
 
     /// Delete the memories of a project whose importance is below `min_importance` (which
@@ -68,19 +91,42 @@ impl MemoryDb {
     pub(crate) fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
         let project = check_project(project)?;
         let min_importance = check_importance(min_importance)?;
-        self.write_rows(async |rows, now| write::prune(rows, &project, min_importance, now).await)
+        self.write_rows(self.vectors([]), async |rows, now| {
+            write::prune(rows, &project, min_importance, now).await
+        })
     }
 
     /// Merge memories of a project more than 0.90 similar; returns how many were merged away.
     pub(crate) fn compact(&self, project: &str) -> Result<usize> {
         let project = check_project(project)?;
-        self.write_rows(async |rows, now| write::compact(rows, &project, now).await)
+        self.write_rows(self.vectors([]), async |rows, now| {
+            write::compact(rows, &project, now).await
+        })
     }
 
     /// Import records in one transaction (all or nothing).
     pub(crate) fn import(&self, records: &[ExportRecord], project: Option<&str>) -> Result<ImportReport> {
         let plan = ImportPlan::new(records.to_vec(), project)?;
-        self.write_rows(async |rows, now| write::import(rows, &plan, now).await)
+        let vectors = self.vectors(plan.memories.iter().map(|m| m.content.as_str()));
+        self.write_rows(vectors, async |rows, now| write::import(rows, &plan, now).await)
+    }
+
+    /// Give up to `limit` memories of a project that lack a vector of the configured model
+    /// their vector; returns how many it gave one (0 once every memory has one).
+    pub(crate) fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        let project = check_project(project)?;
+        let semantic = self.inner.options.semantic().ok_or_else(no_model)?;
+        let missing = self.read(|tx| rows::missing_vectors(tx, &project, semantic.model_id(), limit))?;
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let mut vectors = semantic.prepare(missing.iter().map(|(_, c)| c.as_str()));
+        self.write(|tx, _| {
+            for (num, content) in &missing {
+                rows::set_vector_of(tx, *num, content, vectors.of(content))?;
+            }
+            Ok(missing.len())
+        })
     }
 
     /// Bump access counts (saturating at [`MAX_ACCESS_COUNT`]) and last-access times: what a

@@ -17,6 +17,7 @@ use crate::error::{MemoryError, Result};
 use crate::postings::Filter;
 use crate::retrieval::Vocabulary;
 use crate::types::*;
+use crate::vectors::Vectors;
 use crate::write::{Change, Row, Rows, Similar, Which};
 
 /// One SQLite write transaction, with the store's caches.
@@ -26,11 +27,18 @@ pub(super) struct SqliteRows<'a> {
     /// Whether this transaction changed anything yet: from then on, the in-memory index no
     /// longer matches what it sees, and reads bypass it.
     wrote: bool,
+    /// The sentence vectors of what it writes, when a model is configured.
+    vectors: Option<Vectors>,
 }
 
 impl<'a> SqliteRows<'a> {
-    pub(super) fn new(db: &'a MemoryDb, tx: &'a Transaction<'a>) -> Self {
-        SqliteRows { db, tx, wrote: false }
+    pub(super) fn new(db: &'a MemoryDb, tx: &'a Transaction<'a>, vectors: Option<Vectors>) -> Self {
+        SqliteRows {
+            db,
+            tx,
+            wrote: false,
+            vectors,
+        }
     }
 }
 
@@ -122,12 +130,21 @@ impl Rows for SqliteRows<'_> {
 
     async fn insert(&mut self, entry: &MemoryEntry) -> Result<()> {
         self.wrote = true;
-        rows::insert_entry(self.tx, entry)
+        let num = rows::insert_entry(self.tx, entry)?;
+        if let Some(vectors) = &mut self.vectors {
+            rows::set_vector(self.tx, num, Some(vectors.of(&entry.content)))?;
+        }
+        Ok(())
     }
 
     async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
         self.wrote = true;
-        rows::store_row(self.tx, num, old, new)
+        rows::store_row(self.tx, num, old, new)?;
+        if old.content != new.content {
+            // A vector of the old text would be wrong: the new one, or none without a model.
+            rows::set_vector(self.tx, num, self.vectors.as_mut().map(|v| v.of(&new.content)))?;
+        }
+        Ok(())
     }
 
     async fn delete(&mut self, num: i64, old: &MemoryEntry) -> Result<()> {

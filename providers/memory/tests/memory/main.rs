@@ -9,4 +9,5 @@ mod backends;
 mod durability;
 mod extraction;
 mod lifecycle;
+mod meaning;
 mod provider;

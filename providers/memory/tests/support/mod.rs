@@ -19,8 +19,10 @@ pub(crate) struct Backend {
     pub store: Arc<dyn MemoryStore>,
     pub clock: ManualClock,
     kind: Kind,
+    /// The SQLite file or the PostgreSQL URL.
+    location: String,
     /// Keeps a SQLite file's folder alive.
-    _dir: Option<tempfile::TempDir>,
+    _dir: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 enum Kind {
@@ -32,17 +34,20 @@ enum Kind {
 impl Backend {
     /// A fresh SQLite store.
     pub(crate) fn sqlite() -> Backend {
-        let dir = tempfile::tempdir().unwrap();
+        Self::sqlite_with(OpenOptions::default())
+    }
+
+    /// A fresh SQLite store opened with `options` (and the test clock).
+    pub(crate) fn sqlite_with(options: OpenOptions) -> Backend {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        let location = dir.path().join("memory.db").to_string_lossy().into_owned();
         let clock = ManualClock::new(START);
-        let store = SqliteMemoryStore::open_with(
-            dir.path().join("memory.db"),
-            OpenOptions::default().clock(clock.clone()),
-        )
-        .unwrap();
+        let store = SqliteMemoryStore::open_with(&location, options.clock(clock.clone())).unwrap();
         Backend {
             store: Arc::new(store.clone()),
             clock,
             kind: Kind::Sqlite(store),
+            location,
             _dir: Some(dir),
         }
     }
@@ -50,17 +55,59 @@ impl Backend {
     /// A store on a fresh database of the test cluster; `None` when PostgreSQL is missing.
     #[cfg(feature = "postgres")]
     pub(crate) async fn postgres() -> Option<Backend> {
+        Self::postgres_with(OpenOptions::default()).await
+    }
+
+    /// A store on a fresh database of the test cluster opened with `options`.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn postgres_with(options: OpenOptions) -> Option<Backend> {
         let url = pg::cluster()?.database();
         let clock = ManualClock::new(START);
-        let store = PostgresStore::connect_with(&url, OpenOptions::default().clock(clock.clone()))
+        let store = PostgresStore::connect_with(&url, options.clock(clock.clone()))
             .await
             .unwrap();
         Some(Backend {
             store: Arc::new(store.clone()),
             clock,
             kind: Kind::Postgres(store),
+            location: url,
             _dir: None,
         })
+    }
+
+    /// Another store on the same database, opened with `options` (as another process
+    /// configured otherwise would), on the same clock.
+    pub(crate) async fn reopen_with(&self, options: OpenOptions) -> Backend {
+        let options = options.clock(self.clock.clone());
+        let kind = match &self.kind {
+            Kind::Sqlite(_) => Kind::Sqlite(SqliteMemoryStore::open_with(&self.location, options).unwrap()),
+            #[cfg(feature = "postgres")]
+            Kind::Postgres(_) => Kind::Postgres(
+                PostgresStore::connect_with(&self.location, options)
+                    .await
+                    .unwrap(),
+            ),
+        };
+        let store: Arc<dyn MemoryStore> = match &kind {
+            Kind::Sqlite(s) => Arc::new(s.clone()),
+            #[cfg(feature = "postgres")]
+            Kind::Postgres(s) => Arc::new(s.clone()),
+        };
+        Backend {
+            store,
+            clock: self.clock.clone(),
+            kind,
+            location: self.location.clone(),
+            _dir: self._dir.clone(),
+        }
+    }
+
+    pub(crate) async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        match &self.kind {
+            Kind::Sqlite(s) => s.embed_missing(project, limit).await,
+            #[cfg(feature = "postgres")]
+            Kind::Postgres(s) => s.embed_missing(project, limit).await,
+        }
     }
 
     /// Another store on the same database (another process would see the same).
