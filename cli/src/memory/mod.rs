@@ -127,6 +127,10 @@ pub(crate) enum MemoryCommand {
     },
     /// Merge memories that say the same thing (cosine above 0.90).
     Compact,
+    /// Give every memory of the project a sentence vector of the embedding model
+    /// (--embeddings, $CTXKIT_EMBEDDINGS or the user config's [memory] embeddings): those
+    /// written before it was configured, or by another model. Progress goes to stderr.
+    Reindex,
     /// Counts by category.
     Stats {
         #[arg(long)]
@@ -183,6 +187,9 @@ async fn get_in(store: &Store, id: &str, project: &str) -> Result<MemoryEntry, C
 }
 
 /// Run one `ctxkit memory` command.
+/// Memories embedded and written per transaction by `reindex` (about a second of work each).
+const REINDEX_PAGE: usize = 256;
+
 pub(crate) async fn run(args: MemoryArgs) -> Result<(), CliError> {
     // The project as typed, before it is canonicalised (and never echoed).
     if let Some(found) = args.project.as_deref().and_then(find_secret) {
@@ -283,6 +290,18 @@ async fn execute(
             "merged {} memories into similar ones",
             store.compact(project).await?
         )?,
+        MemoryCommand::Reindex => {
+            let mut done = 0;
+            loop {
+                let step = store.embed_missing(project, REINDEX_PAGE).await?;
+                if step == 0 {
+                    break;
+                }
+                done += step;
+                eprintln!("reindexed {done} memories…");
+            }
+            writeln!(out, "gave {done} memories a sentence vector")?;
+        }
         MemoryCommand::Stats { json } => output::stats(out, &store.stats(project).await?, json)?,
         MemoryCommand::Export { file, all_projects } => {
             let scope = if all_projects { None } else { Some(project) };

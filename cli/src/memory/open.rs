@@ -79,6 +79,13 @@ impl Store {
         }
     }
 
+    pub(crate) async fn embed_missing(&self, project: &str, limit: usize) -> ctxkit_memory::Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.embed_missing(project, limit).await,
+            Store::Postgres(s) => s.embed_missing(project, limit).await,
+        }
+    }
+
     pub(crate) async fn stats(&self, project: &str) -> ctxkit_memory::Result<MemoryStats> {
         match self {
             Store::Sqlite(s) => s.stats(project).await,

@@ -13,12 +13,15 @@ fn skills_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills")
 }
 
-/// The binary, with an index cache of this test run's own (never the user's).
+/// The binary, with an index cache of this test run's own (never the user's), and no
+/// embedding model from the environment (one would change the memory ranking under test).
 fn ctxkit_command() -> Command {
     static CACHE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(|| tempfile::tempdir().unwrap());
     let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
-    command.env("CTXKIT_CACHE_DIR", cache.path());
+    command
+        .env("CTXKIT_CACHE_DIR", cache.path())
+        .env_remove("CTXKIT_EMBEDDINGS");
     command
 }
 

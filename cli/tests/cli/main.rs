@@ -16,4 +16,5 @@ mod learn;
 mod mcp;
 mod mcp_external;
 mod mcp_http;
+mod meaning;
 mod postgres;

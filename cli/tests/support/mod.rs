@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 
 /// `ctxkit` with `dir` holding its user config (`config.toml`), index cache (`cache/`),
 /// default memory database (`memory.db`) and home (`home/`), never the user's, and no log
-/// level from the environment.
+/// level or embedding model from the environment.
 pub(crate) fn isolated(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
     command
@@ -16,7 +16,8 @@ pub(crate) fn isolated(dir: &Path) -> Command {
         .env("CTXKIT_CACHE_DIR", dir.join("cache"))
         .env("CTXKIT_MEMORY_DB", dir.join("memory.db"))
         .env("HOME", dir.join("home"))
-        .env_remove("CTXKIT_LOG");
+        .env_remove("CTXKIT_LOG")
+        .env_remove("CTXKIT_EMBEDDINGS");
     command
 }
 

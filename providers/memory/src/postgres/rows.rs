@@ -304,7 +304,7 @@ pub(super) async fn vectors(tx: &Transaction<'_>, project: &str, model: &str) ->
     let stmt = tx
         .prepare_cached(
             "SELECT num, embedding FROM project_memories
-             WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL",
+             WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL",
         )
         .await?;
     let rows = tx.query(&stmt, &[&project, &model]).await?;

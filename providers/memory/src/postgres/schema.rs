@@ -146,6 +146,9 @@ const V6: &str = r#"
 -- A sentence vector per memory when a model is configured (`crate::vectors`), with the
 -- identity of the model that made it. NULL without a model.
 ALTER TABLE project_memories ADD COLUMN embedding_model TEXT, ADD COLUMN embedding BYTEA;
+-- A search reads every current vector of its project from this index alone.
+CREATE INDEX project_memories_vectors ON project_memories (project_path, embedding_model) INCLUDE (num, embedding)
+    WHERE superseded_by IS NULL AND embedding IS NOT NULL;
 "#;
 
 const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];

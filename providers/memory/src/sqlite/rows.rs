@@ -137,7 +137,7 @@ pub(super) fn set_vector_of(
 pub(super) fn vectors(tx: &Transaction, project: &str, model: &str) -> Result<Vec<(i64, Vec<u8>)>> {
     let mut stmt = tx.prepare_cached(
         "SELECT num, embedding FROM project_memories
-         WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL",
+         WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL",
     )?;
     let rows = stmt.query_map(params![project, model], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

