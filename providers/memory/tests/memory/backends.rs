@@ -762,11 +762,14 @@ mod postgres_only {
             .await
             .unwrap();
         drop(store);
-        // Back to version 3's search index: a tsvector column, no postings (and no v5 index).
+        // Back to version 3's search index: a tsvector column, no postings (and no v5 index,
+        // no v6 vectors).
         cluster.psql(
             pg::Cluster::name_of(&url),
             "DROP TABLE memory_postings;
              DROP INDEX project_memories_category;
+             DROP INDEX project_memories_vectors;
+             ALTER TABLE project_memories DROP COLUMN embedding_model, DROP COLUMN embedding;
              ALTER TABLE project_memories ADD COLUMN terms TSVECTOR NOT NULL DEFAULT ''::tsvector;
              CREATE INDEX project_memories_terms ON project_memories USING GIN (terms);
              UPDATE ctxkit_schema_version SET version = 3;",
@@ -832,7 +835,7 @@ mod postgres_only {
         );
         let msg = failure(&newer).await;
         assert!(
-            msg.contains("has schema version 99, newer than version 5"),
+            msg.contains("has schema version 99, newer than version 6"),
             "{msg}"
         );
         assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");
