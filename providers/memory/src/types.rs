@@ -315,7 +315,8 @@ pub struct MemorySearchResult {
     /// The memory found.
     pub entry: MemoryEntry,
     /// What results are ranked by: `0.40 · similarity + 0.25 · keyword_overlap + 0.20 ·
-    /// importance + 0.15 · recency`, recency being `1 / (1 + 0.1 · days since last access)`.
+    /// importance + 0.15 · recency`, recency being `1 / (1 + 0.1 · days since last access)`;
+    /// with an embedding model, the blend described at `semantic_similarity`.
     pub relevance_score: f32,
     /// TF-IDF cosine similarity to the query.
     pub similarity: f32,
