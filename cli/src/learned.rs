@@ -13,13 +13,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use ctxkit_learn::{Learned, SkillLearner, Trajectory};
+use ctxkit_learn::{Learned, Trajectory};
 use ctxkit_memory::{LearnedChange, LearnedSkill, LearnedStatus, MemoryStore};
 use ctxkit_skills::{SkillLibrary, SkillRoot, Source};
 use serde_json::json;
 
 use crate::error::CliError;
-use crate::memory::open::{default_project, memory_db_path, normalize_project, open_store, server_url};
+use crate::memory::open::{
+    default_project, memory_db_path, normalize_project, open_store, server_url, skill_learner,
+};
 use crate::printable::printable;
 
 /// The database and project learned skills are read from and written to.
@@ -314,7 +316,7 @@ pub(crate) async fn learn(
     })?;
     let (db, project) = scope.resolve()?;
     let store = open_store(Some(&db))?;
-    let learner = SkillLearner::new(model, store.shared(), library, project.clone()).options(options);
+    let learner = skill_learner(model, store.shared(), library, project.clone(), options)?;
     let learned = learner
         .learn(&trajectory)
         .await

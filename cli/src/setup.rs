@@ -337,15 +337,14 @@ impl RequestOptions {
                     let store = open_store(Some(&db))?.shared();
                     let usage =
                         ctxkit_learn::LearnedUsage::new(store.clone(), library.clone(), project.clone());
-                    let learner = ctxkit_learn::SkillLearner::new(
+                    let learner = crate::memory::open::skill_learner(
                         model.clone(),
                         store,
                         library.clone(),
                         project.clone(),
-                    );
-                    builder = builder
-                        .provider(usage)
-                        .hook(learner.options(config.learn_options()));
+                        config.learn_options(),
+                    )?;
+                    builder = builder.provider(usage).hook(learner);
                 }
                 builder = builder.hook(open_hook(&db, &project, extractor)?);
             }

@@ -109,6 +109,22 @@ pub(crate) fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<St
     open_location(&db, options)
 }
 
+/// A skill learner for `project` that tells a new skill from the ones there by meaning too
+/// when an embedding model is configured.
+pub(crate) fn skill_learner(
+    model: Arc<dyn ChatModel>,
+    store: Arc<dyn MemoryStore>,
+    library: Arc<ctxkit_skills::SkillLibrary>,
+    project: String,
+    options: ctxkit_learn::LearnOptions,
+) -> Result<ctxkit_learn::SkillLearner, CliError> {
+    let learner = ctxkit_learn::SkillLearner::new(model, store, library, project).options(options);
+    Ok(match embedder()? {
+        Some(embeddings) => learner.embeddings(embeddings),
+        None => learner,
+    })
+}
+
 /// The sentence-embedding model configured ([`crate::places::embeddings`]), loaded once per
 /// process (memory-mapped: a few milliseconds); `None` when there is none.
 pub(crate) fn embedder() -> Result<Option<Arc<Embedder>>, CliError> {

@@ -16,6 +16,8 @@ pub(crate) const MAX_REPLY: usize = 16 * 1024;
 const MAX_LISTED: usize = 200;
 /// Description-and-trigger similarity at which a candidate is the same skill as another.
 pub(crate) const SAME_SKILL: f64 = 0.80;
+/// The same, as the cosine of the two texts' sentence vectors (with a model).
+pub(crate) const SAME_MEANING: f32 = 0.80;
 
 const INSTRUCTIONS: &str = "You turn a coding-agent session that succeeded into a reusable skill \
 for the same project. Reply with exactly one SKILL.md document and nothing else: YAML frontmatter \
@@ -110,17 +112,24 @@ fn unfence(reply: &str) -> &str {
         .unwrap_or(reply)
 }
 
+/// What a skill says it is for, as one text: its description, then its triggers.
+pub(crate) fn purpose_text<'a>(description: &str, triggers: impl IntoIterator<Item = &'a str>) -> String {
+    let mut text = description.to_owned();
+    for t in triggers {
+        text.push_str("; ");
+        text.push_str(t);
+    }
+    text
+}
+
 /// What a skill says it is for, as a set of words: its description's and its triggers'.
 pub(crate) fn purpose<'a>(
     description: &str,
     triggers: impl IntoIterator<Item = &'a str>,
 ) -> BTreeSet<String> {
-    let mut text = description.to_lowercase();
-    for t in triggers {
-        text.push(' ');
-        text.push_str(&t.to_lowercase());
-    }
-    text.split(|c: char| !c.is_alphanumeric())
+    purpose_text(description, triggers)
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.len() > 2)
         .map(str::to_string)
         .collect()

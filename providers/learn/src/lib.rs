@@ -31,7 +31,10 @@ use tracing::Instrument;
 pub use trajectory::{ToolUse, Trajectory};
 pub use usage::LearnedUsage;
 
-use candidate::{purpose, read_reply, request, similarity, Refusal, MAX_REPLY, SAME_SKILL};
+use candidate::{
+    purpose, purpose_text, read_reply, request, similarity, Refusal, MAX_REPLY, SAME_MEANING, SAME_SKILL,
+};
+use ctxkit_embed::{cosine, Embedder};
 
 /// When a session is learned from, and what happens to what is learned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,6 +78,7 @@ pub struct SkillLearner {
     library: Arc<SkillLibrary>,
     project: String,
     options: LearnOptions,
+    embeddings: Option<Arc<Embedder>>,
 }
 
 impl SkillLearner {
@@ -92,13 +96,42 @@ impl SkillLearner {
             library,
             project: project.into(),
             options: LearnOptions::default(),
+            embeddings: None,
         }
+    }
+
+    /// Tell a new skill from the ones there by meaning as well as words: with a
+    /// sentence-embedding model, a candidate whose description and triggers are at least 0.80
+    /// similar in meaning to a skill's (cosine of their vectors) is that skill, even in other
+    /// words. Without one, only the words are compared.
+    pub fn embeddings(mut self, model: Arc<Embedder>) -> Self {
+        self.embeddings = Some(model);
+        self
     }
 
     /// Replace the options.
     pub fn options(mut self, options: LearnOptions) -> Self {
         self.options = options;
         self
+    }
+
+    /// The cosine of `new`'s vector with each of `texts`', in order; empty without a model.
+    /// Embedding is arithmetic (a few hundred texts take seconds), so it runs on the blocking
+    /// pool.
+    async fn meaning(&self, new: &str, texts: &[String]) -> Result<Vec<f32>, BoxError> {
+        let Some(model) = self.embeddings.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut all = vec![new.to_owned()];
+        all.extend_from_slice(texts);
+        let span = tracing::debug_span!("learn_skill.embed", texts = all.len());
+        let vectors = tokio::task::spawn_blocking(move || {
+            model.embed_batch(&all.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .instrument(span)
+        .await?;
+        let (new, rest) = vectors.split_first().ok_or("the model embedded nothing")?;
+        Ok(rest.iter().map(|v| cosine(new, v)).collect())
     }
 
     /// Learn from one session: at most one model call, at most one stored change.
@@ -153,23 +186,40 @@ impl SkillLearner {
         };
         let skill = &candidate.skill;
         let purpose_of_new = purpose(&skill.description, skill.triggers.literals());
-        if let Some(same) = written.iter().find(|w| {
-            w.name.eq_ignore_ascii_case(&skill.name)
-                || similarity(&purpose(&w.description, w.triggers.literals()), &purpose_of_new) >= SAME_SKILL
+        let new_text = purpose_text(&skill.description, skill.triggers.literals());
+        let texts: Vec<String> = written
+            .iter()
+            .map(|w| purpose_text(&w.description, w.triggers.literals()))
+            .chain(
+                learned
+                    .iter()
+                    .map(|l| purpose_text(&l.description, l.triggers.iter().map(String::as_str))),
+            )
+            .collect();
+        let meaning = self.meaning(&new_text, &texts).await?;
+        let alike = |i: usize, words: std::collections::BTreeSet<String>| {
+            similarity(&words, &purpose_of_new) >= SAME_SKILL
+                || meaning.get(i).is_some_and(|&c| c >= SAME_MEANING)
+        };
+        if let Some(same) = written.iter().enumerate().find_map(|(i, w)| {
+            let same = w.name.eq_ignore_ascii_case(&skill.name)
+                || alike(i, purpose(&w.description, w.triggers.literals()));
+            same.then_some(w)
         }) {
             return Ok(Learned::Exists(same.name.clone()));
         }
         // The learned skill it repeats, if any, is refined under its own name.
         let name = learned
             .iter()
-            .find(|l| {
+            .enumerate()
+            .find(|(i, l)| {
                 l.name == skill.name
-                    || similarity(
-                        &purpose(&l.description, l.triggers.iter().map(String::as_str)),
-                        &purpose_of_new,
-                    ) >= SAME_SKILL
+                    || alike(
+                        written.len() + i,
+                        purpose(&l.description, l.triggers.iter().map(String::as_str)),
+                    )
             })
-            .map_or_else(|| skill.name.clone(), |l| l.name.clone());
+            .map_or_else(|| skill.name.clone(), |(_, l)| l.name.clone());
         let refines = learned.iter().any(|l| l.name == name);
         let proposal = LearnedSkill::proposed(
             &self.project,

