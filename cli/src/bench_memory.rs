@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use ctxkit_memory::eval::{EvalReport, EvalSet, MeaningReport, Scores, Systems, TunePoint};
 
+use crate::embeddings::embedder;
 use crate::error::CliError;
-use crate::memory::open::embedder;
 
 /// Load the set (the embedded one unless `eval` names a folder with `memories.jsonl` and
 /// `queries.jsonl`) into temporary databases, score the systems and print the report.

@@ -69,7 +69,7 @@ pub(crate) async fn decide(
     let project = options.project()?;
     let index = loaded.library.snapshot();
     let selected = options
-        .skills_provider(&loaded.config, &loaded.library, mode, counter)
+        .skills_provider(&loaded.config, &loaded.library, mode, counter)?
         .select(&index, &[Message::user(message)], Some(&project), None, None);
     let detected = index.detect_report(std::path::Path::new(&project));
     Ok(Decision {

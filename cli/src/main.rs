@@ -6,6 +6,7 @@ mod bench_memory;
 mod chat;
 mod confined_file;
 mod context_cmd;
+mod embeddings;
 mod error;
 mod hook;
 mod learned;

@@ -281,7 +281,7 @@ impl RequestOptions {
         library: &Arc<SkillLibrary>,
         mode: Mode,
         counter: &Arc<MemoCounter>,
-    ) -> SkillContextProvider {
+    ) -> Result<SkillContextProvider, CliError> {
         // Skill tools (e.g. file search) work on the project the CLI runs in.
         let tools = config.exec_options(
             &self.trust_tools,
@@ -293,7 +293,7 @@ impl RequestOptions {
             counter: counter.clone(),
             ..config.skill_config(Some(mode), self.max_skills)
         };
-        SkillContextProvider::new(library.clone(), skill_config)
+        config.skill_provider(library.clone(), skill_config)
     }
 
     /// An agent over `library` in `mode`, with project memory unless `--no-memory` and the
@@ -306,7 +306,7 @@ impl RequestOptions {
         counter: &Arc<MemoCounter>,
         mcp_servers: Vec<ctxkit::mcp::McpTools>,
     ) -> Result<AgentBuilder, CliError> {
-        let skills = self.skills_provider(config, library, mode, counter);
+        let skills = self.skills_provider(config, library, mode, counter)?;
         // The hooks of the skills selected in each run, for the skills trusted like tools.
         let skill_hooks = skills.hooks(config.hook_options());
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());

@@ -39,9 +39,11 @@
 use std::path::{Component, Path, PathBuf};
 
 use ctxkit_skills::{
-    ExecOptions, ExternalSkills, HookOptions, Mode, SelectOptions, SkillConfig, SkillRoot, Source, ToolTrust,
+    ExecOptions, ExternalSkills, HookOptions, Mode, SelectOptions, SkillConfig, SkillContextProvider,
+    SkillLibrary, SkillMeaning, SkillRoot, Source, ToolTrust,
 };
 use serde::Deserialize;
+use std::sync::Arc;
 
 use crate::confined_file::ConfinedFile;
 use crate::error::CliError;
@@ -103,6 +105,8 @@ struct SkillsSection {
     external: Vec<String>,
     #[serde(default)]
     roots: Vec<RootEntry>,
+    /// Select triggerless skills by meaning when slots remain (needs an embedding model).
+    semantic: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,6 +312,32 @@ impl Config {
             max_content_lines: self.max_content_lines().unwrap_or(defaults.max_content_lines),
             ..defaults
         }
+    }
+
+    /// The skill provider over `library` with `skill_config`, with the semantic fallback when
+    /// `[skills] semantic = true` and an embedding model is configured; without a model it
+    /// says once how to add one, and selects by triggers alone.
+    pub(crate) fn skill_provider(
+        &self,
+        library: Arc<SkillLibrary>,
+        skill_config: SkillConfig,
+    ) -> Result<SkillContextProvider, CliError> {
+        let provider = SkillContextProvider::new(library, skill_config);
+        if !self.skills(|s| s.semantic).unwrap_or(false) {
+            return Ok(provider);
+        }
+        let Some(model) = crate::embeddings::embedder()? else {
+            tracing::warn!(
+                "[skills] semantic is on but no embedding model is configured: give one with \
+                 --embeddings DIR, $CTXKIT_EMBEDDINGS or [memory] embeddings in the user config"
+            );
+            return Ok(provider);
+        };
+        let mut meaning = SkillMeaning::new(model);
+        if let Some(cache) = crate::places::cache_dir() {
+            meaning = meaning.cache_file(cache.join("skill-vectors.bin"));
+        }
+        Ok(provider.with_meaning(meaning))
     }
 
     /// The roots the config adds: `[[skills.roots]]` and the skills of each `external` file,

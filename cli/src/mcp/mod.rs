@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use ctxkit_skills::{Mode, SkillContextProvider};
+use ctxkit_skills::Mode;
 use rmcp::ServiceExt;
 
 pub(crate) use self::server::CtxkitServer;
@@ -118,7 +118,7 @@ async fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let mut skills = config.skill_config(args.mode, args.max_skills.and_then(|n| usize::try_from(n).ok()));
     skills.select.max_skills = skills.select.max_skills.clamp(1, tools::MAX_SKILLS);
     Ok(CtxkitServer::new(
-        SkillContextProvider::new(library, skills),
+        config.skill_provider(library, skills)?,
         store,
         project,
         Some(&dir),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ctxkit::ChatModel;
 use ctxkit_memory::records::MemoryStats;
 use ctxkit_memory::{
-    is_postgres_url, Embedder, MemoryContextProvider, MemoryExtractor, MemoryHook, MemoryStore, OpenOptions,
+    is_postgres_url, MemoryContextProvider, MemoryExtractor, MemoryHook, MemoryStore, OpenOptions,
     PostgresStore, SearchIndex, SqliteMemoryStore,
 };
 
@@ -103,7 +103,7 @@ pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
 pub(crate) fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<Store, CliError> {
     let db = memory_db_path(db)?;
     let mut options = OpenOptions::default().search_index(mode);
-    if let Some(model) = embedder()? {
+    if let Some(model) = crate::embeddings::embedder()? {
         options = options.embeddings(model);
     }
     open_location(&db, options)
@@ -119,26 +119,10 @@ pub(crate) fn skill_learner(
     options: ctxkit_learn::LearnOptions,
 ) -> Result<ctxkit_learn::SkillLearner, CliError> {
     let learner = ctxkit_learn::SkillLearner::new(model, store, library, project).options(options);
-    Ok(match embedder()? {
+    Ok(match crate::embeddings::embedder()? {
         Some(embeddings) => learner.embeddings(embeddings),
         None => learner,
     })
-}
-
-/// The sentence-embedding model configured ([`crate::places::embeddings`]), loaded once per
-/// process (memory-mapped: a few milliseconds); `None` when there is none.
-pub(crate) fn embedder() -> Result<Option<Arc<Embedder>>, CliError> {
-    static MODEL: std::sync::Mutex<Option<Arc<Embedder>>> = std::sync::Mutex::new(None);
-    let Some(dir) = crate::places::embeddings()? else {
-        return Ok(None);
-    };
-    let mut loaded = MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(model) = loaded.as_ref() {
-        return Ok(Some(model.clone()));
-    }
-    let model = Arc::new(Embedder::load(&dir).map_err(|e| CliError::new(e.to_string()))?);
-    *loaded = Some(model.clone());
-    Ok(Some(model))
 }
 
 /// Open `db` with `options`: a PostgreSQL server for a `postgres://` URL (connected on first

@@ -393,5 +393,6 @@ fn why(s: &ctxkit_skills::Selection, d: &Decision) -> String {
             }),
         Reason::Triggered => format!("triggered by {}", s.fired().join(", ")),
         Reason::Lexical => "similar words".into(),
+        Reason::Semantic => format!("near in meaning (cosine 0.{:02})", s.score.min(99)),
     }
 }

@@ -114,3 +114,43 @@ fn a_project_cannot_name_a_model_and_a_broken_one_is_one_sentence() {
     let err = stderr(&o);
     assert!(err.contains("config.json") && err.lines().count() == 1, "{err}");
 }
+
+#[test]
+fn with_skills_semantic_on_the_hook_injects_a_triggerless_skill_the_prompt_means() {
+    let Some(model) = model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        &d.join("skills/pdf/SKILL.md"),
+        "---\nname: pdf\ndescription: Work with PDF files: extract text, fill in forms, merge documents\n---\nPDF-BODY: use pdftk.\n",
+    );
+    write(
+        &d.join("config.toml"),
+        &format!("[memory]\nembeddings = {:?}\n", model.to_str().unwrap()),
+    );
+    let project = d.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let event = json!({
+        "session_id": "s1",
+        "cwd": project,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "fill in the form of this PDF document",
+    });
+    let hook = |semantic: bool| {
+        write(
+            &project.join(".ctxkit/config.toml"),
+            &format!("[skills]\nsemantic = {semantic}\n"),
+        );
+        let o = run_with_stdin(
+            isolated(d)
+                .args(["hook", "claude-code", "--no-memory", "--skills"])
+                .arg(d.join("skills"))
+                .current_dir(&project),
+            event.to_string().as_bytes(),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    assert!(!hook(false).contains("PDF-BODY"), "off by default");
+    assert!(hook(true).contains("PDF-BODY"), "{}", hook(true));
+}

@@ -14,8 +14,9 @@ use ctxkit::{
 
 use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks, SkillTool};
 use crate::index::{SkillIndex, SkillLibrary};
+use crate::meaning::{Described, SkillMeaning};
 use crate::render::{skill_block, Budgeted, Limits, Measure, Rest};
-use crate::select::{SelectOptions, Selection};
+use crate::select::{Reason, SelectOptions, Selection};
 use crate::skill::Skill;
 use crate::tools::{ReadSkillTool, ReadSkillsTool};
 
@@ -157,6 +158,8 @@ struct SnapshotCache {
     detected: HashMap<String, Arc<[usize]>>,
     /// Tokens of sending every skill in full, with every trusted tool: the baseline.
     full_tokens: Option<usize>,
+    /// The triggerless skills' description vectors (with the semantic fallback).
+    described: Option<Described>,
 }
 
 /// The per-snapshot cache and the per-skill blocks.
@@ -181,6 +184,7 @@ impl Caches {
                 tools: None,
                 detected: HashMap::new(),
                 full_tokens: None,
+                described: None,
             });
         }
         self.snapshot.as_mut().expect("set above")
@@ -202,6 +206,8 @@ pub struct SkillContextProvider {
     caches: Mutex<Caches>,
     /// The trusted selected skills with hooks, per thread, for [`SkillHooks`].
     active: Arc<ActiveHooks>,
+    /// The semantic fallback, when enabled with a model.
+    meaning: Option<SkillMeaning>,
 }
 
 impl SkillContextProvider {
@@ -222,6 +228,7 @@ impl SkillContextProvider {
             intro_tokens: OnceLock::new(),
             caches: Mutex::default(),
             active: Arc::default(),
+            meaning: None,
         }
     }
 
@@ -299,15 +306,67 @@ impl SkillContextProvider {
             users
         };
         let detected = project.map(|p| self.detected(index, p)).unwrap_or_default();
-        if phase.is_none() && max_skills.is_none() {
-            return index.select(&window, &detected, &self.config.select);
-        }
         let options = SelectOptions {
             phase: phase.or(self.config.select.phase),
             max_skills: max_skills.unwrap_or(self.config.select.max_skills),
             ..self.config.select.clone()
         };
-        index.select(&window, &detected, &options)
+        let mut selected = index.select(&window, &detected, &options);
+        if let Some(meaning) = &self.meaning {
+            self.select_by_meaning(meaning, index, window.last().copied(), &options, &mut selected);
+        }
+        selected
+    }
+
+    /// Fill the slots the triggers (and the lexical fallback) left with the triggerless skills
+    /// nearest the latest message in meaning.
+    fn select_by_meaning(
+        &self,
+        meaning: &SkillMeaning,
+        index: &Arc<SkillIndex>,
+        message: Option<&str>,
+        options: &SelectOptions,
+        selected: &mut Vec<Selection>,
+    ) {
+        let capped = |s: &Selection| matches!(s.reason, Reason::Triggered | Reason::Lexical);
+        let free = options
+            .max_skills
+            .saturating_sub(selected.iter().filter(|s| capped(s)).count());
+        let Some(message) = message.filter(|_| free > 0) else {
+            return;
+        };
+        let cached = self.caches().of(index).described.clone();
+        let described = cached.unwrap_or_else(|| {
+            // Embedded outside the lock; a racing request computes the same vectors.
+            let described = meaning.describe(index);
+            self.caches().of(index).described = Some(described.clone());
+            described
+        });
+        let near = meaning.nearest(message, &described);
+        let skills = index.skills();
+        let eligible = |i: usize| skills[i].serves(options.phase) && !selected.iter().any(|s| s.skill == i);
+        let chosen: Vec<(usize, f32)> = near
+            .into_iter()
+            .filter(|&(i, _)| eligible(i))
+            .take(free)
+            .collect();
+        for (i, cosine) in chosen {
+            selected.push(Selection {
+                skill: i,
+                name: skills[i].name.clone(),
+                reason: Reason::Semantic,
+                score: (cosine * 100.0).round() as usize,
+                triggers: Vec::new(),
+                forms: Default::default(),
+            });
+        }
+    }
+
+    /// Select, when slots remain after the triggers, the skills that declare no triggers but
+    /// whose name and description are near the message in meaning ([`SkillMeaning`]).
+    pub fn with_meaning(mut self, meaning: SkillMeaning) -> Self {
+        self.meaning = Some(meaning);
+        self
     }
 
     /// The skills auto-detected for `project`, found once per snapshot and project: the same

@@ -24,6 +24,9 @@ pub enum Reason {
     Triggered,
     /// The lexical fallback scored it (opt-in).
     Lexical,
+    /// The message is near its description in meaning (the opt-in semantic fallback, with an
+    /// embedding model).
+    Semantic,
 }
 
 impl Reason {
@@ -35,6 +38,7 @@ impl Reason {
             Reason::Detected => "detected",
             Reason::Triggered => "triggered",
             Reason::Lexical => "lexical",
+            Reason::Semantic => "semantic",
         }
     }
 }

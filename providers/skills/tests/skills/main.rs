@@ -13,6 +13,7 @@ mod hostile;
 mod hostile_folders;
 mod index_cache;
 mod matching;
+mod meaning;
 mod parse;
 mod property;
 mod provider;
