@@ -42,7 +42,11 @@ mod kernel;
 mod model;
 mod tokenizer;
 
+use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sha2::{Digest, Sha256};
 
 pub use error::EmbedError;
 
@@ -58,6 +62,8 @@ pub struct Embedder {
     max_tokens: usize,
     identity: String,
     threads: usize,
+    /// The vectors of the latest texts, by a digest of the text.
+    recent: Mutex<VecDeque<([u8; 32], Arc<OnceLock<Vec<f32>>>)>>,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -96,6 +102,7 @@ impl Embedder {
             identity: files.identity,
             weights: files.weights,
             threads,
+            recent: Mutex::default(),
         })
     }
 
@@ -117,10 +124,32 @@ impl Embedder {
     }
 
     /// The vector of `text` (its first tokens up to the model's sequence length).
+    ///
+    /// The vectors of the last [`RECENT`] texts are remembered, and a text being embedded on
+    /// another thread is waited for rather than embedded twice: a hook asks the same message
+    /// of its skills and its memory at once, and a provider asks it for a preview and a run.
     pub fn embed(&self, text: &str) -> Vec<f32> {
-        let ids = self.token_ids(text);
-        let _span = tracing::trace_span!("embedder.embed", tokens = ids.len()).entered();
-        self.bert.forward(&self.weights, &[ids]).pop().unwrap_or_default()
+        let key: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        let slot = {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            match recent.iter().position(|(k, _)| *k == key) {
+                Some(at) => recent[at].1.clone(),
+                None => {
+                    if recent.len() >= RECENT {
+                        recent.pop_front();
+                    }
+                    let slot = Arc::new(OnceLock::new());
+                    recent.push_back((key, slot.clone()));
+                    slot
+                }
+            }
+        };
+        slot.get_or_init(|| {
+            let ids = self.token_ids(text);
+            let _span = tracing::trace_span!("embedder.embed", tokens = ids.len()).entered();
+            self.bert.forward(&self.weights, &[ids]).pop().unwrap_or_default()
+        })
+        .clone()
     }
 
     /// The vectors of `texts`, in order: the same as [`Embedder::embed`] of each, several times
@@ -168,6 +197,9 @@ impl Embedder {
         done.into_iter().flat_map(|(_, vectors)| vectors).collect()
     }
 }
+
+/// How many texts' vectors [`Embedder::embed`] remembers (1.5 KB each for 384 dimensions).
+pub const RECENT: usize = 128;
 
 /// About how many tokens [`Embedder::embed_batch`] sends through the model at once: enough
 /// that the weights are read once for many texts, few enough that the activations stay in

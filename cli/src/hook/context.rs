@@ -259,7 +259,7 @@ fn add_skills(
 }
 
 const SKILLS_INTRO: &str =
-    "ctxkit selected these skills for this request by their triggers or this project's files; follow them where they apply.";
+    "ctxkit selected these skills for this request by their triggers, their meaning or this project's files; follow them where they apply.";
 
 /// The memories relevant to `prompt`, after carrying out a memory command in it. The provider
 /// does both: `invoking` finds the memories (and says when a "remember" was refused for a

@@ -6,17 +6,12 @@
 //! Without a model nothing here runs: rows keep no vector and search is lexical only.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ctxkit_embed::Embedder;
 
 /// How many memories the vector scan adds to the lexical candidates (the nearest ones).
 pub(crate) const SEMANTIC_CANDIDATES: usize = 50;
-
-/// How many query vectors are remembered: a provider embeds the same message for its preview
-/// and its run, and the evaluation asks the same query under several blends (384 floats each:
-/// 200 KB when full).
-const QUERY_CACHE: usize = 128;
 
 /// The blend of what the words say ([`words_score`](crate::retrieval::words_score)) and the
 /// cosine of the sentence vectors: `score = (1 - weight) · words + weight · cosine`, where a
@@ -53,15 +48,10 @@ impl Blend {
     }
 }
 
-/// A query and its vector.
-type QueryVector = (String, Arc<Vec<f32>>);
-
-/// A sentence-embedding model as a store uses it: the model, the query vectors it computed
-/// last, and the blend.
+/// A sentence-embedding model as a store uses it: the model and the blend.
 #[derive(Clone)]
 pub(crate) struct Semantic {
     model: Arc<Embedder>,
-    queries: Arc<Mutex<Vec<QueryVector>>>,
     pub(crate) blend: Blend,
 }
 
@@ -78,7 +68,6 @@ impl Semantic {
     pub(crate) fn new(model: Arc<Embedder>) -> Self {
         Semantic {
             model,
-            queries: Arc::default(),
             blend: Blend::default(),
         }
     }
@@ -88,25 +77,11 @@ impl Semantic {
         self.model.id()
     }
 
-    /// The vector of a query, from the cache when it was asked lately.
-    pub(crate) fn query(&self, text: &str) -> Arc<Vec<f32>> {
-        let cached = self
-            .queries
-            .lock()
-            .ok()
-            .and_then(|q| q.iter().find(|(t, _)| t == text).map(|(_, v)| v.clone()));
-        if let Some(v) = cached {
-            return v;
-        }
+    /// The vector of a query (the model remembers its latest texts: a preview and its run
+    /// embed the message once).
+    pub(crate) fn query(&self, text: &str) -> Vec<f32> {
         let _span = tracing::debug_span!("memory.embed_query", chars = text.len()).entered();
-        let v = Arc::new(self.model.embed(text));
-        if let Ok(mut q) = self.queries.lock() {
-            if q.len() >= QUERY_CACHE {
-                q.remove(0);
-            }
-            q.push((text.to_owned(), v.clone()));
-        }
-        v
+        self.model.embed(text)
     }
 
     /// Encoded vectors of `contents`, computed together (a batch is several times faster
