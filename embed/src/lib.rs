@@ -63,7 +63,7 @@ pub struct Embedder {
     identity: String,
     threads: usize,
     /// The vectors of the latest texts, by a digest of the text.
-    recent: Mutex<VecDeque<([u8; 32], Arc<OnceLock<Vec<f32>>>)>>,
+    recent: Mutex<VecDeque<Recent>>,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -197,6 +197,9 @@ impl Embedder {
         done.into_iter().flat_map(|(_, vectors)| vectors).collect()
     }
 }
+
+/// A remembered text (by digest) and its vector, set once by whichever thread embeds it first.
+type Recent = ([u8; 32], Arc<OnceLock<Vec<f32>>>);
 
 /// How many texts' vectors [`Embedder::embed`] remembers (1.5 KB each for 384 dimensions).
 pub const RECENT: usize = 128;
