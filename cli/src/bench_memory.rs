@@ -42,7 +42,16 @@ pub(crate) async fn run(eval: Option<PathBuf>, json: bool, tune: bool) -> Result
     .map_err(|e| CliError::caused_by(format!("the evaluation stopped: {e}"), e))??;
     let mut out = std::io::stdout().lock();
     if json {
-        let value = serde_json::json!({ "report": report, "meaning": meaning, "tune": grid });
+        // The lexical report as before, with the rankings by meaning beside it when measured.
+        let mut value = serde_json::to_value(&report)?;
+        if let Some(fields) = value.as_object_mut() {
+            if let Some(m) = &meaning {
+                fields.insert("meaning".into(), serde_json::to_value(m)?);
+            }
+            if let Some(g) = &grid {
+                fields.insert("tune".into(), serde_json::to_value(g)?);
+            }
+        }
         writeln!(out, "{}", serde_json::to_string(&value)?)?;
         return Ok(());
     }

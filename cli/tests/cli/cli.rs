@@ -1261,6 +1261,9 @@ fn ctxkit_unprivileged(cwd: &Path, args: &[&str]) -> Option<Output> {
         .current_dir(cwd)
         .env("CTXKIT_MEMORY_DB", cwd.join("never-used.db"))
         .env("CTXKIT_CACHE_DIR", cwd.join("cache"))
+        // Not root's config, which the unprivileged user may not read.
+        .env("CTXKIT_CONFIG", cwd.join("no-config.toml"))
+        .env_remove("CTXKIT_EMBEDDINGS")
         .stdin(Stdio::null())
         .output()
         .ok()?;
