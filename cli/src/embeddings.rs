@@ -1,18 +1,21 @@
-//! The sentence-embedding model of this process: found where [`crate::places::embeddings`]
-//! says, loaded once, shared by memory (the hybrid ranking), skills (the semantic fallback) and
-//! the skill learner.
+//! The sentence-embedding model of this process: found once (`--embeddings`, else
+//! `$CTXKIT_EMBEDDINGS`, else the user config's `[memory] embeddings`), loaded once, and shared
+//! by memory (the hybrid ranking), skills (the semantic fallback) and the skill learner.
 
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ctxkit_memory::Embedder;
+use ctxkit_skills::{SkillConfig, SkillContextProvider, SkillLibrary, SkillMeaning};
 
 use crate::error::CliError;
+use crate::user_config::Config;
 
-/// The sentence-embedding model configured ([`crate::places::embeddings`]), loaded once per
+/// The sentence-embedding model configured ([`embeddings`]), loaded once per
 /// process (memory-mapped: a few milliseconds); `None` when there is none.
 pub(crate) fn embedder() -> Result<Option<Arc<Embedder>>, CliError> {
     static MODEL: Mutex<Option<Arc<Embedder>>> = Mutex::new(None);
-    let Some(dir) = crate::places::embeddings()? else {
+    let Some(dir) = embeddings()? else {
         return Ok(None);
     };
     let mut loaded = MODEL.lock().unwrap_or_else(|e| e.into_inner());
@@ -22,4 +25,51 @@ pub(crate) fn embedder() -> Result<Option<Arc<Embedder>>, CliError> {
     let model = Arc::new(Embedder::load(&dir).map_err(|e| CliError::new(e.to_string()))?);
     *loaded = Some(model.clone());
     Ok(Some(model))
+}
+
+/// `--embeddings DIR`, given before any subcommand's own arguments are read.
+static EMBEDDINGS_FLAG: OnceLock<PathBuf> = OnceLock::new();
+
+/// Remember the `--embeddings` flag for [`embeddings`].
+pub(crate) fn set_embeddings_flag(dir: PathBuf) {
+    let _ = EMBEDDINGS_FLAG.set(dir);
+}
+
+/// The sentence-embedding model folder: `--embeddings`, else `$CTXKIT_EMBEDDINGS`, else the
+/// user config's `[memory] embeddings` (never a project's config: a model is code-like input
+/// the user chooses). `None`: memory is ranked by words only.
+pub(crate) fn embeddings() -> Result<Option<PathBuf>, CliError> {
+    if let Some(dir) = EMBEDDINGS_FLAG.get() {
+        return Ok(Some(dir.clone()));
+    }
+    if let Some(dir) = std::env::var_os("CTXKIT_EMBEDDINGS").filter(|v| !v.is_empty()) {
+        return Ok(Some(PathBuf::from(dir)));
+    }
+    Config::user_embeddings()
+}
+
+/// The skill provider over `library` with `skill_config`, with the semantic fallback when
+/// `[skills] semantic = true` and an embedding model is configured; without a model it
+/// says once how to add one, and selects by triggers alone.
+pub(crate) fn skill_provider(
+    config: &Config,
+    library: Arc<SkillLibrary>,
+    skill_config: SkillConfig,
+) -> Result<SkillContextProvider, CliError> {
+    let provider = SkillContextProvider::new(library, skill_config);
+    if !config.semantic_skills() {
+        return Ok(provider);
+    }
+    let Some(model) = embedder()? else {
+        tracing::warn!(
+            "[skills] semantic is on but no embedding model is configured: give one with \
+             --embeddings DIR, $CTXKIT_EMBEDDINGS or [memory] embeddings in the user config"
+        );
+        return Ok(provider);
+    };
+    let mut meaning = SkillMeaning::new(model);
+    if let Some(cache) = crate::places::cache_dir() {
+        meaning = meaning.cache_file(cache.join("skill-vectors.bin"));
+    }
+    Ok(provider.with_meaning(meaning))
 }

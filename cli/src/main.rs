@@ -124,7 +124,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(dir) = cli.embeddings {
-        places::set_embeddings_flag(dir);
+        embeddings::set_embeddings_flag(dir);
     }
     let code = runtime.block_on(run(cli.command));
     // Every task was awaited, so nothing is left to finish: don't wait for idle blocking

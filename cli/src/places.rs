@@ -30,27 +30,6 @@ pub(crate) fn memory_db() -> Result<PathBuf, CliError> {
     Ok(base.join("ctxkit").join("memory.db"))
 }
 
-/// `--embeddings DIR`, given before any subcommand's own arguments are read.
-static EMBEDDINGS_FLAG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
-/// Remember the `--embeddings` flag for [`embeddings`].
-pub(crate) fn set_embeddings_flag(dir: PathBuf) {
-    let _ = EMBEDDINGS_FLAG.set(dir);
-}
-
-/// The sentence-embedding model folder: `--embeddings`, else `$CTXKIT_EMBEDDINGS`, else the
-/// user config's `[memory] embeddings` (never a project's config: a model is code-like input
-/// the user chooses). `None`: memory is ranked by words only.
-pub(crate) fn embeddings() -> Result<Option<PathBuf>, CliError> {
-    if let Some(dir) = EMBEDDINGS_FLAG.get() {
-        return Ok(Some(dir.clone()));
-    }
-    if let Some(dir) = var("CTXKIT_EMBEDDINGS") {
-        return Ok(Some(dir));
-    }
-    crate::user_config::Config::user_embeddings()
-}
-
 /// The user config file, if the user has a config directory.
 pub(crate) fn user_config() -> Option<PathBuf> {
     var("CTXKIT_CONFIG").or_else(|| Some(dirs::config_dir()?.join("ctxkit").join("config.toml")))

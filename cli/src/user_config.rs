@@ -39,11 +39,9 @@
 use std::path::{Component, Path, PathBuf};
 
 use ctxkit_skills::{
-    ExecOptions, ExternalSkills, HookOptions, Mode, SelectOptions, SkillConfig, SkillContextProvider,
-    SkillLibrary, SkillMeaning, SkillRoot, Source, ToolTrust,
+    ExecOptions, ExternalSkills, HookOptions, Mode, SelectOptions, SkillConfig, SkillRoot, Source, ToolTrust,
 };
 use serde::Deserialize;
-use std::sync::Arc;
 
 use crate::confined_file::ConfinedFile;
 use crate::error::CliError;
@@ -314,30 +312,10 @@ impl Config {
         }
     }
 
-    /// The skill provider over `library` with `skill_config`, with the semantic fallback when
-    /// `[skills] semantic = true` and an embedding model is configured; without a model it
-    /// says once how to add one, and selects by triggers alone.
-    pub(crate) fn skill_provider(
-        &self,
-        library: Arc<SkillLibrary>,
-        skill_config: SkillConfig,
-    ) -> Result<SkillContextProvider, CliError> {
-        let provider = SkillContextProvider::new(library, skill_config);
-        if !self.skills(|s| s.semantic).unwrap_or(false) {
-            return Ok(provider);
-        }
-        let Some(model) = crate::embeddings::embedder()? else {
-            tracing::warn!(
-                "[skills] semantic is on but no embedding model is configured: give one with \
-                 --embeddings DIR, $CTXKIT_EMBEDDINGS or [memory] embeddings in the user config"
-            );
-            return Ok(provider);
-        };
-        let mut meaning = SkillMeaning::new(model);
-        if let Some(cache) = crate::places::cache_dir() {
-            meaning = meaning.cache_file(cache.join("skill-vectors.bin"));
-        }
-        Ok(provider.with_meaning(meaning))
+    /// Whether `[skills] semantic` asks for the semantic fallback (the project's over the
+    /// user's).
+    pub(crate) fn semantic_skills(&self) -> bool {
+        self.skills(|s| s.semantic).unwrap_or(false)
     }
 
     /// The roots the config adds: `[[skills.roots]]` and the skills of each `external` file,

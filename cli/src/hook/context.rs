@@ -192,7 +192,7 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
 pub(super) fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextProvider, CliError> {
     let config = Config::load(cwd)?;
     let library = load_library(roots(args, cwd)?, &config);
-    config.skill_provider(library, config.skill_config(None, args.max_skills))
+    crate::embeddings::skill_provider(&config, library, config.skill_config(None, args.max_skills))
 }
 
 /// [`load_skills`] on a thread of its own, waited for until the request's deadline, less

@@ -171,9 +171,10 @@ pub(crate) struct Nearest {
 }
 
 impl Nearest {
-    /// The nearest rows that are not among `candidates` yet, nearest first.
-    pub(crate) fn not_in(&self, candidates: &[crate::retrieval::Candidate]) -> Vec<i64> {
-        let have: std::collections::HashSet<i64> = candidates.iter().map(|c| c.num).collect();
+    /// The nearest rows that are not among `rows` (the lexical candidates' row numbers) yet,
+    /// nearest first.
+    pub(crate) fn not_in(&self, rows: impl IntoIterator<Item = i64>) -> Vec<i64> {
+        let have: std::collections::HashSet<i64> = rows.into_iter().collect();
         self.best.iter().copied().filter(|n| !have.contains(n)).collect()
     }
 }

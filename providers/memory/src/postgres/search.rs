@@ -105,7 +105,7 @@ pub(super) async fn search(
                 // The lexical candidates, joined by the memories nearest the query by meaning.
                 let stored = rows::vectors(&tx, &project, semantic.model_id()).await?;
                 let near = vectors::nearest(query, stored, SEMANTIC_CANDIDATES);
-                let extra = near.not_in(&found);
+                let extra = near.not_in(found.iter().map(|c| c.num));
                 found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
                 let meaning = Meaning {
                     cosine: &near.cosine,

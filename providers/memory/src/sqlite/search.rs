@@ -354,7 +354,7 @@ impl MemoryDb {
         };
         let stored = rows::vectors(tx, filter.project, semantic.model_id())?;
         let near = vectors::nearest(query, stored, SEMANTIC_CANDIDATES);
-        let extra = near.not_in(&candidates);
+        let extra = near.not_in(candidates.iter().map(|c| c.num));
         if !extra.is_empty() && !filter.is_empty() {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
             let mut kept = Kept::new(filter, &q_set, extra.len());
