@@ -20,7 +20,7 @@
 //! What it costs, on the 2-core machine the project is measured on (`cargo bench -p
 //! ctxkit-embed`, model from `CTXKIT_EMBEDDINGS`):
 //!
-//! - loading: about 4.5 ms in a warm process, 9 ms as a new process's first step. The weights
+//! - loading: about 3.7 ms in a warm process, 6–12 ms as a new process's first step. The weights
 //!   are memory-mapped, not read, so a one-shot process pays for the pages its first sentence
 //!   touches; the vocabulary is built from `vocab.txt`.
 //! - one 6-word query: 6.5 ms on one thread (14 ms as a new process's first sentence, its
