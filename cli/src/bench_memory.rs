@@ -73,7 +73,7 @@ pub(crate) async fn run(eval: Option<PathBuf>, json: bool, tune: bool) -> Result
 fn print_meaning(out: &mut impl Write, m: &MeaningReport) -> std::io::Result<()> {
     writeln!(
         out,
-        "\nby meaning (model {}; blend: {:.2} × cosine + {:.2} × lexical, a memory sharing no word kept from cosine {:.2})",
+        "\nby meaning (model {}; blend: {:.2} × cosine + {:.2} × words, a memory sharing no word kept from cosine {:.2})",
         m.model,
         m.weight,
         1.0 - m.weight,

@@ -33,7 +33,7 @@ class Skills:
         """The names of the skills ``message`` selects, in the order they are injected."""
     def explain(self, message: str) -> list[dict[str, Any]]:
         """Why each skill is selected: ``name``, ``reason`` (``triggered``, ``explicit``,
-        ``always``, ``detected``, ``lexical``) and the ``triggers`` that fired
+        ``always``, ``detected``, ``lexical``, ``semantic``) and the ``triggers`` that fired
         (``"greet (as greeted)"`` for an inflected form)."""
     def context(self, message: str) -> str:
         """The text injected for ``message`` (with the catalog in ``hybrid`` and ``on-demand``

@@ -62,7 +62,7 @@ impl Skills {
     }
 
     /// Why each skill is selected: a dict per skill with its `name`, the `reason`
-    /// (`triggered`, `explicit`, `always`, `detected`, `lexical`) and the `triggers` that
+    /// (`triggered`, `explicit`, `always`, `detected`, `lexical`, `semantic`) and the `triggers` that
     /// fired (an inflected form says so: `"greet (as greeted)"`).
     fn explain<'py>(&self, py: Python<'py>, message: &str) -> PyResult<Vec<Bound<'py, PyDict>>> {
         self.selections(message)?

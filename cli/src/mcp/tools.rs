@@ -97,7 +97,7 @@ pub(super) struct DeleteArgs {
 pub(super) struct Matched {
     /// The skill's name.
     pub name: String,
-    /// Why it was selected: explicit, always, detected, triggered or lexical.
+    /// Why it was selected: explicit, always, detected, triggered, lexical or semantic.
     pub reason: String,
     /// The triggers that fired, as the skill declares them.
     pub triggers: Vec<String>,

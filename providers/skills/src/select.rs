@@ -80,7 +80,7 @@ impl Selection {
 /// Knobs of selection.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelectOptions {
-    /// Cap on trigger-matched (and lexical) skills; explicit, always and detected skills are
+    /// Cap on trigger-matched (and lexical or semantic) skills; explicit, always and detected skills are
     /// outside it. Default 3.
     pub max_skills: usize,
     /// How many of the latest user messages are matched. Default 1: only the latest, so a
