@@ -199,8 +199,8 @@ impl Bert {
 
     fn norm(&self, x: &mut [f32], norm: &Norm, f: &[f32]) {
         let (weight, bias) = (
-            &f[norm.weight.start..][..self.hidden],
-            &f[norm.bias.start..][..self.hidden],
+            &f[norm.weight.start..][..norm.weight.len],
+            &f[norm.bias.start..][..norm.bias.len],
         );
         for row in x.chunks_exact_mut(self.hidden) {
             let mean = row.iter().sum::<f32>() / self.hidden as f32;

@@ -236,7 +236,8 @@ fn optional(path: &Path) -> Result<Option<String>, EmbedError> {
     }
 }
 
-/// A tensor of the weights file: where its `f32`s are in [`Weights::floats`], and its shape.
+/// A tensor of the weights file: where its `f32`s are in [`Weights::floats`] (its shape was
+/// checked when it was found).
 #[derive(Clone, Debug)]
 pub(crate) struct Tensor {
     pub(crate) start: usize,
