@@ -462,6 +462,14 @@ async fn import(
     };
     let in_file = |e: MemoryError| CliError::caused_by(format!("{}: {e}", file.display()), e);
     let records = ExportRecord::read_jsonl(reader).map_err(in_file)?;
+    let memories = records
+        .iter()
+        .filter(|r| matches!(r, ExportRecord::Memory(_)))
+        .count();
+    if memories >= 1_000 && crate::embeddings::embedder()?.is_some() {
+        // Embedding runs before the import's transaction, a few hundred memories a second.
+        eprintln!("embedding {memories} memories before importing them…");
+    }
     let report = store.import(records, target).await.map_err(in_file)?;
     writeln!(
         out,
