@@ -42,6 +42,7 @@
 //! watch                         hot reload: swap in a changed index
 //! index                         one deduplicated, ranked, compiled snapshot; the library
 //! discover, matcher, lexical    find skill files; compile triggers; score untriggered skills
+//! meaning                       untriggered skills by meaning, with an embedding model (opt-in)
 //! parse                         SKILL.md text -> Skill
 //! skill                         the data model: Skill, Source, Triggers, Detect
 //! descriptor                    tools.json text -> ToolSpec
