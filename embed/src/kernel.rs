@@ -74,7 +74,6 @@ fn dot_rows(x: &[f32], k: usize, w: &[f32], out: &mut [f32]) {
         for (block, i) in x.chunks(4 * k).zip((0..m).step_by(4)) {
             let last = block.len() - k;
             let rows = [0, 1, 2, 3].map(|r| &block[(r * k).min(last)..][..k]);
-            let mut acc = [[[0f32; LANES]; 4]; 2];
             let blocks = w0
                 .as_chunks::<LANES>()
                 .0
@@ -112,8 +111,7 @@ fn dot_rows(x: &[f32], k: usize, w: &[f32], out: &mut [f32]) {
                     }
                 }
             }
-            acc[0] = [a00, a01, a02, a03];
-            acc[1] = [a10, a11, a12, a13];
+            let acc = [[a00, a01, a02, a03], [a10, a11, a12, a13]];
             let rows_here = (block.len() / k).min(4);
             for (half, (w_row, acc)) in [w0, w1].into_iter().zip(&acc).take(w_pair.len() / k).enumerate() {
                 for r in 0..rows_here {

@@ -61,7 +61,9 @@ impl WordPiece {
     pub(crate) fn encode(&self, text: &str, max_tokens: usize) -> Vec<u32> {
         let mut ids = vec![self.cls];
         let room = max_tokens.saturating_sub(1);
-        for word in self.words(text) {
+        // Every word gives at least one piece, so no more words than there is room for are
+        // read: a long text costs no more than its first few hundred words.
+        for word in self.words(text, room) {
             self.pieces(&word, &mut ids);
             if ids.len() >= room {
                 ids.truncate(room);
@@ -72,8 +74,9 @@ impl WordPiece {
         ids
     }
 
-    /// The normalised words and punctuation marks of `text`.
-    fn words(&self, text: &str) -> Vec<String> {
+    /// The first `limit` normalised words and punctuation marks of `text`. A word longer than
+    /// [`MAX_WORD_CHARS`] is kept cut one character past it (it is one unknown token anyway).
+    fn words(&self, text: &str, limit: usize) -> Vec<String> {
         let mut words = Vec::new();
         let mut word = String::new();
         let end_word = |word: &mut String, words: &mut Vec<String>| {
@@ -82,16 +85,21 @@ impl WordPiece {
             }
         };
         for c in self.normalise(text) {
+            if words.len() >= limit {
+                break;
+            }
             if c.is_whitespace() {
                 end_word(&mut word, &mut words);
             } else if is_punctuation(c) || is_cjk(c) {
                 end_word(&mut word, &mut words);
                 words.push(c.to_string());
-            } else {
+            } else if word.len() <= 4 * MAX_WORD_CHARS || word.chars().count() <= MAX_WORD_CHARS {
+                // Counting only once the bytes could hold more characters than allowed.
                 word.push(c);
             }
         }
         end_word(&mut word, &mut words);
+        words.truncate(limit);
         words
     }
 
