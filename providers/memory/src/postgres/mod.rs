@@ -259,6 +259,10 @@ impl PostgresStore {
             return Ok(None);
         };
         let contents: Vec<String> = contents.into_iter().map(str::to_owned).collect();
+        if contents.is_empty() {
+            // Nothing to embed now; what the write stores unannounced is embedded then.
+            return Ok(Some(semantic.prepare([])));
+        }
         tokio::task::spawn_blocking(move || Some(semantic.prepare(contents.iter().map(String::as_str))))
             .await
             .map_err(|e| MemoryError::Task(format!("embedding the memories stopped: {e}")))

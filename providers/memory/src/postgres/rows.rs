@@ -251,19 +251,6 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
 
 /// Write every field of `new` over row `num`, leaving its postings and counts to the caller
 /// ([`repost`], [`TermCounts`]).
-/// Store (or, with `None`, clear) the sentence vector of row `num`.
-pub(super) async fn set_vector(
-    tx: &Transaction<'_>,
-    num: i64,
-    vector: Option<(String, Vec<u8>)>,
-) -> Result<()> {
-    let (model, bytes) = vector.unzip();
-    let stmt = tx
-        .prepare_cached("UPDATE project_memories SET embedding_model = $2, embedding = $3 WHERE num = $1")
-        .await?;
-    tx.execute(&stmt, &[&num, &model, &bytes]).await?;
-    Ok(())
-}
 
 /// Up to `limit` memories of a project (superseded ones too: they may become current again)
 /// without a vector of `model`, by row, with their content.
@@ -285,17 +272,20 @@ pub(super) async fn missing_vectors(
     rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
 }
 
-/// Store the vector of row `num` if it still holds `content`.
-pub(super) async fn set_vector_of(
+/// Store (or, with `None`, clear) the sentence vector of row `num`, if the row still holds
+/// `content`: a vector computed before a write's transaction is never stored over a text that
+/// changed meanwhile.
+pub(super) async fn set_vector(
     tx: &Transaction<'_>,
     num: i64,
     content: &str,
-    vector: (String, Vec<u8>),
+    vector: Option<(String, Vec<u8>)>,
 ) -> Result<()> {
+    let (model, bytes) = vector.unzip();
     let stmt = tx
         .prepare_cached("UPDATE project_memories SET embedding_model = $3, embedding = $4 WHERE num = $1 AND content = $2")
         .await?;
-    tx.execute(&stmt, &[&num, &content, &vector.0, &vector.1]).await?;
+    tx.execute(&stmt, &[&num, &content, &model, &bytes]).await?;
     Ok(())
 }
 

@@ -184,7 +184,7 @@ pub(super) async fn embed_missing(store: &PostgresStore, project: &str, limit: u
     write_tx!(store, [project.as_str()], |tx, _now| {
         let mut vectors = vectors.clone();
         for (num, content) in &missing {
-            super::rows::set_vector_of(&tx, *num, content, vectors.of(content)).await?;
+            super::rows::set_vector(&tx, *num, content, Some(vectors.of(content))).await?;
         }
         missing.len()
     })

@@ -161,7 +161,7 @@ impl Rows for PgRows<'_> {
     async fn insert(&mut self, entry: &MemoryEntry) -> Result<()> {
         let num = rows::insert_row(self.tx, entry).await?;
         if let Some(vectors) = &mut self.vectors {
-            rows::set_vector(self.tx, num, Some(vectors.of(&entry.content))).await?;
+            rows::set_vector(self.tx, num, &entry.content, Some(vectors.of(&entry.content))).await?;
         }
         self.postings.add(num, entry);
         self.counts.count(entry, 1);
@@ -173,7 +173,7 @@ impl Rows for PgRows<'_> {
         if old.content != new.content {
             // A vector of the old text would be wrong: the new one, or none without a model.
             let vector = self.vectors.as_mut().map(|v| v.of(&new.content));
-            rows::set_vector(self.tx, num, vector).await?;
+            rows::set_vector(self.tx, num, &new.content, vector).await?;
         }
         if postings::moved(old, new) {
             self.flush_postings().await?;

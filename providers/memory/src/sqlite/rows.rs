@@ -94,14 +94,6 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
 }
 
 /// Delete row `num` (which holds `old`) and its index.
-/// Store (or, with `None`, clear) the sentence vector of row `num`.
-pub(super) fn set_vector(tx: &Transaction, num: i64, vector: Option<(String, Vec<u8>)>) -> Result<()> {
-    let (model, bytes) = vector.unzip();
-    tx.prepare_cached("UPDATE project_memories SET embedding_model = ?2, embedding = ?3 WHERE num = ?1")?
-        .execute(params![num, model, bytes])?;
-    Ok(())
-}
-
 /// Up to `limit` memories of a project (superseded ones too: they may become current again)
 /// without a vector of `model`, by row, with their content.
 pub(super) fn missing_vectors(
@@ -119,18 +111,21 @@ pub(super) fn missing_vectors(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Store the vector of row `num` if it still holds `content` (a write may have changed it
-/// since the vector was computed); whether it did.
-pub(super) fn set_vector_of(
+/// Store (or, with `None`, clear) the sentence vector of row `num`, if the row still holds
+/// `content`: a vector computed before a write's transaction is never stored over a text that
+/// changed meanwhile.
+pub(super) fn set_vector(
     tx: &Transaction,
     num: i64,
     content: &str,
-    vector: (String, Vec<u8>),
-) -> Result<bool> {
-    let changed = tx
-        .prepare_cached("UPDATE project_memories SET embedding_model = ?3, embedding = ?4 WHERE num = ?1 AND content = ?2")?
-        .execute(params![num, content, vector.0, vector.1])?;
-    Ok(changed > 0)
+    vector: Option<(String, Vec<u8>)>,
+) -> Result<()> {
+    let (model, bytes) = vector.unzip();
+    tx.prepare_cached(
+        "UPDATE project_memories SET embedding_model = ?3, embedding = ?4 WHERE num = ?1 AND content = ?2",
+    )?
+    .execute(params![num, content, model, bytes])?;
+    Ok(())
 }
 
 /// The sentence vectors of a project's current memories made by `model`, by row.

@@ -9,8 +9,7 @@
 //! - `project_memories` has an `INTEGER PRIMARY KEY` (`num`) so the search index can refer
 //!   to rows by a stable rowid; `id TEXT` is `NOT NULL UNIQUE`, the key callers know a memory by;
 //! - TF-IDF vectors are computed at query time from the content and the project's live
-//!   document frequencies (`memory_terms`), so they are never stale; the `embedding` column
-//!   (v8) holds a sentence vector only when a model is configured, with the model's identity;
+//!   document frequencies (`memory_terms`), so they are never stale;
 //! - `decayed_at` remembers the last decay so repeated decays compound correctly;
 //! - `superseded_by` / `superseded_at` (v3) keep a replaced memory with a link to its successor
 //!   instead of deleting it, so history shows it and undo brings it back;
@@ -25,8 +24,9 @@
 //!   scored every memory holding a query term before any cut;
 //! - the category index (v7) covers the importance order too, so the essentials (the most
 //!   important preferences and corrections) are two bounded pages;
-//! - `embedding_model` and `embedding` (v8) keep a memory's sentence vector in its row, so it
-//!   is written, moved and deleted with the row.
+//! - `embedding_model` and `embedding` (v8) keep a memory's sentence vector, only when a model
+//!   is configured, in its row with the model's identity, so it is written, moved and deleted
+//!   with the row.
 
 use rusqlite::{Connection, TransactionBehavior};
 

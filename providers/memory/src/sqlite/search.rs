@@ -347,7 +347,10 @@ impl MemoryDb {
         now: i64,
         top_k: usize,
     ) -> Result<Vec<MemorySearchResult>> {
-        let (mut vocab, mut candidates) = if q_terms.is_empty() || filter.is_empty() {
+        if filter.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (mut vocab, mut candidates) = if q_terms.is_empty() {
             (Vocabulary::default(), Vec::new())
         } else {
             self.candidates(tx, filter, q_terms)?
@@ -355,7 +358,7 @@ impl MemoryDb {
         let stored = rows::vectors(tx, filter.project, semantic.model_id())?;
         let near = vectors::nearest(query, stored, SEMANTIC_CANDIDATES);
         let extra = near.not_in(candidates.iter().map(|c| c.num));
-        if !extra.is_empty() && !filter.is_empty() {
+        if !extra.is_empty() {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
             let mut kept = Kept::new(filter, &q_set, extra.len());
             let found = select_entries(

@@ -123,7 +123,7 @@ impl MemoryDb {
         let mut vectors = semantic.prepare(missing.iter().map(|(_, c)| c.as_str()));
         self.write(|tx, _| {
             for (num, content) in &missing {
-                rows::set_vector_of(tx, *num, content, vectors.of(content))?;
+                rows::set_vector(tx, *num, content, Some(vectors.of(content)))?;
             }
             Ok(missing.len())
         })

@@ -132,7 +132,7 @@ impl Rows for SqliteRows<'_> {
         self.wrote = true;
         let num = rows::insert_entry(self.tx, entry)?;
         if let Some(vectors) = &mut self.vectors {
-            rows::set_vector(self.tx, num, Some(vectors.of(&entry.content)))?;
+            rows::set_vector(self.tx, num, &entry.content, Some(vectors.of(&entry.content)))?;
         }
         Ok(())
     }
@@ -142,7 +142,8 @@ impl Rows for SqliteRows<'_> {
         rows::store_row(self.tx, num, old, new)?;
         if old.content != new.content {
             // A vector of the old text would be wrong: the new one, or none without a model.
-            rows::set_vector(self.tx, num, self.vectors.as_mut().map(|v| v.of(&new.content)))?;
+            let vector = self.vectors.as_mut().map(|v| v.of(&new.content));
+            rows::set_vector(self.tx, num, &new.content, vector)?;
         }
         Ok(())
     }
