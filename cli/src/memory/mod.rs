@@ -186,10 +186,10 @@ async fn get_in(store: &Store, id: &str, project: &str) -> Result<MemoryEntry, C
     }
 }
 
-/// Run one `ctxkit memory` command.
 /// Memories embedded and written per transaction by `reindex` (about a second of work each).
 const REINDEX_PAGE: usize = 256;
 
+/// Run one `ctxkit memory` command.
 pub(crate) async fn run(args: MemoryArgs) -> Result<(), CliError> {
     // The project as typed, before it is canonicalised (and never echoed).
     if let Some(found) = args.project.as_deref().and_then(find_secret) {

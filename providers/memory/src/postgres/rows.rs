@@ -249,9 +249,6 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
         .try_get(0)?)
 }
 
-/// Write every field of `new` over row `num`, leaving its postings and counts to the caller
-/// ([`repost`], [`TermCounts`]).
-
 /// Up to `limit` memories of a project (superseded ones too: they may become current again)
 /// without a vector of `model`, by row, with their content.
 pub(super) async fn missing_vectors(
@@ -301,6 +298,8 @@ pub(super) async fn vectors(tx: &Transaction<'_>, project: &str, model: &str) ->
     rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
 }
 
+/// Write every field of `new` over row `num`, leaving its postings and counts to the caller
+/// ([`repost`], [`TermCounts`]).
 pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry) -> Result<()> {
     let stmt = tx
         .prepare_cached(

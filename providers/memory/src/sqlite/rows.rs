@@ -93,7 +93,6 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
     index::replace(tx, num, old, new)
 }
 
-/// Delete row `num` (which holds `old`) and its index.
 /// Up to `limit` memories of a project (superseded ones too: they may become current again)
 /// without a vector of `model`, by row, with their content.
 pub(super) fn missing_vectors(
@@ -138,6 +137,7 @@ pub(super) fn vectors(tx: &Transaction, project: &str, model: &str) -> Result<Ve
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Delete row `num` (which holds `old`) and its index.
 pub(super) fn delete_row(tx: &Transaction, num: i64, old: &MemoryEntry) -> Result<()> {
     index::remove(tx, num, old)?;
     tx.prepare_cached("DELETE FROM project_memories WHERE num = ?1")?
