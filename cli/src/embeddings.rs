@@ -27,6 +27,27 @@ pub(crate) fn embedder() -> Result<Option<Arc<Embedder>>, CliError> {
     Ok(Some(model))
 }
 
+/// Load the model and embed `text` on a thread of its own, when `wanted` (called on that
+/// thread) says a part of this process will need the text's vector: the memory search and the
+/// skills' semantic fallback then find it ready (the model remembers its latest texts, and
+/// waits for one being embedded), instead of loading the model and embedding the text after
+/// their own reads. Does nothing without a model.
+pub(crate) fn embed_ahead(text: &str, wanted: impl FnOnce() -> bool + Send + 'static) {
+    let text = text.to_owned();
+    let started = std::thread::Builder::new()
+        .name("ctxkit-embed-ahead".into())
+        .spawn(move || {
+            if matches!(embeddings(), Ok(Some(_))) && wanted() {
+                if let Ok(Some(model)) = embedder() {
+                    model.embed(&text);
+                }
+            }
+        });
+    if let Err(e) = started {
+        tracing::debug!(error = %e, "the text is embedded when it is needed instead");
+    }
+}
+
 /// `--embeddings DIR`, given before any subcommand's own arguments are read.
 static EMBEDDINGS_FLAG: OnceLock<PathBuf> = OnceLock::new();
 

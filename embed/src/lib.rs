@@ -81,8 +81,8 @@ impl Embedder {
     /// the file.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let _span = tracing::debug_span!("embedder.load", dir = %dir.display()).entered();
-        let files = ModelFiles::read(dir)?;
-        let tokenizer = WordPiece::new(&files.vocab, files.lowercase)?;
+        let mut files = ModelFiles::read(dir)?;
+        let tokenizer = WordPiece::new(std::mem::take(&mut files.vocab), files.lowercase)?;
         if tokenizer.len() > files.config.vocab_size {
             return Err(EmbedError::malformed(
                 "vocab.txt",

@@ -6,7 +6,10 @@
 //! 1 ms. A test checks it gives the same ids as `tokenizers` on every text of the memory
 //! evaluation set and of hostile inputs.
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::hash_table::{Entry, HashTable};
+use rustc_hash::FxBuildHasher;
 use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategory, GeneralCategoryGroup, UnicodeGeneralCategory};
 
@@ -20,9 +23,7 @@ const MAX_WORD_CHARS: usize = 100;
 /// into the longest pieces the vocabulary has.
 #[derive(Debug)]
 pub(crate) struct WordPiece {
-    /// A fast non-cryptographic hash: the keys are the model's own vocabulary, and building the
-    /// table with the default SipHash was a third of a new process's load.
-    vocab: FxHashMap<String, u32>,
+    vocab: Vocab,
     lowercase: bool,
     cls: u32,
     sep: u32,
@@ -31,16 +32,11 @@ pub(crate) struct WordPiece {
 
 impl WordPiece {
     /// The vocabulary is one token per line, its id the line number.
-    pub(crate) fn new(vocab_txt: &str, lowercase: bool) -> Result<Self, EmbedError> {
-        let vocab: FxHashMap<String, u32> = vocab_txt
-            .lines()
-            .enumerate()
-            .map(|(id, token)| (token.to_owned(), id as u32))
-            .collect();
+    pub(crate) fn new(vocab_txt: String, lowercase: bool) -> Result<Self, EmbedError> {
+        let vocab = Vocab::new(vocab_txt);
         let special = |name: &str| {
             vocab
                 .get(name)
-                .copied()
                 .ok_or_else(|| EmbedError::malformed("vocab.txt", format!("it has no {name} token")))
         };
         Ok(Self {
@@ -52,9 +48,10 @@ impl WordPiece {
         })
     }
 
-    /// How many tokens the vocabulary has (the model's embedding table must have as many rows).
+    /// How many ids the vocabulary gives out, one per line, a repeated token included (the
+    /// model's embedding table must have a row for each).
     pub(crate) fn len(&self) -> usize {
-        self.vocab.len()
+        self.vocab.spans.len()
     }
 
     /// `[CLS]`, the text's pieces (at most `max_tokens - 2`), `[SEP]`.
@@ -137,7 +134,7 @@ impl WordPiece {
                     piece.push_str("##");
                 }
                 piece.push_str(&word[start..end]);
-                if let Some(&id) = self.vocab.get(&piece) {
+                if let Some(id) = self.vocab.get(&piece) {
                     break Some(id);
                 }
                 match word[start..end].char_indices().next_back() {
@@ -154,6 +151,60 @@ impl WordPiece {
             start = end;
         }
     }
+}
+
+/// Token to id, as a table of ids into the file's own text: building it allocates nothing per
+/// token (a table of owned strings was a third of a new process's load). A token listed twice
+/// has its last line's id, as in the `tokenizers` crate. Hashed with FxHash: fast, and the
+/// keys are the model's own vocabulary.
+#[derive(Debug)]
+struct Vocab {
+    text: String,
+    /// Each id's token, as a byte range of `text`.
+    spans: Vec<(u32, u32)>,
+    ids: HashTable<u32>,
+}
+
+impl Vocab {
+    fn new(text: String) -> Self {
+        let mut spans = Vec::with_capacity(text.len() / 6);
+        let mut start = 0;
+        for line in text.split_inclusive('\n') {
+            let token = line.strip_suffix('\n').unwrap_or(line);
+            let token = token.strip_suffix('\r').unwrap_or(token);
+            // `text` is at most a few megabytes (`model.rs` caps it), so offsets fit in u32.
+            spans.push((start as u32, (start + token.len()) as u32));
+            start += line.len();
+        }
+        let token_of = |id: u32| token(&text, &spans, id);
+        let mut ids = HashTable::with_capacity(spans.len());
+        for id in 0..spans.len() as u32 {
+            let token = token_of(id);
+            let same = |other: &u32| token_of(*other) == token;
+            let rehash = |other: &u32| FxBuildHasher.hash_one(token_of(*other));
+            match ids.entry(FxBuildHasher.hash_one(token), same, rehash) {
+                Entry::Occupied(mut seen) => *seen.get_mut() = id,
+                Entry::Vacant(slot) => {
+                    slot.insert(id);
+                }
+            }
+        }
+        Self { text, spans, ids }
+    }
+
+    fn get(&self, wanted: &str) -> Option<u32> {
+        self.ids
+            .find(FxBuildHasher.hash_one(wanted), |&id| {
+                token(&self.text, &self.spans, id) == wanted
+            })
+            .copied()
+    }
+}
+
+/// The token of `id`: its byte range of the vocabulary's text.
+fn token<'a>(text: &'a str, spans: &[(u32, u32)], id: u32) -> &'a str {
+    let (start, end) = spans[id as usize];
+    &text[start as usize..end as usize]
 }
 
 /// Control and format characters (general category C*), but not the whitespace BERT keeps.
@@ -185,7 +236,7 @@ mod tests {
 
     fn tiny() -> WordPiece {
         let vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nun\n##aff\n##able\nhello\n!\ncafe\n,\n中\n";
-        WordPiece::new(vocab, true).unwrap()
+        WordPiece::new(vocab.to_owned(), true).unwrap()
     }
 
     #[test]
@@ -213,7 +264,9 @@ mod tests {
 
     #[test]
     fn a_vocabulary_without_special_tokens_is_refused() {
-        let err = WordPiece::new("hello\n", true).unwrap_err().to_string();
+        let err = WordPiece::new("hello\n".to_owned(), true)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("[CLS]"), "{err}");
     }
 }

@@ -253,6 +253,14 @@ fn a_broken_model_is_one_sentence_naming_the_file() {
             Box::new(|d: &Path| std::fs::write(d.join("vocab.txt"), "[PAD]\n[UNK]\n[SEP]\n").unwrap()),
             "[CLS]",
         ),
+        (
+            // Seven tokens, but ids up to 8 for a table of 8 rows: "world" would read past it.
+            "a vocabulary listing tokens twice, past the table",
+            Box::new(|d: &Path| {
+                std::fs::write(d.join("vocab.txt"), format!("{VOCAB}hello\nworld\n")).unwrap()
+            }),
+            "vocab.txt",
+        ),
     ];
     for (name, damage, expected) in cases {
         let dir = tempfile::tempdir().unwrap();

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
+use tracing::Instrument;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -219,8 +220,12 @@ pub trait ContextProvider: Send + Sync {
 /// an empty reply, so the provider carries out and records what a run in an agent would
 /// (memory commands, access counts). Returns what it contributed.
 pub async fn run_once(provider: &dyn ContextProvider, input: &str, run: &RunInfo) -> Result<Context> {
+    let span = |stage: &'static str| tracing::debug_span!("provider", provider = provider.name(), stage);
     let messages = [Message::user(input)];
-    let context = provider.invoking(&messages, run).await?;
+    let context = provider
+        .invoking(&messages, run)
+        .instrument(span("invoking"))
+        .await?;
     let reply = Message::assistant("");
     let outcome = RunOutcome {
         messages: &messages,
@@ -229,7 +234,10 @@ pub async fn run_once(provider: &dyn ContextProvider, input: &str, run: &RunInfo
         context: &context,
         state: &State::default(),
     };
-    provider.run_finished(run, &outcome).await?;
+    provider
+        .run_finished(run, &outcome)
+        .instrument(span("run_finished"))
+        .await?;
     Ok(context)
 }
 

@@ -83,6 +83,10 @@ pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Opt
             }
         }
         EventKind::Prompt(prompt) => {
+            let (no_memory, cwd) = (args.no_memory, request.cwd.to_path_buf());
+            crate::embeddings::embed_ahead(prompt, move || {
+                !no_memory || Config::load(&cwd).is_ok_and(|c| c.semantic_skills())
+            });
             let memories = (!args.no_memory).then(|| {
                 let session_id = request.session_id.map(str::to_string);
                 beside(

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use ctxkit_embed::Embedder;
 
+use crate::error::MemoryError;
+
 /// How many memories the vector scan adds to the lexical candidates (the nearest ones).
 pub(crate) const SEMANTIC_CANDIDATES: usize = 50;
 
@@ -77,11 +79,21 @@ impl Semantic {
         self.model.id()
     }
 
-    /// The vector of a query (the model remembers its latest texts: a preview and its run
-    /// embed the message once).
-    pub(crate) fn query(&self, text: &str) -> Vec<f32> {
-        let _span = tracing::debug_span!("memory.embed_query", chars = text.len()).entered();
-        self.model.embed(text)
+    /// Start embedding a query on a thread of its own, so a search reads its lexical
+    /// candidates and the stored vectors meanwhile: the search then costs about the longer of
+    /// the two, not their sum. The model remembers its latest texts, so a message embedded
+    /// already (a preview and its run, or a hook's skills) is not embedded again.
+    pub(crate) fn start_query(&self, text: &str) -> Result<QueryVector, MemoryError> {
+        let (model, text) = (self.model.clone(), text.to_owned());
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let span = tracing::debug_span!("memory.embed_query", chars = text.len());
+        std::thread::Builder::new()
+            .name("ctxkit-embed-query".into())
+            .spawn(move || {
+                let _ = sender.send(span.in_scope(|| model.embed(&text)));
+            })
+            .map_err(|e| MemoryError::Task(format!("cannot start embedding the query: {e}")))?;
+        Ok(QueryVector(receiver))
     }
 
     /// Encoded vectors of `contents`, computed together (a batch is several times faster
@@ -101,6 +113,26 @@ impl Semantic {
             ready,
         }
     }
+}
+
+/// A query's vector being computed ([`Semantic::start_query`]).
+pub(crate) struct QueryVector(tokio::sync::oneshot::Receiver<Vec<f32>>);
+
+impl QueryVector {
+    /// Wait for the vector, blocking the thread (SQLite's calls run on the blocking pool).
+    pub(crate) fn wait(self) -> Result<Vec<f32>, MemoryError> {
+        self.0.blocking_recv().map_err(|_| stopped())
+    }
+
+    /// Wait for the vector without blocking the runtime (PostgreSQL's calls are async).
+    pub(crate) async fn get(self) -> Result<Vec<f32>, MemoryError> {
+        self.0.await.map_err(|_| stopped())
+    }
+}
+
+/// The error of a query whose embedding thread ended without a vector (it panicked).
+fn stopped() -> MemoryError {
+    MemoryError::Task("embedding the query stopped before it finished".into())
 }
 
 /// The vectors a write stores, computed before its transaction; a content the write did not
@@ -125,8 +157,8 @@ impl Vectors {
 }
 
 /// The error of a call that needs a model when none is configured.
-pub(crate) fn no_model() -> crate::error::MemoryError {
-    crate::error::MemoryError::Invalid(
+pub(crate) fn no_model() -> MemoryError {
+    MemoryError::Invalid(
         "no sentence-embedding model is configured; give one (a sentence-transformers folder such as \
          all-MiniLM-L6-v2) with OpenOptions::embeddings, or to the CLI with --embeddings DIR or $CTXKIT_EMBEDDINGS"
             .into(),

@@ -4,7 +4,7 @@
 use super::candidates::{candidates, rows_as_candidates};
 use super::rows::{self, load, select_entries, COLS};
 use super::{read_tx, PostgresStore};
-use crate::error::{MemoryError, Result};
+use crate::error::Result;
 use crate::postings::Filter;
 use crate::retrieval::{rank, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
@@ -78,16 +78,8 @@ pub(super) async fn search(
     if (q_terms.is_empty() && semantic.is_none()) || req.top_k == 0 || req.query.trim().is_empty() {
         return Ok(Vec::new());
     }
-    // Embedded before the read transaction, which then lasts no longer than without a model,
-    // on the blocking pool (arithmetic, not I/O).
-    let query_vector = match semantic.cloned() {
-        Some(semantic) => {
-            let query = req.query.clone();
-            let embedded = tokio::task::spawn_blocking(move || semantic.query(&query)).await;
-            Some(embedded.map_err(|e| MemoryError::Task(format!("embedding the query stopped: {e}")))?)
-        }
-        None => None,
-    };
+    // Embedded on a thread of its own while the transaction reads the candidates.
+    let query_vector = semantic.map(|s| s.start_query(&req.query)).transpose()?;
     let now = store.now();
     let mut results = read_tx!(store, |tx| {
         let filter = Filter {
@@ -100,11 +92,11 @@ pub(super) async fn search(
         } else {
             candidates(store, &tx, &filter, &q_terms).await?
         };
-        match (semantic, &query_vector) {
+        match (semantic, query_vector) {
             (Some(semantic), Some(query)) => {
                 // The lexical candidates, joined by the memories nearest the query by meaning.
                 let stored = rows::vectors(&tx, &project, semantic.model_id()).await?;
-                let near = vectors::nearest(query, stored, SEMANTIC_CANDIDATES);
+                let near = vectors::nearest(&query.get().await?, stored, SEMANTIC_CANDIDATES);
                 let extra = near.not_in(found.iter().map(|c| c.num));
                 found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
                 let meaning = Meaning {

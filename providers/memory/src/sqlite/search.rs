@@ -16,7 +16,7 @@ use crate::retrieval::{rank, rarest_terms, Candidate, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
-use crate::vectors::{self, Semantic, SEMANTIC_CANDIDATES};
+use crate::vectors::{self, QueryVector, Semantic, SEMANTIC_CANDIDATES};
 
 /// At most this many projects keep an in-memory index.
 const MAX_INDEXED_PROJECTS: usize = 8;
@@ -98,8 +98,7 @@ impl MemoryDb {
         if (q_terms.is_empty() && semantic.is_none()) || req.top_k == 0 || req.query.trim().is_empty() {
             return Ok(Vec::new());
         }
-        // Embedded before the read transaction, which then lasts no longer than without a model.
-        let query_vector = semantic.map(|s| s.query(&req.query));
+        let query_vector = semantic.map(|s| s.start_query(&req.query)).transpose()?;
         let now = self.now();
         let mut results = self.read(|tx| {
             let categories = req.categories.as_deref();
@@ -108,7 +107,7 @@ impl MemoryDb {
                 min_importance: req.min_importance,
                 categories,
             };
-            if let (Some(semantic), Some(q)) = (semantic, &query_vector) {
+            if let (Some(semantic), Some(q)) = (semantic, query_vector) {
                 return self.hybrid(tx, &filter, &q_terms, semantic, q, now, req.top_k);
             }
             let indexed = self.with_index(tx, &project, |ix| {
@@ -335,7 +334,8 @@ impl MemoryDb {
     }
 
     /// A search by words and meaning: the lexical candidates from the postings, joined by the
-    /// memories whose sentence vectors are nearest the query's, ranked by the blend.
+    /// memories whose sentence vectors are nearest the query's, ranked by the blend. The
+    /// candidates and the stored vectors are read while the query is being embedded.
     #[allow(clippy::too_many_arguments)]
     fn hybrid(
         &self,
@@ -343,7 +343,7 @@ impl MemoryDb {
         filter: &Filter,
         q_terms: &[String],
         semantic: &Semantic,
-        query: &[f32],
+        query: QueryVector,
         now: i64,
         top_k: usize,
     ) -> Result<Vec<MemorySearchResult>> {
@@ -356,7 +356,7 @@ impl MemoryDb {
             self.candidates(tx, filter, q_terms)?
         };
         let stored = rows::vectors(tx, filter.project, semantic.model_id())?;
-        let near = vectors::nearest(query, stored, SEMANTIC_CANDIDATES);
+        let near = vectors::nearest(&query.wait()?, stored, SEMANTIC_CANDIDATES);
         let extra = near.not_in(candidates.iter().map(|c| c.num));
         if !extra.is_empty() {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();

@@ -60,33 +60,34 @@ impl SqliteMemoryStore {
     /// [`SearchIndex`](crate::options::SearchIndex) says, so the next search is fast.
     pub async fn warm_up(&self, project: &str) -> Result<()> {
         let project = project.to_string();
-        self.blocking(move |db| db.warm_up(&project)).await
+        self.blocking("warm_up", move |db| db.warm_up(&project)).await
     }
 
     /// Delete every memory of a project (each recorded in the history), returning how many.
     pub async fn clear(&self, project: &str) -> Result<usize> {
         let project = project.to_string();
-        self.blocking(move |db| db.clear(&project)).await
+        self.blocking("clear", move |db| db.clear(&project)).await
     }
 
     /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
     /// so stale memories sink below fresh ones; returns how many changed.
     pub async fn decay(&self, project: &str) -> Result<usize> {
         let project = project.to_string();
-        self.blocking(move |db| db.decay(&project)).await
+        self.blocking("decay", move |db| db.decay(&project)).await
     }
 
     /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
     pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
         let project = project.to_string();
-        self.blocking(move |db| db.prune(&project, min_importance)).await
+        self.blocking("prune", move |db| db.prune(&project, min_importance))
+            .await
     }
 
     /// Merge memories more than 0.90 similar into the most important of them; returns how
     /// many were merged away.
     pub async fn compact(&self, project: &str) -> Result<usize> {
         let project = project.to_string();
-        self.blocking(move |db| db.compact(&project)).await
+        self.blocking("compact", move |db| db.compact(&project)).await
     }
 
     /// Give up to `limit` memories of a project that have no vector of the model given to
@@ -95,22 +96,25 @@ impl SqliteMemoryStore {
     /// every memory has one. Call it until it returns 0 to reindex a project.
     pub async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
         let project = project.to_string();
-        self.blocking(move |db| db.embed_missing(&project, limit)).await
+        self.blocking("embed_missing", move |db| db.embed_missing(&project, limit))
+            .await
     }
 
     /// Counts for a project: memories by category, accesses, episodes, history entries.
     pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
         let project = project.to_string();
-        self.blocking(move |db| db.stats(&project)).await
+        self.blocking("stats", move |db| db.stats(&project)).await
     }
 
-    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    /// Run one store call on tokio's blocking pool, in a span naming it.
+    async fn blocking<T, F>(&self, call: &'static str, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&MemoryDb) -> Result<T> + Send + 'static,
     {
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || f(&db))
+        let span = tracing::debug_span!("memory.sqlite", call);
+        tokio::task::spawn_blocking(move || span.in_scope(|| f(&db)))
             .await
             .map_err(|e| MemoryError::Task(e.to_string()))?
     }
@@ -119,73 +123,82 @@ impl SqliteMemoryStore {
 #[async_trait]
 impl MemoryStore for SqliteMemoryStore {
     async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        self.blocking(move |db| db.add_many(entries)).await
+        self.blocking("add_many", move |db| db.add_many(entries)).await
     }
     async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
-        self.blocking(move |db| db.upsert(entry)).await
+        self.blocking("upsert", move |db| db.upsert(entry)).await
     }
     async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
         let id = id.to_string();
-        self.blocking(move |db| db.update(&id, update)).await
+        self.blocking("update", move |db| db.update(&id, update)).await
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         let id = id.to_string();
-        self.blocking(move |db| db.get(&id)).await
+        self.blocking("get", move |db| db.get(&id)).await
     }
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
         let project = project.to_string();
-        self.blocking(move |db| db.list(&project, &options)).await
+        self.blocking("list", move |db| db.list(&project, &options)).await
     }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        self.blocking(move |db| db.search(&request)).await
+        self.blocking("search", move |db| db.search(&request)).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         let ids = ids.to_vec();
-        self.blocking(move |db| db.touch(&ids)).await
+        self.blocking("touch", move |db| db.touch(&ids)).await
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
         let id = id.to_string();
-        self.blocking(move |db| db.delete(&id)).await
+        self.blocking("delete", move |db| db.delete(&id)).await
     }
     async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
         let (project, query) = (project.to_string(), query.to_string());
-        self.blocking(move |db| db.forget(&project, &query)).await
+        self.blocking("forget", move |db| db.forget(&project, &query))
+            .await
     }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         let (project, id) = (project.to_string(), memory_id.to_string());
-        self.blocking(move |db| db.history(&project, &id)).await
+        self.blocking("history", move |db| db.history(&project, &id))
+            .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking(move |db| db.project_history(&project, limit)).await
+        self.blocking("project_history", move |db| db.project_history(&project, limit))
+            .await
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
         let project = project.to_string();
-        self.blocking(move |db| db.undo(&project, history_id)).await
+        self.blocking("undo", move |db| db.undo(&project, history_id))
+            .await
     }
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.blocking(move |db| db.add_episode(record)).await
+        self.blocking("add_episode", move |db| db.add_episode(record))
+            .await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
         let project = project.to_string();
-        self.blocking(move |db| db.episodes(&project, limit)).await
+        self.blocking("episodes", move |db| db.episodes(&project, limit))
+            .await
     }
     async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
         let (project, key) = (project.to_string(), key.to_string());
-        self.blocking(move |db| db.set_state(&project, &key, &value))
+        self.blocking("set_state", move |db| db.set_state(&project, &key, &value))
             .await
     }
     async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
         let (project, key) = (project.to_string(), key.to_string());
-        self.blocking(move |db| db.remove_state(&project, &key)).await
+        self.blocking("remove_state", move |db| db.remove_state(&project, &key))
+            .await
     }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         let project = project.to_string();
-        self.blocking(move |db| db.state_entries(&project)).await
+        self.blocking("state_entries", move |db| db.state_entries(&project))
+            .await
     }
     async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
         let project = project.to_string();
-        self.blocking(move |db| db.learned_skills(&project)).await
+        self.blocking("learned_skills", move |db| db.learned_skills(&project))
+            .await
     }
     async fn change_learned_skill(
         &self,
@@ -194,16 +207,19 @@ impl MemoryStore for SqliteMemoryStore {
         change: LearnedChange,
     ) -> Result<Option<LearnedSkill>> {
         let (project, name) = (project.to_string(), name.to_string());
-        self.blocking(move |db| db.change_learned_skill(&project, &name, change))
-            .await
+        self.blocking("change_learned_skill", move |db| {
+            db.change_learned_skill(&project, &name, change)
+        })
+        .await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         let project = project.map(str::to_string);
-        self.blocking(move |db| db.export(project.as_deref())).await
+        self.blocking("export", move |db| db.export(project.as_deref()))
+            .await
     }
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
         let project = project.map(str::to_string);
-        self.blocking(move |db| db.import(&records, project.as_deref()))
+        self.blocking("import", move |db| db.import(&records, project.as_deref()))
             .await
     }
 
@@ -220,15 +236,15 @@ impl MemoryStore for SqliteMemoryStore {
     // The SQLite core answers these directly: one query instead of a whole list or history,
     // and errors worded for one memory rather than a batch of one.
     async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
-        self.blocking(move |db| db.add(entry)).await
+        self.blocking("add", move |db| db.add(entry)).await
     }
     async fn count(&self, project: &str) -> Result<usize> {
         let project = project.to_string();
-        self.blocking(move |db| db.count(&project)).await
+        self.blocking("count", move |db| db.count(&project)).await
     }
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking(move |db| db.history_entry(&project, history_id))
+        self.blocking("history_entry", move |db| db.history_entry(&project, history_id))
             .await
     }
 }
