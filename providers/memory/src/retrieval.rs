@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::clock::days_between;
 use crate::text::{keyword_terms, terms};
 use crate::types::{MemoryEntry, MemorySearchResult};
-use crate::vectors::Blend;
+use crate::vectors::{Blend, Nearest};
 
 /// At most this many query terms are looked up in a backend's postings (the rarest ones).
 pub(crate) const MAX_QUERY_TERMS: usize = 24;
@@ -105,7 +105,7 @@ impl Candidate {
 /// The query's cosine with each candidate's sentence vector (by row), and how to blend it:
 /// given when a model is configured.
 pub(crate) struct Meaning<'a> {
-    pub(crate) cosine: &'a HashMap<i64, f32>,
+    pub(crate) near: &'a Nearest,
     pub(crate) blend: Blend,
 }
 
@@ -137,7 +137,7 @@ pub(crate) fn rank(
                 }
                 None => return None,
                 Some(m) => {
-                    let cosine = m.cosine.get(&num).copied();
+                    let cosine = m.near.cosine(num);
                     let words = shares_words.then(|| words_score(similarity, keyword_overlap));
                     (m.blend.score(words, cosine.unwrap_or(0.0))?, cosine)
                 }

@@ -11,6 +11,7 @@ use crate::error::{MemoryError, Result};
 use crate::postings::{self, project_key};
 use crate::text::term_set;
 use crate::types::*;
+use crate::vectors::Stored;
 
 pub(super) const COLS: &str =
     "num, id, project_path, category, content, keywords, importance, access_count, \
@@ -287,15 +288,18 @@ pub(super) async fn set_vector(
 }
 
 /// The sentence vectors of a project's current memories made by `model`, by row.
-pub(super) async fn vectors(tx: &Transaction<'_>, project: &str, model: &str) -> Result<Vec<(i64, Vec<u8>)>> {
+pub(super) async fn vectors(tx: &Transaction<'_>, project: &str, model: &str) -> Result<Stored> {
     let stmt = tx
         .prepare_cached(
             "SELECT num, embedding FROM project_memories
              WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL",
         )
         .await?;
-    let rows = tx.query(&stmt, &[&project, &model]).await?;
-    rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
+    let mut stored = Stored::default();
+    for row in tx.query(&stmt, &[&project, &model]).await? {
+        stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
+    }
+    Ok(stored)
 }
 
 /// Write every field of `new` over row `num`, leaving its postings and counts to the caller

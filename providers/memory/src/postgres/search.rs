@@ -96,11 +96,11 @@ pub(super) async fn search(
             (Some(semantic), Some(query)) => {
                 // The lexical candidates, joined by the memories nearest the query by meaning.
                 let stored = rows::vectors(&tx, &project, semantic.model_id()).await?;
-                let near = vectors::nearest(&query.get().await?, stored, SEMANTIC_CANDIDATES);
+                let near = vectors::nearest(&query.get().await?, &stored, SEMANTIC_CANDIDATES);
                 let extra = near.not_in(found.iter().map(|c| c.num));
                 found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
                 let meaning = Meaning {
-                    cosine: &near.cosine,
+                    near: &near,
                     blend: semantic.blend,
                 };
                 rank(&q_terms, &vocab, found, Some(&meaning), now, req.top_k)

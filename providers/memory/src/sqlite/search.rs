@@ -356,7 +356,7 @@ impl MemoryDb {
             self.candidates(tx, filter, q_terms)?
         };
         let stored = rows::vectors(tx, filter.project, semantic.model_id())?;
-        let near = vectors::nearest(&query.wait()?, stored, SEMANTIC_CANDIDATES);
+        let near = vectors::nearest(&query.wait()?, &stored, SEMANTIC_CANDIDATES);
         let extra = near.not_in(candidates.iter().map(|c| c.num));
         if !extra.is_empty() {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
@@ -373,7 +373,7 @@ impl MemoryDb {
             candidates.extend(kept.candidates);
         }
         let meaning = Meaning {
-            cosine: &near.cosine,
+            near: &near,
             blend: semantic.blend,
         };
         Ok(rank(q_terms, &vocab, candidates, Some(&meaning), now, top_k))
