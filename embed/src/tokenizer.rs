@@ -263,6 +263,13 @@ mod tests {
     }
 
     #[test]
+    fn a_word_listed_twice_has_its_last_id_and_every_line_counts() {
+        let vocab = WordPiece::new("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\r\nhello\n".to_owned(), true).unwrap();
+        assert_eq!(vocab.encode("hello", 8), [2, 5, 3]);
+        assert_eq!(vocab.len(), 6);
+    }
+
+    #[test]
     fn a_vocabulary_without_special_tokens_is_refused() {
         let err = WordPiece::new("hello\n".to_owned(), true)
             .unwrap_err()

@@ -120,6 +120,27 @@ pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Opt
 /// the 10 s connect timeout).
 const MEMORY_WAIT: Duration = Duration::from_secs(2);
 
+/// What a memory part found, and the store it used: closed after the text is handed over,
+/// so that closing (SQLite copies its log back into the database) overlaps the answer.
+struct Found {
+    text: Option<String>,
+    store: Arc<dyn MemoryStore>,
+}
+
+/// Memory parts that answered and are closing their store; the process waits for them
+/// ([`wait_for_memory`]) before it ends, so a close is never cut short.
+static CLOSING: std::sync::Mutex<Vec<std::sync::mpsc::Receiver<()>>> = std::sync::Mutex::new(Vec::new());
+
+/// Wait, at most [`MEMORY_WAIT`], for the memory parts that answered to close their store.
+pub(super) fn wait_for_memory() {
+    let until = Instant::now() + MEMORY_WAIT;
+    let closing = std::mem::take(&mut *CLOSING.lock().unwrap_or_else(|e| e.into_inner()));
+    for closed in closing {
+        // The sender is dropped when the thread ends: `Disconnected` is the normal answer.
+        let _ = closed.recv_timeout(until.saturating_duration_since(Instant::now()));
+    }
+}
+
 /// Start the memory part now, on a thread and runtime of its own, while this one loads the
 /// skills: they read different files (or a server), so the hook waits for the slower of the
 /// two rather than for both, and for the memory part at most [`MEMORY_WAIT`] or until
@@ -127,28 +148,39 @@ const MEMORY_WAIT: Duration = Duration::from_secs(2);
 /// without waiting for it, and a write it had not committed is rolled back.
 fn beside<F>(memory: F, deadline: Instant) -> impl Future<Output = Result<Option<String>, CliError>>
 where
-    F: Future<Output = Result<Option<String>, CliError>> + Send + 'static,
+    F: Future<Output = Result<Found, CliError>> + Send + 'static,
 {
     let wait = MEMORY_WAIT.min(deadline.saturating_duration_since(Instant::now()));
     let until = tokio::time::Instant::now() + wait;
     let (done, answer) = tokio::sync::oneshot::channel();
+    let (closing, closed) = std::sync::mpsc::channel::<()>();
     let started = std::thread::Builder::new()
         .name("ctxkit-hook-memory".into())
         .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(runtime) => runtime.block_on(memory),
-                Err(e) => Err(CliError::caused_by(
-                    format!("cannot start the memory lookup: {e}"),
-                    e,
-                )),
+            let _closing = closing;
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let message = format!("cannot start the memory lookup: {e}");
+                    let _ = done.send(Err(CliError::caused_by(message, e)));
+                    return;
+                }
+            };
+            let (result, store) = match runtime.block_on(memory) {
+                Ok(found) => (Ok(found.text), Some(found.store)),
+                Err(e) => (Err(e), None),
             };
             // The hook may have stopped waiting.
             let _ = done.send(result);
+            drop(store);
         });
     async move {
         started.map_err(|e| CliError::caused_by(format!("cannot start the memory lookup: {e}"), e))?;
         match tokio::time::timeout_at(until, answer).await {
-            Ok(Ok(result)) => result,
+            Ok(Ok(result)) => {
+                CLOSING.lock().unwrap_or_else(|e| e.into_inner()).push(closed);
+                result
+            }
             Ok(Err(_)) => Err(CliError::new("the memory lookup stopped")),
             Err(_) => Err(CliError::new(format!(
                 "the memory store did not answer within {:.1} s",
@@ -273,9 +305,9 @@ async fn prompt_memories(
     project: String,
     prompt: String,
     session_id: Option<String>,
-) -> Result<Option<String>, CliError> {
+) -> Result<Found, CliError> {
     let store: Arc<dyn MemoryStore> = open_store(args.memory.as_deref())?.shared();
-    let provider = MemoryContextProvider::new(store)
+    let provider = MemoryContextProvider::new(store.clone())
         .with_project(&project)
         .without_episodes()
         .without_state();
@@ -287,12 +319,13 @@ async fn prompt_memories(
         project: Some(project),
         ..RunInfo::default()
     };
-    Ok(ctxkit::run_once(&provider, &prompt, &run).await?.instructions())
+    let text = ctxkit::run_once(&provider, &prompt, &run).await?.instructions();
+    Ok(Found { text, store })
 }
 
 /// The project's pinned memories, most important first.
-async fn pinned_memories(args: EventArgs, project: String) -> Result<Option<String>, CliError> {
-    let store = open_store(args.memory.as_deref())?;
+async fn pinned_memories(args: EventArgs, project: String) -> Result<Found, CliError> {
+    let store = open_store(args.memory.as_deref())?.shared();
     // The session's prompts load the accepted learned skills from the folder written here.
     let db = memory_db_path(args.memory.as_deref())?;
     if let Err(e) = crate::learned::sync(&*store, &db, &project).await {
@@ -313,11 +346,11 @@ async fn pinned_memories(args: EventArgs, project: String) -> Result<Option<Stri
         .filter(|m| m.importance >= PINNED_IMPORTANCE)
         .map(|m| format!("- {} {}", m.category.badge(), m.content.trim()))
         .collect();
-    if pinned.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(format!(
-        "## Project memory\nWhat the user asked to keep in mind in this project:\n{}",
-        pinned.join("\n")
-    )))
+    let text = (!pinned.is_empty()).then(|| {
+        format!(
+            "## Project memory\nWhat the user asked to keep in mind in this project:\n{}",
+            pinned.join("\n")
+        )
+    });
+    Ok(Found { text, store })
 }

@@ -193,13 +193,15 @@ async fn answer_event(host: &dyn Host, args: &EventArgs) -> Result<(), CliError>
         finish_loading(cwd, args);
         return Ok(());
     }
-    match respond(host, args).await {
-        Ok(Some(answer)) => {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{answer}")?;
-            Ok(())
-        }
-        Ok(None) => Ok(()),
+    let answered = respond(host, args).await;
+    let printed = match &answered {
+        Ok(Some(answer)) => writeln!(std::io::stdout().lock(), "{answer}").map_err(CliError::from),
+        _ => Ok(()),
+    };
+    context::wait_for_memory();
+    printed?;
+    match answered {
+        Ok(_) => Ok(()),
         Err(e) if args.strict => Err(e),
         Err(e) => {
             eprintln!("ctxkit hook {}: {}", host.name(), e.message());
