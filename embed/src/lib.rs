@@ -38,6 +38,7 @@
 
 mod bert;
 mod error;
+mod halved;
 mod kernel;
 mod model;
 mod tokenizer;
@@ -51,6 +52,7 @@ use sha2::{Digest, Sha256};
 pub use error::EmbedError;
 
 use bert::Bert;
+use halved::Halved;
 use model::{ModelFiles, Weights};
 use tokenizer::WordPiece;
 
@@ -59,6 +61,8 @@ pub struct Embedder {
     tokenizer: WordPiece,
     bert: Bert,
     weights: Weights,
+    /// The dense layers' weights halved, when loaded with a cache folder.
+    halved: Option<Halved>,
     max_tokens: usize,
     identity: String,
     threads: usize,
@@ -103,7 +107,24 @@ impl Embedder {
             weights: files.weights,
             threads,
             recent: Mutex::default(),
+            halved: None,
         })
+    }
+
+    /// Load the model in `dir` as [`Embedder::load`] does, and compute with its dense layers'
+    /// weights halved to bfloat16, kept in a file in `cache` (built by the first load, about
+    /// 20 MB for all-MiniLM-L6-v2, and rebuilt when the model's files change). A sentence
+    /// then costs about a quarter less and a new process touches half the pages; the vectors
+    /// agree with [`Embedder::load`]'s to a cosine of about 0.99999, so vectors stored by either
+    /// are compared as one model's ([`Embedder::id`] is the same). When `cache` cannot hold the
+    /// file, the model computes with the `f32` weights, as [`Embedder::load`]'s does.
+    pub fn load_cached(dir: &Path, cache: &Path) -> Result<Self, EmbedError> {
+        let mut model = Self::load(dir)?;
+        let key = Sha256::digest(format!("{} {}", model.identity, model.weights.stamp));
+        let name: String = key[..12].iter().map(|b| format!("{b:02x}")).collect();
+        let path = cache.join(format!("embed-{name}.bf16"));
+        model.halved = model.bert.halve(&model.weights, &path);
+        Ok(model)
     }
 
     /// A name for the model that changes whenever its vectors would: a digest of its
@@ -147,7 +168,10 @@ impl Embedder {
         slot.get_or_init(|| {
             let ids = self.token_ids(text);
             let _span = tracing::trace_span!("embedder.embed", tokens = ids.len()).entered();
-            self.bert.forward(&self.weights, &[ids]).pop().unwrap_or_default()
+            self.bert
+                .forward(&self.weights, self.halved.as_ref(), &[ids])
+                .pop()
+                .unwrap_or_default()
         })
         .clone()
     }
@@ -183,7 +207,7 @@ impl Embedder {
                         loop {
                             let g = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             let Some(group) = groups.get(g) else { break out };
-                            out.push((g, self.bert.forward(&self.weights, group)));
+                            out.push((g, self.bert.forward(&self.weights, self.halved.as_ref(), group)));
                         }
                     })
                 })

@@ -247,10 +247,26 @@ pub(crate) struct Tensor {
 /// `model.safetensors`, mapped read-only, with its tensor table parsed.
 pub(crate) struct Weights {
     map: memmap2::Mmap,
+    /// The file's size and time of change: what its halved copy is kept under, with the
+    /// model's identity ([`crate::Embedder::load_cached`]).
+    pub(crate) stamp: String,
     header_len: usize,
     tensors: std::collections::HashMap<String, safetensors::tensor::TensorInfo>,
     /// Whether names carry the `bert.` prefix of a model saved from a task head.
     prefix: &'static str,
+}
+
+/// Map `file` (at `path`) read-only: the weights, or their halved copy.
+pub(crate) fn map_read_only(file: &File, path: &Path) -> Result<memmap2::Mmap, EmbedError> {
+    // SAFETY: the map is read-only and private. Its one hazard is another process changing or
+    // truncating the file while it is mapped. The model folder is the user's own, given by the
+    // user, and ctxkit never writes it (SECURITY.md: a trusted path); a halved copy in the
+    // cache folder is only ever replaced whole, by rename, never written in place.
+    #[allow(unsafe_code)]
+    unsafe { memmap2::Mmap::map(file) }.map_err(|source| EmbedError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 impl Weights {
@@ -262,14 +278,11 @@ impl Weights {
             ));
         }
         let file = open(path, WEIGHTS_LIMIT)?;
-        // SAFETY: the map is read-only and private. Its one hazard is another process changing
-        // or truncating the file while it is mapped; the model folder is the user's own, given
-        // by the user, and ctxkit never writes it (SECURITY.md: a trusted path).
-        #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| EmbedError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let stamp = file
+            .metadata()
+            .map(|m| format!("{} {:?}", m.len(), m.modified().ok()))
+            .unwrap_or_default();
+        let map = map_read_only(&file, path)?;
         let (header_len, metadata) = safetensors::SafeTensors::read_metadata(&map)
             .map_err(|e| EmbedError::malformed("model.safetensors", format!("has no valid header: {e}")))?;
         let tensors = metadata
@@ -279,6 +292,7 @@ impl Weights {
             .collect();
         let mut weights = Self {
             map,
+            stamp,
             header_len: header_len + 8,
             tensors,
             prefix: "",

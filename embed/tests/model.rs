@@ -185,6 +185,62 @@ fn a_tiny_model_embeds_without_panicking_on_any_text() {
 }
 
 #[test]
+fn halved_weights_give_the_same_vectors_and_the_same_ranks() {
+    let Some(dir) = real_model() else { return };
+    let cache = tempfile::tempdir().unwrap();
+    let (full, halved) = (
+        Embedder::load(&dir).expect("the model loads"),
+        Embedder::load_cached(&dir, cache.path()).expect("the model loads halved"),
+    );
+    assert_eq!(full.id(), halved.id(), "stored vectors stay comparable");
+    let texts = hostile_and_real_texts();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let (a, b) = (full.embed_batch(&texts), halved.embed_batch(&texts));
+    for ((text, a), b) in texts.iter().zip(&a).zip(&b) {
+        assert!(cosine(a, b) > 0.9995, "{text:?}: {}", cosine(a, b));
+    }
+    // One sentence (the skinny kernel) agrees with the batch (the GEMM) on the halved weights.
+    let one = halved.embed(texts[3]);
+    assert!(cosine(&one, &b[3]) > 0.99999);
+}
+
+#[test]
+fn halved_weights_are_kept_once_rebuilt_when_damaged_and_optional() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_model(dir.path());
+    let cache = dir.path().join("cache");
+    let full = Embedder::load(&model).unwrap().embed("hello world");
+    let halved = Embedder::load_cached(&model, &cache).unwrap();
+    let kept: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let file = &kept[0];
+    // A header and two bytes per dense weight: 4 of 4x4, 8x4 and 4x8 in the one layer.
+    assert_eq!(std::fs::metadata(file).unwrap().len(), 64 + 2 * (4 * 16 + 2 * 32));
+    assert!(cosine(&full, &halved.embed("hello world")) > 0.999);
+
+    // Loaded again, the file is read, not rewritten.
+    let written = std::fs::metadata(file).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    Embedder::load_cached(&model, &cache).unwrap();
+    assert_eq!(std::fs::metadata(file).unwrap().modified().unwrap(), written);
+
+    // A damaged file is replaced whole, and the vectors are the same as before.
+    std::fs::write(file, b"ctxkit-embed bf16 v1\ntruncated").unwrap();
+    let rebuilt = Embedder::load_cached(&model, &cache).unwrap();
+    assert_eq!(std::fs::metadata(file).unwrap().len(), 64 + 2 * (4 * 16 + 2 * 32));
+    assert_eq!(rebuilt.embed("hello world"), halved.embed("hello world"));
+
+    // A cache that cannot be a folder: the model computes with its f32 weights.
+    let not_a_folder = dir.path().join("file");
+    std::fs::write(&not_a_folder, "").unwrap();
+    let unhalved = Embedder::load_cached(&model, &not_a_folder).unwrap();
+    assert_eq!(unhalved.embed("hello world"), full);
+}
+
+#[test]
 fn a_broken_model_is_one_sentence_naming_the_file() {
     type Damage = Box<dyn Fn(&Path)>;
     let cases: Vec<(&str, Damage, &str)> = vec![
