@@ -3,7 +3,7 @@
 //!
 //! A sentence's products spend most of their time streaming the weights (42 MB of `f32` for
 //! all-MiniLM-L6-v2), and a new process first faults their pages in. Halved, both take about
-//! half as long; the vectors agree with the `f32` ones to a cosine of about 0.99999, far inside
+//! half as long; the vectors agree with the `f32` ones to a cosine of 0.9995 or better, inside
 //! what a stored vector keeps. The file is built once per model, from the mapped `f32`
 //! weights, and replaced by rename, so a process that maps it never sees it change.
 

@@ -115,7 +115,7 @@ impl Embedder {
     /// weights halved to bfloat16, kept in a file in `cache` (built by the first load, about
     /// 20 MB for all-MiniLM-L6-v2, and rebuilt when the model's files change). A sentence
     /// then costs about a quarter less and a new process touches half the pages; the vectors
-    /// agree with [`Embedder::load`]'s to a cosine of about 0.99999, so vectors stored by either
+    /// agree with [`Embedder::load`]'s to a cosine of 0.9995 or better, so vectors stored by either
     /// are compared as one model's ([`Embedder::id`] is the same). When `cache` cannot hold the
     /// file, the model computes with the `f32` weights, as [`Embedder::load`]'s does.
     pub fn load_cached(dir: &Path, cache: &Path) -> Result<Self, EmbedError> {

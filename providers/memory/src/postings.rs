@@ -143,8 +143,13 @@ impl<'a> Kept<'a> {
             return;
         }
         let candidate = Candidate::new(num, entry);
-        let new = candidate.terms.iter().filter(|t| !self.known.contains(*t));
-        self.new_terms.extend(new.cloned());
+        // A memory sharing no word with the query has a text similarity of 0 whatever its
+        // terms' frequencies (a memory found by meaning alone, say): only one that shares a
+        // word needs them read.
+        if candidate.terms.iter().any(|t| self.known.contains(t)) {
+            let new = candidate.terms.iter().filter(|t| !self.known.contains(*t));
+            self.new_terms.extend(new.cloned());
+        }
         self.candidates.push(candidate);
     }
 }
@@ -246,7 +251,7 @@ mod tests {
         let mut kept = Kept::new(&filter, &known, 2);
         // A round's rows come in any order and are offered in the round's.
         let rows = [
-            (3, memory("yarn berry", &[], 0.5)),
+            (3, memory("yarn berry pnpm", &[], 0.5)),
             (1, memory("pnpm lockfile", &[], 0.1)), // under the floor
             (2, memory("pnpm workspaces", &[], 0.5)),
         ];
@@ -258,6 +263,20 @@ mod tests {
         // The kept memories' terms, less the known ones: not the refused memories'.
         let expected: BTreeSet<String> = terms("workspaces yarn berry").into_iter().collect();
         assert_eq!(kept.new_terms, expected);
+    }
+
+    #[test]
+    fn a_kept_memory_sharing_no_query_word_needs_no_frequencies() {
+        let filter = Filter {
+            project: "/p",
+            min_importance: 0.0,
+            categories: None,
+        };
+        let known: BTreeSet<String> = ["pnpm".to_string()].into();
+        let mut kept = Kept::new(&filter, &known, 2);
+        kept.offer(1, memory("install packages with the workspace tool", &[], 0.5));
+        assert_eq!(kept.candidates.len(), 1, "kept: it may be near in meaning");
+        assert!(kept.new_terms.is_empty(), "{:?}", kept.new_terms);
     }
 
     #[test]
