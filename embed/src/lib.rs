@@ -65,7 +65,6 @@ pub struct Embedder {
     halved: Option<Halved>,
     max_tokens: usize,
     identity: String,
-    threads: usize,
     /// The vectors of the latest texts, by a digest of the text.
     recent: Mutex<VecDeque<Recent>>,
 }
@@ -98,14 +97,12 @@ impl Embedder {
             ));
         }
         let bert = Bert::locate(&files)?;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(Self {
             tokenizer,
             bert,
             max_tokens: files.max_tokens,
             identity: files.identity,
             weights: files.weights,
-            threads,
             recent: Mutex::default(),
             halved: None,
         })
@@ -198,7 +195,10 @@ impl Embedder {
             }
         }
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let workers = self.threads.min(groups.len()).max(1);
+        // Asked here, not at load: it reads the process's CPU quota (cgroup files), which a
+        // one-shot process that embeds one sentence need not pay for.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = cores.min(groups.len()).max(1);
         let mut done: Vec<(usize, Vec<Vec<f32>>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
