@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use ctxkit_skills::{Detection, Diagnostic, SelectOptions, SkillIndex};
+use ctxkit::Message;
+use ctxkit_skills::{Detection, Diagnostic, Selection, SkillIndex};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -48,7 +49,9 @@ pub(crate) enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show which skills a message selects, with their scores and the triggers that fired.
+    /// Show which skills a message selects, with their scores and the triggers that fired:
+    /// what every entry point selects (the config's selection settings, and with `[skills]
+    /// semantic = true` and an embedding model, skills by meaning).
     Match {
         /// The message to match (omit with --batch).
         #[arg(required_unless_present = "batch")]
@@ -56,9 +59,9 @@ pub(crate) enum SkillsCommand {
         /// Read JSON lines `{"id", "text"}` and write one line `{"id", "skills", "elapsed_us"}` each.
         #[arg(long, value_name = "FILE", conflicts_with = "message")]
         batch: Option<PathBuf>,
-        /// The most skills selected by their triggers.
-        #[arg(long, default_value_t = 3)]
-        max_skills: usize,
+        /// The most skills selected by their triggers (default: the config's, else 3).
+        #[arg(long)]
+        max_skills: Option<usize>,
         #[arg(long)]
         json: bool,
     },
@@ -139,13 +142,12 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
             max_skills,
             json,
         } => {
-            let options = SelectOptions {
-                max_skills,
-                ..Default::default()
-            };
+            let provider =
+                crate::embeddings::skill_provider(&config, library, config.skill_config(None, max_skills))?;
+            let select = |text: &str| provider.select(&index, &[Message::user(text)], None, None, None);
             match batch {
-                Some(file) => match_batch(&index, &file, &options, &mut out),
-                None => match_one(&index, &message.unwrap_or_default(), &options, json, &mut out),
+                Some(file) => match_batch(&file, select, &mut out),
+                None => match_one(&index, &message.unwrap_or_default(), select, json, &mut out),
             }
         }
         SkillsCommand::Enable { name, user } => toggle(&index, &config, &name, user, false, &mut out),
@@ -418,15 +420,16 @@ fn unknown_tools(index: &SkillIndex) -> Vec<Diagnostic> {
     found
 }
 
+/// What `select` (the provider's selection) chooses for `message`, and why.
 fn match_one(
     index: &SkillIndex,
     message: &str,
-    options: &SelectOptions,
+    select: impl Fn(&str) -> Vec<Selection>,
     json: bool,
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     let start = Instant::now();
-    let selected = index.select(&[message], &[], options);
+    let selected = select(message);
     let elapsed = start.elapsed();
     if json {
         let why: serde_json::Map<String, Value> = selected
@@ -479,9 +482,8 @@ fn match_one(
 
 /// One output line per input line, in order; a bad line gets an `error` line and exit 1 at the end.
 fn match_batch(
-    index: &SkillIndex,
     file: &Path,
-    options: &SelectOptions,
+    select: impl Fn(&str) -> Vec<Selection>,
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     let text = read_text(file)?;
@@ -512,7 +514,7 @@ fn match_batch(
             continue;
         };
         let start = Instant::now();
-        let selected = index.select(&[text], &[], options);
+        let selected = select(text);
         let elapsed = start.elapsed();
         let names: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();
         writeln!(

@@ -153,4 +153,15 @@ fn with_skills_semantic_on_the_hook_injects_a_triggerless_skill_the_prompt_means
     };
     assert!(!hook(false).contains("PDF-BODY"), "off by default");
     assert!(hook(true).contains("PDF-BODY"), "{}", hook(true));
+    // `skills match` selects through the same provider: it shows the skill, and why.
+    let o = isolated(d)
+        .args(["skills", "--dir"])
+        .arg(d.join("skills"))
+        .args(["match", "fill in the form of this PDF document"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = stdout(&o);
+    assert!(shown.starts_with("pdf ") && shown.contains("semantic"), "{shown}");
 }
