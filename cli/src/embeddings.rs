@@ -78,11 +78,14 @@ pub(crate) fn embeddings() -> Result<Option<PathBuf>, CliError> {
 
 /// The skill provider over `library` with `skill_config`, with the semantic fallback when
 /// `[skills] semantic = true` and an embedding model is configured; without a model it
-/// says once how to add one, and selects by triggers alone.
+/// says once how to add one, and selects by triggers alone. With `cached_only` (a hook, which
+/// must answer at once) it selects only among the descriptions already embedded
+/// ([`SkillMeaning::cached_only`]).
 pub(crate) fn skill_provider(
     config: &Config,
     library: Arc<SkillLibrary>,
     skill_config: SkillConfig,
+    cached_only: bool,
 ) -> Result<SkillContextProvider, CliError> {
     let provider = SkillContextProvider::new(library, skill_config);
     if !config.semantic_skills() {
@@ -98,6 +101,9 @@ pub(crate) fn skill_provider(
     let mut meaning = SkillMeaning::new(model);
     if let Some(cache) = crate::places::cache_dir() {
         meaning = meaning.cache_file(cache.join("skill-vectors.bin"));
+    }
+    if cached_only {
+        meaning = meaning.cached_only();
     }
     Ok(provider.with_meaning(meaning))
 }

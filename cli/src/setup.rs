@@ -293,7 +293,7 @@ impl RequestOptions {
             counter: counter.clone(),
             ..config.skill_config(Some(mode), self.max_skills)
         };
-        crate::embeddings::skill_provider(config, library.clone(), skill_config)
+        crate::embeddings::skill_provider(config, library.clone(), skill_config, false)
     }
 
     /// An agent over `library` in `mode`, with project memory unless `--no-memory` and the

@@ -142,8 +142,12 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
             max_skills,
             json,
         } => {
-            let provider =
-                crate::embeddings::skill_provider(&config, library, config.skill_config(None, max_skills))?;
+            let provider = crate::embeddings::skill_provider(
+                &config,
+                library,
+                config.skill_config(None, max_skills),
+                false,
+            )?;
             let select = |text: &str| provider.select(&index, &[Message::user(text)], None, None, None);
             match batch {
                 Some(file) => match_batch(&file, select, &mut out),

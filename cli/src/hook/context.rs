@@ -105,6 +105,11 @@ pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Opt
                 add_skills(&mut text, &mut session, &skills, request.cwd, prompt, |r| {
                     r != Reason::Always
                 });
+                // Descriptions not embedded yet are embedded in the background, for the
+                // next prompts, rather than for seconds in this one.
+                if skills.meaning().is_some_and(|m| m.pending() > 0) {
+                    super::finish_loading_later(request.cwd);
+                }
             }
         }
     }
@@ -228,7 +233,7 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
 pub(super) fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextProvider, CliError> {
     let config = Config::load(cwd)?;
     let library = load_library(roots(args, cwd)?, &config);
-    crate::embeddings::skill_provider(&config, library, config.skill_config(None, args.max_skills))
+    crate::embeddings::skill_provider(&config, library, config.skill_config(None, args.max_skills), true)
 }
 
 /// [`load_skills`] on a thread of its own, waited for until the request's deadline, less

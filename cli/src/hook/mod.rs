@@ -143,8 +143,8 @@ fn settings_file(args: &InstallArgs) -> Result<ConfinedFile, CliError> {
 }
 
 /// Start `ctxkit hook HOST … --finish-loading CWD` detached from this process and its group:
-/// it loads the project's skills with no deadline, which saves them in the index cache, and
-/// prints nothing. Without a cache folder nothing would be kept, so nothing is started.
+/// it loads the project's skills with no deadline, which saves them in the index cache, embeds
+/// the skill descriptions `[skills] semantic` lacks, and prints nothing. Without a cache folder nothing would be kept, so nothing is started.
 fn finish_loading_later(cwd: &std::path::Path) {
     if crate::places::cache_dir().is_none() {
         return;
@@ -167,8 +167,9 @@ fn finish_loading_later(cwd: &std::path::Path) {
     }
 }
 
-/// The `--finish-loading` run: load the skills unless another such run holds the lock (one at
-/// a time per cache folder: every prompt during a long first scan would start one).
+/// The `--finish-loading` run: load the skills, and embed the descriptions `[skills] semantic`
+/// needs, unless another such run holds the lock (one at a time per cache folder: every
+/// prompt during a long first scan would start one).
 fn finish_loading(cwd: &std::path::Path, args: &EventArgs) {
     let Some(cache) = crate::places::cache_dir() else {
         return;
@@ -183,7 +184,11 @@ fn finish_loading(cwd: &std::path::Path, args: &EventArgs) {
     if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         return;
     }
-    let _ = context::load_skills(cwd, args);
+    if let Ok(skills) = context::load_skills(cwd, args) {
+        if let Some(meaning) = skills.meaning() {
+            meaning.prepare(&skills.library().snapshot());
+        }
+    }
     drop(lock);
 }
 

@@ -118,7 +118,7 @@ async fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let mut skills = config.skill_config(args.mode, args.max_skills.and_then(|n| usize::try_from(n).ok()));
     skills.select.max_skills = skills.select.max_skills.clamp(1, tools::MAX_SKILLS);
     Ok(CtxkitServer::new(
-        crate::embeddings::skill_provider(&config, library, skills)?,
+        crate::embeddings::skill_provider(&config, library, skills, false)?,
         store,
         project,
         Some(&dir),

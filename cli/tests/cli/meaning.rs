@@ -152,7 +152,21 @@ fn with_skills_semantic_on_the_hook_injects_a_triggerless_skill_the_prompt_means
         stdout(&o)
     };
     assert!(!hook(false).contains("PDF-BODY"), "off by default");
-    assert!(hook(true).contains("PDF-BODY"), "{}", hook(true));
+    // The first prompt does not wait for the descriptions to be embedded: a background run
+    // embeds them, and a later prompt selects by them. Polled, with a guard against a hang.
+    assert!(
+        !hook(true).contains("PDF-BODY"),
+        "answered before the descriptions are embedded"
+    );
+    let mut found = false;
+    for _ in 0..300 {
+        if hook(true).contains("PDF-BODY") {
+            found = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(found, "the descriptions were never embedded in the background");
     // `skills match` selects through the same provider: it shows the skill, and why.
     let o = isolated(d)
         .args(["skills", "--dir"])

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ctxkit_embed::{cosine, Embedder};
@@ -35,6 +36,9 @@ pub struct SkillMeaning {
     model: Arc<Embedder>,
     floor: f32,
     cache: Option<PathBuf>,
+    cached_only: bool,
+    /// Descriptions the latest cached-only look found unembedded (shared by clones).
+    pending: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for SkillMeaning {
@@ -43,6 +47,7 @@ impl std::fmt::Debug for SkillMeaning {
             .field("model", &self.model.id())
             .field("floor", &self.floor)
             .field("cache", &self.cache)
+            .field("cached_only", &self.cached_only)
             .finish()
     }
 }
@@ -57,7 +62,33 @@ impl SkillMeaning {
             model,
             floor: DEFAULT_FLOOR,
             cache: None,
+            cached_only: false,
+            pending: Arc::default(),
         }
+    }
+
+    /// Select only among the skills whose descriptions the cache file holds already: a
+    /// selection never embeds descriptions itself (the first one takes seconds for hundreds of
+    /// skills), so a process that must answer at once, such as an agent host's hook, stays
+    /// fast while another fills the cache with [`SkillMeaning::prepare`].
+    /// [`SkillMeaning::pending`] says how many were left out.
+    pub fn cached_only(mut self) -> Self {
+        self.cached_only = true;
+        self
+    }
+
+    /// Embed the descriptions of `index`'s triggerless skills that the cache file lacks and
+    /// keep them there; how many were embedded.
+    pub fn prepare(&self, index: &SkillIndex) -> usize {
+        let before = self.read_cache().len();
+        self.describe_with(index, true);
+        self.read_cache().len().saturating_sub(before)
+    }
+
+    /// How many descriptions the latest cached-only selection found not embedded yet (0
+    /// when a selection embeds what it needs).
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Relaxed)
     }
 
     /// The cosine a message needs with a description (clamped to 0-1).
@@ -79,8 +110,13 @@ impl SkillMeaning {
         format!("{}: {}", skill.name, skill.description)
     }
 
-    /// The vectors of the skills of `index` that declare no triggers.
+    /// The vectors of the skills of `index` that declare no triggers (with
+    /// [`SkillMeaning::cached_only`], of those whose vectors are cached).
     pub(crate) fn describe(&self, index: &SkillIndex) -> Described {
+        self.describe_with(index, !self.cached_only)
+    }
+
+    fn describe_with(&self, index: &SkillIndex, embed: bool) -> Described {
         let wanted: Vec<usize> = index
             .skills()
             .iter()
@@ -94,7 +130,9 @@ impl SkillMeaning {
         let missing: Vec<usize> = (0..texts.len())
             .filter(|&k| !known.contains_key(&keys[k]))
             .collect();
-        if !missing.is_empty() {
+        self.pending
+            .store(if embed { 0 } else { missing.len() }, Ordering::Relaxed);
+        if embed && !missing.is_empty() {
             let _span = tracing::info_span!("skills.embed_descriptions", skills = missing.len()).entered();
             let batch: Vec<&str> = missing.iter().map(|&k| texts[k].as_str()).collect();
             for (&k, vector) in missing.iter().zip(self.model.embed_batch(&batch)) {

@@ -362,6 +362,11 @@ impl SkillContextProvider {
         }
     }
 
+    /// The semantic fallback, when there is one ([`SkillContextProvider::with_meaning`]).
+    pub fn meaning(&self) -> Option<&SkillMeaning> {
+        self.meaning.as_ref()
+    }
+
     /// Select, when slots remain after the triggers, the skills that declare no triggers but
     /// whose name and description are near the message in meaning ([`SkillMeaning`]).
     pub fn with_meaning(mut self, meaning: SkillMeaning) -> Self {

@@ -114,3 +114,25 @@ fn a_triggerless_skill_is_selected_by_meaning_after_the_triggers_and_within_the_
         "a damaged cache is rewritten"
     );
 }
+
+#[test]
+fn a_cached_only_selection_never_embeds_descriptions_and_says_what_it_left_out() {
+    let Some(model) = model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("skill-vectors.bin");
+    let meaning = SkillMeaning::new(model)
+        .cache_file(cache.clone())
+        .cached_only();
+    let p = provider(meaning.clone(), 3);
+    let message = "fill in the form of this PDF document";
+    assert_eq!(picked(&p, message), [], "nothing is embedded to select");
+    assert_eq!(meaning.pending(), 2, "both triggerless descriptions are missing");
+    assert!(!cache.exists());
+
+    // Another process (the hook's background run) embeds them; the next one selects by them.
+    assert_eq!(meaning.prepare(&library().snapshot()), 2);
+    let next = provider(meaning.clone(), 3);
+    assert_eq!(picked(&next, message), [("pdf".to_string(), Reason::Semantic)]);
+    assert_eq!(meaning.pending(), 0);
+    assert_eq!(meaning.prepare(&library().snapshot()), 0, "nothing left to embed");
+}
