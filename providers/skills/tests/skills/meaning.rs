@@ -120,9 +120,7 @@ fn a_cached_only_selection_never_embeds_descriptions_and_says_what_it_left_out()
     let Some(model) = model() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("skill-vectors.bin");
-    let meaning = SkillMeaning::new(model)
-        .cache_file(cache.clone())
-        .cached_only();
+    let meaning = SkillMeaning::new(model).cache_file(cache.clone()).cached_only();
     let p = provider(meaning.clone(), 3);
     let message = "fill in the form of this PDF document";
     assert_eq!(picked(&p, message), [], "nothing is embedded to select");
