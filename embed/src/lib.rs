@@ -20,13 +20,13 @@
 //! What it costs, on the 2-core machine the project is measured on (`cargo bench -p
 //! ctxkit-embed`, model from `CTXKIT_EMBEDDINGS`):
 //!
-//! - loading: about 3.7 ms in a warm process, 6–12 ms as a new process's first step. The weights
-//!   are memory-mapped, not read, so a one-shot process pays for the pages its first sentence
-//!   touches; the vocabulary is built from `vocab.txt`.
-//! - one 6-word query: 6.5 ms on one thread (14 ms as a new process's first sentence, its
-//!   weights not yet in the processor's caches).
-//! - a memory-sized sentence (17 words): 17 ms; 32 of them through [`Embedder::embed_batch`]:
-//!   about 210 ms on two cores.
+//! - loading: about 1.1–1.4 ms in a warm process, 1.6–3.4 ms as a new process's first step.
+//!   The weights are memory-mapped, not read, so a one-shot process pays for the pages its
+//!   first sentence touches; the vocabulary is a table of ids into `vocab.txt`'s text.
+//! - one 6-word query: 9.4 ms on one thread with the file's `f32` weights, 5.3 ms with them
+//!   halved ([`Embedder::load_cached`]); 11–14 ms halved as a new process's first sentence.
+//! - a memory-sized sentence (17 words): 19.3 ms (`f32`), 16.4 ms (halved); 32 of them
+//!   through [`Embedder::embed_batch`]: about 220 ms on two cores.
 //!
 //! Vectors have unit length, so [`cosine`] is their dot product. [`Embedder::id`] names the
 //! model by a digest of the files that decide its vectors: store it beside them, and recompute
