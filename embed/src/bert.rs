@@ -117,9 +117,10 @@ impl Bert {
         })
     }
 
-    /// Read the dense layers' weights from their halved copy at `path`, built first if it is
-    /// missing or not this model's; `None` (and the `f32` weights kept) when there can be none.
-    pub(crate) fn halve(&mut self, weights: &Weights, path: &Path) -> Option<Halved> {
+    /// Read the dense layers' weights from their halved copy kept under `key` in the folder
+    /// `cache`, built first if it is missing or not this model's; `None` (and the `f32` weights
+    /// kept) when there can be none.
+    pub(crate) fn halve(&mut self, weights: &Weights, cache: &Path, key: &str) -> Option<Halved> {
         let f = weights.floats();
         let sources: Vec<&[f32]> = self
             .layers
@@ -127,7 +128,7 @@ impl Bert {
             .flat_map(Layer::dense)
             .map(|d| &f[d.weight.start..][..d.weight.len])
             .collect();
-        let halved = Halved::open_or_build(path, &sources)?;
+        let halved = Halved::open_or_build(cache, key, &sources)?;
         let mut at = 0;
         for d in self.layers.iter_mut().flat_map(Layer::dense) {
             d.halved = Some(at..at + d.weight.len);

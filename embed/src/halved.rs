@@ -8,7 +8,8 @@
 //! weights, and replaced by rename, so a process that maps it never sees it change.
 
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use crate::kernel::to_bf16;
 use crate::model::map_read_only;
@@ -16,6 +17,10 @@ use crate::model::map_read_only;
 /// What the file starts with; the weights follow from [`HEADER`] bytes in (2-byte aligned).
 const MAGIC: &[u8] = b"ctxkit-embed bf16 v1\n";
 const HEADER: usize = 64;
+/// How many halved copies a cache folder keeps (about 21 MB each for all-MiniLM-L6-v2): a
+/// changed or another model adds one, and the oldest beyond this are removed when one is
+/// written (one still in use is rebuilt on its next load).
+const KEEP: usize = 4;
 
 /// The halved weights of every dense layer, in the order [`crate::bert::Bert`] reads them.
 pub(crate) struct Halved {
@@ -23,20 +28,23 @@ pub(crate) struct Halved {
 }
 
 impl Halved {
-    /// The file at `path` when it holds the halves of `sources` (the `f32` weights of every
-    /// dense layer, in order), else built from them first. `None` when it can neither be read
-    /// nor written (a read-only cache folder): the model then computes with the `f32` weights.
-    pub(crate) fn open_or_build(path: &Path, sources: &[&[f32]]) -> Option<Self> {
+    /// The copy kept under `key` in the folder `cache` when it holds the halves of `sources`
+    /// (the `f32` weights of every dense layer, in order), else built from them first. `None`
+    /// when it can neither be read nor written (a read-only cache folder): the model then
+    /// computes with the `f32` weights.
+    pub(crate) fn open_or_build(cache: &Path, key: &str, sources: &[&[f32]]) -> Option<Self> {
+        let path = cache.join(format!("{PREFIX}{key}{SUFFIX}"));
         let count = sources.iter().map(|s| s.len()).sum();
-        if let Some(halved) = Self::open(path, count) {
+        if let Some(halved) = Self::open(&path, count) {
             return Some(halved);
         }
         let _span = tracing::debug_span!("embedder.halve", file = %path.display(), weights = count).entered();
-        if let Err(e) = build(path, sources) {
+        if let Err(e) = build(&path, sources) {
             tracing::debug!(file = %path.display(), error = %e, "the halved weights were not kept; computing with the f32 ones");
             return None;
         }
-        Self::open(path, count)
+        prune(cache, &path);
+        Self::open(&path, count)
     }
 
     /// The file at `path` if it is one of this build's files with exactly `count` weights.
@@ -52,6 +60,30 @@ impl Halved {
     /// Every halved weight, in order.
     pub(crate) fn values(&self) -> &[u16] {
         bytemuck::cast_slice(&self.map[HEADER..])
+    }
+}
+
+/// The names of the copies in a cache folder: `embed-<key>.bf16`.
+const PREFIX: &str = "embed-";
+const SUFFIX: &str = ".bf16";
+
+/// Remove the oldest copies in `cache` but `kept`, so that at most [`KEEP`] remain.
+fn prune(cache: &Path, kept: &Path) {
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    let mut copies: Vec<(SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(PREFIX) && name.ends_with(SUFFIX) && e.path() != kept
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    copies.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, old) in copies.into_iter().skip(KEEP - 1) {
+        let _ = std::fs::remove_file(old);
     }
 }
 

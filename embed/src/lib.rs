@@ -110,7 +110,8 @@ impl Embedder {
 
     /// Load the model in `dir` as [`Embedder::load`] does, and compute with its dense layers'
     /// weights halved to bfloat16, kept in a file in `cache` (built by the first load, about
-    /// 20 MB for all-MiniLM-L6-v2, and rebuilt when the model's files change). A sentence
+    /// 20 MB for all-MiniLM-L6-v2, and rebuilt when the model's files change; the folder keeps
+    /// the four latest such files). A sentence
     /// then costs about a quarter less and a new process touches half the pages; the vectors
     /// agree with [`Embedder::load`]'s to a cosine of 0.9995 or better, so vectors stored by either
     /// are compared as one model's ([`Embedder::id`] is the same). When `cache` cannot hold the
@@ -118,9 +119,8 @@ impl Embedder {
     pub fn load_cached(dir: &Path, cache: &Path) -> Result<Self, EmbedError> {
         let mut model = Self::load(dir)?;
         let key = Sha256::digest(format!("{} {}", model.identity, model.weights.stamp));
-        let name: String = key[..12].iter().map(|b| format!("{b:02x}")).collect();
-        let path = cache.join(format!("embed-{name}.bf16"));
-        model.halved = model.bert.halve(&model.weights, &path);
+        let key: String = key[..12].iter().map(|b| format!("{b:02x}")).collect();
+        model.halved = model.bert.halve(&model.weights, cache, &key);
         Ok(model)
     }
 

@@ -233,6 +233,30 @@ fn halved_weights_are_kept_once_rebuilt_when_damaged_and_optional() {
     assert_eq!(std::fs::metadata(file).unwrap().len(), 64 + 2 * (4 * 16 + 2 * 32));
     assert_eq!(rebuilt.embed("hello world"), halved.embed("hello world"));
 
+    // Copies of other (or changed) models are kept up to four in all: the oldest go.
+    let now = std::time::SystemTime::now();
+    for age in 1..=5u64 {
+        let old = std::fs::File::create(cache.join(format!("embed-old{age}.bf16"))).unwrap();
+        old.set_modified(now - std::time::Duration::from_secs(3600 * age))
+            .unwrap();
+    }
+    std::fs::remove_file(file).unwrap();
+    Embedder::load_cached(&model, &cache).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let own = file.file_name().unwrap().to_string_lossy().into_owned();
+    let mut want = vec![
+        "embed-old1.bf16",
+        "embed-old2.bf16",
+        "embed-old3.bf16",
+        own.as_str(),
+    ];
+    want.sort();
+    assert_eq!(names, want);
+
     // A cache that cannot be a folder: the model computes with its f32 weights.
     let not_a_folder = dir.path().join("file");
     std::fs::write(&not_a_folder, "").unwrap();
