@@ -81,7 +81,7 @@ fn prune(cache: &Path, kept: &Path) {
         })
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
-    copies.sort_by(|a, b| b.0.cmp(&a.0));
+    copies.sort_by_key(|c| std::cmp::Reverse(c.0));
     for (_, old) in copies.into_iter().skip(KEEP - 1) {
         let _ = std::fs::remove_file(old);
     }
