@@ -27,6 +27,7 @@ mod learned;
 mod rows;
 mod schema;
 mod search;
+mod sketches;
 mod transfer;
 mod write;
 mod writer;

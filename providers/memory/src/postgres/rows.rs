@@ -11,7 +11,6 @@ use crate::error::{MemoryError, Result};
 use crate::postings::{self, project_key};
 use crate::text::term_set;
 use crate::types::*;
-use crate::vectors::Stored;
 
 pub(super) const COLS: &str =
     "num, id, project_path, category, content, keywords, importance, access_count, \
@@ -285,21 +284,6 @@ pub(super) async fn set_vector(
         .await?;
     tx.execute(&stmt, &[&num, &content, &model, &bytes]).await?;
     Ok(())
-}
-
-/// The sentence vectors of a project's current memories made by `model`, by row.
-pub(super) async fn vectors(tx: &Transaction<'_>, project: &str, model: &str) -> Result<Stored> {
-    let stmt = tx
-        .prepare_cached(
-            "SELECT num, embedding FROM project_memories
-             WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL",
-        )
-        .await?;
-    let mut stored = Stored::default();
-    for row in tx.query(&stmt, &[&project, &model]).await? {
-        stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
-    }
-    Ok(stored)
 }
 
 /// Write every field of `new` over row `num`, leaving its postings and counts to the caller

@@ -12,7 +12,9 @@
 //!   are two bounded pages;
 //! - `(project_path, md5(content))` is unique (a B-tree cannot hold 2,000-character contents);
 //! - history ids are an identity column an import may set explicitly, so a moved history
-//!   keeps its ids.
+//!   keeps its ids;
+//! - the sketches of the current vectors (v7, [`crate::sketches`], as SQLite's v9) are what a
+//!   search reads first, instead of every vector.
 
 use deadpool_postgres::Object;
 
@@ -20,7 +22,7 @@ use super::rows::{row_to_entry, Postings, COLS};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 6;
+pub(crate) const LATEST: i32 = 7;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -151,7 +153,20 @@ CREATE INDEX project_memories_vectors ON project_memories (project_path, embeddi
     WHERE superseded_by IS NULL AND embedding IS NOT NULL;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const V7: &str = r#"
+-- The sketches of the current vectors (`crate::sketches`), 256 memories of one project and
+-- model to a row, as SQLite's v9. They are written from the vectors (in Rust, after this).
+CREATE TABLE memory_sketches (
+    project_path TEXT NOT NULL,
+    embedding_model TEXT NOT NULL,
+    pack BIGINT NOT NULL,
+    slots BYTEA NOT NULL,
+    sketches BYTEA NOT NULL,
+    PRIMARY KEY (project_path, embedding_model, pack)
+);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {
@@ -195,6 +210,9 @@ async fn migrate_locked(client: &Object) -> Result<()> {
         found += 1;
         if found == 4 {
             post_every_row(client).await?;
+        }
+        if found == 7 {
+            super::sketches::build_all(client).await?;
         }
     }
     client.execute("DELETE FROM ctxkit_schema_version", &[]).await?;

@@ -2,8 +2,8 @@
 //! then the crate's ranking), and stats.
 
 use super::candidates::{candidates, rows_as_candidates};
-use super::rows::{self, load, select_entries, COLS};
-use super::{read_tx, PostgresStore};
+use super::rows::{load, select_entries, COLS};
+use super::{read_tx, sketches, PostgresStore};
 use crate::error::Result;
 use crate::postings::Filter;
 use crate::retrieval::{rank, Meaning, Vocabulary};
@@ -95,8 +95,12 @@ pub(super) async fn search(
         match (semantic, query_vector) {
             (Some(semantic), Some(query)) => {
                 // The lexical candidates, joined by the memories nearest the query by meaning.
-                let stored = rows::vectors(&tx, &project, semantic.model_id()).await?;
-                let near = vectors::nearest(&query.get().await?, &stored, SEMANTIC_CANDIDATES);
+                let model = semantic.model_id();
+                let sketches = sketches::read(&tx, &project, model).await?;
+                let query = query.get().await?;
+                let picks = sketches.picks(&query, found.iter().map(|c| c.num));
+                let stored = sketches::vectors_of(&tx, &project, model, &picks).await?;
+                let near = vectors::nearest(&query, &stored, SEMANTIC_CANDIDATES);
                 let extra = near.not_in(found.iter().map(|c| c.num));
                 found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
                 let meaning = Meaning {

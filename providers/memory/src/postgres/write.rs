@@ -183,9 +183,12 @@ pub(super) async fn embed_missing(store: &PostgresStore, project: &str, limit: u
     };
     write_tx!(store, [project.as_str()], |tx, _now| {
         let mut vectors = vectors.clone();
+        let mut touched = crate::sketches::Touched::default();
         for (num, content) in &missing {
             super::rows::set_vector(&tx, *num, content, Some(vectors.of(content))).await?;
+            touched.note(&project, *num);
         }
+        super::sketches::sync(&tx, &touched).await?;
         missing.len()
     })
 }

@@ -20,6 +20,7 @@ use super::PostgresStore;
 use crate::error::Result;
 use crate::postings::{self, Filter};
 use crate::retrieval::Vocabulary;
+use crate::sketches::Touched;
 use crate::types::*;
 use crate::vectors::Vectors;
 use crate::write::{Change, Row, Rows, Similar, Which};
@@ -32,6 +33,8 @@ pub(super) struct PgRows<'a> {
     postings: Postings,
     /// The sentence vectors of what it writes, when a model is configured.
     vectors: Option<Vectors>,
+    /// The rows whose sketches to bring up to date before the commit.
+    touched: Touched,
 }
 
 impl<'a> PgRows<'a> {
@@ -42,13 +45,16 @@ impl<'a> PgRows<'a> {
             counts: TermCounts::default(),
             postings: Postings::default(),
             vectors,
+            touched: Touched::default(),
         }
     }
 
-    /// Write the gathered counts and postings: before reading them, and before the commit.
+    /// Write the gathered counts, postings and sketches: before reading them, and before the
+    /// commit.
     pub(super) async fn flush(&mut self) -> Result<()> {
         self.flush_postings().await?;
-        std::mem::take(&mut self.counts).write(self.tx).await
+        std::mem::take(&mut self.counts).write(self.tx).await?;
+        super::sketches::sync(self.tx, &std::mem::take(&mut self.touched)).await
     }
 
     /// Write the gathered postings: before a row they may belong to changes or goes.
@@ -162,6 +168,7 @@ impl Rows for PgRows<'_> {
         let num = rows::insert_row(self.tx, entry).await?;
         if let Some(vectors) = &mut self.vectors {
             rows::set_vector(self.tx, num, &entry.content, Some(vectors.of(&entry.content))).await?;
+            self.touched.note(&entry.project_path, num);
         }
         self.postings.add(num, entry);
         self.counts.count(entry, 1);
@@ -170,6 +177,10 @@ impl Rows for PgRows<'_> {
 
     async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
         rows::store_row(self.tx, num, new).await?;
+        if crate::sketches::changes(old, new) {
+            self.touched.note(&old.project_path, num);
+            self.touched.note(&new.project_path, num);
+        }
         if old.content != new.content {
             // A vector of the old text would be wrong: the new one, or none without a model.
             let vector = self.vectors.as_mut().map(|v| v.of(&new.content));
@@ -194,6 +205,7 @@ impl Rows for PgRows<'_> {
             .prepare_cached("DELETE FROM project_memories WHERE num = $1")
             .await?;
         self.tx.execute(&stmt, &[&num]).await?;
+        self.touched.note(&old.project_path, num);
         self.counts.count(old, -1);
         Ok(())
     }
@@ -207,6 +219,8 @@ impl Rows for PgRows<'_> {
         )
         .await?;
         tx.execute("DELETE FROM memory_terms WHERE project_path = $1", &[&project])
+            .await?;
+        tx.execute("DELETE FROM memory_sketches WHERE project_path = $1", &[&project])
             .await?;
         tx.execute(
             "UPDATE memory_projects SET docs = 0 WHERE project_path = $1",

@@ -25,6 +25,7 @@ mod norms;
 mod rows;
 mod schema;
 mod search;
+mod sketches;
 mod store;
 mod transfer;
 mod write;
@@ -288,7 +289,12 @@ impl MemoryDb {
         vectors: Option<Vectors>,
         f: impl AsyncFnOnce(&mut SqliteRows<'_>, i64) -> Result<T>,
     ) -> Result<T> {
-        self.write(|tx, now| run_now(f(&mut SqliteRows::new(self, tx, vectors), now)))
+        self.write(|tx, now| {
+            let mut rows = SqliteRows::new(self, tx, vectors);
+            let out = run_now(f(&mut rows, now))?;
+            rows.finish()?;
+            Ok(out)
+        })
     }
 
     /// With a model configured, the vectors of `contents`, computed before the write's

@@ -6,7 +6,6 @@ use rusqlite::{params, OptionalExtension, Row, Transaction};
 use super::{index, json_array};
 use crate::error::{MemoryError, Result};
 use crate::types::*;
-use crate::vectors::Stored;
 
 pub(super) const COLS: &str =
     "num, id, project_path, category, content, keywords, importance, access_count, \
@@ -126,23 +125,6 @@ pub(super) fn set_vector(
     )?
     .execute(params![num, content, model, bytes])?;
     Ok(())
-}
-
-/// The sentence vectors of a project's current memories made by `model`, by row.
-pub(super) fn vectors(tx: &Transaction, project: &str, model: &str) -> Result<Stored> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT num, embedding FROM project_memories
-         WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL",
-    )?;
-    let mut rows = stmt.query(params![project, model])?;
-    let mut stored = Stored::default();
-    while let Some(row) = rows.next()? {
-        stored.push(
-            row.get(0)?,
-            row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?,
-        );
-    }
-    Ok(stored)
 }
 
 /// Delete row `num` (which holds `old`) and its index.

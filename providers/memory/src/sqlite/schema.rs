@@ -26,7 +26,11 @@
 //!   important preferences and corrections) are two bounded pages;
 //! - `embedding_model` and `embedding` (v8) keep a memory's sentence vector, only when a model
 //!   is configured, in its row with the model's identity, so it is written, moved and deleted
-//!   with the row.
+//!   with the row;
+//! - `memory_sketches` (v9) packs the signs of the current vectors 256 memories to a row
+//!   ([`crate::sketches`]), so a search reads an eighth of the vectors' bytes in a few hundred
+//!   rows and the exact vectors of only the best; it is written from the vectors, here and by
+//!   every write.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -34,7 +38,7 @@ use super::index;
 use super::rows::{select_entries, COLS};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i64 = 8;
+pub(crate) const LATEST: i64 = 9;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -221,7 +225,20 @@ CREATE INDEX idx_project_memories_vectors ON project_memories(project_path, embe
     WHERE superseded_by IS NULL AND embedding IS NOT NULL;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const V9: &str = r#"
+-- The signs of each current vector (`crate::sketches`), 256 memories of one project and model
+-- to a row: `slots` the rows' low bytes in order, `sketches` their signs one after another.
+CREATE TABLE memory_sketches (
+    project_path TEXT NOT NULL,
+    embedding_model TEXT NOT NULL,
+    pack INTEGER NOT NULL,
+    slots BLOB NOT NULL,
+    sketches BLOB NOT NULL,
+    PRIMARY KEY (project_path, embedding_model, pack)
+) WITHOUT ROWID;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {
@@ -248,6 +265,7 @@ pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result
         let rebuilt = match version + 1 {
             3 => for_each_row(&tx, index::count),
             6 => for_each_row(&tx, index::add_postings),
+            9 => super::sketches::build_all(&tx),
             _ => Ok(()),
         };
         rebuilt.map_err(|e| match e {

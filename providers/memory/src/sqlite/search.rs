@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::json_array;
-use super::rows::{self, load, select_entries, COLS};
-use super::{index, memindex, MemoryDb};
+use super::rows::{load, select_entries, COLS};
+use super::{index, memindex, sketches, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
 use crate::postings::{self, Filter, Kept};
@@ -355,8 +355,12 @@ impl MemoryDb {
         } else {
             self.candidates(tx, filter, q_terms)?
         };
-        let stored = rows::vectors(tx, filter.project, semantic.model_id())?;
-        let near = vectors::nearest(&query.wait()?, &stored, SEMANTIC_CANDIDATES);
+        let model = semantic.model_id();
+        let sketches = sketches::read(tx, filter.project, model)?;
+        let query = query.wait()?;
+        let picks = sketches.picks(&query, candidates.iter().map(|c| c.num));
+        let stored = sketches::vectors_of(tx, filter.project, model, &picks)?;
+        let near = vectors::nearest(&query, &stored, SEMANTIC_CANDIDATES);
         let extra = near.not_in(candidates.iter().map(|c| c.num));
         if !extra.is_empty() {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();

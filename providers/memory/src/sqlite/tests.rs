@@ -1516,6 +1516,52 @@ fn a_version_1_database_migrates_forward_keeping_its_rows() {
     assert_eq!(db.count("/p").unwrap(), 1);
 }
 
+#[test]
+fn a_version_8_database_gets_the_sketches_of_its_current_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v8.db");
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        schema::migrate_to(&mut conn, 8).unwrap();
+        let vector = crate::vectors::encode(&[0.5, -0.25, 0.0, 1.0]);
+        let mut insert = conn
+            .prepare(
+                "INSERT INTO project_memories (num, id, project_path, category, content, created_at, updated_at,
+                     last_accessed_at, superseded_by, embedding_model, embedding)
+                 VALUES (?1, ?2, ?3, 'fact', ?2, 1, 1, 1, ?4, 'm', ?5)",
+            )
+            .unwrap();
+        // Two current vectors in two packs of /p, one superseded, one in /q.
+        for (num, id, project, superseded) in [
+            (3, "a", "/p", None),
+            (300, "b", "/p", None),
+            (4, "c", "/p", Some("a")),
+            (5, "d", "/q", None),
+        ] {
+            insert
+                .execute(rusqlite::params![num, id, project, superseded, vector])
+                .unwrap();
+        }
+    }
+    drop(MemoryDb::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    let packs: Vec<(String, i64, Vec<u8>)> = conn
+        .prepare("SELECT project_path, pack, slots FROM memory_sketches ORDER BY project_path, pack")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        packs,
+        [
+            ("/p".to_string(), 0, vec![3]),
+            ("/p".to_string(), 1, vec![44]),
+            ("/q".to_string(), 0, vec![5])
+        ]
+    );
+}
+
 /// A database as version 2 of the schema left it: unstemmed index terms, history entries
 /// without the v3 fields, an update that can be undone.
 fn write_version_2_database(path: &std::path::Path) {

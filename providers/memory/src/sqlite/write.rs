@@ -6,6 +6,7 @@ use rusqlite::params;
 use super::{rows, MemoryDb};
 use crate::error::Result;
 use crate::rules::{check_batch, check_importance, check_new, check_project, check_update, MAX_ACCESS_COUNT};
+use crate::sketches::Touched;
 use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
 use crate::types::*;
 use crate::vectors::no_model;
@@ -122,9 +123,12 @@ impl MemoryDb {
         }
         let mut vectors = semantic.prepare(missing.iter().map(|(_, c)| c.as_str()));
         self.write(|tx, _| {
+            let mut touched = Touched::default();
             for (num, content) in &missing {
                 rows::set_vector(tx, *num, content, Some(vectors.of(content)))?;
+                touched.note(&project, *num);
             }
+            super::sketches::sync(tx, &touched)?;
             Ok(missing.len())
         })
     }

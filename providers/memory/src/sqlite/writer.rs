@@ -16,6 +16,7 @@ use super::MemoryDb;
 use crate::error::{MemoryError, Result};
 use crate::postings::Filter;
 use crate::retrieval::Vocabulary;
+use crate::sketches::Touched;
 use crate::types::*;
 use crate::vectors::Vectors;
 use crate::write::{Change, Row, Rows, Similar, Which};
@@ -29,6 +30,8 @@ pub(super) struct SqliteRows<'a> {
     wrote: bool,
     /// The sentence vectors of what it writes, when a model is configured.
     vectors: Option<Vectors>,
+    /// The rows whose sketches to bring up to date before the commit.
+    touched: Touched,
 }
 
 impl<'a> SqliteRows<'a> {
@@ -38,7 +41,13 @@ impl<'a> SqliteRows<'a> {
             tx,
             wrote: false,
             vectors,
+            touched: Touched::default(),
         }
+    }
+
+    /// Bring the sketches of the rows written up to date: before the commit.
+    pub(super) fn finish(self) -> Result<()> {
+        super::sketches::sync(self.tx, &self.touched)
     }
 }
 
@@ -133,6 +142,7 @@ impl Rows for SqliteRows<'_> {
         let num = rows::insert_entry(self.tx, entry)?;
         if let Some(vectors) = &mut self.vectors {
             rows::set_vector(self.tx, num, &entry.content, Some(vectors.of(&entry.content)))?;
+            self.touched.note(&entry.project_path, num);
         }
         Ok(())
     }
@@ -140,6 +150,10 @@ impl Rows for SqliteRows<'_> {
     async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
         self.wrote = true;
         rows::store_row(self.tx, num, old, new)?;
+        if crate::sketches::changes(old, new) {
+            self.touched.note(&old.project_path, num);
+            self.touched.note(&new.project_path, num);
+        }
         if old.content != new.content {
             // A vector of the old text would be wrong: the new one, or none without a model.
             let vector = self.vectors.as_mut().map(|v| v.of(&new.content));
@@ -150,6 +164,7 @@ impl Rows for SqliteRows<'_> {
 
     async fn delete(&mut self, num: i64, old: &MemoryEntry) -> Result<()> {
         self.wrote = true;
+        self.touched.note(&old.project_path, num);
         rows::delete_row(self.tx, num, old)
     }
 
@@ -158,6 +173,9 @@ impl Rows for SqliteRows<'_> {
         index::clear_project(self.tx, project)?;
         self.tx
             .prepare_cached("DELETE FROM project_memories WHERE project_path = ?1")?
+            .execute(params![project])?;
+        self.tx
+            .prepare_cached("DELETE FROM memory_sketches WHERE project_path = ?1")?
             .execute(params![project])?;
         Ok(())
     }

@@ -135,6 +135,60 @@ async fn postgres_stores_and_searches_vectors() {
     vectors_are_written_searched_cleared_and_backfilled(plain).await;
 }
 
+/// The first pass (each vector's sketch, packed 256 to a row) follows every write: a memory
+/// found by meaning alone among more than the pass hands on stays found, goes when it is
+/// superseded or deleted, and comes back when that is undone.
+async fn the_first_pass_follows_every_write(b: Backend) {
+    let s = &b.store;
+    let fact = |content: String| NewMemoryEntry::new(P, MemoryCategory::Fact, content);
+    let mut batch: Vec<NewMemoryEntry> = (0..400)
+        .map(|i| fact(format!("Service {i} keeps its audit records in shard {}", i % 17)))
+        .collect();
+    batch.push(fact(PNPM.into()));
+    s.add_many(batch).await.unwrap();
+    let query = "add a dependency for date parsing";
+    let found = async || contents(&**s, query).await.contains(&PNPM.to_string());
+    assert!(found().await, "found by meaning among 401");
+    let pnpm = s.list(P, Default::default()).await.unwrap();
+    let pnpm = pnpm.iter().find(|m| m.content == PNPM).unwrap().clone();
+
+    let bun = s
+        .add(fact("Bun is the package manager now.".into()).supersedes([pnpm.id.as_str()]))
+        .await
+        .unwrap();
+    assert!(!found().await, "a superseded memory is not found by meaning");
+    s.delete(&bun.id).await.unwrap();
+    assert!(found().await, "current again once its successor is deleted");
+
+    s.delete(&pnpm.id).await.unwrap();
+    assert!(!found().await, "a deleted memory is not found");
+    let delete = s
+        .history(P, &pnpm.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .rfind(|h| h.action == ctxkit_memory::records::HistoryAction::Delete)
+        .unwrap();
+    s.undo(P, delete.id).await.unwrap();
+    assert!(found().await, "an undone deletion is found by meaning again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_first_pass_follows_every_write() {
+    let Some(model) = model() else { return };
+    the_first_pass_follows_every_write(Backend::sqlite_with(OpenOptions::default().embeddings(model))).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_first_pass_follows_every_write() {
+    let Some(model) = model() else { return };
+    let Some(b) = Backend::postgres_with(OpenOptions::default().embeddings(model)).await else {
+        return;
+    };
+    the_first_pass_follows_every_write(b).await;
+}
+
 /// The shipped blend earns its place: on the queries it was not tuned on it is no worse than
 /// cosine alone, and on the whole set it reaches recall@5 0.92 and MRR 0.80.
 #[test]

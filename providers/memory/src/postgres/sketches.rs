@@ -1,0 +1,117 @@
+//! `memory_sketches` on PostgreSQL: the packs a search reads first, and their upkeep by the
+//! writes ([`crate::sketches`] decides what to write), as on SQLite.
+
+use deadpool_postgres::GenericClient;
+
+use crate::error::Result;
+use crate::sketches::{self, CurrentVector, Pack, PackRow, Sketches, Touched};
+use crate::vectors::Stored;
+
+/// Bring the packs holding the `touched` rows up to date with the rows.
+pub(super) async fn sync(client: &impl GenericClient, touched: &Touched) -> Result<()> {
+    if touched.is_empty() {
+        return Ok(());
+    }
+    let nums = touched.rows();
+    let mut current: Vec<CurrentVector> = Vec::new();
+    for row in client
+        .query(
+            "SELECT num, project_path, embedding_model, embedding FROM project_memories
+             WHERE num = ANY($1) AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
+            &[&nums],
+        )
+        .await?
+    {
+        current.push((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?));
+    }
+    let (projects, packs): (Vec<String>, Vec<i64>) = touched.packs(&current).into_iter().unzip();
+    let mut read = Vec::new();
+    for row in client
+        .query(
+            "SELECT s.project_path, s.embedding_model, s.pack, s.slots, s.sketches FROM memory_sketches s
+             JOIN unnest($1::text[], $2::bigint[]) AS u(project_path, pack)
+               ON s.project_path = u.project_path AND s.pack = u.pack",
+            &[&projects, &packs],
+        )
+        .await?
+    {
+        read.push(PackRow {
+            project: row.try_get(0)?,
+            model: row.try_get(1)?,
+            pack: row.try_get(2)?,
+            content: Pack::decode(row.try_get(3)?, row.try_get(4)?),
+        });
+    }
+    for row in sketches::apply(touched, read, current) {
+        match row.content {
+            Some(p) => client
+                .execute(
+                    "INSERT INTO memory_sketches (project_path, embedding_model, pack, slots, sketches)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (project_path, embedding_model, pack)
+                     DO UPDATE SET slots = EXCLUDED.slots, sketches = EXCLUDED.sketches",
+                    &[&row.project, &row.model, &row.pack, &p.slots, &p.sketches],
+                )
+                .await?,
+            None => client
+                .execute(
+                    "DELETE FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2 AND pack = $3",
+                    &[&row.project, &row.model, &row.pack],
+                )
+                .await?,
+        };
+    }
+    Ok(())
+}
+
+/// Write the packs of every current vector (the migration that made the table).
+pub(super) async fn build_all(client: &impl GenericClient) -> Result<()> {
+    let mut touched = Touched::default();
+    for row in client
+        .query(
+            "SELECT project_path, num FROM project_memories WHERE superseded_by IS NULL AND embedding IS NOT NULL",
+            &[],
+        )
+        .await?
+    {
+        touched.note(row.try_get(0)?, row.try_get(1)?);
+    }
+    sync(client, &touched).await
+}
+
+/// A project's sketches made by `model`, for a search's first pass.
+pub(super) async fn read(client: &impl GenericClient, project: &str, model: &str) -> Result<Sketches> {
+    let mut out = Sketches::default();
+    for row in client
+        .query(
+            "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
+            &[&project, &model],
+        )
+        .await?
+    {
+        out.push(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    }
+    Ok(out)
+}
+
+/// The current vectors of `model` among rows `nums` of a project.
+pub(super) async fn vectors_of(
+    client: &impl GenericClient,
+    project: &str,
+    model: &str,
+    nums: &[i64],
+) -> Result<Stored> {
+    let mut stored = Stored::default();
+    for row in client
+        .query(
+            "SELECT num, embedding FROM project_memories
+             WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL
+               AND num = ANY($3)",
+            &[&project, &model, &nums],
+        )
+        .await?
+    {
+        stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
+    }
+    Ok(stored)
+}

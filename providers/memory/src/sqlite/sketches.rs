@@ -1,0 +1,113 @@
+//! `memory_sketches` on SQLite: the packs a search reads first, and their upkeep by the
+//! writes ([`crate::sketches`] decides what to write).
+
+use rusqlite::{params, Transaction};
+
+use super::json_array;
+use crate::error::Result;
+use crate::sketches::{self, CurrentVector, Pack, PackRow, Sketches, Touched};
+use crate::vectors::Stored;
+
+/// Bring the packs holding the `touched` rows up to date with the rows.
+pub(super) fn sync(tx: &Transaction, touched: &Touched) -> Result<()> {
+    if touched.is_empty() {
+        return Ok(());
+    }
+    let current = current_vectors(tx, &touched.rows())?;
+    let mut read = Vec::new();
+    let mut stmt = tx.prepare_cached(
+        "SELECT embedding_model, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND pack = ?2",
+    )?;
+    for (project, pack) in touched.packs(&current) {
+        let rows = stmt.query_map(params![project, pack], |r| {
+            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        for row in rows {
+            let (model, slots, sketches) = row?;
+            read.push(PackRow {
+                project: project.clone(),
+                model,
+                pack,
+                content: Pack::decode(slots, sketches),
+            });
+        }
+    }
+    for row in sketches::apply(touched, read, current) {
+        match row.content {
+            Some(p) => tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO memory_sketches (project_path, embedding_model, pack, slots, sketches)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute(params![row.project, row.model, row.pack, p.slots, p.sketches])?,
+            None => tx
+                .prepare_cached(
+                    "DELETE FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2 AND pack = ?3",
+                )?
+                .execute(params![row.project, row.model, row.pack])?,
+        };
+    }
+    Ok(())
+}
+
+/// The current vectors of rows `nums`.
+fn current_vectors(tx: &Transaction, nums: &[i64]) -> Result<Vec<CurrentVector>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT num, project_path, embedding_model, embedding FROM project_memories
+         WHERE num IN (SELECT value FROM json_each(?1))
+           AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
+    )?;
+    let rows = stmt.query_map(params![json_array(nums)], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Write the packs of every current vector (the migration that made the table).
+pub(super) fn build_all(tx: &Transaction) -> Result<()> {
+    let mut touched = Touched::default();
+    let mut stmt = tx.prepare(
+        "SELECT project_path, num FROM project_memories WHERE superseded_by IS NULL AND embedding IS NOT NULL",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        touched.note(&row.get::<_, String>(0)?, row.get(1)?);
+    }
+    sync(tx, &touched)
+}
+
+/// A project's sketches made by `model`, for a search's first pass.
+pub(super) fn read(tx: &Transaction, project: &str, model: &str) -> Result<Sketches> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
+    )?;
+    let mut rows = stmt.query(params![project, model])?;
+    let mut out = Sketches::default();
+    while let Some(row) = rows.next()? {
+        let blob = |i| {
+            row.get_ref(i)
+                .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
+        };
+        out.push(row.get(0)?, blob(1)?, blob(2)?);
+    }
+    Ok(out)
+}
+
+/// The current vectors of `model` among rows `nums` of a project (read through the vectors'
+/// covering index, a seek each).
+pub(super) fn vectors_of(tx: &Transaction, project: &str, model: &str, nums: &[i64]) -> Result<Stored> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT num, embedding FROM project_memories
+         WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL
+           AND num IN (SELECT value FROM json_each(?3))",
+    )?;
+    let mut rows = stmt.query(params![project, model, json_array(nums)])?;
+    let mut stored = Stored::default();
+    while let Some(row) = rows.next()? {
+        stored.push(
+            row.get(0)?,
+            row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?,
+        );
+    }
+    Ok(stored)
+}
