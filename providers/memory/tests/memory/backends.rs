@@ -769,6 +769,7 @@ mod postgres_only {
             "DROP TABLE memory_postings;
              DROP INDEX project_memories_category;
              DROP INDEX project_memories_vectors;
+             DROP TABLE memory_sketches;
              ALTER TABLE project_memories DROP COLUMN embedding_model, DROP COLUMN embedding;
              ALTER TABLE project_memories ADD COLUMN terms TSVECTOR NOT NULL DEFAULT ''::tsvector;
              CREATE INDEX project_memories_terms ON project_memories USING GIN (terms);
@@ -835,7 +836,7 @@ mod postgres_only {
         );
         let msg = failure(&newer).await;
         assert!(
-            msg.contains("has schema version 99, newer than version 6"),
+            msg.contains("has schema version 99, newer than version 7"),
             "{msg}"
         );
         assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");

@@ -149,8 +149,8 @@ async fn the_first_pass_follows_every_write(b: Backend) {
     let query = "add a dependency for date parsing";
     let found = async || contents(&**s, query).await.contains(&PNPM.to_string());
     assert!(found().await, "found by meaning among 401");
-    let pnpm = s.list(P, Default::default()).await.unwrap();
-    let pnpm = pnpm.iter().find(|m| m.content == PNPM).unwrap().clone();
+    let hits = s.search(search(query)).await.unwrap();
+    let pnpm = hits.into_iter().find(|r| r.entry.content == PNPM).unwrap().entry;
 
     let bun = s
         .add(fact("Bun is the package manager now.".into()).supersedes([pnpm.id.as_str()]))
