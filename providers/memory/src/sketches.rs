@@ -4,8 +4,8 @@
 //! dimensions, a quarter of the stored vector), packed [`PACK`] memories to a row of
 //! `memory_sketches`. A search at 100,000 memories reads about 400 such rows (9.6 MB) instead
 //! of 100,000 vectors (39 MB), scores every sketch against the query's own components
-//! ([`Sketches::best`]: the query is not rounded, only the memory is), and reads the exact
-//! vectors of only the [`PICKED`] best, with the lexical candidates' (see `crate::vectors`).
+//! ([`FirstPass`]: the query is not rounded, only the memory is), and reads the exact vectors
+//! of only the [`PICKED`] best, beside the lexical candidates' (see `crate::vectors`).
 //!
 //! The packs are derived from the rows and kept by the writers, written once for both
 //! backends: a write notes each row whose vector or currency it may change ([`Touched`]), and
@@ -27,7 +27,7 @@ pub(crate) const PACK: i64 = 256;
 /// among the best 300 sketches 99.9 % of the time, and the fifty nearest 95.6 %.
 pub(crate) const PICKED: usize = 300;
 
-/// From how many sketches a search scores them on two threads (about 1 ms of work each).
+/// From how many kept sketches a search scores them on two threads (about 1 ms of work each).
 const PARALLEL_FROM: usize = 20_000;
 
 /// The pack holding row `num`, and its slot there.
@@ -212,56 +212,110 @@ pub(crate) fn apply(touched: &Touched, packs: Vec<PackRow>, current: Vec<Current
         .collect()
 }
 
-/// A project's sketches of one model, as a search reads them.
+/// The first pass of one search over a project's sketches of one model. Packs are offered as
+/// they are read: until the query's vector is known they are kept, and from then on scored at
+/// once and dropped, so a search whose query is embedded quickly holds no copy of them.
 #[derive(Default)]
-pub(crate) struct Sketches {
-    nums: Vec<i64>,
-    bytes: Vec<u8>,
+pub(crate) struct FirstPass {
+    /// The width every pack must have: the query's once it is known, the first pack's until
+    /// then.
     width: usize,
+    /// Packs read before the query was known: their rows, and their sketches one after another.
+    kept: Vec<i64>,
+    kept_sketches: Vec<u8>,
+    scorer: Option<Scorer>,
 }
 
-impl Sketches {
-    /// Keep pack `pack`'s sketches. A damaged pack, or one of another width than the first
+impl FirstPass {
+    /// Offer pack `pack` as read. A damaged pack, or one of another width than the first
     /// (another model's size), is skipped.
-    pub(crate) fn push(&mut self, pack: i64, slots: &[u8], sketches: &[u8]) {
+    pub(crate) fn offer(&mut self, pack: i64, slots: &[u8], sketches: &[u8]) {
         if slots.is_empty() || sketches.len() % slots.len() != 0 {
             return;
         }
         let width = sketches.len() / slots.len();
-        if self.nums.is_empty() {
+        if self.width == 0 {
             self.width = width;
         } else if width != self.width {
             return;
         }
-        self.nums
-            .extend(slots.iter().map(|s| pack * PACK + i64::from(*s)));
-        self.bytes.extend_from_slice(sketches);
-    }
-
-    /// How many memories the sketches cover.
-    pub(crate) fn len(&self) -> usize {
-        self.nums.len()
-    }
-
-    /// The rows whose exact vectors a search reads: the [`PICKED`] best sketches and `also`
-    /// (the lexical candidates, whose cosines the blend needs), sorted, each once.
-    pub(crate) fn picks(&self, query: &[f32], also: impl IntoIterator<Item = i64>) -> Vec<i64> {
-        let mut nums = self.best(query, PICKED);
-        nums.extend(also);
-        nums.sort_unstable();
-        nums.dedup();
-        nums
-    }
-
-    /// The rows of the `limit` sketches nearest `query` (all of them when there are no more),
-    /// in no particular order. A sketch is scored by the query's components times the
-    /// sketch's levels, `Σ qᵢ · levelᵢ`: four components at a time, from a table of the 256 sums
-    /// each byte of the sketch can give. Large sets are scored on two threads.
-    fn best(&self, query: &[f32], limit: usize) -> Vec<i64> {
-        if self.len() <= limit {
-            return self.nums.clone();
+        let nums = slots.iter().map(|s| pack * PACK + i64::from(*s));
+        match &mut self.scorer {
+            Some(scorer) => {
+                for (num, codes) in nums.zip(sketches.chunks_exact(width)) {
+                    scorer.offer(num, codes);
+                }
+            }
+            None => {
+                self.kept.extend(nums);
+                self.kept_sketches.extend_from_slice(sketches);
+            }
         }
-        let tables: Vec<[f32; 256]> = (0..self.width)
+    }
+
+    /// Whether the query is known yet ([`start`](Self::start)).
+    pub(crate) fn is_started(&self) -> bool {
+        self.scorer.is_some()
+    }
+
+    /// The query is known: score what was kept (on two threads when it is much), and score
+    /// what comes next as it comes.
+    pub(crate) fn start(&mut self, query: &[f32]) {
+        if self.is_started() {
+            return;
+        }
+        let mut scorer = Scorer::new(query);
+        let (mut kept, mut sketches) = (
+            std::mem::take(&mut self.kept),
+            std::mem::take(&mut self.kept_sketches),
+        );
+        if self.width != scorer.width() {
+            // Another model's size: nothing kept can be compared with the query.
+            (kept, sketches) = (Vec::new(), Vec::new());
+            self.width = scorer.width();
+        }
+        if kept.len() >= PARALLEL_FROM {
+            let half = kept.len() / 2;
+            let (first, second) = sketches.split_at(half * self.width);
+            let mut other = scorer.clone();
+            std::thread::scope(|s| {
+                let done = s.spawn(|| other.offer_all(&kept[half..], second));
+                scorer.offer_all(&kept[..half], first);
+                // A scoring thread cannot fail but by a panic, which is passed on.
+                done.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            });
+            scorer.merge(other);
+        } else {
+            scorer.offer_all(&kept, &sketches);
+        }
+        self.scorer = Some(scorer);
+    }
+
+    /// The rows of the [`PICKED`] sketches nearest `query` (all of them when there are no
+    /// more), leaving out `except` (sorted: the lexical candidates, read already), by row.
+    pub(crate) fn best(mut self, query: &[f32], except: &[i64]) -> Vec<i64> {
+        self.start(query);
+        let mut best = self.scorer.map(Scorer::finish).unwrap_or_default();
+        best.retain(|n| except.binary_search(n).is_err());
+        best.sort_unstable();
+        best
+    }
+}
+
+/// Scores sketches against one query and keeps the [`PICKED`] best. A sketch is scored by the
+/// query's components times the sketch's levels, `Σ qᵢ · levelᵢ`: four components at a time,
+/// from a table of the 256 sums each byte of the sketch can give.
+#[derive(Clone)]
+struct Scorer {
+    /// One table per byte of a sketch of the query's size.
+    tables: Vec<[f32; 256]>,
+    /// The best so far, cut back to [`PICKED`] whenever it holds four times as many.
+    best: Vec<(f32, i64)>,
+}
+
+impl Scorer {
+    fn new(query: &[f32]) -> Scorer {
+        let tables = (0..query.len().div_ceil(4))
             .map(|byte| {
                 let part = |k: usize| query.get(byte * 4 + k).copied().unwrap_or(0.0);
                 let mut table = [0f32; 256];
@@ -271,45 +325,64 @@ impl Sketches {
                 table
             })
             .collect();
-        let score = |entries: &[u8], nums: &[i64]| -> Vec<(f32, i64)> {
-            entries
-                .chunks_exact(self.width)
-                .zip(nums)
-                .map(|(codes, num)| {
-                    // Four running sums, so the lookups do not wait on one chain of additions.
-                    let mut sums = [0f32; 4];
-                    let (quads, rest) = codes.as_chunks::<4>();
-                    for (quad, tables) in quads.iter().zip(tables.chunks_exact(4)) {
-                        for k in 0..4 {
-                            sums[k] += tables[k][usize::from(quad[k])];
-                        }
-                    }
-                    let tail: f32 = rest
-                        .iter()
-                        .zip(&tables[quads.len() * 4..])
-                        .map(|(c, t)| t[usize::from(*c)])
-                        .sum();
-                    (sums.iter().sum::<f32>() + tail, *num)
-                })
-                .collect()
-        };
-        let half = if self.len() >= PARALLEL_FROM {
-            self.len() / 2
-        } else {
-            self.len()
-        };
-        let (first, second) = self.bytes.split_at(half * self.width);
-        let (first_nums, second_nums) = self.nums.split_at(half);
-        let mut scored = std::thread::scope(|s| {
-            let other = s.spawn(|| score(second, second_nums));
-            let mut scored = score(first, first_nums);
-            // A scoring thread cannot fail but by a panic, which is passed on.
-            scored.extend(other.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            scored
-        });
-        scored.select_nth_unstable_by(limit, |a, b| b.0.total_cmp(&a.0));
-        scored.truncate(limit);
-        scored.into_iter().map(|(_, num)| num).collect()
+        Scorer {
+            tables,
+            best: Vec::with_capacity(4 * PICKED),
+        }
+    }
+
+    /// The width of the sketches it scores: a byte per four components of the query.
+    fn width(&self) -> usize {
+        self.tables.len()
+    }
+
+    fn offer(&mut self, num: i64, codes: &[u8]) {
+        // Four running sums, so the lookups do not wait on one chain of additions.
+        let mut sums = [0f32; 4];
+        let (quads, rest) = codes.as_chunks::<4>();
+        for (quad, tables) in quads.iter().zip(self.tables.chunks_exact(4)) {
+            for k in 0..4 {
+                sums[k] += tables[k][usize::from(quad[k])];
+            }
+        }
+        let tail: f32 = rest
+            .iter()
+            .zip(&self.tables[quads.len() * 4..])
+            .map(|(c, t)| t[usize::from(*c)])
+            .sum();
+        self.best.push((sums.iter().sum::<f32>() + tail, num));
+        if self.best.len() == 4 * PICKED {
+            self.cut();
+        }
+    }
+
+    fn offer_all(&mut self, nums: &[i64], sketches: &[u8]) {
+        for (num, codes) in nums.iter().zip(sketches.chunks_exact(self.width().max(1))) {
+            self.offer(*num, codes);
+        }
+    }
+
+    fn merge(&mut self, other: Scorer) {
+        for (score, num) in other.best {
+            self.best.push((score, num));
+            if self.best.len() == 4 * PICKED {
+                self.cut();
+            }
+        }
+    }
+
+    /// Keep the [`PICKED`] best.
+    fn cut(&mut self) {
+        if self.best.len() > PICKED {
+            self.best
+                .select_nth_unstable_by(PICKED, |a, b| b.0.total_cmp(&a.0));
+            self.best.truncate(PICKED);
+        }
+    }
+
+    fn finish(mut self) -> Vec<i64> {
+        self.cut();
+        self.best.into_iter().map(|(_, num)| num).collect()
     }
 }
 
@@ -429,31 +502,102 @@ mod tests {
             vec![(5, "/p".into(), "m".into(), encode(&[1.0; 8]))],
         );
         assert_eq!(written[0].content.as_ref().unwrap().slots, [5]);
-        let mut sketches = Sketches::default();
-        sketches.push(0, &[1, 2], &[0, 0, 0]);
-        assert_eq!(sketches.len(), 0, "a damaged pack is skipped by a search");
+        let mut pass = FirstPass::default();
+        pass.offer(0, &[1, 2], &[0, 0, 0]);
+        assert!(
+            pass.best(&[1.0; 4], &[]).is_empty(),
+            "a damaged pack is skipped by a search"
+        );
+    }
+
+    /// The score a sketch stands for, computed from its levels directly.
+    fn sketch_score(query: &[f32], codes: &[u8]) -> f32 {
+        query
+            .iter()
+            .enumerate()
+            .map(|(i, q)| q * level(codes[i / 4] >> (2 * (i % 4))))
+            .sum()
     }
 
     #[test]
-    fn the_best_sketches_agree_with_the_query() {
-        // Sixteen dimensions; row n's vector points along dimension n.
-        let mut sketches = Sketches::default();
-        let mut slots = Vec::new();
-        let mut bytes = Vec::new();
-        for n in 0..16u8 {
-            let mut v = vec![-0.1f32; 16];
-            v[usize::from(n)] = 1.0;
-            slots.push(n);
-            bytes.extend(sketch(&encode(&v)).unwrap());
+    fn the_best_are_the_highest_scores_whenever_the_query_arrives() {
+        // 100 packs of 256 sixteen-dimension vectors (more than two threads' worth when all
+        // are kept), a query of eighths so every sum is exact.
+        let mut x: u64 = 7;
+        let mut random = move || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((x >> 40) % 17) as f32 / 8.0 - 1.0
+        };
+        let packs: Vec<(Vec<u8>, Vec<u8>)> = (0..100)
+            .map(|_| {
+                let slots: Vec<u8> = (0..=255).collect();
+                let codes = slots
+                    .iter()
+                    .flat_map(|_| sketch(&encode(&(0..16).map(|_| random()).collect::<Vec<_>>())).unwrap())
+                    .collect();
+                (slots, codes)
+            })
+            .collect();
+        let query: Vec<f32> = (0..16).map(|_| random()).collect();
+        let mut scores: Vec<(f32, i64)> = Vec::new();
+        for (pack, (slots, codes)) in packs.iter().enumerate() {
+            for (slot, c) in slots.iter().zip(codes.chunks_exact(4)) {
+                scores.push((sketch_score(&query, c), pack as i64 * PACK + i64::from(*slot)));
+            }
         }
-        sketches.push(2, &slots, &bytes);
-        assert_eq!(sketches.len(), 16);
-        let mut q = vec![-0.1f32; 16];
-        q[5] = 0.9;
-        q[9] = 0.8;
-        let mut best = sketches.best(&q, 2);
-        best.sort();
-        assert_eq!(best, [2 * PACK + 5, 2 * PACK + 9]);
-        assert_eq!(sketches.best(&q, 16).len(), 16, "no more than there are");
+        assert!(scores.len() >= PARALLEL_FROM);
+        for start_at in [0, 1, 50, 100] {
+            let mut pass = FirstPass::default();
+            for (pack, (slots, codes)) in packs.iter().enumerate() {
+                if pack == start_at {
+                    pass.start(&query);
+                }
+                pass.offer(pack as i64, slots, codes);
+            }
+            let best = pass.best(&query, &[]);
+            assert_eq!(best.len(), PICKED, "started at pack {start_at}");
+            let picked = |num: &i64| best.binary_search(num).is_ok();
+            let lowest_in = scores
+                .iter()
+                .filter(|(_, n)| picked(n))
+                .map(|s| s.0)
+                .fold(f32::MAX, f32::min);
+            let highest_out = scores
+                .iter()
+                .filter(|(_, n)| !picked(n))
+                .map(|s| s.0)
+                .fold(f32::MIN, f32::max);
+            assert!(
+                lowest_in >= highest_out,
+                "started at pack {start_at}: {lowest_in} < {highest_out}"
+            );
+        }
+        // What the search read already is left out; a small set is handed on whole.
+        let pass_over = |except: &[i64]| {
+            let mut pass = FirstPass::default();
+            for (pack, (slots, codes)) in packs.iter().enumerate() {
+                pass.offer(pack as i64, slots, codes);
+            }
+            pass.best(&query, except)
+        };
+        let first = pass_over(&[])[0];
+        let without = pass_over(&[first]);
+        assert_eq!(without.len(), PICKED - 1);
+        assert!(!without.contains(&first));
+        let mut one_pack = FirstPass::default();
+        one_pack.offer(3, &packs[0].0[..10], &packs[0].1[..40]);
+        assert_eq!(
+            one_pack.best(&query, &[]),
+            (0..10).map(|s| 3 * PACK + s).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn sketches_that_do_not_fit_the_query_find_nothing() {
+        let mut pass = FirstPass::default();
+        pass.offer(0, &[1], &sketch(&encode(&[1.0; 16])).unwrap());
+        assert!(pass.best(&[1.0; 32], &[]).is_empty());
     }
 }

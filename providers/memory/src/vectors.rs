@@ -93,7 +93,10 @@ impl Semantic {
                 let _ = sender.send(span.in_scope(|| model.embed(&text)));
             })
             .map_err(|e| MemoryError::Task(format!("cannot start embedding the query: {e}")))?;
-        Ok(QueryVector(receiver))
+        Ok(QueryVector {
+            pending: Some(receiver),
+            vector: Vec::new(),
+        })
     }
 
     /// Encoded vectors of `contents`, computed together (a batch is several times faster
@@ -116,17 +119,46 @@ impl Semantic {
 }
 
 /// A query's vector being computed ([`Semantic::start_query`]).
-pub(crate) struct QueryVector(tokio::sync::oneshot::Receiver<Vec<f32>>);
+pub(crate) struct QueryVector {
+    /// Until the vector has come.
+    pending: Option<tokio::sync::oneshot::Receiver<Vec<f32>>>,
+    vector: Vec<f32>,
+}
 
 impl QueryVector {
+    /// The vector if it has come, without waiting.
+    pub(crate) fn ready(&mut self) -> Result<Option<&[f32]>, MemoryError> {
+        if let Some(pending) = &mut self.pending {
+            match pending.try_recv() {
+                Ok(vector) => self.arrived(vector),
+                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => return Ok(None),
+                Err(tokio::sync::oneshot::error::TryRecvError::Closed) => return Err(stopped()),
+            }
+        }
+        Ok(Some(&self.vector))
+    }
+
     /// Wait for the vector, blocking the thread (SQLite's calls run on the blocking pool).
-    pub(crate) fn wait(self) -> Result<Vec<f32>, MemoryError> {
-        self.0.blocking_recv().map_err(|_| stopped())
+    pub(crate) fn wait(&mut self) -> Result<&[f32], MemoryError> {
+        if let Some(pending) = self.pending.take() {
+            let vector = pending.blocking_recv().map_err(|_| stopped())?;
+            self.arrived(vector);
+        }
+        Ok(&self.vector)
     }
 
     /// Wait for the vector without blocking the runtime (PostgreSQL's calls are async).
-    pub(crate) async fn get(self) -> Result<Vec<f32>, MemoryError> {
-        self.0.await.map_err(|_| stopped())
+    pub(crate) async fn get(&mut self) -> Result<&[f32], MemoryError> {
+        if let Some(pending) = self.pending.take() {
+            let vector = pending.await.map_err(|_| stopped())?;
+            self.arrived(vector);
+        }
+        Ok(&self.vector)
+    }
+
+    fn arrived(&mut self, vector: Vec<f32>) {
+        self.pending = None;
+        self.vector = vector;
     }
 }
 
@@ -231,8 +263,8 @@ impl Nearest {
     }
 }
 
-/// A project's stored vectors as a backend reads them: row numbers and encoded vectors, the
-/// vectors in one buffer (a hundred thousand small allocations cost more than their reading).
+/// Stored vectors as a backend reads them: row numbers and encoded vectors, the vectors in one
+/// buffer (many small allocations cost more than their reading).
 #[derive(Default)]
 pub(crate) struct Stored {
     rows: Vec<(i64, std::ops::Range<usize>)>,

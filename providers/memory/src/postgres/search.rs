@@ -10,7 +10,7 @@ use crate::retrieval::{rank, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
-use crate::vectors::{self, SEMANTIC_CANDIDATES};
+use crate::vectors::{self, Stored, SEMANTIC_CANDIDATES};
 
 pub(super) async fn get(store: &PostgresStore, id: &str) -> Result<Option<MemoryEntry>> {
     let mut entry = read_tx!(store, |tx| { load(&tx, id).await?.map(|(_, e)| e) })?;
@@ -93,14 +93,17 @@ pub(super) async fn search(
             candidates(store, &tx, &filter, &q_terms).await?
         };
         match (semantic, query_vector) {
-            (Some(semantic), Some(query)) => {
+            (Some(semantic), Some(mut query)) => {
                 // The lexical candidates, joined by the memories nearest the query by meaning.
                 let model = semantic.model_id();
-                let sketches = sketches::read(&tx, &project, model).await?;
-                let query = query.get().await?;
-                let picks = sketches.picks(&query, found.iter().map(|c| c.num));
-                let stored = sketches::vectors_of(&tx, &project, model, &picks).await?;
-                let near = vectors::nearest(&query, &stored, SEMANTIC_CANDIDATES);
+                let mut lexical: Vec<i64> = found.iter().map(|c| c.num).collect();
+                lexical.sort_unstable();
+                let mut stored = Stored::default();
+                sketches::vectors_of(&tx, &project, model, &lexical, &mut stored).await?;
+                let pass = sketches::first_pass(&tx, &project, model, &mut query).await?;
+                let picks = pass.best(query.get().await?, &lexical);
+                sketches::vectors_of(&tx, &project, model, &picks, &mut stored).await?;
+                let near = vectors::nearest(query.get().await?, &stored, SEMANTIC_CANDIDATES);
                 let extra = near.not_in(found.iter().map(|c| c.num));
                 found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
                 let meaning = Meaning {

@@ -4,8 +4,8 @@
 use deadpool_postgres::GenericClient;
 
 use crate::error::Result;
-use crate::sketches::{self, CurrentVector, Pack, PackRow, Sketches, Touched};
-use crate::vectors::Stored;
+use crate::sketches::{self, CurrentVector, FirstPass, Pack, PackRow, Touched};
+use crate::vectors::{QueryVector, Stored};
 
 /// Bring the packs holding the `touched` rows up to date with the rows.
 pub(super) async fn sync(client: &impl GenericClient, touched: &Touched) -> Result<()> {
@@ -79,29 +79,40 @@ pub(super) async fn build_all(client: &impl GenericClient) -> Result<()> {
     sync(client, &touched).await
 }
 
-/// A project's sketches made by `model`, for a search's first pass.
-pub(super) async fn read(client: &impl GenericClient, project: &str, model: &str) -> Result<Sketches> {
-    let mut out = Sketches::default();
-    for row in client
+/// The first pass over a project's sketches made by `model`, started as soon as `query` has
+/// come (it is not waited for).
+pub(super) async fn first_pass(
+    client: &impl GenericClient,
+    project: &str,
+    model: &str,
+    query: &mut QueryVector,
+) -> Result<FirstPass> {
+    let rows = client
         .query(
             "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
             &[&project, &model],
         )
-        .await?
-    {
-        out.push(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        .await?;
+    let mut pass = FirstPass::default();
+    for row in rows {
+        if !pass.is_started() {
+            if let Some(q) = query.ready()? {
+                pass.start(q);
+            }
+        }
+        pass.offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
     }
-    Ok(out)
+    Ok(pass)
 }
 
-/// The current vectors of `model` among rows `nums` of a project.
+/// Add the current vectors of `model` among rows `nums` of a project to `stored`.
 pub(super) async fn vectors_of(
     client: &impl GenericClient,
     project: &str,
     model: &str,
     nums: &[i64],
-) -> Result<Stored> {
-    let mut stored = Stored::default();
+    stored: &mut Stored,
+) -> Result<()> {
     for row in client
         .query(
             "SELECT num, embedding FROM project_memories
@@ -113,5 +124,5 @@ pub(super) async fn vectors_of(
     {
         stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
     }
-    Ok(stored)
+    Ok(())
 }

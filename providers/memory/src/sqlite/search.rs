@@ -16,7 +16,7 @@ use crate::retrieval::{rank, rarest_terms, Candidate, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
-use crate::vectors::{self, QueryVector, Semantic, SEMANTIC_CANDIDATES};
+use crate::vectors::{self, QueryVector, Semantic, Stored, SEMANTIC_CANDIDATES};
 
 /// At most this many projects keep an in-memory index.
 const MAX_INDEXED_PROJECTS: usize = 8;
@@ -343,7 +343,7 @@ impl MemoryDb {
         filter: &Filter,
         q_terms: &[String],
         semantic: &Semantic,
-        query: QueryVector,
+        mut query: QueryVector,
         now: i64,
         top_k: usize,
     ) -> Result<Vec<MemorySearchResult>> {
@@ -355,12 +355,16 @@ impl MemoryDb {
         } else {
             self.candidates(tx, filter, q_terms)?
         };
-        let model = semantic.model_id();
-        let sketches = sketches::read(tx, filter.project, model)?;
-        let query = query.wait()?;
-        let picks = sketches.picks(&query, candidates.iter().map(|c| c.num));
-        let stored = sketches::vectors_of(tx, filter.project, model, &picks)?;
-        let near = vectors::nearest(&query, &stored, SEMANTIC_CANDIDATES);
+        // While the query is embedded: the lexical candidates' vectors, then the sketches.
+        let (project, model) = (filter.project, semantic.model_id());
+        let mut lexical: Vec<i64> = candidates.iter().map(|c| c.num).collect();
+        lexical.sort_unstable();
+        let mut stored = Stored::default();
+        sketches::vectors_of(tx, project, model, &lexical, &mut stored)?;
+        let pass = sketches::first_pass(tx, project, model, &mut query)?;
+        let picks = pass.best(query.wait()?, &lexical);
+        sketches::vectors_of(tx, project, model, &picks, &mut stored)?;
+        let near = vectors::nearest(query.wait()?, &stored, SEMANTIC_CANDIDATES);
         let extra = near.not_in(candidates.iter().map(|c| c.num));
         if !extra.is_empty() {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();

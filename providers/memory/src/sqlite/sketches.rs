@@ -5,8 +5,8 @@ use rusqlite::{params, Transaction};
 
 use super::json_array;
 use crate::error::Result;
-use crate::sketches::{self, CurrentVector, Pack, PackRow, Sketches, Touched};
-use crate::vectors::Stored;
+use crate::sketches::{self, CurrentVector, FirstPass, Pack, PackRow, Touched};
+use crate::vectors::{QueryVector, Stored};
 
 /// Bring the packs holding the `touched` rows up to date with the rows.
 pub(super) fn sync(tx: &Transaction, touched: &Touched) -> Result<()> {
@@ -76,38 +76,54 @@ pub(super) fn build_all(tx: &Transaction) -> Result<()> {
     sync(tx, &touched)
 }
 
-/// A project's sketches made by `model`, for a search's first pass.
-pub(super) fn read(tx: &Transaction, project: &str, model: &str) -> Result<Sketches> {
+/// The first pass over a project's sketches made by `model`, started as soon as `query` has
+/// come (it is not waited for).
+pub(super) fn first_pass(
+    tx: &Transaction,
+    project: &str,
+    model: &str,
+    query: &mut QueryVector,
+) -> Result<FirstPass> {
     let mut stmt = tx.prepare_cached(
         "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
     )?;
     let mut rows = stmt.query(params![project, model])?;
-    let mut out = Sketches::default();
+    let mut pass = FirstPass::default();
     while let Some(row) = rows.next()? {
+        if !pass.is_started() {
+            if let Some(q) = query.ready()? {
+                pass.start(q);
+            }
+        }
         let blob = |i| {
             row.get_ref(i)
                 .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
         };
-        out.push(row.get(0)?, blob(1)?, blob(2)?);
+        pass.offer(row.get(0)?, blob(1)?, blob(2)?);
     }
-    Ok(out)
+    Ok(pass)
 }
 
-/// The current vectors of `model` among rows `nums` of a project (read through the vectors'
-/// covering index, a seek each).
-pub(super) fn vectors_of(tx: &Transaction, project: &str, model: &str, nums: &[i64]) -> Result<Stored> {
+/// Add the current vectors of `model` among rows `nums` of a project to `stored` (read through
+/// the vectors' covering index, a seek each).
+pub(super) fn vectors_of(
+    tx: &Transaction,
+    project: &str,
+    model: &str,
+    nums: &[i64],
+    stored: &mut Stored,
+) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "SELECT num, embedding FROM project_memories
          WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL
            AND num IN (SELECT value FROM json_each(?3))",
     )?;
     let mut rows = stmt.query(params![project, model, json_array(nums)])?;
-    let mut stored = Stored::default();
     while let Some(row) = rows.next()? {
         stored.push(
             row.get(0)?,
             row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?,
         );
     }
-    Ok(stored)
+    Ok(())
 }
