@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release -p ctxkit-memory --features postgres --example memory_load -- \
-//!     --db DB --memories 100000 [--import] [--no-agreement] [--candidates N] [--writers 8 --writes 100]
+//!     --db DB --memories 100000 [--import] [--no-agreement] [--candidates N] [--embeddings DIR] \
+//!     [--writers 8 --writes 100]
 //! ```
 //!
 //! `DB` is a SQLite file or a `postgres://` URL (use an empty database). The memories are the
@@ -15,6 +16,13 @@
 //! SQLite, unless `--no-agreement`) how many of the exhaustive ranking's results the same searches returned (it builds the in-memory index: minutes at a million). With
 //! `--writers`, that many processes each add `--writes` memories one command at a time, as
 //! agents do, and the total rate is reported.
+//!
+//! With `--embeddings DIR` (a sentence-transformers folder) searches rank by meaning and words;
+//! the first round, which embeds each query, is reported apart from the repeats, whose queries
+//! the model remembers (what the store itself costs); the agreement is then with comparing every stored vector exactly
+//! (`OpenOptions::vector_candidate_limit(usize::MAX)`) instead of the first pass over the
+//! sketches. The memories need their vectors first: `ctxkit --embeddings DIR memory --db DB
+//! --project /bench/project reindex`.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -25,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use common::{queries, sentence, vocabulary, Rng, Zipf, PROJECT};
 use ctxkit_memory::{
-    is_postgres_url, records::ExportRecord, MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry,
-    OpenOptions, PostgresStore, SearchIndex, SqliteMemoryStore,
+    is_postgres_url, records::ExportRecord, Embedder, MemoryCategory, MemorySearchRequest, MemoryStore,
+    NewMemoryEntry, OpenOptions, PostgresStore, SearchIndex, SqliteMemoryStore,
 };
 
 const BATCH: usize = 10_000;
@@ -37,12 +45,19 @@ fn arg(args: &[String], name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-async fn open(db: &str, candidates: Option<usize>) -> Arc<dyn MemoryStore> {
+async fn open(db: &str, candidates: Option<usize>, model: Option<&Arc<Embedder>>) -> Arc<dyn MemoryStore> {
     // One-shot processes search the on-disk index, as the CLI does.
     let mut options = OpenOptions::default().search_index(SearchIndex::Off);
     if let Some(n) = candidates {
         options = options.candidate_limit(n);
     }
+    if let Some(model) = model {
+        options = options.embeddings(model.clone());
+    }
+    open_with(db, options).await
+}
+
+async fn open_with(db: &str, options: OpenOptions) -> Arc<dyn MemoryStore> {
     if is_postgres_url(db) {
         Arc::new(PostgresStore::connect_with(db, options).await.expect("connect"))
     } else {
@@ -119,11 +134,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// The ids a search returns for each query.
 type Found = Vec<Vec<String>>;
 
-async fn search(store: &dyn MemoryStore) -> Found {
+/// Search each query three times; with a model the first round, which embeds each query, is
+/// reported apart from the repeats, whose queries the model remembers (the store's own cost).
+async fn search(store: &dyn MemoryStore, with_model: bool) -> Found {
     let queries = queries();
-    let mut times = Vec::new();
+    let mut rounds = Vec::new();
     let mut found = vec![Vec::new(); queries.len()];
     for _ in 0..3 {
+        let mut times = Vec::new();
         for (q, ids) in queries.iter().zip(&mut found) {
             let start = Instant::now();
             let hits = store
@@ -133,24 +151,42 @@ async fn search(store: &dyn MemoryStore) -> Found {
             times.push(start.elapsed());
             *ids = hits.into_iter().map(|h| h.entry.id).collect();
         }
+        rounds.push(times);
     }
-    times.sort();
-    println!(
-        "search: median {:.2?}, p95 {:.2?} over {} searches ({} results)",
-        percentile(&times, 0.5),
-        percentile(&times, 0.95),
-        times.len(),
-        found.iter().map(Vec::len).sum::<usize>()
-    );
+    let results = found.iter().map(Vec::len).sum::<usize>();
+    let report = |what: &str, mut times: Vec<Duration>| {
+        times.sort();
+        println!(
+            "{what}: median {:.2?}, p95 {:.2?} over {} searches ({results} results)",
+            percentile(&times, 0.5),
+            percentile(&times, 0.95),
+            times.len(),
+        );
+    };
+    if with_model {
+        report("search, each query embedded", rounds.remove(0));
+        report("search, queries remembered", rounds.concat());
+    } else {
+        report("search", rounds.concat());
+    }
     found
 }
 
-/// How much of the exhaustive ranking (SQLite's in-memory index scores every memory sharing a
-/// term with the query) the on-disk search returns: the share of its results found, and the
-/// queries whose results are the same, in the same order.
-async fn agreement(db: &str, found: &Found) {
-    let options = OpenOptions::default().search_index(SearchIndex::Eager);
-    let exhaustive = SqliteMemoryStore::open_with(db, options).expect("open");
+/// How much of the exhaustive ranking the search returns: the share of its results found, and
+/// the queries whose results are the same, in the same order. Without a model the exhaustive
+/// ranking is SQLite's in-memory index (it scores every memory sharing a term with the query);
+/// with one, the same store comparing every stored vector with the query.
+async fn agreement(db: &str, found: &Found, model: Option<&Arc<Embedder>>) {
+    let exhaustive = match model {
+        None => open_with(db, OpenOptions::default().search_index(SearchIndex::Eager)).await,
+        Some(model) => {
+            let options = OpenOptions::default()
+                .search_index(SearchIndex::Off)
+                .embeddings(model.clone())
+                .vector_candidate_limit(usize::MAX);
+            open_with(db, options).await
+        }
+    };
     let queries = queries();
     let (mut shared, mut total, mut same) = (0, 0, 0);
     for (q, ids) in queries.iter().zip(found) {
@@ -165,8 +201,13 @@ async fn agreement(db: &str, found: &Found) {
         total += best.len();
         same += usize::from(&best == ids);
     }
+    let what = if model.is_some() {
+        "comparing every vector"
+    } else {
+        "the exhaustive ranking"
+    };
     println!(
-        "agreement with the exhaustive ranking: {shared} of its {total} results found ({:.1} %), {same} of {} queries identical",
+        "agreement with {what}: {shared} of its {total} results found ({:.1} %), {same} of {} queries identical",
         100.0 * shared as f64 / total.max(1) as f64,
         queries.len()
     );
@@ -188,12 +229,17 @@ async fn main() {
     let db = arg(&args, "--db").expect("--db FILE|URL");
     if let Some(writer) = arg(&args, "--writer-child") {
         let writes = arg(&args, "--writes").and_then(|w| w.parse().ok()).unwrap_or(100);
-        let store = open(&db, None).await;
+        let store = open(&db, None, None).await;
         write_as(store.as_ref(), writer.parse().expect("a writer number"), writes).await;
         return;
     }
     let candidates = arg(&args, "--candidates").and_then(|n| n.parse().ok());
-    let store = open(&db, candidates).await;
+    let model = arg(&args, "--embeddings").map(|dir| {
+        // Halved weights kept beside the build, as the CLI keeps them in its cache folder.
+        let cache = std::env::temp_dir().join("ctxkit-memory-load");
+        Arc::new(Embedder::load_cached(std::path::Path::new(&dir), &cache).expect("load the model"))
+    });
+    let store = open(&db, candidates, model.as_ref()).await;
     if let Some(n) = arg(&args, "--memories").and_then(|n| n.parse().ok()) {
         let before = store.count(PROJECT).await.expect("count");
         if before < n {
@@ -209,9 +255,10 @@ async fn main() {
             shown(&db),
             store.count(PROJECT).await.expect("count")
         );
-        let found = search(store.as_ref()).await;
-        if !is_postgres_url(&db) && !args.iter().any(|a| a == "--no-agreement") {
-            agreement(&db, &found).await;
+        let found = search(store.as_ref(), model.is_some()).await;
+        let exhaustive_here = model.is_some() || !is_postgres_url(&db);
+        if exhaustive_here && !args.iter().any(|a| a == "--no-agreement") {
+            agreement(&db, &found, model.as_ref()).await;
         }
     }
     if let Some(writers) = arg(&args, "--writers").and_then(|w| w.parse::<usize>().ok()) {

@@ -5,7 +5,7 @@
 //! `memory_sketches`. A search at 100,000 memories reads about 400 such rows (9.6 MB) instead
 //! of 100,000 vectors (39 MB), scores every sketch against the query's own components
 //! ([`FirstPass`]: the query is not rounded, only the memory is), and reads the exact vectors
-//! of only the [`PICKED`] best, beside the lexical candidates' (see `crate::vectors`).
+//! of only the [`PICKED`] best (by default), beside the lexical candidates' (see `crate::vectors`).
 //!
 //! The packs are derived from the rows and kept by the writers, written once for both
 //! backends: a write notes each row whose vector or currency it may change ([`Touched`]), and
@@ -22,7 +22,8 @@ use crate::types::MemoryEntry;
 /// model. 256 keeps a pack's slot in one byte and a full pack about 12 KB.
 pub(crate) const PACK: i64 = 256;
 
-/// How many memories the first pass hands to the exact cosine. On 100,000 synthetic memories
+/// How many memories the first pass hands to the exact cosine by default
+/// ([`OpenOptions::vector_candidate_limit`](crate::OpenOptions::vector_candidate_limit)). On 100,000 synthetic memories
 /// (made-up words, the hardest case: their vectors crowd together), the exact ten nearest were
 /// among the best 300 sketches 99.9 % of the time, and the fifty nearest 95.6 %.
 pub(crate) const PICKED: usize = 300;
@@ -215,8 +216,9 @@ pub(crate) fn apply(touched: &Touched, packs: Vec<PackRow>, current: Vec<Current
 /// The first pass of one search over a project's sketches of one model. Packs are offered as
 /// they are read: until the query's vector is known they are kept, and from then on scored at
 /// once and dropped, so a search whose query is embedded quickly holds no copy of them.
-#[derive(Default)]
 pub(crate) struct FirstPass {
+    /// How many it hands on.
+    limit: usize,
     /// The width every pack must have: the query's once it is known, the first pack's until
     /// then.
     width: usize,
@@ -227,6 +229,17 @@ pub(crate) struct FirstPass {
 }
 
 impl FirstPass {
+    /// A first pass that hands on the `limit` best (at least one).
+    pub(crate) fn new(limit: usize) -> FirstPass {
+        FirstPass {
+            limit: limit.max(1),
+            width: 0,
+            kept: Vec::new(),
+            kept_sketches: Vec::new(),
+            scorer: None,
+        }
+    }
+
     /// Offer pack `pack` as read. A damaged pack, or one of another width than the first
     /// (another model's size), is skipped.
     pub(crate) fn offer(&mut self, pack: i64, slots: &[u8], sketches: &[u8]) {
@@ -264,7 +277,7 @@ impl FirstPass {
         if self.is_started() {
             return;
         }
-        let mut scorer = Scorer::new(query);
+        let mut scorer = Scorer::new(query, self.limit);
         let (mut kept, mut sketches) = (
             std::mem::take(&mut self.kept),
             std::mem::take(&mut self.kept_sketches),
@@ -291,7 +304,7 @@ impl FirstPass {
         self.scorer = Some(scorer);
     }
 
-    /// The rows of the [`PICKED`] sketches nearest `query` (all of them when there are no
+    /// The rows of the `limit` sketches nearest `query` (all of them when there are no
     /// more), leaving out `except` (sorted: the lexical candidates, read already), by row.
     pub(crate) fn best(mut self, query: &[f32], except: &[i64]) -> Vec<i64> {
         self.start(query);
@@ -302,19 +315,20 @@ impl FirstPass {
     }
 }
 
-/// Scores sketches against one query and keeps the [`PICKED`] best. A sketch is scored by the
+/// Scores sketches against one query and keeps the `limit` best. A sketch is scored by the
 /// query's components times the sketch's levels, `Σ qᵢ · levelᵢ`: four components at a time,
 /// from a table of the 256 sums each byte of the sketch can give.
 #[derive(Clone)]
 struct Scorer {
     /// One table per byte of a sketch of the query's size.
     tables: Vec<[f32; 256]>,
-    /// The best so far, cut back to [`PICKED`] whenever it holds four times as many.
+    /// The best so far, cut back to `limit` whenever it holds four times as many.
     best: Vec<(f32, i64)>,
+    limit: usize,
 }
 
 impl Scorer {
-    fn new(query: &[f32]) -> Scorer {
+    fn new(query: &[f32], limit: usize) -> Scorer {
         let tables = (0..query.len().div_ceil(4))
             .map(|byte| {
                 let part = |k: usize| query.get(byte * 4 + k).copied().unwrap_or(0.0);
@@ -327,7 +341,8 @@ impl Scorer {
             .collect();
         Scorer {
             tables,
-            best: Vec::with_capacity(4 * PICKED),
+            best: Vec::new(),
+            limit,
         }
     }
 
@@ -351,7 +366,7 @@ impl Scorer {
             .map(|(c, t)| t[usize::from(*c)])
             .sum();
         self.best.push((sums.iter().sum::<f32>() + tail, num));
-        if self.best.len() == 4 * PICKED {
+        if self.best.len() >= self.limit.saturating_mul(4) {
             self.cut();
         }
     }
@@ -365,18 +380,18 @@ impl Scorer {
     fn merge(&mut self, other: Scorer) {
         for (score, num) in other.best {
             self.best.push((score, num));
-            if self.best.len() == 4 * PICKED {
+            if self.best.len() >= self.limit.saturating_mul(4) {
                 self.cut();
             }
         }
     }
 
-    /// Keep the [`PICKED`] best.
+    /// Keep the `limit` best.
     fn cut(&mut self) {
-        if self.best.len() > PICKED {
+        if self.best.len() > self.limit {
             self.best
-                .select_nth_unstable_by(PICKED, |a, b| b.0.total_cmp(&a.0));
-            self.best.truncate(PICKED);
+                .select_nth_unstable_by(self.limit, |a, b| b.0.total_cmp(&a.0));
+            self.best.truncate(self.limit);
         }
     }
 
@@ -502,7 +517,7 @@ mod tests {
             vec![(5, "/p".into(), "m".into(), encode(&[1.0; 8]))],
         );
         assert_eq!(written[0].content.as_ref().unwrap().slots, [5]);
-        let mut pass = FirstPass::default();
+        let mut pass = FirstPass::new(PICKED);
         pass.offer(0, &[1, 2], &[0, 0, 0]);
         assert!(
             pass.best(&[1.0; 4], &[]).is_empty(),
@@ -549,7 +564,7 @@ mod tests {
         }
         assert!(scores.len() >= PARALLEL_FROM);
         for start_at in [0, 1, 50, 100] {
-            let mut pass = FirstPass::default();
+            let mut pass = FirstPass::new(PICKED);
             for (pack, (slots, codes)) in packs.iter().enumerate() {
                 if pack == start_at {
                     pass.start(&query);
@@ -576,7 +591,7 @@ mod tests {
         }
         // What the search read already is left out; a small set is handed on whole.
         let pass_over = |except: &[i64]| {
-            let mut pass = FirstPass::default();
+            let mut pass = FirstPass::new(PICKED);
             for (pack, (slots, codes)) in packs.iter().enumerate() {
                 pass.offer(pack as i64, slots, codes);
             }
@@ -586,7 +601,7 @@ mod tests {
         let without = pass_over(&[first]);
         assert_eq!(without.len(), PICKED - 1);
         assert!(!without.contains(&first));
-        let mut one_pack = FirstPass::default();
+        let mut one_pack = FirstPass::new(PICKED);
         one_pack.offer(3, &packs[0].0[..10], &packs[0].1[..40]);
         assert_eq!(
             one_pack.best(&query, &[]),
@@ -596,7 +611,7 @@ mod tests {
 
     #[test]
     fn sketches_that_do_not_fit_the_query_find_nothing() {
-        let mut pass = FirstPass::default();
+        let mut pass = FirstPass::new(PICKED);
         pass.offer(0, &[1], &sketch(&encode(&[1.0; 16])).unwrap());
         assert!(pass.best(&[1.0; 32], &[]).is_empty());
     }

@@ -100,7 +100,8 @@ pub(super) async fn search(
                 lexical.sort_unstable();
                 let mut stored = Stored::default();
                 sketches::vectors_of(&tx, &project, model, &lexical, &mut stored).await?;
-                let pass = sketches::first_pass(&tx, &project, model, &mut query).await?;
+                let limit = store.inner.options.max_vector_candidates();
+                let pass = sketches::first_pass(&tx, &project, model, &mut query, limit).await?;
                 let picks = pass.best(query.get().await?, &lexical);
                 sketches::vectors_of(&tx, &project, model, &picks, &mut stored).await?;
                 let near = vectors::nearest(query.get().await?, &stored, SEMANTIC_CANDIDATES);

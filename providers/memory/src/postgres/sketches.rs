@@ -79,13 +79,14 @@ pub(super) async fn build_all(client: &impl GenericClient) -> Result<()> {
     sync(client, &touched).await
 }
 
-/// The first pass over a project's sketches made by `model`, started as soon as `query` has
-/// come (it is not waited for).
+/// The first pass over a project's sketches made by `model`, handing on the `limit` best,
+/// started as soon as `query` has come (it is not waited for).
 pub(super) async fn first_pass(
     client: &impl GenericClient,
     project: &str,
     model: &str,
     query: &mut QueryVector,
+    limit: usize,
 ) -> Result<FirstPass> {
     let rows = client
         .query(
@@ -93,7 +94,7 @@ pub(super) async fn first_pass(
             &[&project, &model],
         )
         .await?;
-    let mut pass = FirstPass::default();
+    let mut pass = FirstPass::new(limit);
     for row in rows {
         if !pass.is_started() {
             if let Some(q) = query.ready()? {

@@ -361,7 +361,8 @@ impl MemoryDb {
         lexical.sort_unstable();
         let mut stored = Stored::default();
         sketches::vectors_of(tx, project, model, &lexical, &mut stored)?;
-        let pass = sketches::first_pass(tx, project, model, &mut query)?;
+        let limit = self.inner.options.max_vector_candidates();
+        let pass = sketches::first_pass(tx, project, model, &mut query, limit)?;
         let picks = pass.best(query.wait()?, &lexical);
         sketches::vectors_of(tx, project, model, &picks, &mut stored)?;
         let near = vectors::nearest(query.wait()?, &stored, SEMANTIC_CANDIDATES);

@@ -76,19 +76,20 @@ pub(super) fn build_all(tx: &Transaction) -> Result<()> {
     sync(tx, &touched)
 }
 
-/// The first pass over a project's sketches made by `model`, started as soon as `query` has
-/// come (it is not waited for).
+/// The first pass over a project's sketches made by `model`, handing on the `limit` best,
+/// started as soon as `query` has come (it is not waited for).
 pub(super) fn first_pass(
     tx: &Transaction,
     project: &str,
     model: &str,
     query: &mut QueryVector,
+    limit: usize,
 ) -> Result<FirstPass> {
     let mut stmt = tx.prepare_cached(
         "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
     )?;
     let mut rows = stmt.query(params![project, model])?;
-    let mut pass = FirstPass::default();
+    let mut pass = FirstPass::new(limit);
     while let Some(row) = rows.next()? {
         if !pass.is_started() {
             if let Some(q) = query.ready()? {
