@@ -4,7 +4,7 @@
 //! dimensions, a quarter of the stored vector), packed [`PACK`] memories to a row of
 //! `memory_sketches`. A search at 100,000 memories reads about 400 such rows (9.6 MB) instead
 //! of 100,000 vectors (39 MB), scores every sketch against the query's own components
-//! ([`FirstPass`]: the query is not rounded, only the memory is), and reads the exact vectors
+//! ([`first_pass`]: the query is not rounded, only the memory is), and reads the exact vectors
 //! of only the [`PICKED`] best (by default), beside the lexical candidates' (see `crate::vectors`).
 //!
 //! The packs are derived from the rows and kept by the writers, written once for both
@@ -15,8 +15,11 @@
 //! is missing for a current vector, since every vector is stored through a write that notes it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{mpsc, Arc, Mutex};
 
+use crate::error::MemoryError;
 use crate::types::MemoryEntry;
+use crate::vectors::QueryVector;
 
 /// How many memories one pack holds: the rows `n · PACK ..< (n + 1) · PACK` of one project and
 /// model. 256 keeps a pack's slot in one byte and a full pack about 12 KB.
@@ -27,9 +30,6 @@ pub(crate) const PACK: i64 = 256;
 /// (made-up words, the hardest case: their vectors crowd together), the exact ten nearest were
 /// among the best 300 sketches 99.9 % of the time, and the fifty nearest 95.6 %.
 pub(crate) const PICKED: usize = 300;
-
-/// From how many kept sketches a search scores them on two threads (about 1 ms of work each).
-const PARALLEL_FROM: usize = 20_000;
 
 /// The pack holding row `num`, and its slot there.
 pub(crate) fn place(num: i64) -> (i64, u8) {
@@ -213,112 +213,104 @@ pub(crate) fn apply(touched: &Touched, packs: Vec<PackRow>, current: Vec<Current
         .collect()
 }
 
-/// The first pass of one search over a project's sketches of one model. Packs are offered as
-/// they are read: until the query's vector is known they are kept, and from then on scored at
-/// once and dropped, so a search whose query is embedded quickly holds no copy of them.
-pub(crate) struct FirstPass {
-    /// How many it hands on.
-    limit: usize,
-    /// The width every pack must have: the query's once it is known, the first pack's until
-    /// then.
-    width: usize,
-    /// Packs read before the query was known: their rows, and their sketches one after another.
-    kept: Vec<i64>,
-    kept_sketches: Vec<u8>,
-    scorer: Option<Scorer>,
+/// How many packs go to a scoring thread at a time (about 400 KB of sketches).
+const BATCH: usize = 16;
+
+/// Packs read and not yet scored: their rows, and their sketches one after another.
+#[derive(Default)]
+struct Batch {
+    nums: Vec<i64>,
+    sketches: Vec<u8>,
+    packs: usize,
 }
 
-impl FirstPass {
-    /// A first pass that hands on the `limit` best (at least one).
-    pub(crate) fn new(limit: usize) -> FirstPass {
-        FirstPass {
-            limit: limit.max(1),
-            width: 0,
-            kept: Vec::new(),
-            kept_sketches: Vec::new(),
-            scorer: None,
+/// The first pass of one search over a project's sketches of one model: the rows of the
+/// `limit` sketches nearest the query (all of them when there are no more), leaving out
+/// `except` (sorted: the lexical candidates, whose vectors were read already), by row.
+///
+/// `read` offers each pack as it is read (row of the pack, slots, sketches) on this thread;
+/// a scoring thread waits for the query's vector meanwhile and scores the packs as they come,
+/// so reading and scoring overlap. When the reading is done before the query is (a process's
+/// first sentence), this thread scores beside it. A damaged pack, or one of another width than
+/// the query's, is skipped.
+pub(crate) fn first_pass<E: From<MemoryError>>(
+    limit: usize,
+    except: &[i64],
+    query: &mut QueryVector,
+    read: impl FnOnce(&mut dyn FnMut(i64, &[u8], &[u8])) -> Result<(), E>,
+) -> Result<Vec<i64>, E> {
+    let limit = limit.max(1);
+    let width = query.dimensions().div_ceil(4);
+    let (to_score, batches) = mpsc::channel::<Batch>();
+    let (recycle, spare) = mpsc::channel::<Batch>();
+    let (known, known_query) = mpsc::channel::<Arc<Vec<f32>>>();
+    let batches = Mutex::new(batches);
+    let score = |scorer: &mut Scorer| {
+        // A batch goes to whichever thread asks first.
+        while let Ok(batch) = lock(&batches).recv() {
+            scorer.offer_all(&batch.nums, &batch.sketches);
+            let _ = recycle.send(batch);
         }
-    }
-
-    /// Offer pack `pack` as read. A damaged pack, or one of another width than the first
-    /// (another model's size), is skipped.
-    pub(crate) fn offer(&mut self, pack: i64, slots: &[u8], sketches: &[u8]) {
-        if slots.is_empty() || sketches.len() % slots.len() != 0 {
-            return;
+    };
+    let (scored, read) = std::thread::scope(|s| {
+        let scoring = s.spawn(|| -> Result<Scorer, MemoryError> {
+            let query = Arc::new(query.wait()?.to_vec());
+            let _ = known.send(query.clone());
+            let mut scorer = Scorer::new(&query, limit);
+            score(&mut scorer);
+            Ok(scorer)
+        });
+        let mut batch = Batch::default();
+        let read = read(&mut |pack, slots, sketches| {
+            if slots.is_empty() || sketches.len() != slots.len() * width {
+                return;
+            }
+            batch
+                .nums
+                .extend(slots.iter().map(|s| pack * PACK + i64::from(*s)));
+            batch.sketches.extend_from_slice(sketches);
+            batch.packs += 1;
+            if batch.packs == BATCH {
+                let mut next = spare.try_recv().unwrap_or_default();
+                next.nums.clear();
+                next.sketches.clear();
+                next.packs = 0;
+                let _ = to_score.send(std::mem::replace(&mut batch, next));
+            }
+        });
+        let _ = to_score.send(batch);
+        drop(to_score);
+        // What is left is scored on this thread too, once the query has come.
+        let mut mine = known_query.recv().ok().map(|query| Scorer::new(&query, limit));
+        if let Some(mine) = &mut mine {
+            score(mine);
         }
-        let width = sketches.len() / slots.len();
-        if self.width == 0 {
-            self.width = width;
-        } else if width != self.width {
-            return;
-        }
-        let nums = slots.iter().map(|s| pack * PACK + i64::from(*s));
-        match &mut self.scorer {
-            Some(scorer) => {
-                for (num, codes) in nums.zip(sketches.chunks_exact(width)) {
-                    scorer.offer(num, codes);
+        let theirs = scoring.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (
+            theirs.map(|mut scorer| {
+                if let Some(mine) = mine {
+                    scorer.merge(mine);
                 }
-            }
-            None => {
-                self.kept.extend(nums);
-                self.kept_sketches.extend_from_slice(sketches);
-            }
-        }
-    }
+                scorer
+            }),
+            read,
+        )
+    });
+    read?;
+    let mut best = scored?.finish();
+    best.retain(|n| except.binary_search(n).is_err());
+    best.sort_unstable();
+    Ok(best)
+}
 
-    /// Whether the query is known yet ([`start`](Self::start)).
-    pub(crate) fn is_started(&self) -> bool {
-        self.scorer.is_some()
-    }
-
-    /// The query is known: score what was kept (on two threads when it is much), and score
-    /// what comes next as it comes.
-    pub(crate) fn start(&mut self, query: &[f32]) {
-        if self.is_started() {
-            return;
-        }
-        let mut scorer = Scorer::new(query, self.limit);
-        let (mut kept, mut sketches) = (
-            std::mem::take(&mut self.kept),
-            std::mem::take(&mut self.kept_sketches),
-        );
-        if self.width != scorer.width() {
-            // Another model's size: nothing kept can be compared with the query.
-            (kept, sketches) = (Vec::new(), Vec::new());
-            self.width = scorer.width();
-        }
-        if kept.len() >= PARALLEL_FROM {
-            let half = kept.len() / 2;
-            let (first, second) = sketches.split_at(half * self.width);
-            let mut other = scorer.clone();
-            std::thread::scope(|s| {
-                let done = s.spawn(|| other.offer_all(&kept[half..], second));
-                scorer.offer_all(&kept[..half], first);
-                // A scoring thread cannot fail but by a panic, which is passed on.
-                done.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            });
-            scorer.merge(other);
-        } else {
-            scorer.offer_all(&kept, &sketches);
-        }
-        self.scorer = Some(scorer);
-    }
-
-    /// The rows of the `limit` sketches nearest `query` (all of them when there are no
-    /// more), leaving out `except` (sorted: the lexical candidates, read already), by row.
-    pub(crate) fn best(mut self, query: &[f32], except: &[i64]) -> Vec<i64> {
-        self.start(query);
-        let mut best = self.scorer.map(Scorer::finish).unwrap_or_default();
-        best.retain(|n| except.binary_search(n).is_err());
-        best.sort_unstable();
-        best
-    }
+/// Lock `m`, whatever a thread that panicked holding it left (a receiver: nothing to repair).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Scores sketches against one query and keeps the `limit` best. A sketch is scored by the
 /// query's components times the sketch's levels, `Σ qᵢ · levelᵢ`: four components at a time,
 /// from a table of the 256 sums each byte of the sketch can give.
-#[derive(Clone)]
 struct Scorer {
     /// One table per byte of a sketch of the query's size.
     tables: Vec<[f32; 256]>,
@@ -517,12 +509,15 @@ mod tests {
             vec![(5, "/p".into(), "m".into(), encode(&[1.0; 8]))],
         );
         assert_eq!(written[0].content.as_ref().unwrap().slots, [5]);
-        let mut pass = FirstPass::new(PICKED);
-        pass.offer(0, &[1, 2], &[0, 0, 0]);
-        assert!(
-            pass.best(&[1.0; 4], &[]).is_empty(),
-            "a damaged pack is skipped by a search"
-        );
+        let (send, receive) = tokio::sync::oneshot::channel();
+        send.send(vec![1.0; 8]).unwrap();
+        let mut query = QueryVector::coming(receive, 8);
+        let best = first_pass(PICKED, &[], &mut query, |offer| {
+            offer(0, &[1, 2], &[0, 0, 0]);
+            Ok::<_, MemoryError>(())
+        })
+        .unwrap();
+        assert!(best.is_empty(), "a damaged pack is skipped by a search");
     }
 
     /// The score a sketch stands for, computed from its levels directly.
@@ -534,10 +529,33 @@ mod tests {
             .sum()
     }
 
+    /// Run the first pass over `packs` (16 dimensions), the query coming after `arrives_at`
+    /// packs were read.
+    fn pass_over(packs: &[(Vec<u8>, Vec<u8>)], query: &[f32], arrives_at: usize, except: &[i64]) -> Vec<i64> {
+        let (send, receive) = tokio::sync::oneshot::channel();
+        let mut send = Some(send);
+        let mut coming = QueryVector::coming(receive, 16);
+        let mut arrive = || {
+            if let Some(send) = send.take() {
+                send.send(query.to_vec()).unwrap();
+            }
+        };
+        first_pass(PICKED, except, &mut coming, |offer| {
+            for (pack, (slots, codes)) in packs.iter().enumerate() {
+                if pack == arrives_at {
+                    arrive();
+                }
+                offer(pack as i64, slots, codes);
+            }
+            arrive();
+            Ok::<_, MemoryError>(())
+        })
+        .unwrap()
+    }
+
     #[test]
     fn the_best_are_the_highest_scores_whenever_the_query_arrives() {
-        // 100 packs of 256 sixteen-dimension vectors (more than two threads' worth when all
-        // are kept), a query of eighths so every sum is exact.
+        // 100 packs of 256 sixteen-dimension vectors, a query of eighths so every sum is exact.
         let mut x: u64 = 7;
         let mut random = move || {
             x = x
@@ -562,17 +580,9 @@ mod tests {
                 scores.push((sketch_score(&query, c), pack as i64 * PACK + i64::from(*slot)));
             }
         }
-        assert!(scores.len() >= PARALLEL_FROM);
-        for start_at in [0, 1, 50, 100] {
-            let mut pass = FirstPass::new(PICKED);
-            for (pack, (slots, codes)) in packs.iter().enumerate() {
-                if pack == start_at {
-                    pass.start(&query);
-                }
-                pass.offer(pack as i64, slots, codes);
-            }
-            let best = pass.best(&query, &[]);
-            assert_eq!(best.len(), PICKED, "started at pack {start_at}");
+        for arrives_at in [0, 1, 50, 100] {
+            let best = pass_over(&packs, &query, arrives_at, &[]);
+            assert_eq!(best.len(), PICKED, "the query came after pack {arrives_at}");
             let picked = |num: &i64| best.binary_search(num).is_ok();
             let lowest_in = scores
                 .iter()
@@ -586,33 +596,21 @@ mod tests {
                 .fold(f32::MIN, f32::max);
             assert!(
                 lowest_in >= highest_out,
-                "started at pack {start_at}: {lowest_in} < {highest_out}"
+                "the query came after pack {arrives_at}: {lowest_in} < {highest_out}"
             );
         }
         // What the search read already is left out; a small set is handed on whole.
-        let pass_over = |except: &[i64]| {
-            let mut pass = FirstPass::new(PICKED);
-            for (pack, (slots, codes)) in packs.iter().enumerate() {
-                pass.offer(pack as i64, slots, codes);
-            }
-            pass.best(&query, except)
-        };
-        let first = pass_over(&[])[0];
-        let without = pass_over(&[first]);
+        let first = pass_over(&packs, &query, 0, &[])[0];
+        let without = pass_over(&packs, &query, 0, &[first]);
         assert_eq!(without.len(), PICKED - 1);
         assert!(!without.contains(&first));
-        let mut one_pack = FirstPass::new(PICKED);
-        one_pack.offer(3, &packs[0].0[..10], &packs[0].1[..40]);
-        assert_eq!(
-            one_pack.best(&query, &[]),
-            (0..10).map(|s| 3 * PACK + s).collect::<Vec<_>>()
-        );
+        let one_pack = [(packs[0].0[..10].to_vec(), packs[0].1[..40].to_vec())];
+        assert_eq!(pass_over(&one_pack, &query, 0, &[]), (0..10).collect::<Vec<_>>());
     }
 
     #[test]
     fn sketches_that_do_not_fit_the_query_find_nothing() {
-        let mut pass = FirstPass::new(PICKED);
-        pass.offer(0, &[1], &sketch(&encode(&[1.0; 16])).unwrap());
-        assert!(pass.best(&[1.0; 32], &[]).is_empty());
+        let pack = [(vec![1], sketch(&encode(&[1.0; 32])).unwrap())];
+        assert!(pass_over(&pack, &[1.0; 16], 0, &[]).is_empty());
     }
 }

@@ -96,6 +96,7 @@ impl Semantic {
         Ok(QueryVector {
             pending: Some(receiver),
             vector: Vec::new(),
+            dimensions: self.model.dimensions(),
         })
     }
 
@@ -123,19 +124,24 @@ pub(crate) struct QueryVector {
     /// Until the vector has come.
     pending: Option<tokio::sync::oneshot::Receiver<Vec<f32>>>,
     vector: Vec<f32>,
+    /// The model's: what the vector's length will be.
+    dimensions: usize,
 }
 
 impl QueryVector {
-    /// The vector if it has come, without waiting.
-    pub(crate) fn ready(&mut self) -> Result<Option<&[f32]>, MemoryError> {
-        if let Some(pending) = &mut self.pending {
-            match pending.try_recv() {
-                Ok(vector) => self.arrived(vector),
-                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => return Ok(None),
-                Err(tokio::sync::oneshot::error::TryRecvError::Closed) => return Err(stopped()),
-            }
+    /// A vector being computed on another thread, sent on `receiver`.
+    #[cfg(test)]
+    pub(crate) fn coming(receiver: tokio::sync::oneshot::Receiver<Vec<f32>>, dimensions: usize) -> Self {
+        QueryVector {
+            pending: Some(receiver),
+            vector: Vec::new(),
+            dimensions,
         }
-        Ok(Some(&self.vector))
+    }
+
+    /// How many dimensions the vector has.
+    pub(crate) fn dimensions(&self) -> usize {
+        self.dimensions
     }
 
     /// Wait for the vector, blocking the thread (SQLite's calls run on the blocking pool).
@@ -148,6 +154,7 @@ impl QueryVector {
     }
 
     /// Wait for the vector without blocking the runtime (PostgreSQL's calls are async).
+    #[cfg(feature = "postgres")]
     pub(crate) async fn get(&mut self) -> Result<&[f32], MemoryError> {
         if let Some(pending) = self.pending.take() {
             let vector = pending.await.map_err(|_| stopped())?;

@@ -101,8 +101,7 @@ pub(super) async fn search(
                 let mut stored = Stored::default();
                 sketches::vectors_of(&tx, &project, model, &lexical, &mut stored).await?;
                 let limit = store.inner.options.max_vector_candidates();
-                let pass = sketches::first_pass(&tx, &project, model, &mut query, limit).await?;
-                let picks = pass.best(query.get().await?, &lexical);
+                let picks = sketches::first_pass(&tx, &project, model, &mut query, limit, &lexical).await?;
                 sketches::vectors_of(&tx, &project, model, &picks, &mut stored).await?;
                 let near = vectors::nearest(query.get().await?, &stored, SEMANTIC_CANDIDATES);
                 let extra = near.not_in(found.iter().map(|c| c.num));

@@ -4,7 +4,7 @@
 use deadpool_postgres::GenericClient;
 
 use crate::error::Result;
-use crate::sketches::{self, CurrentVector, FirstPass, Pack, PackRow, Touched};
+use crate::sketches::{self, CurrentVector, Pack, PackRow, Touched};
 use crate::vectors::{QueryVector, Stored};
 
 /// Bring the packs holding the `touched` rows up to date with the rows.
@@ -79,31 +79,30 @@ pub(super) async fn build_all(client: &impl GenericClient) -> Result<()> {
     sync(client, &touched).await
 }
 
-/// The first pass over a project's sketches made by `model`, handing on the `limit` best,
-/// started as soon as `query` has come (it is not waited for).
+/// The rows of a project whose vectors made by `model` to compare with the query exactly:
+/// the first pass over their sketches ([`sketches::first_pass`]), leaving out `except`. The
+/// query is awaited first, so no thread of the runtime blocks on it.
 pub(super) async fn first_pass(
     client: &impl GenericClient,
     project: &str,
     model: &str,
     query: &mut QueryVector,
     limit: usize,
-) -> Result<FirstPass> {
+    except: &[i64],
+) -> Result<Vec<i64>> {
     let rows = client
         .query(
             "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
             &[&project, &model],
         )
         .await?;
-    let mut pass = FirstPass::new(limit);
-    for row in rows {
-        if !pass.is_started() {
-            if let Some(q) = query.ready()? {
-                pass.start(q);
-            }
+    query.get().await?;
+    sketches::first_pass(limit, except, query, |offer| {
+        for row in &rows {
+            offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
         }
-        pass.offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-    }
-    Ok(pass)
+        Ok(())
+    })
 }
 
 /// Add the current vectors of `model` among rows `nums` of a project to `stored`.

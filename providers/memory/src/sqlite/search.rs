@@ -362,8 +362,7 @@ impl MemoryDb {
         let mut stored = Stored::default();
         sketches::vectors_of(tx, project, model, &lexical, &mut stored)?;
         let limit = self.inner.options.max_vector_candidates();
-        let pass = sketches::first_pass(tx, project, model, &mut query, limit)?;
-        let picks = pass.best(query.wait()?, &lexical);
+        let picks = sketches::first_pass(tx, project, model, &mut query, limit, &lexical)?;
         sketches::vectors_of(tx, project, model, &picks, &mut stored)?;
         let near = vectors::nearest(query.wait()?, &stored, SEMANTIC_CANDIDATES);
         let extra = near.not_in(candidates.iter().map(|c| c.num));

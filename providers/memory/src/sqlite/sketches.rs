@@ -5,7 +5,7 @@ use rusqlite::{params, Transaction};
 
 use super::json_array;
 use crate::error::Result;
-use crate::sketches::{self, CurrentVector, FirstPass, Pack, PackRow, Touched};
+use crate::sketches::{self, CurrentVector, Pack, PackRow, Touched};
 use crate::vectors::{QueryVector, Stored};
 
 /// Bring the packs holding the `touched` rows up to date with the rows.
@@ -76,33 +76,31 @@ pub(super) fn build_all(tx: &Transaction) -> Result<()> {
     sync(tx, &touched)
 }
 
-/// The first pass over a project's sketches made by `model`, handing on the `limit` best,
-/// started as soon as `query` has come (it is not waited for).
+/// The rows of a project whose vectors made by `model` to compare with the query exactly:
+/// the first pass over their sketches ([`sketches::first_pass`]), scored on a second thread as
+/// they are read, leaving out `except`.
 pub(super) fn first_pass(
     tx: &Transaction,
     project: &str,
     model: &str,
     query: &mut QueryVector,
     limit: usize,
-) -> Result<FirstPass> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
-    )?;
-    let mut rows = stmt.query(params![project, model])?;
-    let mut pass = FirstPass::new(limit);
-    while let Some(row) = rows.next()? {
-        if !pass.is_started() {
-            if let Some(q) = query.ready()? {
-                pass.start(q);
-            }
+    except: &[i64],
+) -> Result<Vec<i64>> {
+    sketches::first_pass(limit, except, query, |offer| {
+        let mut stmt = tx.prepare_cached(
+            "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
+        )?;
+        let mut rows = stmt.query(params![project, model])?;
+        while let Some(row) = rows.next()? {
+            let blob = |i| {
+                row.get_ref(i)
+                    .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
+            };
+            offer(row.get(0)?, blob(1)?, blob(2)?);
         }
-        let blob = |i| {
-            row.get_ref(i)
-                .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
-        };
-        pass.offer(row.get(0)?, blob(1)?, blob(2)?);
-    }
-    Ok(pass)
+        Ok(())
+    })
 }
 
 /// Add the current vectors of `model` among rows `nums` of a project to `stored` (read through
