@@ -36,6 +36,11 @@ pub(crate) fn place(num: i64) -> (i64, u8) {
     (num.div_euclid(PACK), num.rem_euclid(PACK) as u8)
 }
 
+/// The rows pack `pack` holds, first and last.
+pub(crate) fn rows_of(pack: i64) -> (i64, i64) {
+    (pack * PACK, pack * PACK + PACK - 1)
+}
+
 /// The sketch of an encoded vector (`crate::vectors::encode`): two bits per component, four
 /// components to a byte, in order. The low bit is set when the component is above zero, the
 /// high bit when its magnitude is above the vector's median magnitude, so a component reads
@@ -172,8 +177,8 @@ pub(crate) type CurrentVector = (i64, String, String, Vec<u8>);
 /// [`Touched::packs`] names, of any model) loses the touched rows' slots, and every current
 /// vector (`current`, what the touched rows hold now) puts its sketch in its own pack. Only
 /// packs that change are returned; an empty one is to be deleted. A damaged pack read is
-/// rewritten with what this write knows, dropping the rest (`ctxkit memory reindex` does not
-/// bring it back; the exact scan of a small project does not need it).
+/// rebuilt from `current`, to which the backend adds every current vector of its rows
+/// ([`rows_of`]).
 pub(crate) fn apply(touched: &Touched, packs: Vec<PackRow>, current: Vec<CurrentVector>) -> Vec<PackRow> {
     type Key = (String, String, i64);
     let mut before: BTreeMap<Key, Option<Pack>> = BTreeMap::new();

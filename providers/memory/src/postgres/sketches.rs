@@ -42,6 +42,20 @@ pub(super) async fn sync(client: &impl GenericClient, touched: &Touched) -> Resu
             content: Pack::decode(row.try_get(3)?, row.try_get(4)?),
         });
     }
+    for damaged in read.iter().filter(|r| r.content.is_none()) {
+        let (first, last) = sketches::rows_of(damaged.pack);
+        for row in client
+            .query(
+                "SELECT num, project_path, embedding_model, embedding FROM project_memories
+                 WHERE num BETWEEN $2 AND $3 AND project_path = $1
+                   AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
+                &[&damaged.project, &first, &last],
+            )
+            .await?
+        {
+            current.push((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?));
+        }
+    }
     for row in sketches::apply(touched, read, current) {
         match row.content {
             Some(p) => client

@@ -13,7 +13,7 @@ pub(super) fn sync(tx: &Transaction, touched: &Touched) -> Result<()> {
     if touched.is_empty() {
         return Ok(());
     }
-    let current = current_vectors(tx, &touched.rows())?;
+    let mut current = current_vectors(tx, &touched.rows())?;
     let mut read = Vec::new();
     let mut stmt = tx.prepare_cached(
         "SELECT embedding_model, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND pack = ?2",
@@ -31,6 +31,18 @@ pub(super) fn sync(tx: &Transaction, touched: &Touched) -> Result<()> {
                 content: Pack::decode(slots, sketches),
             });
         }
+    }
+    for damaged in read.iter().filter(|r| r.content.is_none()) {
+        let (first, last) = sketches::rows_of(damaged.pack);
+        let mut stmt = tx.prepare_cached(
+            "SELECT num, project_path, embedding_model, embedding FROM project_memories
+             WHERE num BETWEEN ?2 AND ?3 AND project_path = ?1
+               AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
+        )?;
+        let rows = stmt.query_map(params![damaged.project, first, last], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        current.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
     }
     for row in sketches::apply(touched, read, current) {
         match row.content {

@@ -1517,7 +1517,7 @@ fn a_version_1_database_migrates_forward_keeping_its_rows() {
 }
 
 #[test]
-fn a_version_8_database_gets_the_sketches_of_its_current_vectors() {
+fn a_version_8_database_gets_the_sketches_of_its_current_vectors_and_a_damaged_pack_heals() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v8.db");
     {
@@ -1531,35 +1531,46 @@ fn a_version_8_database_gets_the_sketches_of_its_current_vectors() {
                  VALUES (?1, ?2, ?3, 'fact', ?2, 1, 1, 1, ?4, 'm', ?5)",
             )
             .unwrap();
-        // Two current vectors in two packs of /p, one superseded, one in /q.
+        // Three current vectors in two packs of /p, one superseded, one in /q.
         for (num, id, project, superseded) in [
-            (3, "a", "/p", None),
-            (300, "b", "/p", None),
-            (4, "c", "/p", Some("a")),
-            (5, "d", "/q", None),
+            (3, "0000000000a1", "/p", None),
+            (6, "0000000000e5", "/p", None),
+            (300, "0000000000b2", "/p", None),
+            (4, "0000000000c3", "/p", Some("0000000000a1")),
+            (5, "0000000000d4", "/q", None),
         ] {
             insert
                 .execute(rusqlite::params![num, id, project, superseded, vector])
                 .unwrap();
         }
     }
-    drop(MemoryDb::open(&path).unwrap());
+    let db = MemoryDb::open(&path).unwrap();
     let conn = Connection::open(&path).unwrap();
-    let packs: Vec<(String, i64, Vec<u8>)> = conn
-        .prepare("SELECT project_path, pack, slots FROM memory_sketches ORDER BY project_path, pack")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let packs = || -> Vec<(String, i64, Vec<u8>)> {
+        conn.prepare("SELECT project_path, pack, slots FROM memory_sketches ORDER BY project_path, pack")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
     assert_eq!(
-        packs,
+        packs(),
         [
-            ("/p".to_string(), 0, vec![3]),
+            ("/p".to_string(), 0, vec![3, 6]),
             ("/p".to_string(), 1, vec![44]),
             ("/q".to_string(), 0, vec![5])
         ]
     );
+    // A damaged pack is rebuilt from its rows by the next write touching it (row 6 is not
+    // touched): deleting row 3 makes row 4, which it superseded, current again.
+    conn.execute(
+        "UPDATE memory_sketches SET sketches = x'00' WHERE project_path = '/p' AND pack = 0",
+        [],
+    )
+    .unwrap();
+    db.delete("0000000000a1").unwrap();
+    assert_eq!(packs()[0], ("/p".to_string(), 0, vec![4, 6]));
 }
 
 /// A database as version 2 of the schema left it: unstemmed index terms, history entries
