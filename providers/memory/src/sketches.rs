@@ -90,7 +90,7 @@ impl Pack {
         let sized = if slots.is_empty() {
             sketches.is_empty()
         } else {
-            sketches.len() % slots.len() == 0 && !sketches.is_empty()
+            sketches.len().is_multiple_of(slots.len()) && !sketches.is_empty()
         };
         (ordered && sized).then_some(Pack { slots, sketches })
     }
