@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::clock::days_between;
 use crate::text::{keyword_terms, terms};
-use crate::types::{MemoryEntry, MemorySearchResult};
+use crate::types::{MemoryEntry, MemorySearchRequest, MemorySearchResult};
 use crate::vectors::{Blend, Nearest};
 
 /// At most this many query terms are looked up in a backend's postings (the rarest ones).
@@ -100,6 +100,15 @@ impl Candidate {
         let terms = terms(&entry.content);
         Candidate { num, entry, terms }
     }
+}
+
+/// Whether a search can find nothing, so it need not read (or embed its query): no word to
+/// match and no model, nothing asked for, a blank query, or an empty category list.
+pub(crate) fn finds_nothing(req: &MemorySearchRequest, q_terms: &[String], semantic: bool) -> bool {
+    (q_terms.is_empty() && !semantic)
+        || req.top_k == 0
+        || req.query.trim().is_empty()
+        || req.categories.as_ref().is_some_and(Vec::is_empty)
 }
 
 /// The query's cosine with each candidate's sentence vector (by row), and how to blend it:

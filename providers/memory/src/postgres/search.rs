@@ -6,7 +6,7 @@ use super::rows::{load, select_entries, COLS};
 use super::{read_tx, sketches, PostgresStore};
 use crate::error::Result;
 use crate::postings::Filter;
-use crate::retrieval::{rank, Meaning, Vocabulary};
+use crate::retrieval::{finds_nothing, rank, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
@@ -75,7 +75,7 @@ pub(super) async fn search(
     let project = check_project(&req.project_path)?;
     let q_terms = terms(&req.query);
     let semantic = store.inner.options.semantic();
-    if (q_terms.is_empty() && semantic.is_none()) || req.top_k == 0 || req.query.trim().is_empty() {
+    if finds_nothing(req, &q_terms, semantic.is_some()) {
         return Ok(Vec::new());
     }
     // Embedded on a thread of its own while the transaction reads the candidates.

@@ -12,7 +12,7 @@ use super::{index, memindex, sketches, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
 use crate::postings::{self, Filter, Kept};
-use crate::retrieval::{rank, rarest_terms, Candidate, Meaning, Vocabulary};
+use crate::retrieval::{finds_nothing, rank, rarest_terms, Candidate, Meaning, Vocabulary};
 use crate::rules::{bumped, check_project};
 use crate::text::terms;
 use crate::types::*;
@@ -95,7 +95,7 @@ impl MemoryDb {
         let project = check_project(&req.project_path)?;
         let q_terms = terms(&req.query);
         let semantic = self.inner.options.semantic();
-        if (q_terms.is_empty() && semantic.is_none()) || req.top_k == 0 || req.query.trim().is_empty() {
+        if finds_nothing(req, &q_terms, semantic.is_some()) {
             return Ok(Vec::new());
         }
         let query_vector = semantic.map(|s| s.start_query(&req.query)).transpose()?;
@@ -347,9 +347,6 @@ impl MemoryDb {
         now: i64,
         top_k: usize,
     ) -> Result<Vec<MemorySearchResult>> {
-        if filter.is_empty() {
-            return Ok(Vec::new());
-        }
         let (mut vocab, mut candidates) = if q_terms.is_empty() {
             (Vocabulary::default(), Vec::new())
         } else {

@@ -149,6 +149,11 @@ async fn the_first_pass_follows_every_write(b: Backend) {
     let query = "add a dependency for date parsing";
     let found = async || contents(&**s, query).await.contains(&PNPM.to_string());
     assert!(found().await, "found by meaning among 401");
+    let none = s
+        .search(search(query).categories(Vec::<MemoryCategory>::new()))
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "an empty category list finds nothing: {none:?}");
     let hits = s.search(search(query)).await.unwrap();
     let pnpm = hits.into_iter().find(|r| r.entry.content == PNPM).unwrap().entry;
 
