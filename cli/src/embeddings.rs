@@ -76,6 +76,13 @@ pub(crate) fn embeddings() -> Result<Option<PathBuf>, CliError> {
     Config::user_embeddings()
 }
 
+/// Where the skills' description vectors are kept between processes (the semantic fallback's
+/// and the skill learner's: a [`ctxkit_embed::VectorCache`]), in the cache folder; `None`
+/// without one.
+pub(crate) fn vector_cache_file() -> Option<PathBuf> {
+    crate::places::cache_dir().map(|cache| cache.join("skill-vectors.bin"))
+}
+
 /// The skill provider over `library` with `skill_config`, with the semantic fallback when
 /// `[skills] semantic = true` and an embedding model is configured; without a model it
 /// says once how to add one, and selects by triggers alone. With `cached_only` (a hook, which
@@ -99,8 +106,8 @@ pub(crate) fn skill_provider(
         return Ok(provider);
     };
     let mut meaning = SkillMeaning::new(model);
-    if let Some(cache) = crate::places::cache_dir() {
-        meaning = meaning.cache_file(cache.join("skill-vectors.bin"));
+    if let Some(file) = vector_cache_file() {
+        meaning = meaning.cache_file(file);
     }
     if cached_only {
         meaning = meaning.cached_only();

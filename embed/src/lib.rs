@@ -37,6 +37,7 @@
 #![deny(missing_docs)]
 
 mod bert;
+mod cache;
 mod error;
 mod halved;
 mod kernel;
@@ -49,6 +50,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
+pub use cache::VectorCache;
 pub use error::EmbedError;
 
 use bert::Bert;
@@ -247,4 +249,5 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 fn assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Embedder>();
+    is::<VectorCache>();
 }

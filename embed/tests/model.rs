@@ -423,3 +423,34 @@ fn tiny_model_config(dir: &Path, hidden: usize, layers: usize) -> std::io::Resul
         ),
     )
 }
+
+#[test]
+fn a_vector_cache_keeps_what_was_embedded_and_ignores_a_damaged_or_foreign_file() {
+    let Some(dir) = real_model() else { return };
+    let model = Embedder::load(&dir).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let cache = ctxkit_embed::VectorCache::new(folder.path().join("deeper/vectors.bin"));
+    let texts = [
+        "deploys run from main",
+        "the cache is Redis",
+        "deploys run from main",
+    ];
+    let vectors = cache.embed(&model, &texts);
+    assert_eq!(vectors.len(), 3);
+    for (text, vector) in texts.iter().zip(&vectors) {
+        assert!(cosine(vector, &model.embed(text)) > 0.9999, "{text}");
+    }
+    let entry = 32 + 4 * model.dimensions();
+    let written = std::fs::read(cache.file()).unwrap();
+    assert_eq!(written.len(), 24 + 2 * entry, "each text once, with its key");
+    let known = cache.known(&model, &["the cache is Redis", "never seen"]);
+    assert!(known[0].is_some() && known[1].is_none());
+    // A damaged file is ignored, then rewritten whole.
+    std::fs::write(cache.file(), &written[..written.len() - 1]).unwrap();
+    assert!(cache.known(&model, &texts).iter().all(Option::is_none));
+    cache.embed(&model, &texts[..1]);
+    assert_eq!(std::fs::read(cache.file()).unwrap().len(), 24 + entry);
+    // Another model's vectors (another size) are not this one's.
+    let tiny = Embedder::load(&tiny_model(folder.path())).unwrap();
+    assert!(cache.known(&tiny, &texts[..1])[0].is_none());
+}

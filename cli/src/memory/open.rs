@@ -118,11 +118,14 @@ pub(crate) fn skill_learner(
     project: String,
     options: ctxkit_learn::LearnOptions,
 ) -> Result<ctxkit_learn::SkillLearner, CliError> {
-    let learner = ctxkit_learn::SkillLearner::new(model, store, library, project).options(options);
-    Ok(match crate::embeddings::embedder()? {
-        Some(embeddings) => learner.embeddings(embeddings),
-        None => learner,
-    })
+    let mut learner = ctxkit_learn::SkillLearner::new(model, store, library, project).options(options);
+    if let Some(embeddings) = crate::embeddings::embedder()? {
+        learner = learner.embeddings(embeddings);
+        if let Some(file) = crate::embeddings::vector_cache_file() {
+            learner = learner.vector_cache_file(file);
+        }
+    }
+    Ok(learner)
 }
 
 /// Open `db` with `options`: a PostgreSQL server for a `postgres://` URL (connected on first

@@ -34,7 +34,7 @@ pub use usage::LearnedUsage;
 use candidate::{
     purpose, purpose_text, read_reply, request, similarity, Refusal, MAX_REPLY, SAME_MEANING, SAME_SKILL,
 };
-use ctxkit_embed::{cosine, Embedder};
+use ctxkit_embed::{cosine, Embedder, VectorCache};
 
 /// When a session is learned from, and what happens to what is learned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +79,8 @@ pub struct SkillLearner {
     project: String,
     options: LearnOptions,
     embeddings: Option<Arc<Embedder>>,
+    /// Where the skills' vectors are kept between sessions, when anywhere.
+    vectors: Option<VectorCache>,
 }
 
 impl SkillLearner {
@@ -97,6 +99,7 @@ impl SkillLearner {
             project: project.into(),
             options: LearnOptions::default(),
             embeddings: None,
+            vectors: None,
         }
     }
 
@@ -106,6 +109,15 @@ impl SkillLearner {
     /// words. Without one, only the words are compared.
     pub fn embeddings(mut self, model: Arc<Embedder>) -> Self {
         self.embeddings = Some(model);
+        self
+    }
+
+    /// With [`embeddings`](Self::embeddings), keep the vectors of the skills compared with in
+    /// `file` between sessions (a [`VectorCache`], which the skills' semantic fallback may
+    /// share): a session then embeds only its candidate and the skills that changed, not the
+    /// whole library (seconds for hundreds of skills).
+    pub fn vector_cache_file(mut self, file: std::path::PathBuf) -> Self {
+        self.vectors = Some(VectorCache::new(file));
         self
     }
 
@@ -122,16 +134,19 @@ impl SkillLearner {
         let Some(model) = self.embeddings.clone() else {
             return Ok(Vec::new());
         };
-        let mut all = vec![new.to_owned()];
-        all.extend_from_slice(texts);
-        let span = tracing::debug_span!("learn_skill.embed", texts = all.len());
-        let vectors = tokio::task::spawn_blocking(move || {
-            model.embed_batch(&all.iter().map(String::as_str).collect::<Vec<_>>())
+        let (new, texts, cache) = (new.to_owned(), texts.to_vec(), self.vectors.clone());
+        let span = tracing::debug_span!("learn_skill.embed", texts = texts.len() + 1);
+        let (new, known) = tokio::task::spawn_blocking(move || {
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let known = match &cache {
+                Some(cache) => cache.embed(&model, &texts),
+                None => model.embed_batch(&texts),
+            };
+            (model.embed(&new), known)
         })
         .instrument(span)
         .await?;
-        let (new, rest) = vectors.split_first().ok_or("the model embedded nothing")?;
-        Ok(rest.iter().map(|v| cosine(new, v)).collect())
+        Ok(known.iter().map(|v| cosine(&new, v)).collect())
     }
 
     /// Learn from one session: at most one model call, at most one stored change.

@@ -216,4 +216,28 @@ async fn a_skill_in_other_words_is_known_by_its_meaning() {
             false => assert!(matches!(learned, Learned::New(_)), "{learned:?}"),
         }
     }
+
+    // With a vector cache, the skills are embedded by the first session only: the second
+    // finds them all kept and does not rewrite the file.
+    let f = fixture();
+    let cache = tempfile::tempdir().unwrap();
+    let file = cache.path().join("skill-vectors.bin");
+    let mut kept = None;
+    for session_id in ["s1", "s2"] {
+        let model = Arc::new(ScriptedModel::new([Message::assistant(paraphrase)]));
+        let learner = f
+            .learner(&model)
+            .embeddings(embedder.clone())
+            .vector_cache_file(file.clone());
+        let task = Trajectory {
+            task: "Fill in the form of the client's PDF document".into(),
+            ..session(session_id, 3)
+        };
+        assert_eq!(learner.learn(&task).await.unwrap(), Learned::Exists("pdf".into()));
+        let written = std::fs::metadata(&file).unwrap().modified().unwrap();
+        if let Some(first) = kept {
+            assert_eq!(written, first, "the second session embedded no skill again");
+        }
+        kept = Some(written);
+    }
 }

@@ -6,14 +6,11 @@
 //! description and model across processes (a hook is a new process per prompt, and embedding
 //! 600 descriptions takes seconds).
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ctxkit_embed::{cosine, Embedder};
-use sha2::{Digest, Sha256};
+use ctxkit_embed::{cosine, Embedder, VectorCache};
 
 use crate::index::SkillIndex;
 
@@ -25,17 +22,12 @@ use crate::index::SkillIndex;
 /// reached only 0.28 with `pptx`: a floor trades such misses for never injecting a stranger.
 pub const DEFAULT_FLOOR: f32 = 0.45;
 
-/// The largest cache file read: a few thousand descriptions of a 1,024-dimension model.
-const CACHE_LIMIT: u64 = 64 << 20;
-/// The first bytes of a cache file.
-const CACHE_MAGIC: &[u8; 24] = b"ctxkit-skill-vectors v1\n";
-
 /// A sentence-embedding model as the skills fallback uses it.
 #[derive(Clone)]
 pub struct SkillMeaning {
     model: Arc<Embedder>,
     floor: f32,
-    cache: Option<PathBuf>,
+    cache: Option<VectorCache>,
     cached_only: bool,
     /// Descriptions the latest cached-only look found unembedded (shared by clones).
     pending: Arc<AtomicUsize>,
@@ -80,9 +72,11 @@ impl SkillMeaning {
     /// Embed the descriptions of `index`'s triggerless skills that the cache file lacks and
     /// keep them there; how many were embedded.
     pub fn prepare(&self, index: &SkillIndex) -> usize {
-        let before = self.read_cache().len();
-        self.describe_with(index, true);
-        self.read_cache().len().saturating_sub(before)
+        let missing = self.describe_with(index, false).1;
+        if missing > 0 {
+            self.describe_with(index, true);
+        }
+        missing
     }
 
     /// How many descriptions the latest cached-only selection found not embedded yet (0
@@ -98,9 +92,9 @@ impl SkillMeaning {
     }
 
     /// Keep the descriptions' vectors in `file` between processes, keyed by the model and the
-    /// text (a damaged or foreign file is ignored and rewritten).
+    /// text (a [`VectorCache`]: a damaged or foreign file is ignored and rewritten).
     pub fn cache_file(mut self, file: PathBuf) -> Self {
-        self.cache = Some(file);
+        self.cache = Some(VectorCache::new(file));
         self
     }
 
@@ -113,10 +107,14 @@ impl SkillMeaning {
     /// The vectors of the skills of `index` that declare no triggers (with
     /// [`SkillMeaning::cached_only`], of those whose vectors are cached).
     pub(crate) fn describe(&self, index: &SkillIndex) -> Described {
-        self.describe_with(index, !self.cached_only)
+        let (described, missing) = self.describe_with(index, !self.cached_only);
+        self.pending.store(missing, Ordering::Relaxed);
+        described
     }
 
-    fn describe_with(&self, index: &SkillIndex, embed: bool) -> Described {
+    /// The vectors of the triggerless skills, embedding those the cache lacks when `embed`,
+    /// and how many were left without one.
+    fn describe_with(&self, index: &SkillIndex, embed: bool) -> (Described, usize) {
         let wanted: Vec<usize> = index
             .skills()
             .iter()
@@ -125,28 +123,20 @@ impl SkillMeaning {
             .map(|(i, _)| i)
             .collect();
         let texts: Vec<String> = wanted.iter().map(|&i| Self::text(index, i)).collect();
-        let keys: Vec<[u8; 32]> = texts.iter().map(|t| self.key(t)).collect();
-        let mut known = self.read_cache();
-        let missing: Vec<usize> = (0..texts.len())
-            .filter(|&k| !known.contains_key(&keys[k]))
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors: Vec<Option<Vec<f32>>> = match (&self.cache, embed) {
+            (Some(cache), false) => cache.known(&self.model, &texts),
+            (None, false) => vec![None; texts.len()],
+            (Some(cache), true) => cache.embed(&self.model, &texts).into_iter().map(Some).collect(),
+            (None, true) => self.model.embed_batch(&texts).into_iter().map(Some).collect(),
+        };
+        let missing = vectors.iter().filter(|v| v.is_none()).count();
+        let described = wanted
+            .into_iter()
+            .zip(vectors)
+            .filter_map(|(i, v)| Some((i, v?)))
             .collect();
-        self.pending
-            .store(if embed { 0 } else { missing.len() }, Ordering::Relaxed);
-        if embed && !missing.is_empty() {
-            let _span = tracing::info_span!("skills.embed_descriptions", skills = missing.len()).entered();
-            let batch: Vec<&str> = missing.iter().map(|&k| texts[k].as_str()).collect();
-            for (&k, vector) in missing.iter().zip(self.model.embed_batch(&batch)) {
-                known.insert(keys[k], vector);
-            }
-            self.write_cache(&known);
-        }
-        Arc::new(
-            wanted
-                .iter()
-                .zip(&keys)
-                .filter_map(|(&i, key)| Some((i, known.get(key)?.clone())))
-                .collect(),
-        )
+        (Arc::new(described), missing)
     }
 
     /// The described skills at or above the floor for `message`, nearest first.
@@ -163,63 +153,5 @@ impl SkillMeaning {
             .collect();
         near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         near
-    }
-
-    fn key(&self, text: &str) -> [u8; 32] {
-        let mut digest = Sha256::new();
-        digest.update(self.model.id().as_bytes());
-        digest.update([0]);
-        digest.update(text.as_bytes());
-        digest.finalize().into()
-    }
-
-    /// The cached vectors of this model's dimensions; empty when there is no usable file.
-    fn read_cache(&self) -> HashMap<[u8; 32], Vec<f32>> {
-        let mut known = HashMap::new();
-        let Some(path) = &self.cache else { return known };
-        let mut bytes = Vec::new();
-        let read = std::fs::File::open(path).and_then(|f| f.take(CACHE_LIMIT).read_to_end(&mut bytes));
-        let Some(entries) = read.ok().and_then(|_| bytes.strip_prefix(CACHE_MAGIC)) else {
-            return known;
-        };
-        let dims = self.model.dimensions();
-        let entry = 32 + 4 * dims;
-        if entries.len() % entry != 0 {
-            return known;
-        }
-        for chunk in entries.chunks_exact(entry) {
-            let (key, floats) = chunk.split_at(32);
-            let vector = floats
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            known.insert(key.try_into().unwrap_or([0; 32]), vector);
-        }
-        known
-    }
-
-    /// Write every known vector, replacing the file in one rename (a reader never sees half).
-    fn write_cache(&self, known: &HashMap<[u8; 32], Vec<f32>>) {
-        let Some(path) = &self.cache else { return };
-        let mut bytes = CACHE_MAGIC.to_vec();
-        for (key, vector) in known {
-            bytes.extend_from_slice(key);
-            vector
-                .iter()
-                .for_each(|f| bytes.extend_from_slice(&f.to_le_bytes()));
-        }
-        let written = path
-            .parent()
-            .ok_or(std::io::Error::from(std::io::ErrorKind::NotFound))
-            .and_then(|dir| {
-                std::fs::create_dir_all(dir)?;
-                let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-                tmp.write_all(&bytes)?;
-                tmp.persist(path).map_err(|e| e.error)?;
-                Ok::<(), std::io::Error>(())
-            });
-        if let Err(e) = written {
-            tracing::warn!(file = %path.display(), error = %e, "cannot keep the skills' description vectors");
-        }
     }
 }
