@@ -15,7 +15,7 @@
 //! is missing for a current vector, since every vector is stored through a write that notes it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::mpsc;
 
 use crate::error::MemoryError;
 use crate::types::MemoryEntry;
@@ -235,9 +235,9 @@ struct Batch {
 ///
 /// `read` offers each pack as it is read (row of the pack, slots, sketches) on this thread;
 /// a scoring thread waits for the query's vector meanwhile and scores the packs as they come,
-/// so reading and scoring overlap. When the reading is done before the query is (a process's
-/// first sentence), this thread scores beside it. A damaged pack, or one of another width than
-/// the query's, is skipped.
+/// so reading and scoring overlap. (This thread scoring beside it once the reading is done
+/// made a search no faster here.) A damaged pack, or one of another width than the query's, is
+/// skipped.
 pub(crate) fn first_pass<E: From<MemoryError>>(
     limit: usize,
     except: &[i64],
@@ -248,21 +248,13 @@ pub(crate) fn first_pass<E: From<MemoryError>>(
     let width = query.dimensions().div_ceil(4);
     let (to_score, batches) = mpsc::channel::<Batch>();
     let (recycle, spare) = mpsc::channel::<Batch>();
-    let (known, known_query) = mpsc::channel::<Arc<Vec<f32>>>();
-    let batches = Mutex::new(batches);
-    let score = |scorer: &mut Scorer| {
-        // A batch goes to whichever thread asks first.
-        while let Ok(batch) = lock(&batches).recv() {
-            scorer.offer_all(&batch.nums, &batch.sketches);
-            let _ = recycle.send(batch);
-        }
-    };
     let (scored, read) = std::thread::scope(|s| {
-        let scoring = s.spawn(|| -> Result<Scorer, MemoryError> {
-            let query = Arc::new(query.wait()?.to_vec());
-            let _ = known.send(query.clone());
-            let mut scorer = Scorer::new(&query, limit);
-            score(&mut scorer);
+        let scoring = s.spawn(move || -> Result<Scorer, MemoryError> {
+            let mut scorer = Scorer::new(query.wait()?, limit);
+            for batch in batches {
+                scorer.offer_all(&batch.nums, &batch.sketches);
+                let _ = recycle.send(batch);
+            }
             Ok(scorer)
         });
         let mut batch = Batch::default();
@@ -285,32 +277,14 @@ pub(crate) fn first_pass<E: From<MemoryError>>(
         });
         let _ = to_score.send(batch);
         drop(to_score);
-        // What is left is scored on this thread too, once the query has come.
-        let mut mine = known_query.recv().ok().map(|query| Scorer::new(&query, limit));
-        if let Some(mine) = &mut mine {
-            score(mine);
-        }
-        let theirs = scoring.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (
-            theirs.map(|mut scorer| {
-                if let Some(mine) = mine {
-                    scorer.merge(mine);
-                }
-                scorer
-            }),
-            read,
-        )
+        let scored = scoring.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (scored, read)
     });
     read?;
     let mut best = scored?.finish();
     best.retain(|n| except.binary_search(n).is_err());
     best.sort_unstable();
     Ok(best)
-}
-
-/// Lock `m`, whatever a thread that panicked holding it left (a receiver: nothing to repair).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Scores sketches against one query and keeps the `limit` best. A sketch is scored by the
@@ -371,15 +345,6 @@ impl Scorer {
     fn offer_all(&mut self, nums: &[i64], sketches: &[u8]) {
         for (num, codes) in nums.iter().zip(sketches.chunks_exact(self.width().max(1))) {
             self.offer(*num, codes);
-        }
-    }
-
-    fn merge(&mut self, other: Scorer) {
-        for (score, num) in other.best {
-            self.best.push((score, num));
-            if self.best.len() >= self.limit.saturating_mul(4) {
-                self.cut();
-            }
         }
     }
 
