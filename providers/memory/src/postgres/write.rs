@@ -151,9 +151,33 @@ pub(super) async fn import(
     let vectors = store
         .vectors(plan.memories.iter().map(|m| m.content.as_str()))
         .await?;
-    write_rows!(store, projects.iter().copied(), vectors, |rows, now| {
+    let report = write_rows!(store, projects.iter().copied(), vectors, |rows, now| {
         write::import(&mut rows, &plan, now).await?
-    })
+    })?;
+    if report.memories_added >= ANALYZE_AFTER {
+        analyze(store).await;
+    }
+    Ok(report)
+}
+
+/// From how many memories an import brings the planner's statistics up to date itself.
+const ANALYZE_AFTER: usize = 1_000;
+
+/// Bring the planner's statistics of the memory tables up to date. Until autovacuum does, a
+/// search right after a large import is planned with none: 122 ms instead of 9 ms at 10,000
+/// memories. The import has committed, so a failure (a user who does not own the tables) is
+/// only a warning.
+async fn analyze(store: &PostgresStore) {
+    let done = async {
+        let client = store.client().await?;
+        client
+            .batch_execute("ANALYZE project_memories, memory_postings, memory_terms, memory_sketches")
+            .await?;
+        Ok::<_, MemoryError>(())
+    };
+    if let Err(e) = done.await {
+        tracing::warn!(error = %e, "cannot update the planner's statistics after an import");
+    }
 }
 
 pub(super) async fn add_episode(store: &PostgresStore, new: NewEpisodicRecord) -> Result<EpisodicRecord> {

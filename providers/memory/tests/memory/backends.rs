@@ -786,6 +786,34 @@ mod postgres_only {
         );
     }
 
+    /// A large import brings the planner's statistics up to date itself: a search right after
+    /// it is not planned blind (before autovacuum's first pass, `reltuples` is -1).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_import_leaves_fresh_statistics() {
+        let Some(cluster) = pg::cluster() else { return };
+        let url = cluster.database();
+        let store = PostgresStore::connect(&url).await.unwrap();
+        let reltuples = || {
+            cluster.psql(
+                pg::Cluster::name_of(&url),
+                "SELECT reltuples::bigint FROM pg_class WHERE relname = 'project_memories'",
+            )
+        };
+        assert_eq!(reltuples().trim(), "-1", "never analysed yet");
+        let lines: String = (0..1_000)
+            .map(|i| {
+                format!(
+                    "{{\"content\": \"Service {i} keeps its records in shard {}\"}}\n",
+                    i % 7
+                )
+            })
+            .collect();
+        let records = ctxkit_memory::records::ExportRecord::read_jsonl(lines.as_bytes()).unwrap();
+        let report = store.import(records, Some("/p")).await.unwrap();
+        assert_eq!(report.memories_added, 1_000);
+        assert_eq!(reltuples().trim(), "1000");
+    }
+
     /// `sslmode=require` checks the server's certificate against the Mozilla roots: one that
     /// no authority signed is refused, in one sentence, where `disable` connects.
     #[tokio::test]
