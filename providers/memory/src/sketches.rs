@@ -579,6 +579,19 @@ mod tests {
     }
 
     #[test]
+    fn a_query_whose_embedding_stopped_is_an_error_every_time() {
+        let (send, receive) = tokio::sync::oneshot::channel::<Vec<f32>>();
+        drop(send);
+        let mut query = QueryVector::coming(receive, 16);
+        let pass = first_pass(PICKED, &[], &mut query, |offer| {
+            offer(0, &[1], &[0; 4]);
+            Ok::<_, MemoryError>(())
+        });
+        assert!(matches!(pass, Err(MemoryError::Task(_))), "{pass:?}");
+        assert!(query.wait().is_err(), "not an empty vector the second time");
+    }
+
+    #[test]
     fn sketches_that_do_not_fit_the_query_find_nothing() {
         let pack = [(vec![1], sketch(&encode(&[1.0; 32])).unwrap())];
         assert!(pass_over(&pack, &[1.0; 16], 0, &[]).is_empty());

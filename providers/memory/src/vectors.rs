@@ -94,8 +94,7 @@ impl Semantic {
             })
             .map_err(|e| MemoryError::Task(format!("cannot start embedding the query: {e}")))?;
         Ok(QueryVector {
-            pending: Some(receiver),
-            vector: Vec::new(),
+            state: Query::Coming(receiver),
             dimensions: self.model.dimensions(),
         })
     }
@@ -121,11 +120,17 @@ impl Semantic {
 
 /// A query's vector being computed ([`Semantic::start_query`]).
 pub(crate) struct QueryVector {
-    /// Until the vector has come.
-    pending: Option<tokio::sync::oneshot::Receiver<Vec<f32>>>,
-    vector: Vec<f32>,
+    state: Query,
     /// The model's: what the vector's length will be.
     dimensions: usize,
+}
+
+/// Where a query's vector is.
+enum Query {
+    Coming(tokio::sync::oneshot::Receiver<Vec<f32>>),
+    Come(Vec<f32>),
+    /// Its thread ended without one (it panicked): every wait says so.
+    Stopped,
 }
 
 impl QueryVector {
@@ -133,8 +138,7 @@ impl QueryVector {
     #[cfg(test)]
     pub(crate) fn coming(receiver: tokio::sync::oneshot::Receiver<Vec<f32>>, dimensions: usize) -> Self {
         QueryVector {
-            pending: Some(receiver),
-            vector: Vec::new(),
+            state: Query::Coming(receiver),
             dimensions,
         }
     }
@@ -146,26 +150,27 @@ impl QueryVector {
 
     /// Wait for the vector, blocking the thread (SQLite's calls run on the blocking pool).
     pub(crate) fn wait(&mut self) -> Result<&[f32], MemoryError> {
-        if let Some(pending) = self.pending.take() {
-            let vector = pending.blocking_recv().map_err(|_| stopped())?;
-            self.arrived(vector);
+        if let Query::Coming(receiver) = std::mem::replace(&mut self.state, Query::Stopped) {
+            self.state = receiver.blocking_recv().map_or(Query::Stopped, Query::Come);
         }
-        Ok(&self.vector)
+        self.vector()
     }
 
     /// Wait for the vector without blocking the runtime (PostgreSQL's calls are async).
     #[cfg(feature = "postgres")]
     pub(crate) async fn get(&mut self) -> Result<&[f32], MemoryError> {
-        if let Some(pending) = self.pending.take() {
-            let vector = pending.await.map_err(|_| stopped())?;
-            self.arrived(vector);
+        if let Query::Coming(receiver) = std::mem::replace(&mut self.state, Query::Stopped) {
+            self.state = receiver.await.map_or(Query::Stopped, Query::Come);
         }
-        Ok(&self.vector)
+        self.vector()
     }
 
-    fn arrived(&mut self, vector: Vec<f32>) {
-        self.pending = None;
-        self.vector = vector;
+    /// The vector once waited for.
+    fn vector(&self) -> Result<&[f32], MemoryError> {
+        match &self.state {
+            Query::Come(vector) => Ok(vector),
+            Query::Coming(_) | Query::Stopped => Err(stopped()),
+        }
     }
 }
 
