@@ -579,6 +579,17 @@ mod tests {
     }
 
     #[test]
+    fn a_query_vector_is_there_for_every_wait() {
+        let (send, receive) = tokio::sync::oneshot::channel();
+        send.send(vec![0.5; 16]).unwrap();
+        let mut query = QueryVector::coming(receive, 16);
+        let pass = first_pass(PICKED, &[], &mut query, |_| Ok::<_, MemoryError>(()));
+        assert!(pass.unwrap().is_empty());
+        assert_eq!(query.wait().unwrap(), [0.5; 16], "after the pass waited for it");
+        assert_eq!(query.wait().unwrap(), [0.5; 16]);
+    }
+
+    #[test]
     fn a_query_whose_embedding_stopped_is_an_error_every_time() {
         let (send, receive) = tokio::sync::oneshot::channel::<Vec<f32>>();
         drop(send);

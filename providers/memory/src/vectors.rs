@@ -150,18 +150,20 @@ impl QueryVector {
 
     /// Wait for the vector, blocking the thread (SQLite's calls run on the blocking pool).
     pub(crate) fn wait(&mut self) -> Result<&[f32], MemoryError> {
-        if let Query::Coming(receiver) = std::mem::replace(&mut self.state, Query::Stopped) {
-            self.state = receiver.blocking_recv().map_or(Query::Stopped, Query::Come);
-        }
+        self.state = match std::mem::replace(&mut self.state, Query::Stopped) {
+            Query::Coming(receiver) => receiver.blocking_recv().map_or(Query::Stopped, Query::Come),
+            settled => settled,
+        };
         self.vector()
     }
 
     /// Wait for the vector without blocking the runtime (PostgreSQL's calls are async).
     #[cfg(feature = "postgres")]
     pub(crate) async fn get(&mut self) -> Result<&[f32], MemoryError> {
-        if let Query::Coming(receiver) = std::mem::replace(&mut self.state, Query::Stopped) {
-            self.state = receiver.await.map_or(Query::Stopped, Query::Come);
-        }
+        self.state = match std::mem::replace(&mut self.state, Query::Stopped) {
+            Query::Coming(receiver) => receiver.await.map_or(Query::Stopped, Query::Come),
+            settled => settled,
+        };
         self.vector()
     }
 
