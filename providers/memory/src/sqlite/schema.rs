@@ -252,6 +252,16 @@ pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// Bring the database up to `target` (at most [`LATEST`]).
 pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> rusqlite::Result<Migrated> {
+    // Most opens find the schema current: they say so without taking the write lock, which
+    // a long write (an import) holds for seconds and every hook's open waited for. A file
+    // SQLite opened read-only goes through the lock, whose refusal makes the store read-only.
+    let version = user_version(conn)?;
+    if version > LATEST {
+        return Ok(Migrated::TooNew(version));
+    }
+    if version >= target && !conn.is_readonly(rusqlite::MAIN_DB)? {
+        return Ok(Migrated::Ok);
+    }
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let version = user_version(&tx)?;

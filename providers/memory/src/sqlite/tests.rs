@@ -1478,6 +1478,30 @@ fn a_write_protected_database_file_opens_read_only_by_itself() {
 // ----- opening and migrating ------------------------------------------------------------
 
 #[test]
+fn opening_a_current_database_does_not_wait_for_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("busy.db");
+    let db = MemoryDb::open(&path).unwrap();
+    db.add(NewMemoryEntry::new(
+        "/p",
+        MemoryCategory::Fact,
+        "Deploys run on Mondays",
+    ))
+    .unwrap();
+    drop(db);
+    // Another process is in the middle of a long write (an import).
+    let writer = Connection::open(&path).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let options = OpenOptions::default().busy_timeout(std::time::Duration::from_millis(50));
+    let db = MemoryDb::open_with(&path, options).expect("opened without the write lock");
+    let found = db
+        .search(&MemorySearchRequest::new("/p", "when do deploys run").without_touch())
+        .unwrap();
+    assert_eq!(found.len(), 1, "and read beside the writer");
+    writer.execute_batch("ROLLBACK").unwrap();
+}
+
+#[test]
 fn a_version_1_database_migrates_forward_keeping_its_rows() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.db");
