@@ -144,7 +144,8 @@ fn settings_file(args: &InstallArgs) -> Result<ConfinedFile, CliError> {
 
 /// Start `ctxkit hook HOST … --finish-loading CWD` detached from this process and its group:
 /// it loads the project's skills with no deadline, which saves them in the index cache, embeds
-/// the skill descriptions `[skills] semantic` lacks, and prints nothing. Without a cache folder nothing would be kept, so nothing is started.
+/// the skill descriptions `[skills] semantic` lacks, and prints nothing. Without a cache
+/// folder nothing would be kept, so nothing is started.
 fn finish_loading_later(cwd: &std::path::Path) {
     if crate::places::cache_dir().is_none() {
         return;

@@ -19,9 +19,9 @@
 //!
 //! With `--embeddings DIR` (a sentence-transformers folder) searches rank by meaning and words;
 //! the first round, which embeds each query, is reported apart from the repeats, whose queries
-//! the model remembers (what the store itself costs); the agreement is then with comparing every stored vector exactly
-//! (`OpenOptions::vector_candidate_limit(usize::MAX)`) instead of the first pass over the
-//! sketches. The memories need their vectors first: `ctxkit --embeddings DIR memory --db DB
+//! the model remembers (what the store itself costs); the agreement is then with comparing
+//! every stored vector exactly (`OpenOptions::vector_candidate_limit(usize::MAX)`) instead of
+//! the first pass over the sketches. The memories need their vectors first: `ctxkit --embeddings DIR memory --db DB
 //! --project /bench/project reindex`.
 
 #[path = "../benches/common/mod.rs"]

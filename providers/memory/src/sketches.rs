@@ -189,12 +189,16 @@ pub(crate) fn apply(touched: &Touched, packs: Vec<PackRow>, current: Vec<Current
         .iter()
         .map(|(k, p)| (k.clone(), p.clone().unwrap_or_default()))
         .collect();
+    // The touched slots by pack, so each pack read (of any model) is visited once: a
+    // migration touches every row of a project.
+    let mut gone: BTreeMap<(&str, i64), Vec<u8>> = BTreeMap::new();
     for (project, num) in &touched.0 {
         let (pack, slot) = place(*num);
-        for ((p, _, n), content) in after.iter_mut() {
-            if p == project && *n == pack {
-                content.remove(slot);
-            }
+        gone.entry((project, pack)).or_default().push(slot);
+    }
+    for ((project, _, pack), content) in after.iter_mut() {
+        for slot in gone.get(&(project.as_str(), *pack)).into_iter().flatten() {
+            content.remove(*slot);
         }
     }
     for (num, project, model, encoded) in current {
@@ -259,12 +263,15 @@ pub(crate) fn first_pass<E: From<MemoryError>>(
         });
         let mut batch = Batch::default();
         let read = read(&mut |pack, slots, sketches| {
-            if slots.is_empty() || sketches.len() != slots.len() * width {
+            // A damaged pack (sketches of another width, a pack number no row can have) is
+            // skipped.
+            let Some(first) = pack.checked_mul(PACK).filter(|_| !slots.is_empty()) else {
+                return;
+            };
+            if sketches.len() != slots.len() * width {
                 return;
             }
-            batch
-                .nums
-                .extend(slots.iter().map(|s| pack * PACK + i64::from(*s)));
+            batch.nums.extend(slots.iter().map(|s| first + i64::from(*s)));
             batch.sketches.extend_from_slice(sketches);
             batch.packs += 1;
             if batch.packs == BATCH {
@@ -606,5 +613,15 @@ mod tests {
     fn sketches_that_do_not_fit_the_query_find_nothing() {
         let pack = [(vec![1], sketch(&encode(&[1.0; 32])).unwrap())];
         assert!(pass_over(&pack, &[1.0; 16], 0, &[]).is_empty());
+        // Nor does a pack numbered past any row (a damaged table), without overflowing.
+        let (send, receive) = tokio::sync::oneshot::channel();
+        send.send(vec![1.0; 16]).unwrap();
+        let mut query = QueryVector::coming(receive, 16);
+        let best = first_pass(PICKED, &[], &mut query, |offer| {
+            offer(i64::MAX, &[1], &[0; 4]);
+            offer(i64::MIN, &[1], &[0; 4]);
+            Ok::<_, MemoryError>(())
+        });
+        assert!(best.unwrap().is_empty());
     }
 }
