@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::error::EmbedError;
 use crate::halved::Halved;
-use crate::kernel::{linear, Matrix};
+use crate::kernel::{linear, panels_len, Matrix};
 use crate::model::{Config, ModelFiles, Pooling, Tensor, Weights};
 
 /// `nn.Linear`: `[out, in]` weights and an `[out]` bias.
@@ -122,17 +122,18 @@ impl Bert {
     /// kept) when there can be none.
     pub(crate) fn halve(&mut self, weights: &Weights, cache: &Path, key: &str) -> Option<Halved> {
         let f = weights.floats();
-        let sources: Vec<&[f32]> = self
+        let sources: Vec<(&[f32], usize)> = self
             .layers
             .iter_mut()
             .flat_map(Layer::dense)
-            .map(|d| &f[d.weight.start..][..d.weight.len])
+            .map(|d| (&f[d.weight.start..][..d.weight.len], d.inputs))
             .collect();
         let halved = Halved::open_or_build(cache, key, &sources)?;
         let mut at = 0;
         for d in self.layers.iter_mut().flat_map(Layer::dense) {
-            d.halved = Some(at..at + d.weight.len);
-            at += d.weight.len;
+            let len = panels_len(d.weight.len / d.inputs, d.inputs);
+            d.halved = Some(at..at + len);
+            at += len;
         }
         Some(halved)
     }
@@ -157,7 +158,7 @@ impl Bert {
         let f = weights.floats();
         let t = |t: &Tensor| &f[t.start..t.start + t.len];
         let matrix = |d: &Dense| match (halved, &d.halved) {
-            (Some(h), Some(at)) => Matrix::Bf16(&h.values()[at.clone()]),
+            (Some(h), Some(at)) => Matrix::Panels(&h.values()[at.clone()]),
             _ => Matrix::F32(t(&d.weight)),
         };
         let h = self.hidden;

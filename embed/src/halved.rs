@@ -1,5 +1,5 @@
-//! The dense layers' weights halved to bfloat16 and kept in a cache file
-//! ([`Embedder::load_cached`](crate::Embedder::load_cached)).
+//! The dense layers' weights halved to bfloat16, laid out in the kernel's panels and kept in a
+//! cache file ([`Embedder::load_cached`](crate::Embedder::load_cached)).
 //!
 //! A sentence's products spend most of their time streaming the weights (42 MB of `f32` for
 //! all-MiniLM-L6-v2), and a new process first faults their pages in. Halved, both take about
@@ -11,11 +11,11 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::kernel::to_bf16;
+use crate::kernel::{panels_len, to_panels};
 use crate::model::map_read_only;
 
 /// What the file starts with; the weights follow from [`HEADER`] bytes in (2-byte aligned).
-const MAGIC: &[u8] = b"ctxkit-embed bf16 v1\n";
+const MAGIC: &[u8] = b"ctxkit-embed bf16 panels v2\n";
 const HEADER: usize = 64;
 /// How many halved copies a cache folder keeps (about 21 MB each for all-MiniLM-L6-v2): a
 /// changed or another model adds one, and the oldest beyond this are removed when one is
@@ -28,13 +28,14 @@ pub(crate) struct Halved {
 }
 
 impl Halved {
-    /// The copy kept under `key` in the folder `cache` when it holds the halves of `sources`
-    /// (the `f32` weights of every dense layer, in order), else built from them first. `None`
+    /// The copy kept under `key` in the folder `cache` when it holds the panels of `sources`
+    /// (the `f32` weights of every dense layer, in order, each with its row length), else
+    /// built from them first. `None`
     /// when it can neither be read nor written (a read-only cache folder): the model then
     /// computes with the `f32` weights.
-    pub(crate) fn open_or_build(cache: &Path, key: &str, sources: &[&[f32]]) -> Option<Self> {
+    pub(crate) fn open_or_build(cache: &Path, key: &str, sources: &[(&[f32], usize)]) -> Option<Self> {
         let path = cache.join(format!("{PREFIX}{key}{SUFFIX}"));
-        let count = sources.iter().map(|s| s.len()).sum();
+        let count = sources.iter().map(|&(w, k)| panels_len(w.len() / k, k)).sum();
         if let Some(halved) = Self::open(&path, count) {
             return Some(halved);
         }
@@ -57,7 +58,7 @@ impl Halved {
         map.starts_with(MAGIC).then_some(Self { map })
     }
 
-    /// Every halved weight, in order.
+    /// Every dense layer's panels, in order.
     pub(crate) fn values(&self) -> &[u16] {
         bytemuck::cast_slice(&self.map[HEADER..])
     }
@@ -87,8 +88,8 @@ fn prune(cache: &Path, kept: &Path) {
     }
 }
 
-/// Write the halves of `sources` to a new file beside `path`, then rename it into place.
-fn build(path: &Path, sources: &[&[f32]]) -> std::io::Result<()> {
+/// Write the panels of `sources` to a new file beside `path`, then rename it into place.
+fn build(path: &Path, sources: &[(&[f32], usize)]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let file = tempfile::NamedTempFile::new_in(dir)?;
@@ -96,10 +97,9 @@ fn build(path: &Path, sources: &[&[f32]]) -> std::io::Result<()> {
     let mut header = [0u8; HEADER];
     header[..MAGIC.len()].copy_from_slice(MAGIC);
     out.write_all(&header)?;
-    for weights in sources {
-        for chunk in weights.chunks(8192) {
-            let bytes: Vec<u8> = chunk.iter().flat_map(|&v| to_bf16(v).to_le_bytes()).collect();
-            out.write_all(&bytes)?;
+    for &(weights, k) in sources {
+        for half in to_panels(weights, k) {
+            out.write_all(&half.to_le_bytes())?;
         }
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;

@@ -15,35 +15,46 @@ use ndarray::{Array2, ArrayView2};
 /// Width of the accumulators: one AVX-512 register, two AVX2 ones.
 const LANES: usize = 16;
 
-/// A weight matrix, `n` rows of `k`, as the model file stores it (`f32`) or halved to
-/// bfloat16 (the upper 16 bits of each `f32`, rounded), which a sentence's product reads in
-/// half the bytes: most of its time goes to streaming the weights, not to arithmetic.
+/// A weight matrix of `n` rows of `k`: as the model file stores it (`f32`, row-major), or
+/// halved to bfloat16 (the upper 16 bits of each `f32`, rounded) and laid out in panels
+/// ([`to_panels`]). Halved, a sentence's product reads the weights in half the bytes; in
+/// panels, it reads them in the order the kernel uses them, with no sums across a register.
 #[derive(Clone, Copy)]
 pub(crate) enum Matrix<'a> {
     F32(&'a [f32]),
-    Bf16(&'a [u16]),
+    Panels(&'a [u16]),
 }
 
-/// One weight, widened to `f32` inside the kernel (inlined, so each compiled clone vectorizes it).
-trait Weight: Copy {
-    fn widen(self) -> f32;
+/// The output columns of one panel: one AVX-512 register of `f32`, two AVX2 ones.
+const PANEL: usize = 16;
+
+/// How many values the panels of an `n` × `k` matrix hold (`n` rounded up to whole panels).
+pub(crate) fn panels_len(n: usize, k: usize) -> usize {
+    n.div_ceil(PANEL) * PANEL * k
 }
 
-impl Weight for f32 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self
-    }
+/// The `n` × `k` row-major `w` halved and laid out in panels: for each run of [`PANEL`] rows,
+/// its `k` columns one after another, each as the [`PANEL`] rows' values (zeros past `n`).
+pub(crate) fn to_panels(w: &[f32], k: usize) -> impl Iterator<Item = u16> + '_ {
+    let n = w.len() / k.max(1);
+    (0..panels_len(n, k)).map(move |at| {
+        let (panel, rest) = (at / (PANEL * k), at % (PANEL * k));
+        let row = panel * PANEL + rest % PANEL;
+        if row < n {
+            to_bf16(w[row * k + rest / PANEL])
+        } else {
+            0
+        }
+    })
 }
 
-impl Weight for u16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        f32::from_bits(u32::from(self) << 16)
-    }
+/// A bfloat16 widened to the `f32` it stands for (inlined, so each compiled clone vectorizes it).
+#[inline(always)]
+fn widen(half: u16) -> f32 {
+    f32::from_bits(u32::from(half) << 16)
 }
 
-/// The bfloat16 nearest `v` (ties to even), as [`Matrix::Bf16`] stores it.
+/// The bfloat16 nearest `v` (ties to even), as [`Matrix::Panels`] stores it.
 pub(crate) fn to_bf16(v: f32) -> u16 {
     let bits = v.to_bits();
     if v.is_nan() {
@@ -59,25 +70,110 @@ pub(crate) fn to_bf16(v: f32) -> u16 {
 pub(crate) fn linear(x: &[f32], k: usize, w: Matrix<'_>, bias: &[f32]) -> Vec<f32> {
     let m = x.len() / k;
     let n = bias.len();
-    if m >= GEMM_ROWS {
-        return match w {
-            Matrix::F32(w) => gemm(x, m, k, w, bias),
-            Matrix::Bf16(w) => gemm(x, m, k, &w.iter().map(|v| v.widen()).collect::<Vec<_>>(), bias),
-        };
-    }
-    // Computed column-major (one output column's m values together), then transposed.
-    let mut by_column = vec![0f32; n * m];
     match w {
-        Matrix::F32(w) => dot_rows(x, k, w, &mut by_column),
-        Matrix::Bf16(w) => dot_rows(x, k, w, &mut by_column),
-    }
-    let mut out = vec![0f32; m * n];
-    for (j, column) in by_column.chunks_exact(m.max(1)).enumerate() {
-        for (i, value) in column.iter().enumerate() {
-            out[i * n + j] = value + bias[j];
+        Matrix::Panels(w) => {
+            let mut out = vec![0f32; m * n];
+            panel_rows(x, k, w, bias, &mut out);
+            out
+        }
+        Matrix::F32(w) if m >= GEMM_ROWS => gemm(x, m, k, w, bias),
+        Matrix::F32(w) => {
+            // Computed column-major (one output column's m values together), then transposed.
+            let mut by_column = vec![0f32; n * m];
+            dot_rows(x, k, w, &mut by_column);
+            let mut out = vec![0f32; m * n];
+            for (j, column) in by_column.chunks_exact(m.max(1)).enumerate() {
+                for (i, value) in column.iter().enumerate() {
+                    out[i * n + j] = value + bias[j];
+                }
+            }
+            out
         }
     }
-    out
+}
+
+/// `out` (`m` rows of `n`) = `x` (`m` rows of `k`) times the panels' matrix ᵀ plus `bias`.
+///
+/// A block of token rows against a few panels at a time: each step down `k` loads one
+/// register of weights per panel and multiplies it by each row's value there, into an
+/// accumulator per (row, panel) that ends as `PANEL` finished outputs, with no sum across a
+/// register. AVX-512 has the registers for 4 rows by 3 panels; narrower targets take 4 by 1.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn panel_rows(x: &[f32], k: usize, panels: &[u16], bias: &[f32], out: &mut [f32]) {
+    let fused = target_cfg_f!(any(target_feature = "fma", target_arch = "aarch64"));
+    if target_cfg_f!(target_feature = "avx512f") {
+        panel_block::<4, 3>(x, k, panels, bias, out, fused);
+    } else {
+        panel_block::<4, 1>(x, k, panels, bias, out, fused);
+    }
+}
+
+/// [`panel_rows`] for blocks of `R` rows by `P` panels (inlined into each compiled clone).
+#[inline(always)]
+fn panel_block<const R: usize, const P: usize>(
+    x: &[f32],
+    k: usize,
+    panels: &[u16],
+    bias: &[f32],
+    out: &mut [f32],
+    fused: bool,
+) {
+    let (m, n) = (x.len() / k, bias.len());
+    let size = PANEL * k;
+    let count = panels.len() / size;
+    if m == 0 || count == 0 {
+        return;
+    }
+    for first in (0..count).step_by(P) {
+        // A last group of fewer panels repeats its last one, and a last block of fewer rows
+        // its last row; only what exists is written out.
+        let group: [&[[u16; PANEL]]; P] =
+            std::array::from_fn(|p| panels[(first + p).min(count - 1) * size..][..size].as_chunks().0);
+        for i in (0..m).step_by(R) {
+            let rows: [&[f32]; R] = std::array::from_fn(|r| &x[(i + r).min(m - 1) * k..][..k]);
+            // Each slice `k` long where the loop can see it, so it checks no index.
+            let group = group.map(|g| &g[..k]);
+            let mut acc = [[[0f32; PANEL]; P]; R];
+            for step in 0..k {
+                let mut w = [[0f32; PANEL]; P];
+                for p in 0..P {
+                    let halves = &group[p][step];
+                    for l in 0..PANEL {
+                        w[p][l] = widen(halves[l]);
+                    }
+                }
+                for r in 0..R {
+                    let v = rows[r][step];
+                    for p in 0..P {
+                        for l in 0..PANEL {
+                            acc[r][p][l] = if fused {
+                                v.mul_add(w[p][l], acc[r][p][l])
+                            } else {
+                                acc[r][p][l] + v * w[p][l]
+                            };
+                        }
+                    }
+                }
+            }
+            // Constant indices only, so that the accumulators stay in registers.
+            for r in 0..R {
+                if i + r >= m {
+                    break;
+                }
+                let row = &mut out[(i + r) * n..][..n];
+                for p in 0..P {
+                    if first + p >= count {
+                        break;
+                    }
+                    let columns = (first + p) * PANEL..((first + p + 1) * PANEL).min(n);
+                    let done: [f32; PANEL] = acc[r][p];
+                    for ((o, b), a) in row[columns.clone()].iter_mut().zip(&bias[columns]).zip(&done) {
+                        *o = a + b;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Enough token rows that packing the weights (what a general GEMM does) pays off.
@@ -106,7 +202,7 @@ fn gemm(x: &[f32], m: usize, k: usize, w: &[f32], bias: &[f32]) -> Vec<f32> {
 /// helper or closure is compiled without this clone's target features, and LLVM then left it
 /// scalar (7x slower).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn dot_rows<W: Weight>(x: &[f32], k: usize, w: &[W], out: &mut [f32]) {
+fn dot_rows(x: &[f32], k: usize, w: &[f32], out: &mut [f32]) {
     let m = x.len() / k;
     let tail = k / LANES * LANES;
     // Fused multiply-add where the clone's target has it (one instruction, one rounding);
@@ -133,7 +229,7 @@ fn dot_rows<W: Weight>(x: &[f32], k: usize, w: &[W], out: &mut [f32]) {
                 ([0f32; LANES], [0f32; LANES], [0f32; LANES], [0f32; LANES]);
             for (((((w0, w1), x0), x1), x2), x3) in blocks {
                 for l in 0..LANES {
-                    let (b0, b1) = (w0[l].widen(), w1[l].widen());
+                    let (b0, b1) = (w0[l], w1[l]);
                     if fused {
                         a00[l] = x0[l].mul_add(b0, a00[l]);
                         a01[l] = x1[l].mul_add(b0, a01[l]);
@@ -162,7 +258,7 @@ fn dot_rows<W: Weight>(x: &[f32], k: usize, w: &[W], out: &mut [f32]) {
                     let rest: f32 = rows[r][tail..]
                         .iter()
                         .zip(&w_row[tail..])
-                        .map(|(a, b)| a * b.widen())
+                        .map(|(a, b)| a * b)
                         .sum();
                     out[half * m + i + r] = acc[r].iter().sum::<f32>() + rest;
                 }
@@ -182,8 +278,8 @@ mod tests {
         // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: to the even one, 1.
         assert_eq!(to_bf16(1.0 + 1.0 / 256.0), 0x3f80);
         assert_eq!(to_bf16(1.0 + 3.0 / 256.0), 0x3f82);
-        assert!(to_bf16(f32::NAN).widen().is_nan());
-        assert_eq!(to_bf16(f32::INFINITY).widen(), f32::INFINITY);
+        assert!(widen(to_bf16(f32::NAN)).is_nan());
+        assert_eq!(widen(to_bf16(f32::INFINITY)), f32::INFINITY);
     }
 
     fn naive(x: &[f32], k: usize, w: &[f32], bias: &[f32]) -> Vec<f32> {
@@ -210,6 +306,7 @@ mod tests {
             (9, 40, 2),
             (13, 384, 1536),
             (40, 48, 9),
+            (7, 24, 40),
         ] {
             let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 10.0).collect();
             let w: Vec<f32> = (0..n * k).map(|i| ((i * 5 % 19) as f32 - 9.0) / 10.0).collect();
@@ -223,16 +320,25 @@ mod tests {
                     "{m}x{k}x{n}: {g} vs {e}"
                 );
             }
-            // Halved weights: the same product of the rounded weights.
-            let half: Vec<u16> = w.iter().map(|&v| to_bf16(v)).collect();
-            let rounded: Vec<f32> = half.iter().map(|v| v.widen()).collect();
-            let got = linear(&x, k, Matrix::Bf16(&half), &bias);
+            // Halved weights in panels: the same product of the rounded weights, by the
+            // AVX-512 blocks and by the narrower targets' ones alike.
+            let panels: Vec<u16> = to_panels(&w, k).collect();
+            assert_eq!(panels.len(), panels_len(n, k));
+            let rounded: Vec<f32> = w.iter().map(|&v| widen(to_bf16(v))).collect();
             let want = naive(&x, k, &rounded, &bias);
-            for (g, e) in got.iter().zip(&want) {
-                assert!(
-                    (g - e).abs() <= 1e-3 * e.abs().max(1.0),
-                    "bf16 {m}x{k}x{n}: {g} vs {e}"
-                );
+            let narrow = {
+                let mut out = vec![0f32; m * n];
+                panel_block::<4, 1>(&x, k, &panels, &bias, &mut out, false);
+                out
+            };
+            for got in [linear(&x, k, Matrix::Panels(&panels), &bias), narrow] {
+                assert_eq!(got.len(), want.len());
+                for (g, e) in got.iter().zip(&want) {
+                    assert!(
+                        (g - e).abs() <= 1e-3 * e.abs().max(1.0),
+                        "panels {m}x{k}x{n}: {g} vs {e}"
+                    );
+                }
             }
         }
     }
