@@ -41,6 +41,9 @@ fn embed(c: &mut Criterion) {
     });
     let batch: Vec<&str> = std::iter::repeat_n(memory, 32).collect();
     c.bench_function("32 memories, batched", |b| b.iter(|| model.embed_batch(&batch)));
+    c.bench_function("32 memories, batched, halved weights", |b| {
+        b.iter(|| halved.embed_batch(&batch))
+    });
 }
 
 criterion_group!(benches, embed);

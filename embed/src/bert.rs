@@ -9,7 +9,9 @@ use std::path::Path;
 use crate::error::EmbedError;
 use crate::halved::Halved;
 use crate::kernel::{linear, panels_len, Matrix};
+use crate::math::{dot, gelu, softmax, sum};
 use crate::model::{Config, ModelFiles, Pooling, Tensor, Weights};
+use multiversion::multiversion;
 
 /// `nn.Linear`: `[out, in]` weights and an `[out]` bias.
 struct Dense {
@@ -195,7 +197,7 @@ impl Bert {
             add(&mut x, &dense(&context, &layer.attention_out));
             self.norm(&mut x, &layer.attention_norm, f);
             let mut inner = dense(&x, &layer.up);
-            inner.iter_mut().for_each(|v| *v = gelu(*v));
+            gelu(&mut inner);
             add(&mut x, &dense(&inner, &layer.down));
             self.norm(&mut x, &layer.out_norm, f);
         }
@@ -227,27 +229,7 @@ impl Bert {
 
     /// Scaled dot-product self-attention, head by head, every token seeing every other.
     fn attention(&self, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32]) {
-        let h = self.hidden;
-        let d = h / self.heads;
-        let n = q.len() / h;
-        let scale = 1.0 / (d as f32).sqrt();
-        let mut scores = vec![0f32; n];
-        for head in 0..self.heads {
-            let cols = head * d..(head + 1) * d;
-            for i in 0..n {
-                let qi = &q[i * h..][cols.clone()];
-                for (j, score) in scores.iter_mut().enumerate() {
-                    let kj = &k[j * h..][cols.clone()];
-                    *score = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>() * scale;
-                }
-                softmax(&mut scores);
-                let oi = &mut out[i * h..][cols.clone()];
-                for (j, p) in scores.iter().enumerate() {
-                    let vj = &v[j * h..][cols.clone()];
-                    oi.iter_mut().zip(vj).for_each(|(o, v)| *o += p * v);
-                }
-            }
-        }
+        attention(q, k, v, out, self.hidden, self.heads);
     }
 
     fn norm(&self, x: &mut [f32], norm: &Norm, f: &[f32]) {
@@ -255,32 +237,58 @@ impl Bert {
             &f[norm.weight.start..][..norm.weight.len],
             &f[norm.bias.start..][..norm.bias.len],
         );
-        for row in x.chunks_exact_mut(self.hidden) {
-            let mean = row.iter().sum::<f32>() / self.hidden as f32;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / self.hidden as f32;
-            let inv = 1.0 / (var + self.eps).sqrt();
-            for ((v, w), b) in row.iter_mut().zip(weight).zip(bias) {
-                *v = (*v - mean) * inv * w + b;
+        layer_norm(x, self.hidden, weight, bias, self.eps);
+    }
+}
+
+/// [`Bert::attention`], compiled for the wider vector units too.
+///
+/// Each head's keys are first transposed, so that a token's scores against every other are
+/// sums of whole rows (vectorized across the tokens) rather than one short dot product each.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn attention(q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], h: usize, heads: usize) {
+    let d = h / heads;
+    let n = q.len() / h;
+    let scale = 1.0 / (d as f32).sqrt();
+    let mut scores = vec![0f32; n];
+    let mut keys = vec![0f32; d * n];
+    for head in 0..heads {
+        let cols = head * d..(head + 1) * d;
+        for (j, key) in k.chunks_exact(h).enumerate() {
+            for (c, value) in key[cols.clone()].iter().enumerate() {
+                keys[c * n + j] = *value;
             }
+        }
+        for i in 0..n {
+            scores.fill(0.0);
+            for (qc, keys) in q[i * h..][cols.clone()].iter().zip(keys.chunks_exact(n)) {
+                let qc = qc * scale;
+                scores.iter_mut().zip(keys).for_each(|(s, k)| *s += qc * k);
+            }
+            softmax(&mut scores);
+            let oi = &mut out[i * h..][cols.clone()];
+            for (j, p) in scores.iter().enumerate() {
+                let vj = &v[j * h..][cols.clone()];
+                oi.iter_mut().zip(vj).for_each(|(o, v)| *o += p * v);
+            }
+        }
+    }
+}
+
+/// `nn.LayerNorm` of each `h`-long row of `x`, compiled for the wider vector units too.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn layer_norm(x: &mut [f32], h: usize, weight: &[f32], bias: &[f32], eps: f32) {
+    for row in x.chunks_exact_mut(h) {
+        let mean = sum(row) / h as f32;
+        row.iter_mut().for_each(|v| *v -= mean);
+        let var = dot(row, row) / h as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, w), b) in row.iter_mut().zip(weight).zip(bias) {
+            *v = *v * inv * w + b;
         }
     }
 }
 
 fn add(x: &mut [f32], y: &[f32]) {
     x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
-}
-
-fn softmax(scores: &mut [f32]) {
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
-    for s in scores.iter_mut() {
-        *s = (*s - max).exp();
-        sum += *s;
-    }
-    scores.iter_mut().for_each(|s| *s /= sum);
-}
-
-/// The exact GELU, `x · Φ(x)`, which BERT was trained with (not the tanh approximation).
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
 }

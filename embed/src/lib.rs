@@ -41,6 +41,7 @@ mod cache;
 mod error;
 mod halved;
 mod kernel;
+mod math;
 mod model;
 mod tokenizer;
 
