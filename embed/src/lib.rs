@@ -23,10 +23,11 @@
 //! - loading: about 1.1–1.4 ms in a warm process, 1.6–3.4 ms as a new process's first step.
 //!   The weights are memory-mapped, not read, so a one-shot process pays for the pages its
 //!   first sentence touches; the vocabulary is a table of ids into `vocab.txt`'s text.
-//! - one 6-word query: 9.4 ms on one thread with the file's `f32` weights, 5.3 ms with them
-//!   halved ([`Embedder::load_cached`]); 11–14 ms halved as a new process's first sentence.
-//! - a memory-sized sentence (17 words): 19.3 ms (`f32`), 16.4 ms (halved); 32 of them
-//!   through [`Embedder::embed_batch`]: about 220 ms on two cores.
+//! - one 6-word query: 8.1 ms on one thread with the file's `f32` weights, 2.9 ms with them
+//!   halved ([`Embedder::load_cached`]); 6.4–7.5 ms halved (14 tokens) as a new process's
+//!   first sentence, which also faults the weights' pages in.
+//! - a memory-sized sentence (17 words): 18.7 ms (`f32`), 7.4 ms (halved); 32 of them
+//!   through [`Embedder::embed_batch`]: about 140 ms halved on two cores.
 //!
 //! Vectors have unit length, so [`cosine`] is their dot product. [`Embedder::id`] names the
 //! model by a digest of the files that decide its vectors: store it beside them, and recompute
