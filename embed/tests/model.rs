@@ -199,7 +199,8 @@ fn halved_weights_give_the_same_vectors_and_the_same_ranks() {
     for ((text, a), b) in texts.iter().zip(&a).zip(&b) {
         assert!(cosine(a, b) > 0.9995, "{text:?}: {}", cosine(a, b));
     }
-    // One sentence (the skinny kernel) agrees with the batch (the GEMM) on the halved weights.
+    // One sentence alone agrees with the same sentence stacked in a batch (other row blocks,
+    // other remainders) on the halved weights.
     let one = halved.embed(texts[3]);
     assert!(cosine(&one, &b[3]) > 0.99999);
 }
