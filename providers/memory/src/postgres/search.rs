@@ -30,8 +30,14 @@ pub(super) async fn list(
         ListOrder::Importance => "importance DESC, created_at DESC, id",
     };
     let category = options.category.map(|c| c.as_str());
+    // A category is compared as such, as on SQLite (where the `IS NULL OR` form kept the plan
+    // off the category index); a plan made before the values are known can use the index.
+    let in_category = match category {
+        Some(_) => "category = $2",
+        None => "$2::text IS NULL",
+    };
     let sql = format!(
-        "SELECT {COLS} FROM project_memories WHERE project_path = $1 AND ($2::text IS NULL OR category = $2)
+        "SELECT {COLS} FROM project_memories WHERE project_path = $1 AND {in_category}
          AND ($5 OR superseded_by IS NULL)
          ORDER BY {order} LIMIT $3 OFFSET $4"
     );

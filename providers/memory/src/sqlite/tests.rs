@@ -214,6 +214,39 @@ fn list_filters_pages_and_orders() {
 }
 
 #[test]
+fn a_category_listing_reads_the_category_index() {
+    // The essentials are two such listings on every request: the plan goes straight to the
+    // category's most important memories, whatever the project's size (it used to walk the
+    // project's memories by importance and skip the other categories').
+    let (_dir, db, _clock) = open();
+    let options = ListOptions {
+        category: Some(MemoryCategory::Correction),
+        order: ListOrder::Importance,
+        limit: 25,
+        ..Default::default()
+    };
+    let plan: Vec<String> = db
+        .read(|tx| {
+            let sql = format!("EXPLAIN QUERY PLAN {}", super::search::list_statement(&options));
+            let mut stmt = tx.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params![P, "correction", 25, 0, false], |r| {
+                r.get::<_, String>(3)
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("idx_project_memories_category")),
+        "{plan:?}"
+    );
+    assert!(
+        !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+        "no sort: {plan:?}"
+    );
+}
+
+#[test]
 fn scores_follow_the_seed_formula_by_hand() {
     for mode in MODES {
         scores_follow_the_seed_formula_by_hand_in(mode);
