@@ -1,11 +1,12 @@
 //! The dense layers' weights halved to bfloat16, laid out in the kernel's panels and kept in a
 //! cache file ([`Embedder::load_cached`](crate::Embedder::load_cached)).
 //!
-//! A sentence's products spend most of their time streaming the weights (42 MB of `f32` for
-//! all-MiniLM-L6-v2), and a new process first faults their pages in. Halved, both take about
-//! half as long; the vectors agree with the `f32` ones to a cosine of 0.9995 or better, inside
-//! what a stored vector keeps. The file is built once per model, from the mapped `f32`
-//! weights, and replaced by rename, so a process that maps it never sees it change.
+//! A sentence's products read every weight (42 MB of `f32` for all-MiniLM-L6-v2), and a new
+//! process first faults their pages in. Halved, both are half the bytes, and in panels the
+//! kernel reads them in the order it multiplies them; the vectors agree with the `f32` ones to
+//! a cosine of 0.9995 or better, inside what a stored vector keeps. The file is built once per
+//! model, from the mapped `f32` weights, and replaced by rename, so a process that maps it
+//! never sees it change.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -30,9 +31,8 @@ pub(crate) struct Halved {
 impl Halved {
     /// The copy kept under `key` in the folder `cache` when it holds the panels of `sources`
     /// (the `f32` weights of every dense layer, in order, each with its row length), else
-    /// built from them first. `None`
-    /// when it can neither be read nor written (a read-only cache folder): the model then
-    /// computes with the `f32` weights.
+    /// built from them first. `None` when it can neither be read nor written (a read-only
+    /// cache folder): the model then computes with the `f32` weights.
     pub(crate) fn open_or_build(cache: &Path, key: &str, sources: &[(&[f32], usize)]) -> Option<Self> {
         let path = cache.join(format!("{PREFIX}{key}{SUFFIX}"));
         let count = sources.iter().map(|&(w, k)| panels_len(w.len() / k, k)).sum();

@@ -10,7 +10,7 @@ use multiversion::multiversion;
 /// `eˣ = 2ⁿ · eʳ` with `n = round(x / ln 2)` and `|r| ≤ ln 2 / 2`; `eʳ` by its Taylor series to
 /// the 7th power (remainder below 2⁻²⁴ there), `2ⁿ` built in the exponent bits.
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
+fn exp(x: f32) -> f32 {
     // ln 2 split in two, so that `n · LN2_HIGH` is exact and `r` keeps its low bits.
     const LN2_HIGH: f32 = 0.693_359_4;
     const LN2_LOW: f32 = -2.121_944_4e-4;
@@ -114,7 +114,7 @@ pub(crate) fn softmax(scores: &mut [f32]) {
 mod tests {
     use super::*;
 
-    /// Every `step`-th `f32` from `low` to `high`.
+    /// `count + 1` evenly spaced values from `low` to `high`.
     fn grid(low: f32, high: f32, count: usize) -> impl Iterator<Item = f32> {
         (0..=count).map(move |i| low + (high - low) * i as f32 / count as f32)
     }
