@@ -247,6 +247,31 @@ fn a_category_listing_reads_the_category_index() {
 }
 
 #[test]
+fn a_one_project_export_reads_that_project_by_its_index() {
+    // Exporting one project of a shared database reads that project's rows, never the others'.
+    let (_dir, db, _clock) = open();
+    let scope = super::transfer::export_scope(Some(P));
+    for (table, index) in [
+        ("project_memories", "project_path"),
+        ("episodic_records", "idx_episodic_records_project"),
+        ("memory_history", "idx_memory_history_project"),
+    ] {
+        let plan: Vec<String> = db
+            .read(|tx| {
+                let sql = format!("EXPLAIN QUERY PLAN SELECT * FROM {table} WHERE {scope}");
+                let mut stmt = tx.prepare(&sql)?;
+                let rows = stmt.query_map(rusqlite::params![P], |r| r.get::<_, String>(3))?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            })
+            .unwrap();
+        assert!(
+            plan.iter().all(|step| !step.starts_with("SCAN")) && plan.iter().any(|step| step.contains(index)),
+            "{table}: {plan:?}"
+        );
+    }
+}
+
+#[test]
 fn scores_follow_the_seed_formula_by_hand() {
     for mode in MODES {
         scores_follow_the_seed_formula_by_hand_in(mode);

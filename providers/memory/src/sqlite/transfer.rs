@@ -12,11 +12,12 @@ impl MemoryDb {
     /// Every memory (oldest first), episodic record and history entry (oldest first) of a
     /// project, or of all projects.
     pub(crate) fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
+        let scope = export_scope(project);
         self.read(|tx| {
             let mut out: Vec<ExportRecord> = select_entries(
                 tx,
                 &format!(
-                    "SELECT {COLS} FROM project_memories WHERE ?1 IS NULL OR project_path = ?1
+                    "SELECT {COLS} FROM project_memories WHERE {scope}
                      ORDER BY project_path, created_at, id"
                 ),
                 params![project],
@@ -27,17 +28,17 @@ impl MemoryDb {
                 ExportRecord::Memory(e)
             })
             .collect();
-            let mut stmt = tx.prepare_cached(
+            let mut stmt = tx.prepare_cached(&format!(
                 "SELECT id, project_path, session_id, record_type, task_summary, approach_summary,
                         outcome_summary, tools_used, keywords, created_at
-                 FROM episodic_records WHERE ?1 IS NULL OR project_path = ?1
-                 ORDER BY project_path, created_at, id",
-            )?;
+                 FROM episodic_records WHERE {scope}
+                 ORDER BY project_path, created_at, id"
+            ))?;
             for e in stmt.query_map(params![project], row_to_episode)? {
                 out.push(ExportRecord::Episode(e?));
             }
             let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {HISTORY_COLS} FROM memory_history WHERE ?1 IS NULL OR project_path = ?1 ORDER BY id"
+                "SELECT {HISTORY_COLS} FROM memory_history WHERE {scope} ORDER BY id"
             ))?;
             for h in stmt.query_map(params![project], row_to_history)? {
                 let mut h = h?;
@@ -48,5 +49,16 @@ impl MemoryDb {
             }
             Ok(out)
         })
+    }
+}
+
+/// Which rows an export of `project` (or of every project, for `None`) reads, with `?1` the
+/// project: the path compared as such when there is one, so that each table's index on it
+/// serves a one-project export (`?1 IS NULL OR project_path = ?1` is planned before the value
+/// is known, and read every project's rows).
+pub(super) fn export_scope(project: Option<&str>) -> &'static str {
+    match project {
+        Some(_) => "project_path = ?1",
+        None => "?1 IS NULL",
     }
 }
