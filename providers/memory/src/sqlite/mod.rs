@@ -48,6 +48,19 @@ pub use store::SqliteMemoryStore;
 /// Connections kept open for reuse.
 const POOL_SIZE: usize = 4;
 
+/// The condition `column = param` when a value is bound to `param`, else `param IS NULL`
+/// (true: the value bound is NULL). Written per case, not as `(param IS NULL OR column =
+/// param)`: SQLite plans a statement before its values are known, and that form kept it off
+/// the index on `column` (the essentials' two pages at 100,000 memories read 227 pages instead
+/// of 81; a one-project export read every project's rows).
+fn equal_if_given(column: &str, param: &str, given: bool) -> String {
+    if given {
+        format!("{column} = {param}")
+    } else {
+        format!("{param} IS NULL")
+    }
+}
+
 /// A JSON array of strings or numbers: how keywords are stored, and how a list is passed to
 /// one statement (`IN (SELECT value FROM json_each(?))`). Serializing these never fails.
 fn json_array(items: impl serde::Serialize) -> String {

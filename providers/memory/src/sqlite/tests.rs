@@ -250,7 +250,7 @@ fn a_category_listing_reads_the_category_index() {
 fn a_one_project_export_reads_that_project_by_its_index() {
     // Exporting one project of a shared database reads that project's rows, never the others'.
     let (_dir, db, _clock) = open();
-    let scope = super::transfer::export_scope(Some(P));
+    let scope = super::equal_if_given("project_path", "?1", true);
     for (table, index) in [
         ("project_memories", "project_path"),
         ("episodic_records", "idx_episodic_records_project"),

@@ -4,7 +4,7 @@ use rusqlite::params;
 
 use super::history::{row_to_history, HISTORY_COLS};
 use super::rows::{row_to_episode, select_entries, COLS};
-use super::MemoryDb;
+use super::{equal_if_given, MemoryDb};
 use crate::error::Result;
 use crate::transfer::ExportRecord;
 
@@ -12,7 +12,8 @@ impl MemoryDb {
     /// Every memory (oldest first), episodic record and history entry (oldest first) of a
     /// project, or of all projects.
     pub(crate) fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        let scope = export_scope(project);
+        // The project's rows through each table's index on its path ([`equal_if_given`]).
+        let scope = equal_if_given("project_path", "?1", project.is_some());
         self.read(|tx| {
             let mut out: Vec<ExportRecord> = select_entries(
                 tx,
@@ -49,16 +50,5 @@ impl MemoryDb {
             }
             Ok(out)
         })
-    }
-}
-
-/// Which rows an export of `project` (or of every project, for `None`) reads, with `?1` the
-/// project: the path compared as such when there is one, so that each table's index on it
-/// serves a one-project export (`?1 IS NULL OR project_path = ?1` is planned before the value
-/// is known, and read every project's rows).
-pub(super) fn export_scope(project: Option<&str>) -> &'static str {
-    match project {
-        Some(_) => "project_path = ?1",
-        None => "?1 IS NULL",
     }
 }
