@@ -77,7 +77,7 @@ pub(crate) fn embeddings() -> Result<Option<PathBuf>, CliError> {
 }
 
 /// Where the skills' description vectors are kept between processes (the semantic fallback's
-/// and the skill learner's: a [`ctxkit_embed::VectorCache`]), in the cache folder; `None`
+/// and the skill learner's: a `VectorCache` of `ctxkit-embed`), in the cache folder; `None`
 /// without one.
 pub(crate) fn vector_cache_file() -> Option<PathBuf> {
     crate::places::cache_dir().map(|cache| cache.join("skill-vectors.bin"))
