@@ -105,8 +105,7 @@ async fn build(args: &McpArgs) -> Result<CtxkitServer, CliError> {
     let dir = crate::setup::current_dir()?;
     let config = Config::load(&dir)?;
     let db = memory_db_path(args.memory.as_deref())?;
-    let options = ctxkit_memory::OpenOptions::default().search_index(ctxkit_memory::SearchIndex::Background);
-    let store = open_store_with(Some(&db), options)?;
+    let store = open_store_with(Some(&db), ctxkit_memory::SearchIndex::Background)?;
     let project = match &args.project {
         Some(p) => normalize_project(p),
         None => default_project()?,

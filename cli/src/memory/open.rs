@@ -97,23 +97,12 @@ impl Store {
 /// Open the store at `db`, or at the default place (creating a file's folder), for one
 /// command: SQLite searches use the on-disk full-text index only.
 pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
-    open_store_with(db, OpenOptions::default().search_index(SearchIndex::Off))
+    open_store_with(db, SearchIndex::Off)
 }
 
-/// [`open_store`] for a hook, run for every prompt: a SQLite store leaves what it wrote in the
-/// log for a later write to copy into the database (see [`OpenOptions::checkpoint_on_close`]),
-/// rather than copying and syncing it as every prompt's process ends.
-pub(crate) fn open_store_per_prompt(db: Option<&Path>) -> Result<Store, CliError> {
-    let options = OpenOptions::default()
-        .search_index(SearchIndex::Off)
-        .checkpoint_on_close(false);
-    open_store_with(db, options)
-}
-
-/// Open the store at `db` (or the default place) with `options` and the configured embedding
-/// model.
-pub(crate) fn open_store_with(db: Option<&Path>, mut options: OpenOptions) -> Result<Store, CliError> {
+pub(crate) fn open_store_with(db: Option<&Path>, mode: SearchIndex) -> Result<Store, CliError> {
     let db = memory_db_path(db)?;
+    let mut options = OpenOptions::default().search_index(mode);
     if let Some(model) = crate::embeddings::embedder()? {
         options = options.embeddings(model);
     }
@@ -241,8 +230,7 @@ pub(crate) fn open_hook(
     project: &str,
     extraction_model: Option<Arc<dyn ChatModel>>,
 ) -> Result<MemoryHook, CliError> {
-    let options = OpenOptions::default().search_index(SearchIndex::Background);
-    let store = open_store_with(Some(db), options)?.shared();
+    let store = open_store_with(Some(db), SearchIndex::Background)?.shared();
     let hook = MemoryHook::new(store.clone()).with_project(normalize_project(project));
     Ok(match extraction_model {
         Some(model) => hook.with_extractor(MemoryExtractor::new(model, store)),

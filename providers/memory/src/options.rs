@@ -17,7 +17,6 @@ pub struct OpenOptions {
     vector_candidate_limit: usize,
     search_index: SearchIndex,
     read_only: bool,
-    checkpoint_on_close: bool,
     /// The sentence-embedding model, when one is configured.
     pub(crate) semantic: Option<crate::vectors::Semantic>,
     /// Removed memories' slots an in-memory index keeps beyond its live ones before it is
@@ -55,7 +54,6 @@ impl Default for OpenOptions {
             vector_candidate_limit: crate::sketches::PICKED,
             search_index: SearchIndex::default(),
             read_only: false,
-            checkpoint_on_close: true,
             semantic: None,
             worn_slack: 1024,
         }
@@ -96,11 +94,6 @@ impl OpenOptions {
     /// Whether writes are refused.
     pub(crate) fn is_read_only(&self) -> bool {
         self.read_only
-    }
-
-    /// Whether the last SQLite connection to close copies the log into the database.
-    pub(crate) fn checkpoints_on_close(&self) -> bool {
-        self.checkpoint_on_close
     }
 
     /// Take "now" from this clock instead of the system's, to simulate days passing (decay,
@@ -156,22 +149,6 @@ impl OpenOptions {
     /// cannot be written).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
-        self
-    }
-
-    /// SQLite: whether the last connection to close copies the write-ahead log into the
-    /// database file and deletes it (default `true`: the file alone then holds everything).
-    ///
-    /// `false` suits a process that opens the store for one request and ends, such as an
-    /// agent hook run for every prompt: its few written pages (the accesses it counted) stay in
-    /// the log, and SQLite copies the log into the database once it holds 1,000 pages, in the
-    /// write that reaches them — one copy and one `fsync` for dozens of processes instead of
-    /// one each, with the log file and its index kept rather than created and deleted every
-    /// time. Nothing committed is at risk: the log is part of the database. But a copy of the
-    /// database file alone may then miss the latest writes; copy the `-wal` file with it, or
-    /// export. PostgreSQL ignores this setting.
-    pub fn checkpoint_on_close(mut self, checkpoint: bool) -> Self {
-        self.checkpoint_on_close = checkpoint;
         self
     }
 }

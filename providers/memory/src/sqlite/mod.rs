@@ -36,7 +36,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::{MemoryError, Result};
@@ -244,10 +243,6 @@ impl MemoryDb {
             .map_err(open_err)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(open_err)?;
-        if !self.inner.options.checkpoints_on_close() {
-            conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
-                .map_err(open_err)?;
-        }
         Ok(conn)
     }
 

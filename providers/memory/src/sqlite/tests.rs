@@ -272,38 +272,6 @@ fn a_one_project_export_reads_that_project_by_its_index() {
 }
 
 #[test]
-fn a_store_closed_without_a_checkpoint_keeps_its_writes_in_the_log() {
-    for checkpoint in [true, false] {
-        let dir = tempfile::tempdir().unwrap();
-        let (path, log) = (dir.path().join("memory.db"), dir.path().join("memory.db-wal"));
-        let options = OpenOptions::default()
-            .search_index(SearchIndex::Off)
-            .checkpoint_on_close(checkpoint);
-        let db = MemoryDb::open_with(&path, options).unwrap();
-        let id = db
-            .add(new("Deploys go through the staging cluster first"))
-            .unwrap()
-            .id;
-        drop(db);
-        let logged = std::fs::metadata(&log).map_or(0, |m| m.len());
-        if checkpoint {
-            assert_eq!(logged, 0, "the last connection copied the log into the database");
-        } else {
-            assert!(logged > 0, "the write stayed in the log");
-        }
-        // Either way the write is there for the next process, which copies the log in when
-        // it closes last with the default.
-        let db = MemoryDb::open_with(&path, OpenOptions::default()).unwrap();
-        assert!(
-            db.get(&id).unwrap().is_some(),
-            "checkpoint on close: {checkpoint}"
-        );
-        drop(db);
-        assert!(!log.exists());
-    }
-}
-
-#[test]
 fn scores_follow_the_seed_formula_by_hand() {
     for mode in MODES {
         scores_follow_the_seed_formula_by_hand_in(mode);
