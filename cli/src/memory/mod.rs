@@ -127,9 +127,10 @@ pub(crate) enum MemoryCommand {
     },
     /// Merge memories that say the same thing (cosine above 0.90).
     Compact,
-    /// Give every memory of the project a sentence vector of the embedding model
-    /// (--embeddings, $CTXKIT_EMBEDDINGS or the user config's [memory] embeddings): those
-    /// written before it was configured, or by another model. Progress goes to stderr.
+    /// Store the search terms of the project's memories written by a version of ctxkit that
+    /// did not, and give every memory a sentence vector of the embedding model (--embeddings,
+    /// $CTXKIT_EMBEDDINGS or the user config's [memory] embeddings) when one is configured:
+    /// those written before it was, or by another model. Progress goes to stderr.
     Reindex,
     /// Counts by category.
     Stats {
@@ -188,6 +189,9 @@ async fn get_in(store: &Store, id: &str, project: &str) -> Result<MemoryEntry, C
 
 /// Memories embedded and written per transaction by `reindex` (about a second of work each).
 const REINDEX_PAGE: usize = 256;
+/// Memories whose terms `reindex` stores per transaction: tokenizing is quick, and each page
+/// walks the project's rows from the first.
+const TERMS_PAGE: usize = 10_000;
 
 /// Run one `ctxkit memory` command.
 pub(crate) async fn run(args: MemoryArgs) -> Result<(), CliError> {
@@ -291,6 +295,20 @@ async fn execute(
             store.compact(project).await?
         )?,
         MemoryCommand::Reindex => {
+            let mut stored = 0;
+            loop {
+                let step = store.fill_terms(project, TERMS_PAGE).await?;
+                if step == 0 {
+                    break;
+                }
+                stored += step;
+                eprintln!("stored the terms of {stored} memories…");
+            }
+            writeln!(out, "stored the terms of {stored} memories")?;
+            if crate::embeddings::embedder()?.is_none() {
+                eprintln!("no sentence-embedding model is configured (--embeddings DIR): no vectors given");
+                return Ok(());
+            }
             let mut done = 0;
             loop {
                 let step = store.embed_missing(project, REINDEX_PAGE).await?;

@@ -86,6 +86,13 @@ impl Store {
         }
     }
 
+    pub(crate) async fn fill_terms(&self, project: &str, limit: usize) -> ctxkit_memory::Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.fill_terms(project, limit).await,
+            Store::Postgres(s) => s.fill_terms(project, limit).await,
+        }
+    }
+
     pub(crate) async fn stats(&self, project: &str) -> ctxkit_memory::Result<MemoryStats> {
         match self {
             Store::Sqlite(s) => s.stats(project).await,

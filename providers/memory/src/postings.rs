@@ -34,7 +34,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::retrieval::{Candidate, W_IMPORTANCE, W_KEYWORDS, W_SIMILARITY};
-use crate::text::{keyword_terms, terms};
+use crate::text::{keyword_terms, terms, MemoryTerms};
 use crate::types::{MemoryCategory, MemoryEntry};
 
 /// Fixed-point scale of an impact.
@@ -99,6 +99,10 @@ pub(crate) fn merge(lists: &[(f32, Vec<(i64, i64)>)]) -> Vec<i64> {
     order.into_iter().map(|(num, _)| num).collect()
 }
 
+/// A row read for candidates: its number, its memory and its stored terms (`None` for a row
+/// written before terms were stored).
+pub(crate) type CandidateRow = (i64, MemoryEntry, Option<MemoryTerms>);
+
 /// The candidates a search keeps, offered in [`merge`] order: the first `limit` the filter
 /// passes, tokenized once, and the terms of theirs whose document frequencies are still to read.
 pub(crate) struct Kept<'a> {
@@ -128,26 +132,31 @@ impl<'a> Kept<'a> {
 
     /// Offer the rows read for `round`, a slice of [`merge`] order, in that order (a backend
     /// reads a round's rows in one statement, in whatever order they come).
-    pub(crate) fn offer_round(&mut self, round: &[i64], rows: impl IntoIterator<Item = (i64, MemoryEntry)>) {
-        let mut by_num: HashMap<i64, MemoryEntry> = rows.into_iter().collect();
+    pub(crate) fn offer_round(&mut self, round: &[i64], rows: impl IntoIterator<Item = CandidateRow>) {
+        let mut by_num: HashMap<i64, (MemoryEntry, Option<MemoryTerms>)> = rows
+            .into_iter()
+            .map(|(num, entry, terms)| (num, (entry, terms)))
+            .collect();
         for num in round {
-            if let Some(entry) = by_num.remove(num) {
-                self.offer(*num, entry);
+            if let Some((entry, terms)) = by_num.remove(num) {
+                self.offer(*num, entry, terms);
             }
         }
     }
 
-    /// Keep the memory of row `num` if there is room and the filter passes it.
-    pub(crate) fn offer(&mut self, num: i64, entry: MemoryEntry) {
+    /// Keep the memory of row `num` (with its stored terms, if any) if there is room and the
+    /// filter passes it.
+    pub(crate) fn offer(&mut self, num: i64, entry: MemoryEntry, terms: Option<MemoryTerms>) {
         if self.is_full() || !self.filter.keeps(&entry) {
             return;
         }
-        let candidate = Candidate::new(num, entry);
+        let candidate = Candidate::new(num, entry, terms);
         // A memory sharing no word with the query has a text similarity of 0 whatever its
         // terms' frequencies (a memory found by meaning alone, say): only one that shares a
         // word needs them read.
-        if candidate.terms.iter().any(|t| self.known.contains(t)) {
-            let new = candidate.terms.iter().filter(|t| !self.known.contains(*t));
+        let content = &candidate.terms.content;
+        if content.iter().any(|t| self.known.contains(t)) {
+            let new = content.iter().filter(|t| !self.known.contains(*t));
             self.new_terms.extend(new.cloned());
         }
         self.candidates.push(candidate);
@@ -251,13 +260,13 @@ mod tests {
         let mut kept = Kept::new(&filter, &known, 2);
         // A round's rows come in any order and are offered in the round's.
         let rows = [
-            (3, memory("yarn berry pnpm", &[], 0.5)),
-            (1, memory("pnpm lockfile", &[], 0.1)), // under the floor
-            (2, memory("pnpm workspaces", &[], 0.5)),
+            (3, memory("yarn berry pnpm", &[], 0.5), None),
+            (1, memory("pnpm lockfile", &[], 0.1), None), // under the floor
+            (2, memory("pnpm workspaces", &[], 0.5), None),
         ];
         kept.offer_round(&[1, 2, 3], rows);
         assert!(kept.is_full());
-        kept.offer(4, memory("cargo build", &[], 0.9)); // no room left
+        kept.offer(4, memory("cargo build", &[], 0.9), None); // no room left
         let nums: Vec<i64> = kept.candidates.iter().map(|c| c.num).collect();
         assert_eq!(nums, [2, 3]);
         // The kept memories' terms, less the known ones: not the refused memories'.
@@ -274,9 +283,41 @@ mod tests {
         };
         let known: BTreeSet<String> = ["pnpm".to_string()].into();
         let mut kept = Kept::new(&filter, &known, 2);
-        kept.offer(1, memory("install packages with the workspace tool", &[], 0.5));
+        kept.offer(
+            1,
+            memory("install packages with the workspace tool", &[], 0.5),
+            None,
+        );
         assert_eq!(kept.candidates.len(), 1, "kept: it may be near in meaning");
         assert!(kept.new_terms.is_empty(), "{:?}", kept.new_terms);
+    }
+
+    #[test]
+    fn a_candidate_with_stored_terms_is_not_tokenized_again() {
+        let filter = Filter {
+            project: "/p",
+            min_importance: 0.0,
+            categories: None,
+        };
+        let known: BTreeSet<String> = ["pnpm".to_string()].into();
+        let mut kept = Kept::new(&filter, &known, 2);
+        let entry = memory("pnpm workspaces", &["pnpm"], 0.5);
+        let tokenized = MemoryTerms::of(&entry.content, &entry.keywords);
+        let (content, keywords) = tokenized.stored();
+        assert_eq!(
+            MemoryTerms::read(Some(&content), Some(&keywords)),
+            Some(tokenized)
+        );
+        // Terms as stored are taken as they are: here ones the text does not hold.
+        let stored = MemoryTerms::read(Some("pnpm lockfil"), Some("lockfil")).unwrap();
+        kept.offer(1, entry.clone(), Some(stored.clone()));
+        kept.offer(2, entry, None);
+        assert_eq!(kept.candidates[0].terms, stored);
+        assert_eq!(kept.candidates[1].terms.content, ["pnpm", "workspac"]);
+        let expected: BTreeSet<String> = ["lockfil", "workspac"].map(String::from).into();
+        assert_eq!(kept.new_terms, expected);
+        // A row written before terms were stored has none.
+        assert_eq!(MemoryTerms::read(None, Some("")), None);
     }
 
     #[test]

@@ -17,7 +17,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::clock::days_between;
-use crate::text::{keyword_terms, terms};
+use crate::text::MemoryTerms;
 use crate::types::{MemoryEntry, MemorySearchRequest, MemorySearchResult};
 use crate::vectors::{Blend, Nearest};
 
@@ -85,19 +85,20 @@ pub(crate) fn rarest_terms<'a>(q_terms: &'a [String], vocab: &Vocabulary) -> Vec
     distinct
 }
 
-/// A memory a backend's index found, with its content's terms: tokenized once, for the
-/// vocabulary read and for the score.
+/// A memory a backend's index found, with its terms: read as stored, or tokenized once, for
+/// the vocabulary read and for the score.
 pub(crate) struct Candidate {
     /// Its row number.
     pub(crate) num: i64,
     pub(crate) entry: MemoryEntry,
-    /// [`terms`] of its content.
-    pub(crate) terms: Vec<String>,
+    pub(crate) terms: MemoryTerms,
 }
 
 impl Candidate {
-    pub(crate) fn new(num: i64, entry: MemoryEntry) -> Self {
-        let terms = terms(&entry.content);
+    /// The memory of row `num` with its `stored` terms, or, for a row without them, its terms
+    /// tokenized now.
+    pub(crate) fn new(num: i64, entry: MemoryEntry, stored: Option<MemoryTerms>) -> Self {
+        let terms = stored.unwrap_or_else(|| MemoryTerms::of(&entry.content, &entry.keywords));
         Candidate { num, entry, terms }
     }
 }
@@ -134,8 +135,8 @@ pub(crate) fn rank(
     let mut out: Vec<MemorySearchResult> = candidates
         .into_iter()
         .filter_map(|Candidate { num, entry, terms }| {
-            let similarity = qv.cosine(&vocab.vector(&terms));
-            let keyword_overlap = jaccard(&q_set, &keyword_terms(&entry.keywords));
+            let similarity = qv.cosine(&vocab.vector(&terms.content));
+            let keyword_overlap = jaccard(&q_set, &terms.keywords);
             // The similarity gate: importance and recency alone never surface a memory.
             let shares_words = similarity > 0.0 || keyword_overlap > 0.0;
             let (relevance_score, semantic_similarity) = match meaning {

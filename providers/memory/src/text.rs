@@ -409,6 +409,43 @@ pub(crate) fn keyword_terms<S: AsRef<str>>(keywords: &[S]) -> BTreeSet<String> {
     keywords.iter().flat_map(|k| terms(k.as_ref())).collect()
 }
 
+/// What the index sees of a memory: its content's [`terms`] in order and its
+/// [`keyword_terms`]. Backends store both beside the row ([`MemoryTerms::stored`]) when they
+/// write it, so a search reads its candidates' terms instead of tokenizing each again: stemming
+/// costs about a microsecond a word, and a one-shot process starts with an empty memo (at
+/// 100,000 memories, tokenizing a search's 200 candidates took 1.1–2.4 ms of a hook's time).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct MemoryTerms {
+    pub(crate) content: Vec<String>,
+    pub(crate) keywords: BTreeSet<String>,
+}
+
+impl MemoryTerms {
+    /// Tokenize a memory's content and keywords.
+    pub(crate) fn of(content: &str, keywords: &[String]) -> Self {
+        MemoryTerms {
+            content: terms(content),
+            keywords: keyword_terms(keywords),
+        }
+    }
+
+    /// As a backend stores them: each list joined by spaces (no term holds whitespace).
+    pub(crate) fn stored(&self) -> (String, String) {
+        let keywords: Vec<&str> = self.keywords.iter().map(String::as_str).collect();
+        (self.content.join(" "), keywords.join(" "))
+    }
+
+    /// The terms [`stored`](Self::stored) wrote; `None` for a row written before they were
+    /// stored (its terms are then tokenized from the text, as [`of`](Self::of) does).
+    pub(crate) fn read(content: Option<&str>, keywords: Option<&str>) -> Option<Self> {
+        let (content, keywords) = (content?, keywords?);
+        Some(MemoryTerms {
+            content: content.split_whitespace().map(str::to_string).collect(),
+            keywords: keywords.split_whitespace().map(str::to_string).collect(),
+        })
+    }
+}
+
 /// Cut `text` to at most `max` characters, marking the cut with `…`.
 pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
     if text.chars().count() <= max {

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use deadpool_postgres::Transaction;
 
-use super::rows::{row_to_entry, COLS};
+use super::rows::select_candidates;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::postings::{self, project_key, Filter, Kept};
@@ -66,13 +66,7 @@ pub(super) async fn rows_as_candidates(
     }
     let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
     let mut kept = Kept::new(filter, &q_set, nums.len());
-    let stmt = tx
-        .prepare_cached(&format!(
-            "SELECT {COLS} FROM project_memories WHERE num = ANY($1)"
-        ))
-        .await?;
-    let read = tx.query(&stmt, &[&nums]).await?;
-    kept.offer_round(nums, read.iter().map(row_to_entry).collect::<Result<Vec<_>>>()?);
+    kept.offer_round(nums, select_candidates(tx, nums).await?);
     vocab.extend(frequencies(tx, filter.project, &kept.new_terms).await?);
     Ok(kept.candidates)
 }
@@ -114,17 +108,10 @@ pub(super) async fn candidates(
         }
     }
     let merged = postings::merge(&lists);
-    let rows = tx
-        .prepare_cached(&format!(
-            "SELECT {COLS} FROM project_memories WHERE num = ANY($1)"
-        ))
-        .await?;
     let mut kept = Kept::new(filter, &q_set, limit);
     // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
     for round in merged.chunks(limit.max(1)) {
-        let read = tx.query(&rows, &[&round]).await?;
-        let read = read.iter().map(row_to_entry).collect::<Result<Vec<_>>>()?;
-        kept.offer_round(round, read);
+        kept.offer_round(round, select_candidates(tx, round).await?);
         if kept.is_full() {
             break;
         }

@@ -8,8 +8,8 @@ use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 
 use crate::error::{MemoryError, Result};
-use crate::postings::{self, project_key};
-use crate::text::term_set;
+use crate::postings::{self, project_key, CandidateRow};
+use crate::text::{term_set, MemoryTerms};
 use crate::types::*;
 
 pub(super) const COLS: &str =
@@ -61,6 +61,22 @@ pub(super) fn row_to_entry(r: &Row) -> Result<(i64, MemoryEntry)> {
             superseded_at: r.try_get(15)?,
         },
     ))
+}
+
+/// The memories of rows `nums` with their stored terms, for ranking, in no particular order.
+pub(super) async fn select_candidates(tx: &Transaction<'_>, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+    let stmt = tx
+        .prepare_cached(&format!(
+            "SELECT {COLS}, content_terms, keyword_terms FROM project_memories WHERE num = ANY($1)"
+        ))
+        .await?;
+    let mut out = Vec::new();
+    for row in tx.query(&stmt, &[&nums]).await? {
+        let (num, entry) = row_to_entry(&row)?;
+        let (content, keywords): (Option<&str>, Option<&str>) = (row.try_get(16)?, row.try_get(17)?);
+        out.push((num, entry, MemoryTerms::read(content, keywords)));
+    }
+    Ok(out)
 }
 
 /// Rows of a query selecting [`COLS`].
@@ -219,11 +235,12 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
         .prepare_cached(
             "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
                  source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
-                 superseded_by, superseded_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                 superseded_by, superseded_at, content_terms, keyword_terms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
              RETURNING num",
         )
         .await?;
+    let (content_terms, keyword_terms) = MemoryTerms::of(&e.content, &e.keywords).stored();
     Ok(tx
         .query_one(
             &stmt,
@@ -243,6 +260,8 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
                 &e.decayed_at,
                 &e.superseded_by,
                 &e.superseded_at,
+                &content_terms,
+                &keyword_terms,
             ],
         )
         .await?
@@ -269,6 +288,31 @@ pub(super) async fn missing_vectors(
     rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect()
 }
 
+/// Store the terms of up to `limit` memories of a project written before terms were stored
+/// (see [`MemoryTerms`]), in row order; how many it stored.
+pub(super) async fn fill_terms(tx: &Transaction<'_>, project: &str, limit: usize) -> Result<usize> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let missing = tx
+        .query(
+            "SELECT num, content, keywords FROM project_memories
+             WHERE project_path = $1 AND content_terms IS NULL ORDER BY num LIMIT $2",
+            &[&project, &limit],
+        )
+        .await?;
+    let store = tx
+        .prepare_cached("UPDATE project_memories SET content_terms = $2, keyword_terms = $3 WHERE num = $1")
+        .await?;
+    for row in &missing {
+        let (num, content, keywords): (i64, String, String) =
+            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        let (content_terms, keyword_terms) =
+            MemoryTerms::of(&content, &json_list(&keywords, "keywords")?).stored();
+        tx.execute(&store, &[&num, &content_terms, &keyword_terms])
+            .await?;
+    }
+    Ok(missing.len())
+}
+
 /// Store (or, with `None`, clear) the sentence vector of row `num`, if the row still holds
 /// `content`: a vector computed before a write's transaction is never stored over a text that
 /// changed meanwhile.
@@ -293,10 +337,12 @@ pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry)
         .prepare_cached(
             "UPDATE project_memories SET id = $2, project_path = $3, category = $4, content = $5, keywords = $6,
                  importance = $7, access_count = $8, source_session_id = $9, source_context = $10, created_at = $11,
-                 updated_at = $12, last_accessed_at = $13, decayed_at = $14, superseded_by = $15, superseded_at = $16
+                 updated_at = $12, last_accessed_at = $13, decayed_at = $14, superseded_by = $15, superseded_at = $16,
+                 content_terms = $17, keyword_terms = $18
              WHERE num = $1",
         )
         .await?;
+    let (content_terms, keyword_terms) = MemoryTerms::of(&new.content, &new.keywords).stored();
     tx.execute(
         &stmt,
         &[
@@ -316,6 +362,8 @@ pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry)
             &new.decayed_at,
             &new.superseded_by,
             &new.superseded_at,
+            &content_terms,
+            &keyword_terms,
         ],
     )
     .await?;

@@ -22,7 +22,7 @@ use super::rows::{row_to_entry, Postings, COLS};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 7;
+pub(crate) const LATEST: i32 = 8;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -166,7 +166,14 @@ CREATE TABLE memory_sketches (
 );
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const V8: &str = r#"
+-- Each memory's terms as the index sees them, written with the row, as SQLite's v10: a search
+-- reads its candidates' terms instead of tokenizing them again. NULL for rows written before
+-- (tokenized when read, until `fill_terms` stores theirs).
+ALTER TABLE project_memories ADD COLUMN content_terms TEXT, ADD COLUMN keyword_terms TEXT;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {

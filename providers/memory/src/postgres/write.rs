@@ -188,6 +188,14 @@ pub(super) async fn add_episode(store: &PostgresStore, new: NewEpisodicRecord) -
 }
 
 /// Vectors for up to `limit` memories of a project that lack one of the configured model.
+/// Store the terms of up to `limit` memories of a project written without them; how many.
+pub(super) async fn fill_terms(store: &PostgresStore, project: &str, limit: usize) -> Result<usize> {
+    let project = check_project(project)?;
+    write_tx!(store, [project.as_str()], |tx, _now| {
+        super::rows::fill_terms(&tx, &project, limit).await?
+    })
+}
+
 pub(super) async fn embed_missing(store: &PostgresStore, project: &str, limit: usize) -> Result<usize> {
     let project = check_project(project)?;
     let semantic = store

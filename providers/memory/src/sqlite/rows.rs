@@ -5,6 +5,8 @@ use rusqlite::{params, OptionalExtension, Row, Transaction};
 
 use super::{index, json_array};
 use crate::error::{MemoryError, Result};
+use crate::postings::CandidateRow;
+use crate::text::MemoryTerms;
 use crate::types::*;
 
 pub(super) const COLS: &str =
@@ -36,11 +38,12 @@ pub(super) fn id_is_free(tx: &Transaction, id: &str, project: Option<&str>) -> R
 
 /// Insert a complete entry (row and index); returns its row number.
 pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
+    let (content_terms, keyword_terms) = MemoryTerms::of(&e.content, &e.keywords).stored();
     tx.prepare_cached(
         "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
              source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
-             superseded_by, superseded_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+             superseded_by, superseded_at, content_terms, keyword_terms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?
     .execute(params![
         e.id,
@@ -58,6 +61,8 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
         e.decayed_at,
         e.superseded_by,
         e.superseded_at,
+        content_terms,
+        keyword_terms,
     ])?;
     let num = tx.last_insert_rowid();
     index::add(tx, num, e)?;
@@ -66,10 +71,12 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
 
 /// Write every field of `new` over row `num` (which holds `old`) and re-index when needed.
 pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
+    let (content_terms, keyword_terms) = MemoryTerms::of(&new.content, &new.keywords).stored();
     tx.prepare_cached(
         "UPDATE project_memories SET id = ?2, project_path = ?3, category = ?4, content = ?5, keywords = ?6,
              importance = ?7, access_count = ?8, source_session_id = ?9, source_context = ?10, created_at = ?11,
-             updated_at = ?12, last_accessed_at = ?13, decayed_at = ?14, superseded_by = ?15, superseded_at = ?16
+             updated_at = ?12, last_accessed_at = ?13, decayed_at = ?14, superseded_by = ?15, superseded_at = ?16,
+             content_terms = ?17, keyword_terms = ?18
          WHERE num = ?1",
     )?
     .execute(params![
@@ -89,6 +96,8 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
         new.decayed_at,
         new.superseded_by,
         new.superseded_at,
+        content_terms,
+        keyword_terms,
     ])?;
     index::replace(tx, num, old, new)
 }
@@ -108,6 +117,30 @@ pub(super) fn missing_vectors(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = stmt.query_map(params![project, model, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Store the terms of up to `limit` memories of a project written before terms were stored
+/// (see [`MemoryTerms`]), in row order; how many it stored. The table is walked by row number
+/// (`+project_path` keeps SQLite off the project's indexes, which would sort the project).
+pub(super) fn fill_terms(tx: &Transaction, project: &str, limit: usize) -> Result<usize> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let missing: Vec<(i64, String, String)> = tx
+        .prepare_cached(
+            "SELECT num, content, keywords FROM project_memories
+             WHERE +project_path = ?1 AND content_terms IS NULL ORDER BY num LIMIT ?2",
+        )?
+        .query_map(params![project, limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut store = tx.prepare_cached(
+        "UPDATE project_memories SET content_terms = ?2, keyword_terms = ?3 WHERE num = ?1",
+    )?;
+    for (num, content, keywords) in &missing {
+        let keywords: Vec<String> = serde_json::from_str(keywords)
+            .map_err(|e| conversion_error(5, format!("keywords are not a JSON list: {e}")))?;
+        let (content_terms, keyword_terms) = MemoryTerms::of(content, &keywords).stored();
+        store.execute(params![num, content_terms, keyword_terms])?;
+    }
+    Ok(missing.len())
 }
 
 /// Store (or, with `None`, clear) the sentence vector of row `num`, if the row still holds
@@ -165,6 +198,20 @@ pub(super) fn select_entries(
 ) -> Result<Vec<(i64, MemoryEntry)>> {
     let mut stmt = tx.prepare_cached(sql)?;
     let rows = stmt.query_map(params, row_to_entry)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// The memories of rows `nums` with their stored terms, for ranking, in no particular order.
+pub(super) fn select_candidates(tx: &Transaction, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {COLS}, content_terms, keyword_terms FROM project_memories
+         WHERE num IN (SELECT value FROM json_each(?1))"
+    ))?;
+    let rows = stmt.query_map(params![json_array(nums)], |r| {
+        let (num, entry) = row_to_entry(r)?;
+        let stored = MemoryTerms::read(r.get_ref(16)?.as_str_or_null()?, r.get_ref(17)?.as_str_or_null()?);
+        Ok((num, entry, stored))
+    })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 

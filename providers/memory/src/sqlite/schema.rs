@@ -38,7 +38,7 @@ use super::index;
 use super::rows::{select_entries, COLS};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i64 = 9;
+pub(crate) const LATEST: i64 = 10;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -238,7 +238,16 @@ CREATE TABLE memory_sketches (
 ) WITHOUT ROWID;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+const V10: &str = r#"
+-- Each memory's terms as the index sees them (`crate::text::MemoryTerms`), written with the
+-- row, so a search reads its candidates' terms instead of tokenizing them again. NULL for rows
+-- written before: they are tokenized when read, as before, until `fill_terms` stores theirs
+-- (no rewrite here, which at 100,000 memories would outlast a hook's wait).
+ALTER TABLE project_memories ADD COLUMN content_terms TEXT;
+ALTER TABLE project_memories ADD COLUMN keyword_terms TEXT;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {

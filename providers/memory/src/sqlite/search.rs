@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
-use super::json_array;
-use super::rows::{load, select_entries, COLS};
+use super::rows::{load, select_candidates, select_entries, COLS};
 use super::{equal_if_given, index, memindex, sketches, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
@@ -309,14 +308,7 @@ impl MemoryDb {
         let mut kept = Kept::new(filter, &q_set, limit);
         // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
         for round in merged.chunks(limit) {
-            let rows = select_entries(
-                tx,
-                &format!(
-                    "SELECT {COLS} FROM project_memories WHERE num IN (SELECT value FROM json_each(?1))"
-                ),
-                params![json_array(round)],
-            )?;
-            kept.offer_round(round, rows);
+            kept.offer_round(round, select_candidates(tx, round)?);
             if kept.is_full() {
                 break;
             }
@@ -358,14 +350,7 @@ impl MemoryDb {
         if !extra.is_empty() {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
             let mut kept = Kept::new(filter, &q_set, extra.len());
-            let found = select_entries(
-                tx,
-                &format!(
-                    "SELECT {COLS} FROM project_memories WHERE num IN (SELECT value FROM json_each(?1))"
-                ),
-                params![json_array(&extra)],
-            )?;
-            kept.offer_round(&extra, found);
+            kept.offer_round(&extra, select_candidates(tx, &extra)?);
             vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms)?);
             candidates.extend(kept.candidates);
         }

@@ -100,6 +100,16 @@ impl SqliteMemoryStore {
             .await
     }
 
+    /// Store the terms of up to `limit` memories of a project that were written before this
+    /// version stored each memory's terms with it; returns how many, 0 once every memory has
+    /// them. Until then a search tokenizes those memories when it reads them, as before (the
+    /// same results, a little slower). Call it until it returns 0 after an upgrade.
+    pub async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking("fill_terms", move |db| db.fill_terms(&project, limit))
+            .await
+    }
+
     /// Counts for a project: memories by category, accesses, episodes, history entries.
     pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
         let project = project.to_string();

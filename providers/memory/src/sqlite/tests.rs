@@ -433,6 +433,68 @@ fn search_filters_and_counts_access_in(mode: SearchIndex) {
 }
 
 #[test]
+fn memories_without_stored_terms_rank_the_same_until_reindex_stores_them() {
+    let (dir, db, _clock) = open();
+    let mut ids = Vec::new();
+    for text in [
+        "Use pnpm workspaces for the monorepo",
+        "The deploy script runs pnpm install twice",
+        "Workspaces share one lockfile",
+    ] {
+        ids.push(db.add(new(text)).unwrap().id);
+    }
+    let search = || {
+        db.search(&MemorySearchRequest::new(P, "pnpm workspaces").without_touch())
+            .unwrap()
+    };
+    let conn = Connection::open(dir.path().join("memory.db")).unwrap();
+    let stored = || -> Vec<(Option<String>, Option<String>)> {
+        conn.prepare("SELECT content_terms, keyword_terms FROM project_memories ORDER BY num")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    // Written with the row: the content's terms in order, the keywords' terms sorted.
+    let written = stored();
+    assert_eq!(
+        written[0],
+        (
+            Some("use pnpm workspac monorepo".to_string()),
+            Some("monorepo pnpm use workspac".to_string())
+        )
+    );
+    let ranked = search();
+    assert_eq!(ranked.len(), 3);
+
+    // Rows as an older version wrote them rank the same, tokenized when read.
+    conn.execute(
+        "UPDATE project_memories SET content_terms = NULL, keyword_terms = NULL",
+        [],
+    )
+    .unwrap();
+    assert_eq!(search(), ranked);
+    assert_eq!(db.fill_terms(P, 2).unwrap(), 2);
+    assert_eq!(db.fill_terms(P, 2).unwrap(), 1);
+    assert_eq!(db.fill_terms(P, 2).unwrap(), 0);
+    assert_eq!(stored(), written);
+    assert_eq!(search(), ranked);
+
+    // A changed content stores its own terms.
+    let update = MemoryUpdate {
+        content: Some("Use yarn berry for the monorepo".into()),
+        ..MemoryUpdate::default()
+    };
+    db.update(&ids[0], update).unwrap();
+    assert_eq!(stored()[0].0.as_deref(), Some("use yarn berri monorepo"));
+    let yarn = db
+        .search(&MemorySearchRequest::new(P, "yarn").without_touch())
+        .unwrap();
+    assert_eq!(yarn[0].entry.id, ids[0]);
+}
+
+#[test]
 fn unicode_text_is_searchable() {
     for mode in MODES {
         unicode_text_is_searchable_in(mode);

@@ -133,6 +133,13 @@ impl MemoryDb {
         })
     }
 
+    /// Store the terms of up to `limit` memories of a project written before terms were
+    /// stored; how many, 0 once all have theirs.
+    pub(crate) fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
+        let project = check_project(project)?;
+        self.write(|tx, _| rows::fill_terms(tx, &project, limit))
+    }
+
     /// Bump access counts (saturating at [`MAX_ACCESS_COUNT`]) and last-access times: what a
     /// search does to what it returns.
     pub(crate) fn touch(&self, ids: &[String]) -> Result<()> {

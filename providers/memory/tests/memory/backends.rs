@@ -770,7 +770,8 @@ mod postgres_only {
              DROP INDEX project_memories_category;
              DROP INDEX project_memories_vectors;
              DROP TABLE memory_sketches;
-             ALTER TABLE project_memories DROP COLUMN embedding_model, DROP COLUMN embedding;
+             ALTER TABLE project_memories DROP COLUMN embedding_model, DROP COLUMN embedding,
+                 DROP COLUMN content_terms, DROP COLUMN keyword_terms;
              ALTER TABLE project_memories ADD COLUMN terms TSVECTOR NOT NULL DEFAULT ''::tsvector;
              CREATE INDEX project_memories_terms ON project_memories USING GIN (terms);
              UPDATE ctxkit_schema_version SET version = 3;",
@@ -784,6 +785,58 @@ mod postgres_only {
             found.iter().map(|r| r.entry.id.as_str()).collect::<Vec<_>>(),
             [kept.id.as_str()]
         );
+    }
+
+    /// Memories of a version 7 database have no stored terms: they rank as before, tokenized
+    /// when read, until `fill_terms` stores theirs.
+    #[tokio::test]
+    async fn a_version_7_database_ranks_the_same_and_gets_its_terms_filled() {
+        let Some(cluster) = pg::cluster() else { return };
+        let url = cluster.database();
+        let store = PostgresStore::connect(&url).await.unwrap();
+        for text in [
+            "Use pnpm workspaces for the monorepo",
+            "Workspaces share one lockfile",
+        ] {
+            store
+                .add(NewMemoryEntry::new("/p", MemoryCategory::Fact, text))
+                .await
+                .unwrap();
+        }
+        // What ranks them (the scores' recency part moves with the clock).
+        let search = |store: PostgresStore| async move {
+            let found = store
+                .search(MemorySearchRequest::new("/p", "pnpm workspaces").without_touch())
+                .await
+                .unwrap();
+            let ranked: Vec<(String, f32, f32)> = found
+                .into_iter()
+                .map(|r| (r.entry.id, r.similarity, r.keyword_overlap))
+                .collect();
+            ranked
+        };
+        let ranked = search(store.clone()).await;
+        assert_eq!(ranked.len(), 2);
+        drop(store);
+        cluster.psql(
+            pg::Cluster::name_of(&url),
+            "ALTER TABLE project_memories DROP COLUMN content_terms, DROP COLUMN keyword_terms;
+             UPDATE ctxkit_schema_version SET version = 7;",
+        );
+        let store = PostgresStore::connect(&url).await.unwrap();
+        assert_eq!(search(store.clone()).await, ranked);
+        assert_eq!(store.fill_terms("/p", 1).await.unwrap(), 1);
+        assert_eq!(store.fill_terms("/p", 5).await.unwrap(), 1);
+        assert_eq!(store.fill_terms("/p", 5).await.unwrap(), 0);
+        let stored = cluster.psql(
+            pg::Cluster::name_of(&url),
+            "SELECT content_terms || '|' || keyword_terms FROM project_memories ORDER BY num LIMIT 1",
+        );
+        assert_eq!(
+            stored.trim(),
+            "use pnpm workspac monorepo|monorepo pnpm use workspac"
+        );
+        assert_eq!(search(store).await, ranked);
     }
 
     /// A large import brings the planner's statistics up to date itself: a search right after
@@ -864,7 +917,7 @@ mod postgres_only {
         );
         let msg = failure(&newer).await;
         assert!(
-            msg.contains("has schema version 99, newer than version 7"),
+            msg.contains("has schema version 99, newer than version 8"),
             "{msg}"
         );
         assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");
