@@ -193,14 +193,12 @@ pub(crate) fn plan_compaction<T>(rows: &mut [(T, MemoryEntry)], vocab: &Vocabula
             .then(a.created_at.cmp(&b.created_at))
             .then(a.id.cmp(&b.id))
     });
-    let vectors: Vec<_> = rows
-        .iter()
-        .map(|(_, e)| vocab.vector(&terms(&e.content)))
-        .collect();
+    let texts: Vec<Vec<String>> = rows.iter().map(|(_, e)| terms(&e.content)).collect();
+    let vectors: Vec<_> = texts.iter().map(|t| vocab.vector(t)).collect();
     let mut postings: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, v) in vectors.iter().enumerate() {
-        for (term, _) in v.weights() {
-            postings.entry(term.as_str()).or_default().push(i);
+        for &(term, _) in v.weights() {
+            postings.entry(term).or_default().push(i);
         }
     }
     let mut gone: HashSet<usize> = HashSet::new();

@@ -154,10 +154,13 @@ impl<'a> Kept<'a> {
         // A memory sharing no word with the query has a text similarity of 0 whatever its
         // terms' frequencies (a memory found by meaning alone, say): only one that shares a
         // word needs them read.
-        let content = &candidate.terms.content;
-        if content.iter().any(|t| self.known.contains(t)) {
-            let new = content.iter().filter(|t| !self.known.contains(*t));
-            self.new_terms.extend(new.cloned());
+        let content = || candidate.terms.content();
+        if content().any(|t| self.known.contains(t)) {
+            for term in content() {
+                if !self.known.contains(term) && !self.new_terms.contains(term) {
+                    self.new_terms.insert(term.to_string());
+                }
+            }
         }
         self.candidates.push(candidate);
     }
@@ -304,20 +307,19 @@ mod tests {
         let entry = memory("pnpm workspaces", &["pnpm"], 0.5);
         let tokenized = MemoryTerms::of(&entry.content, &entry.keywords);
         let (content, keywords) = tokenized.stored();
-        assert_eq!(
-            MemoryTerms::read(Some(&content), Some(&keywords)),
-            Some(tokenized)
-        );
+        assert_eq!((content, keywords), ("pnpm workspac", "pnpm"));
+        let read = MemoryTerms::read(Some(content.into()), Some(keywords.into()));
+        assert_eq!(read.as_ref(), Some(&tokenized));
         // Terms as stored are taken as they are: here ones the text does not hold.
-        let stored = MemoryTerms::read(Some("pnpm lockfil"), Some("lockfil")).unwrap();
+        let stored = MemoryTerms::read(Some("pnpm lockfil".into()), Some("lockfil".into())).unwrap();
         kept.offer(1, entry.clone(), Some(stored.clone()));
         kept.offer(2, entry, None);
         assert_eq!(kept.candidates[0].terms, stored);
-        assert_eq!(kept.candidates[1].terms.content, ["pnpm", "workspac"]);
+        assert_eq!(kept.candidates[1].terms, tokenized);
         let expected: BTreeSet<String> = ["lockfil", "workspac"].map(String::from).into();
         assert_eq!(kept.new_terms, expected);
         // A row written before terms were stored has none.
-        assert_eq!(MemoryTerms::read(None, Some("")), None);
+        assert_eq!(MemoryTerms::read(None, Some(String::new())), None);
     }
 
     #[test]

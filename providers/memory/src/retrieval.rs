@@ -61,13 +61,17 @@ pub(crate) fn recency_score(days_since_last_access: f64) -> f32 {
     1.0 / (1.0 + days_since_last_access.max(0.0) as f32 * 0.1)
 }
 
-/// Jaccard coefficient of two term sets; zero when both are empty.
-pub(crate) fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f32 {
-    if a.is_empty() && b.is_empty() {
+/// Jaccard coefficient of a term set and distinct terms `b`; zero when both are empty.
+pub(crate) fn jaccard<'a>(a: &BTreeSet<String>, b: impl Iterator<Item = &'a str>) -> f32 {
+    let (mut size, mut common) = (0, 0);
+    for term in b {
+        size += 1;
+        common += usize::from(a.contains(term));
+    }
+    if a.is_empty() && size == 0 {
         return 0.0;
     }
-    let common = a.intersection(b).count();
-    let union = a.len() + b.len() - common;
+    let union = a.len() + size - common;
     common as f32 / union as f32
 }
 
@@ -135,8 +139,8 @@ pub(crate) fn rank(
     let mut out: Vec<MemorySearchResult> = candidates
         .into_iter()
         .filter_map(|Candidate { num, entry, terms }| {
-            let similarity = qv.cosine(&vocab.vector(&terms.content));
-            let keyword_overlap = jaccard(&q_set, &terms.keywords);
+            let similarity = qv.cosine(&vocab.vector(terms.content()));
+            let keyword_overlap = jaccard(&q_set, terms.keywords());
             // The similarity gate: importance and recency alone never surface a memory.
             let shares_words = similarity > 0.0 || keyword_overlap > 0.0;
             let (relevance_score, semantic_similarity) = match meaning {
@@ -232,7 +236,10 @@ impl Vocabulary {
     }
 
     /// The TF-IDF vector of a list of terms.
-    pub(crate) fn vector(&self, terms: &[String]) -> TfIdf {
+    pub(crate) fn vector<'a, S: AsRef<str> + ?Sized + 'a>(
+        &self,
+        terms: impl IntoIterator<Item = &'a S>,
+    ) -> TfIdf<'a> {
         TfIdf::build(terms, |t| self.idf(t))
     }
 }
@@ -243,24 +250,27 @@ pub(crate) fn idf(docs: u64, df: u32) -> f32 {
     (((1 + docs) as f64 / (1 + u64::from(df)) as f64).ln() + 1.0) as f32
 }
 
-/// A sparse TF-IDF vector, terms sorted.
+/// A sparse TF-IDF vector, terms sorted, borrowing its terms from the list it was built from.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct TfIdf {
-    weights: Vec<(String, f32)>,
+pub(crate) struct TfIdf<'a> {
+    weights: Vec<(&'a str, f32)>,
     norm: f32,
 }
 
-impl TfIdf {
+impl<'a> TfIdf<'a> {
     /// The vector of `terms` with each term's IDF from `idf`: a repeated term adds its IDF
     /// once per occurrence.
-    pub(crate) fn build(terms: &[String], idf: impl Fn(&str) -> f32) -> TfIdf {
-        let mut sorted: Vec<&str> = terms.iter().map(String::as_str).collect();
+    pub(crate) fn build<S: AsRef<str> + ?Sized + 'a>(
+        terms: impl IntoIterator<Item = &'a S>,
+        idf: impl Fn(&str) -> f32,
+    ) -> TfIdf<'a> {
+        let mut sorted: Vec<&'a str> = terms.into_iter().map(AsRef::as_ref).collect();
         sorted.sort_unstable();
-        let mut weights: Vec<(String, f32)> = Vec::new();
+        let mut weights: Vec<(&'a str, f32)> = Vec::with_capacity(sorted.len());
         for term in sorted {
             match weights.last_mut() {
-                Some((t, w)) if t == term => *w += idf(term),
-                _ => weights.push((term.to_string(), idf(term))),
+                Some((t, w)) if *t == term => *w += idf(term),
+                _ => weights.push((term, idf(term))),
             }
         }
         let norm = weights.iter().map(|(_, w)| w * w).sum::<f32>().sqrt();
@@ -268,7 +278,7 @@ impl TfIdf {
     }
 
     /// The terms with their weights, sorted by term.
-    pub(crate) fn weights(&self) -> &[(String, f32)] {
+    pub(crate) fn weights(&self) -> &[(&'a str, f32)] {
         &self.weights
     }
 
@@ -278,13 +288,13 @@ impl TfIdf {
     }
 
     /// Cosine similarity in `[0, 1]`; zero when either vector is empty.
-    pub(crate) fn cosine(&self, other: &TfIdf) -> f32 {
+    pub(crate) fn cosine(&self, other: &TfIdf<'_>) -> f32 {
         if self.norm == 0.0 || other.norm == 0.0 {
             return 0.0;
         }
         let (mut i, mut j, mut dot) = (0, 0, 0.0f32);
         while i < self.weights.len() && j < other.weights.len() {
-            match self.weights[i].0.cmp(&other.weights[j].0) {
+            match self.weights[i].0.cmp(other.weights[j].0) {
                 std::cmp::Ordering::Less => i += 1,
                 std::cmp::Ordering::Greater => j += 1,
                 std::cmp::Ordering::Equal => {
@@ -299,19 +309,19 @@ impl TfIdf {
 
     /// The heaviest terms whose weight must be shared by any vector with cosine of at least
     /// `threshold` to this one: a vector sharing none of them has a cosine below `threshold`.
-    pub(crate) fn prefix_terms(&self, threshold: f32) -> Vec<&str> {
+    pub(crate) fn prefix_terms(&self, threshold: f32) -> Vec<&'a str> {
         if self.norm == 0.0 {
             return Vec::new();
         }
-        let mut by_weight: Vec<&(String, f32)> = self.weights.iter().collect();
-        by_weight.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut by_weight: Vec<&(&'a str, f32)> = self.weights.iter().collect();
+        by_weight.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         // Without the prefix, the rest of the vector has squared norm 1 - covered; a vector
         // sharing none of the prefix reaches at most sqrt(1 - covered) < threshold.
         let needed = 1.0 - threshold * threshold;
         let mut covered = 0.0;
         let mut out = Vec::new();
-        for (term, w) in by_weight {
-            out.push(term.as_str());
+        for &(term, w) in by_weight {
+            out.push(term);
             covered += (w / self.norm).powi(2);
             if covered > needed + 1e-6 {
                 break;
@@ -343,9 +353,10 @@ mod tests {
 
     #[test]
     fn jaccard_of_sets() {
-        assert_eq!(jaccard(&set(&["a", "b"]), &set(&["b", "c"])), 1.0 / 3.0);
-        assert_eq!(jaccard(&set(&[]), &set(&[])), 0.0);
-        assert_eq!(jaccard(&set(&["a"]), &set(&["a"])), 1.0);
+        assert_eq!(jaccard(&set(&["a", "b"]), ["b", "c"].into_iter()), 1.0 / 3.0);
+        assert_eq!(jaccard(&set(&[]), [].into_iter()), 0.0);
+        assert_eq!(jaccard(&set(&["a"]), ["a"].into_iter()), 1.0);
+        assert_eq!(jaccard(&set(&["a"]), [].into_iter()), 0.0);
     }
 
     #[test]
@@ -357,14 +368,14 @@ mod tests {
         let (i_p, i_w) = ((4.0f32 / 3.0).ln() + 1.0, 2.0f32.ln() + 1.0);
         assert!((v.idf("pnpm") - i_p).abs() < 1e-6);
         assert!((v.idf("unknown") - (4.0f32.ln() + 1.0)).abs() < 1e-6);
-        let q = v.vector(&["pnpm".to_string()]);
-        let d = v.vector(&["pnpm".to_string(), "yarn".to_string()]);
+        let q = v.vector(["pnpm"]);
+        let d = v.vector(["pnpm", "yarn"]);
         let expected = i_p / (i_p * i_p + i_w * i_w).sqrt();
         assert!((q.cosine(&d) - expected).abs() < 1e-6);
-        assert_eq!(q.cosine(&v.vector(&["cargo".to_string()])), 0.0);
+        assert_eq!(q.cosine(&v.vector(["cargo"])), 0.0);
         assert_eq!(q.cosine(&TfIdf::default()), 0.0);
         // Repeated terms add up.
-        let twice = v.vector(&["pnpm".to_string(), "pnpm".to_string()]);
+        let twice = v.vector(["pnpm", "pnpm"]);
         assert!((twice.weights()[0].1 - 2.0 * i_p).abs() < 1e-6);
         assert!((twice.cosine(&q) - 1.0).abs() < 1e-6);
     }

@@ -409,40 +409,51 @@ pub(crate) fn keyword_terms<S: AsRef<str>>(keywords: &[S]) -> BTreeSet<String> {
     keywords.iter().flat_map(|k| terms(k.as_ref())).collect()
 }
 
-/// What the index sees of a memory: its content's [`terms`] in order and its
-/// [`keyword_terms`]. Backends store both beside the row ([`MemoryTerms::stored`]) when they
-/// write it, so a search reads its candidates' terms instead of tokenizing each again: stemming
-/// costs about a microsecond a word, and a one-shot process starts with an empty memo (at
-/// 100,000 memories, tokenizing a search's 200 candidates took 1.1–2.4 ms of a hook's time).
+/// What the index sees of a memory: its content's [`terms`] in order and its distinct
+/// [`keyword_terms`], each list kept as stored, joined by spaces (no term holds whitespace).
+/// Backends store both beside the row when they write it, so a search reads its candidates'
+/// terms instead of tokenizing each again: stemming costs about a microsecond a word, and a
+/// one-shot process starts with an empty memo (at 100,000 memories, tokenizing a search's 200
+/// candidates took 1.1–2.4 ms of a hook's time). Kept joined, a candidate's terms are one
+/// allocation, not one per term.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct MemoryTerms {
-    pub(crate) content: Vec<String>,
-    pub(crate) keywords: BTreeSet<String>,
+    content: String,
+    keywords: String,
 }
 
 impl MemoryTerms {
     /// Tokenize a memory's content and keywords.
     pub(crate) fn of(content: &str, keywords: &[String]) -> Self {
+        let keywords: Vec<String> = keyword_terms(keywords).into_iter().collect();
         MemoryTerms {
-            content: terms(content),
-            keywords: keyword_terms(keywords),
+            content: terms(content).join(" "),
+            keywords: keywords.join(" "),
         }
     }
 
-    /// As a backend stores them: each list joined by spaces (no term holds whitespace).
-    pub(crate) fn stored(&self) -> (String, String) {
-        let keywords: Vec<&str> = self.keywords.iter().map(String::as_str).collect();
-        (self.content.join(" "), keywords.join(" "))
+    /// As a backend stores them: the content's, then the keywords'.
+    pub(crate) fn stored(&self) -> (&str, &str) {
+        (&self.content, &self.keywords)
     }
 
     /// The terms [`stored`](Self::stored) wrote; `None` for a row written before they were
     /// stored (its terms are then tokenized from the text, as [`of`](Self::of) does).
-    pub(crate) fn read(content: Option<&str>, keywords: Option<&str>) -> Option<Self> {
-        let (content, keywords) = (content?, keywords?);
+    pub(crate) fn read(content: Option<String>, keywords: Option<String>) -> Option<Self> {
         Some(MemoryTerms {
-            content: content.split_whitespace().map(str::to_string).collect(),
-            keywords: keywords.split_whitespace().map(str::to_string).collect(),
+            content: content?,
+            keywords: keywords?,
         })
+    }
+
+    /// The content's terms, in order, repeats kept.
+    pub(crate) fn content(&self) -> impl Iterator<Item = &str> + Clone {
+        self.content.split_whitespace()
+    }
+
+    /// The keywords' distinct terms, sorted.
+    pub(crate) fn keywords(&self) -> impl Iterator<Item = &str> + Clone {
+        self.keywords.split_whitespace()
     }
 }
 

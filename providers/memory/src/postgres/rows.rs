@@ -73,8 +73,7 @@ pub(super) async fn select_candidates(tx: &Transaction<'_>, nums: &[i64]) -> Res
     let mut out = Vec::new();
     for row in tx.query(&stmt, &[&nums]).await? {
         let (num, entry) = row_to_entry(&row)?;
-        let (content, keywords): (Option<&str>, Option<&str>) = (row.try_get(16)?, row.try_get(17)?);
-        out.push((num, entry, MemoryTerms::read(content, keywords)));
+        out.push((num, entry, MemoryTerms::read(row.try_get(16)?, row.try_get(17)?)));
     }
     Ok(out)
 }
@@ -240,7 +239,8 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
              RETURNING num",
         )
         .await?;
-    let (content_terms, keyword_terms) = MemoryTerms::of(&e.content, &e.keywords).stored();
+    let terms = MemoryTerms::of(&e.content, &e.keywords);
+    let (content_terms, keyword_terms) = terms.stored();
     Ok(tx
         .query_one(
             &stmt,
@@ -305,8 +305,8 @@ pub(super) async fn fill_terms(tx: &Transaction<'_>, project: &str, limit: usize
     for row in &missing {
         let (num, content, keywords): (i64, String, String) =
             (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        let (content_terms, keyword_terms) =
-            MemoryTerms::of(&content, &json_list(&keywords, "keywords")?).stored();
+        let terms = MemoryTerms::of(&content, &json_list(&keywords, "keywords")?);
+        let (content_terms, keyword_terms) = terms.stored();
         tx.execute(&store, &[&num, &content_terms, &keyword_terms])
             .await?;
     }
@@ -342,7 +342,8 @@ pub(super) async fn store_row(tx: &Transaction<'_>, num: i64, new: &MemoryEntry)
              WHERE num = $1",
         )
         .await?;
-    let (content_terms, keyword_terms) = MemoryTerms::of(&new.content, &new.keywords).stored();
+    let terms = MemoryTerms::of(&new.content, &new.keywords);
+    let (content_terms, keyword_terms) = terms.stored();
     tx.execute(
         &stmt,
         &[

@@ -352,7 +352,7 @@ impl ProjectIndex {
         let mut by_weight: Vec<(u32, f32)> = qv
             .weights()
             .iter()
-            .filter_map(|(t, w)| self.term_ids.get(t).map(|&id| (id, w * w)))
+            .filter_map(|&(t, w)| self.term_ids.get(t).map(|&id| (id, w * w)))
             .collect();
         by_weight.sort_by(|a, b| b.1.total_cmp(&a.1));
         // The bound with room for rounding: it only spares reading memories, never decides.
@@ -381,7 +381,7 @@ impl ProjectIndex {
         let query: Vec<(u32, f32, f32)> = qv
             .weights()
             .iter()
-            .filter_map(|(t, w)| self.term_ids.get(t).map(|&id| (id, *w, self.idf_of(id))))
+            .filter_map(|&(t, w)| self.term_ids.get(t).map(|&id| (id, w, self.idf_of(id))))
             .collect();
         let mut by_similarity: Vec<(f32, u32)> = slots
             .into_iter()
@@ -402,7 +402,7 @@ impl ProjectIndex {
     }
 
     /// The TF-IDF vector of the query terms under the index's current counts.
-    fn query_vector(&self, q_terms: &[String]) -> TfIdf {
+    fn query_vector<'q>(&self, q_terms: &'q [String]) -> TfIdf<'q> {
         TfIdf::build(q_terms, |t| match self.term_ids.get(t) {
             Some(&id) => self.idf_of(id),
             None => idf_formula(self.live as u64, 0),
@@ -421,7 +421,7 @@ impl ProjectIndex {
         let mut seen = vec![false; n];
         let mut touched: Vec<u32> = Vec::new();
         for (term, w) in qv.weights() {
-            let Some(&id) = self.term_ids.get(term) else {
+            let Some(&id) = self.term_ids.get(*term) else {
                 continue;
             };
             let term_idf = self.idf_of(id);
@@ -601,7 +601,7 @@ mod tests {
                     }
                     let mut dot = 0.0f32;
                     for (t, w) in qv.weights() {
-                        let Some(&id) = ix.term_ids.get(t) else { continue };
+                        let Some(&id) = ix.term_ids.get(*t) else { continue };
                         if let Some(e) = ix.docs.terms(slot).iter().find(|e| e.term == id) {
                             dot += w * f32::from(e.tf) * ix.idf_of(id);
                         }

@@ -38,7 +38,8 @@ pub(super) fn id_is_free(tx: &Transaction, id: &str, project: Option<&str>) -> R
 
 /// Insert a complete entry (row and index); returns its row number.
 pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
-    let (content_terms, keyword_terms) = MemoryTerms::of(&e.content, &e.keywords).stored();
+    let terms = MemoryTerms::of(&e.content, &e.keywords);
+    let (content_terms, keyword_terms) = terms.stored();
     tx.prepare_cached(
         "INSERT INTO project_memories (id, project_path, category, content, keywords, importance, access_count,
              source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at,
@@ -71,7 +72,8 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
 
 /// Write every field of `new` over row `num` (which holds `old`) and re-index when needed.
 pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
-    let (content_terms, keyword_terms) = MemoryTerms::of(&new.content, &new.keywords).stored();
+    let terms = MemoryTerms::of(&new.content, &new.keywords);
+    let (content_terms, keyword_terms) = terms.stored();
     tx.prepare_cached(
         "UPDATE project_memories SET id = ?2, project_path = ?3, category = ?4, content = ?5, keywords = ?6,
              importance = ?7, access_count = ?8, source_session_id = ?9, source_context = ?10, created_at = ?11,
@@ -137,7 +139,8 @@ pub(super) fn fill_terms(tx: &Transaction, project: &str, limit: usize) -> Resul
     for (num, content, keywords) in &missing {
         let keywords: Vec<String> = serde_json::from_str(keywords)
             .map_err(|e| conversion_error(5, format!("keywords are not a JSON list: {e}")))?;
-        let (content_terms, keyword_terms) = MemoryTerms::of(content, &keywords).stored();
+        let terms = MemoryTerms::of(content, &keywords);
+        let (content_terms, keyword_terms) = terms.stored();
         store.execute(params![num, content_terms, keyword_terms])?;
     }
     Ok(missing.len())
@@ -209,7 +212,7 @@ pub(super) fn select_candidates(tx: &Transaction, nums: &[i64]) -> Result<Vec<Ca
     ))?;
     let rows = stmt.query_map(params![json_array(nums)], |r| {
         let (num, entry) = row_to_entry(r)?;
-        let stored = MemoryTerms::read(r.get_ref(16)?.as_str_or_null()?, r.get_ref(17)?.as_str_or_null()?);
+        let stored = MemoryTerms::read(r.get(16)?, r.get(17)?);
         Ok((num, entry, stored))
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

@@ -73,7 +73,7 @@ impl Similar<'_> {
         let mut scored: Vec<(f32, Row)> = candidates
             .into_iter()
             .filter(|c| self.category.is_none_or(|cat| c.entry.category == cat))
-            .map(|c| (qv.cosine(&vocab.vector(&c.terms.content)), (c.num, c.entry)))
+            .map(|c| (qv.cosine(&vocab.vector(c.terms.content())), (c.num, c.entry)))
             .filter(|(sim, _)| *sim > 0.0 && *sim >= self.floor)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
