@@ -29,7 +29,8 @@
 //! same reads found 70 % of the top ten, with it 98 %.
 //!
 //! A posting is deleted by recomputing its key from the stored memory, so a change to the
-//! tokenizer or to this formula comes with a migration that writes every posting anew.
+//! tokenizer or to this formula comes with a migration that writes every posting anew (and,
+//! for the tokenizer, clears the terms each row stores, [`MemoryTerms`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
