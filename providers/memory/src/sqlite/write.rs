@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::{rows, MemoryDb};
+use super::{json_array, rows, MemoryDb};
 use crate::error::Result;
 use crate::rules::{check_batch, check_importance, check_new, check_project, check_update, MAX_ACCESS_COUNT};
 use crate::sketches::Touched;
@@ -147,13 +147,12 @@ impl MemoryDb {
             return Ok(());
         }
         self.write(|tx, now| {
-            let mut stmt = tx.prepare_cached(
+            // One statement for all of them, as on PostgreSQL (a memory listed twice counts once).
+            tx.prepare_cached(
                 "UPDATE project_memories SET access_count = MIN(CAST(access_count AS INTEGER), ?3 - 1) + 1,
-                     last_accessed_at = ?1 WHERE id = ?2",
-            )?;
-            for id in ids {
-                stmt.execute(params![now, id, MAX_ACCESS_COUNT])?;
-            }
+                     last_accessed_at = ?1 WHERE id IN (SELECT value FROM json_each(?2))",
+            )?
+            .execute(params![now, json_array(ids), MAX_ACCESS_COUNT])?;
             Ok(())
         })
     }
