@@ -13,6 +13,8 @@
 //!   with digits or symbols (`v2`, `c++`, `snake_case`) are kept as they are.
 
 use ctxkit::text::{is_word_char, is_written_without_spaces};
+
+use crate::types::MemoryEntry;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
@@ -423,6 +425,14 @@ pub(crate) struct MemoryTerms {
 }
 
 impl MemoryTerms {
+    /// The terms to store for `new`, which replaces `old`: `None` when its text and keywords
+    /// are the same, so the stored ones stand (a decay changes thousands of rows' importance
+    /// and nothing else).
+    pub(crate) fn changed(old: &MemoryEntry, new: &MemoryEntry) -> Option<Self> {
+        (old.content != new.content || old.keywords != new.keywords)
+            .then(|| MemoryTerms::of(&new.content, &new.keywords))
+    }
+
     /// Tokenize a memory's content and keywords.
     pub(crate) fn of(content: &str, keywords: &[String]) -> Self {
         let keywords: Vec<String> = keyword_terms(keywords).into_iter().collect();

@@ -176,7 +176,7 @@ impl Rows for PgRows<'_> {
     }
 
     async fn store(&mut self, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
-        rows::store_row(self.tx, num, new).await?;
+        rows::store_row(self.tx, num, old, new).await?;
         if crate::sketches::changes(old, new) {
             self.touched.note(&old.project_path, num);
             self.touched.note(&new.project_path, num);

@@ -72,13 +72,14 @@ pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
 
 /// Write every field of `new` over row `num` (which holds `old`) and re-index when needed.
 pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &MemoryEntry) -> Result<()> {
-    let terms = MemoryTerms::of(&new.content, &new.keywords);
-    let (content_terms, keyword_terms) = terms.stored();
+    // NULL keeps the stored terms (COALESCE): the text did not change.
+    let terms = MemoryTerms::changed(old, new);
+    let (content_terms, keyword_terms) = terms.as_ref().map(MemoryTerms::stored).unzip();
     tx.prepare_cached(
         "UPDATE project_memories SET id = ?2, project_path = ?3, category = ?4, content = ?5, keywords = ?6,
              importance = ?7, access_count = ?8, source_session_id = ?9, source_context = ?10, created_at = ?11,
              updated_at = ?12, last_accessed_at = ?13, decayed_at = ?14, superseded_by = ?15, superseded_at = ?16,
-             content_terms = ?17, keyword_terms = ?18
+             content_terms = COALESCE(?17, content_terms), keyword_terms = COALESCE(?18, keyword_terms)
          WHERE num = ?1",
     )?
     .execute(params![
