@@ -80,7 +80,7 @@ impl CtxkitServer {
         true
     }
 
-    /// Watch the skill roots and the config every `every` ([`SkillLibrary::watch`]: a changed
+    /// Watch the skill roots and the config every `every` ([`ctxkit_skills::SkillLibrary::watch`]: a changed
     /// index is swapped in once the files have settled, a broken edit keeps the last good
     /// skill) and tell the client when what the server lists changed (`resources/list_changed`,
     /// `prompts/list_changed`); ends when a notification finds the client gone. Every tool call reads the

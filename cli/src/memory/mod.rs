@@ -129,7 +129,7 @@ pub(crate) enum MemoryCommand {
     Compact,
     /// Store the search terms of the project's memories written by a version of ctxkit that
     /// did not, and give every memory a sentence vector of the embedding model (--embeddings,
-    /// $CTXKIT_EMBEDDINGS or the user config's [memory] embeddings) when one is configured:
+    /// $CTXKIT_EMBEDDINGS or `[memory] embeddings` in the user config) when one is configured:
     /// those written before it was, or by another model. Progress goes to stderr.
     Reindex,
     /// Counts by category.
