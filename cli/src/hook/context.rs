@@ -311,6 +311,12 @@ async fn prompt_memories(
     prompt: String,
     session_id: Option<String>,
 ) -> Result<Found, CliError> {
+    // Every memory read is redacted: the secret rules' automaton is built while the database
+    // opens, rather than when the first memories come back (if no thread can be started, the
+    // first redaction builds it).
+    let _ = std::thread::Builder::new()
+        .name("ctxkit-hook-rules".into())
+        .spawn(ctxkit_memory::secrets::prepare);
     let store: Arc<dyn MemoryStore> = open_store(args.memory.as_deref())?.shared();
     let provider = MemoryContextProvider::new(store.clone())
         .with_project(&project)
