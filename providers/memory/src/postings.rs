@@ -35,7 +35,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::retrieval::{Candidate, W_IMPORTANCE, W_KEYWORDS, W_SIMILARITY};
-use crate::text::{keyword_terms, terms, MemoryTerms};
+use crate::text::MemoryTerms;
 use crate::types::{MemoryCategory, MemoryEntry};
 
 /// Fixed-point scale of an impact.
@@ -44,23 +44,24 @@ const SCALE: f32 = 1_048_576.0;
 /// A memory's postings: each distinct content or keyword term with its impact (see the
 /// [module docs](self)), sorted by term.
 pub(crate) fn of(entry: &MemoryEntry) -> Vec<(String, i64)> {
-    let mut tf: BTreeMap<String, u32> = BTreeMap::new();
-    for term in terms(&entry.content) {
+    let terms = MemoryTerms::of(&entry.content, &entry.keywords);
+    let mut tf: BTreeMap<&str, u32> = BTreeMap::new();
+    for term in terms.content() {
         *tf.entry(term).or_default() += 1;
     }
     let length = tf.values().map(|&n| f64::from(n * n)).sum::<f64>().sqrt() as f32;
-    let keywords = keyword_terms(&entry.keywords);
-    let mut impacts: BTreeMap<String, f32> = tf
+    let mut impacts: BTreeMap<&str, f32> = tf
         .into_iter()
         .map(|(term, n)| (term, W_SIMILARITY * n as f32 / length))
         .collect();
-    for term in &keywords {
-        *impacts.entry(term.clone()).or_default() += W_KEYWORDS / keywords.len() as f32;
+    let keywords = terms.keywords().count();
+    for term in terms.keywords() {
+        *impacts.entry(term).or_default() += W_KEYWORDS / keywords as f32;
     }
     let importance = W_IMPORTANCE * entry.importance;
     impacts
         .into_iter()
-        .map(|(term, impact)| (term, ((impact + importance) * SCALE).round() as i64))
+        .map(|(term, impact)| (term.to_string(), ((impact + importance) * SCALE).round() as i64))
         .collect()
 }
 
@@ -274,7 +275,7 @@ mod tests {
         let nums: Vec<i64> = kept.candidates.iter().map(|c| c.num).collect();
         assert_eq!(nums, [2, 3]);
         // The kept memories' terms, less the known ones: not the refused memories'.
-        let expected: BTreeSet<String> = terms("workspaces yarn berry").into_iter().collect();
+        let expected: BTreeSet<String> = crate::text::terms("workspaces yarn berry").into_iter().collect();
         assert_eq!(kept.new_terms, expected);
     }
 

@@ -13,11 +13,11 @@
 //!   with digits or symbols (`v2`, `c++`, `snake_case`) are kept as they are.
 
 use ctxkit::text::{is_word_char, is_written_without_spaces};
-
-use crate::types::MemoryEntry;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
+
+use crate::types::MemoryEntry;
 
 /// The longest a keyword may be, in characters.
 const MAX_KEYWORD_CHARS: usize = 64;
@@ -539,6 +539,23 @@ mod tests {
             ["use", "pnpm", "npm", "workspaces"]
         );
         assert_eq!(keyword_terms(&["package manager", "pnpm"]).len(), 3);
+    }
+
+    #[test]
+    fn stored_terms_read_back_as_tokenized_whatever_the_spaces() {
+        // The stored form joins terms with spaces and splits on any whitespace: no term may
+        // hold one, or a stored memory would rank differently from a tokenized one.
+        let text = "tabs\tand\u{a0}nbsp\u{3000}日本\u{3000}語 line\u{2028}break thin\u{2009}space";
+        let keywords = ["ideo\u{3000}graphic".to_string(), "x\u{a0}y".to_string()];
+        let tokenized = MemoryTerms::of(text, &keywords);
+        assert!(tokenized
+            .content()
+            .chain(tokenized.keywords())
+            .all(|t| !t.contains(char::is_whitespace)));
+        assert_eq!(tokenized.content().collect::<Vec<_>>(), terms(text));
+        let (content, keyword_list) = tokenized.stored();
+        let read = MemoryTerms::read(Some(content.into()), Some(keyword_list.into()));
+        assert_eq!(read, Some(tokenized));
     }
 
     #[test]
