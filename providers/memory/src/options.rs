@@ -17,6 +17,7 @@ pub struct OpenOptions {
     vector_candidate_limit: usize,
     search_index: SearchIndex,
     read_only: bool,
+    cache_pages: Option<usize>,
     /// The sentence-embedding model, when one is configured.
     pub(crate) semantic: Option<crate::vectors::Semantic>,
     /// Removed memories' slots an in-memory index keeps beyond its live ones before it is
@@ -54,6 +55,7 @@ impl Default for OpenOptions {
             vector_candidate_limit: crate::sketches::PICKED,
             search_index: SearchIndex::default(),
             read_only: false,
+            cache_pages: None,
             semantic: None,
             worn_slack: 1024,
         }
@@ -94,6 +96,11 @@ impl OpenOptions {
     /// Whether writes are refused.
     pub(crate) fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// The pages a SQLite connection keeps in memory, when not SQLite's default.
+    pub(crate) fn page_cache(&self) -> Option<usize> {
+        self.cache_pages
     }
 
     /// Take "now" from this clock instead of the system's, to simulate days passing (decay,
@@ -141,6 +148,19 @@ impl OpenOptions {
     /// by another one, has no vector until `reindex`; it is still found by its words.
     pub fn embeddings(mut self, model: Arc<ctxkit_embed::Embedder>) -> Self {
         self.semantic = Some(crate::vectors::Semantic::new(model));
+        self
+    }
+
+    /// How many database pages each SQLite connection keeps in memory (default: SQLite's
+    /// own, 2 MiB worth; at least 10). A process that reads each page about once, such as a
+    /// command or a hook, is faster with a few dozen: a page read then reuses a buffer
+    /// instead of allocating a new one. Measured at 100,000 memories: a hook's whole process
+    /// 17.2 → 14.8 ms with 32 pages, an import of 30,000 memories 4.0 → 3.0 s. A
+    /// long-running process that writes again and again keeps its hot pages with the
+    /// default (an add at 100,000 memories takes 0.85 ms with it, 1.03 ms with 32 pages). A
+    /// write's changed pages are kept up to 2 MiB either way. PostgreSQL ignores it.
+    pub fn cache_pages(mut self, pages: usize) -> Self {
+        self.cache_pages = Some(pages.max(10));
         self
     }
 

@@ -48,6 +48,10 @@ pub use store::SqliteMemoryStore;
 /// Connections kept open for reuse.
 const POOL_SIZE: usize = 4;
 
+/// Changed pages a write keeps in memory before it spills them to the log: SQLite's default
+/// cache, 2 MiB, in 4 KiB pages.
+const SPILL_PAGES: usize = 512;
+
 /// The condition `column = param` when a value is bound to `param`, else `param IS NULL`
 /// (true: the value bound is NULL). Written per case, not as `(param IS NULL OR column =
 /// param)`: SQLite plans a statement before its values are known, and that form kept it off
@@ -233,6 +237,7 @@ impl MemoryDb {
             conn.busy_timeout(self.inner.options.writer_wait())
                 .map_err(open_err)?;
             conn.execute_batch("PRAGMA query_only = ON;").map_err(open_err)?;
+            self.size_cache(&conn).map_err(open_err)?;
             return Ok(conn);
         }
         let conn = Connection::open(path).map_err(open_err)?;
@@ -243,7 +248,20 @@ impl MemoryDb {
             .map_err(open_err)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(open_err)?;
+        self.size_cache(&conn).map_err(open_err)?;
         Ok(conn)
+    }
+
+    /// Give a new connection the page cache asked for ([`OpenOptions::cache_pages`]). Its
+    /// changed pages spill to the log at SQLite's default cache size, as without the option,
+    /// so a small cache keeps a large write from writing its pages out more than once.
+    fn size_cache(&self, conn: &Connection) -> rusqlite::Result<()> {
+        match self.inner.options.page_cache() {
+            Some(pages) => conn.execute_batch(&format!(
+                "PRAGMA cache_size = {pages}; PRAGMA cache_spill = {SPILL_PAGES};"
+            )),
+            None => Ok(()),
+        }
     }
 
     fn release(&self, conn: Connection) {
@@ -287,6 +305,24 @@ impl MemoryDb {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let out = f(&tx, self.now())?;
             tx.commit()?;
+            self.refresh_indexes(conn);
+            Ok(out)
+        })
+    }
+
+    /// Run `f`, a write of one statement, as its own transaction (no `BEGIN`: the statement
+    /// takes the write lock as `BEGIN IMMEDIATE` would, and waits for it the same way), then
+    /// bring the loaded in-memory search indexes up to date. Inside a transaction SQLite keeps
+    /// a statement journal for a statement that changes many rows, in a temporary file once
+    /// it passes 64 KiB: a search's access count created one in every hook.
+    fn write_statement<T>(&self, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
+        if self.is_read_only() {
+            return Err(MemoryError::ReadOnly {
+                path: self.inner.path.clone(),
+            });
+        }
+        self.with_conn(|conn| {
+            let out = f(conn, self.now())?;
             self.refresh_indexes(conn);
             Ok(out)
         })

@@ -1099,6 +1099,54 @@ fn both_search_paths_rank_alike_on_a_larger_corpus() {
 }
 
 #[test]
+fn a_small_page_cache_stores_and_finds_what_the_default_one_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(START);
+    let open = |name: &str, options: OpenOptions| {
+        MemoryDb::open_with(dir.path().join(name), options.clock(clock.clone())).unwrap()
+    };
+    let default = open("default.db", OpenOptions::default());
+    let small = open("small.db", OpenOptions::default().cache_pages(10));
+    let cache_size = |db: &MemoryDb| {
+        db.with_conn(|c| Ok(c.query_row("PRAGMA cache_size", [], |r| r.get::<_, i64>(0))?))
+            .unwrap()
+    };
+    assert_eq!(cache_size(&small), 10);
+    assert_ne!(cache_size(&default), 10);
+    // Thousands of memories in one transaction change far more pages than ten: they are
+    // kept, then spilled to the log before the commit, and a failure still undoes them all.
+    let batch: Vec<NewMemoryEntry> = (0..3_000)
+        .map(|i| new(&format!("memory w{} w{} n{i}", i % 97, i % 13)).keywords(vec![format!("k{}", i % 7)]))
+        .collect();
+    let mut failing = batch.clone();
+    failing.push(batch[0].clone());
+    assert!(matches!(
+        small.add_many(failing).unwrap_err(),
+        MemoryError::Duplicate { .. }
+    ));
+    assert_eq!(small.count(P).unwrap(), 0, "the batch was rolled back");
+    for db in [&default, &small] {
+        assert_eq!(db.add_many(batch.clone()).unwrap().len(), 3_000);
+    }
+    for query in ["w5 w7", "memory w42", "k3 w11 n17"] {
+        // Every result, by content: the two files' ids differ, and ids break ties.
+        let found = |db: &MemoryDb| {
+            let mut found: Vec<(String, f32)> = db
+                .search(&MemorySearchRequest::new(P, query).top_k(1_000).without_touch())
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.entry.content, r.relevance_score))
+                .collect();
+            found.sort_by(|a, b| a.0.cmp(&b.0));
+            found
+        };
+        let expected = found(&default);
+        assert!(expected.len() >= 10, "{query}: {}", expected.len());
+        assert_eq!(found(&small), expected, "{query}");
+    }
+}
+
+#[test]
 fn a_background_index_answers_like_the_full_text_index() {
     let (_dir, db, _) = open_mode(SearchIndex::Background);
     db.add(new("Use pnpm to install dependencies")).unwrap();

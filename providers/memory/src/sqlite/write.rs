@@ -146,9 +146,9 @@ impl MemoryDb {
         if ids.is_empty() {
             return Ok(());
         }
-        self.write(|tx, now| {
+        self.write_statement(|conn, now| {
             // One statement for all of them, as on PostgreSQL (a memory listed twice counts once).
-            tx.prepare_cached(
+            conn.prepare_cached(
                 "UPDATE project_memories SET access_count = MIN(CAST(access_count AS INTEGER), ?3 - 1) + 1,
                      last_accessed_at = ?1 WHERE id IN (SELECT value FROM json_each(?2))",
             )?
