@@ -106,13 +106,24 @@ impl Store {
 /// (see [`OpenOptions::cache_pages`]).
 const ONE_SHOT_CACHE_PAGES: usize = 32;
 
-/// Open the store at `db`, or at the default place (creating a file's folder), for one
-/// command: SQLite searches use the on-disk index only, through a small page cache.
-pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
-    let options = OpenOptions::default()
+/// The options of a store opened for one command: SQLite searches use the on-disk index
+/// only, through a small page cache.
+fn one_shot() -> OpenOptions {
+    OpenOptions::default()
         .search_index(SearchIndex::Off)
-        .cache_pages(ONE_SHOT_CACHE_PAGES);
-    open_store_at(db, options)
+        .cache_pages(ONE_SHOT_CACHE_PAGES)
+}
+
+/// Open the store at `db`, or at the default place (creating a file's folder), for one
+/// command.
+pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
+    open_store_at(db, one_shot())
+}
+
+/// [`open_store`] for a thread and runtime that do nothing else, such as the hook's memory
+/// part: SQLite calls run on that thread rather than being handed to a pool thread.
+pub(crate) fn open_store_on_this_thread(db: Option<&Path>) -> Result<Store, CliError> {
+    open_store_at(db, one_shot().blocking_pool(false))
 }
 
 /// Open the store at `db`, or at the default place, for a long-running process: searches

@@ -18,6 +18,7 @@ pub struct OpenOptions {
     search_index: SearchIndex,
     read_only: bool,
     cache_pages: Option<usize>,
+    blocking_pool: bool,
     /// The sentence-embedding model, when one is configured.
     pub(crate) semantic: Option<crate::vectors::Semantic>,
     /// Removed memories' slots an in-memory index keeps beyond its live ones before it is
@@ -56,6 +57,7 @@ impl Default for OpenOptions {
             search_index: SearchIndex::default(),
             read_only: false,
             cache_pages: None,
+            blocking_pool: true,
             semantic: None,
             worn_slack: 1024,
         }
@@ -96,6 +98,11 @@ impl OpenOptions {
     /// Whether writes are refused.
     pub(crate) fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// Whether SQLite calls run on tokio's blocking pool rather than the caller's thread.
+    pub(crate) fn on_blocking_pool(&self) -> bool {
+        self.blocking_pool
     }
 
     /// The pages a SQLite connection keeps in memory, when not SQLite's default.
@@ -161,6 +168,18 @@ impl OpenOptions {
     /// write's changed pages are kept up to 2 MiB either way. PostgreSQL ignores it.
     pub fn cache_pages(mut self, pages: usize) -> Self {
         self.cache_pages = Some(pages.max(10));
+        self
+    }
+
+    /// Whether each SQLite call runs on tokio's blocking pool (default `true`), so the async
+    /// runtime never waits on disk, or on the thread that awaits it (`false`). The latter
+    /// suits a runtime with nothing else to do meanwhile, such as a command's own: it saves
+    /// starting a pool thread and handing every call to it (measured at 100,000 memories: a
+    /// hook's whole process 15.0 → 14.2 ms). Never on a runtime other tasks share: a call
+    /// holds the thread for as long as it reads, and waits up to the busy timeout for
+    /// another writer. PostgreSQL ignores it.
+    pub fn blocking_pool(mut self, on_pool: bool) -> Self {
+        self.blocking_pool = on_pool;
         self
     }
 

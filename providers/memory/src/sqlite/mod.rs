@@ -209,6 +209,11 @@ impl MemoryDb {
         Ok(())
     }
 
+    /// Whether calls run on tokio's blocking pool ([`OpenOptions::blocking_pool`]).
+    pub(crate) fn on_blocking_pool(&self) -> bool {
+        self.inner.options.on_blocking_pool()
+    }
+
     /// Whether this database was opened read-only (asked for, or because it can't be written).
     pub(crate) fn is_read_only(&self) -> bool {
         self.inner.read_only.load(Ordering::Relaxed)

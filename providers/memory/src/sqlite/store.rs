@@ -1,5 +1,6 @@
 //! [`SqliteMemoryStore`]: the async face of the blocking SQLite core, running every call on
-//! tokio's blocking pool so the async runtime never waits on disk.
+//! tokio's blocking pool so the async runtime never waits on disk (unless
+//! [`OpenOptions::blocking_pool`] says otherwise).
 
 use std::path::Path;
 
@@ -15,7 +16,8 @@ use crate::types::*;
 
 /// The SQLite store: one database file, shared by threads and processes. Clones share one
 /// connection pool and its caches. Every call runs on tokio's blocking pool, so the async
-/// runtime never waits on disk.
+/// runtime never waits on disk ([`OpenOptions::blocking_pool`] can run them on the caller's
+/// thread instead).
 ///
 /// Besides [`MemoryStore`], it has the maintenance a SQLite file needs from time to time
 /// ([`decay`](Self::decay), [`prune`](Self::prune), [`compact`](Self::compact),
@@ -116,14 +118,18 @@ impl SqliteMemoryStore {
         self.blocking("stats", move |db| db.stats(&project)).await
     }
 
-    /// Run one store call on tokio's blocking pool, in a span naming it.
+    /// Run one store call on tokio's blocking pool (or, when the options say so, right here),
+    /// in a span naming it.
     async fn blocking<T, F>(&self, call: &'static str, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&MemoryDb) -> Result<T> + Send + 'static,
     {
-        let db = self.db.clone();
         let span = tracing::debug_span!("memory.sqlite", call);
+        if !self.db.on_blocking_pool() {
+            return span.in_scope(|| f(&self.db));
+        }
+        let db = self.db.clone();
         tokio::task::spawn_blocking(move || span.in_scope(|| f(&db)))
             .await
             .map_err(|e| MemoryError::Task(e.to_string()))?

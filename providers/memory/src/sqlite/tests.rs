@@ -1147,6 +1147,21 @@ fn a_small_page_cache_stores_and_finds_what_the_default_one_does() {
 }
 
 #[test]
+fn a_store_off_the_blocking_pool_answers_where_it_is_awaited() {
+    // No tokio runtime at all: every call completes on this thread the first time it is
+    // polled (on the pool, the first call would need a runtime to hand itself to).
+    let dir = tempfile::tempdir().unwrap();
+    let options = OpenOptions::default().blocking_pool(false);
+    let store = SqliteMemoryStore::open_with(dir.path().join("m.db"), options).unwrap();
+    let added = super::writer::run_now(store.add(new("the deploy script needs qoxel"))).unwrap();
+    let found = super::writer::run_now(store.search(MemorySearchRequest::new(P, "qoxel deploy"))).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].entry.id, added.id);
+    let again = super::writer::run_now(store.get(&added.id)).unwrap().unwrap();
+    assert_eq!(again.access_count, 1, "the search counted its access");
+}
+
+#[test]
 fn a_background_index_answers_like_the_full_text_index() {
     let (_dir, db, _) = open_mode(SearchIndex::Background);
     db.add(new("Use pnpm to install dependencies")).unwrap();
