@@ -113,7 +113,6 @@ pub(crate) struct Kept<'a> {
     known: &'a BTreeSet<String>,
     limit: usize,
     pub(crate) candidates: Vec<Candidate>,
-    pub(crate) new_terms: BTreeSet<String>,
 }
 
 impl<'a> Kept<'a> {
@@ -123,7 +122,6 @@ impl<'a> Kept<'a> {
             known,
             limit,
             candidates: Vec::new(),
-            new_terms: BTreeSet::new(),
         }
     }
 
@@ -152,19 +150,25 @@ impl<'a> Kept<'a> {
         if self.is_full() || !self.filter.keeps(&entry) {
             return;
         }
-        let candidate = Candidate::new(num, entry, terms);
-        // A memory sharing no word with the query has a text similarity of 0 whatever its
-        // terms' frequencies (a memory found by meaning alone, say): only one that shares a
-        // word needs them read.
-        let content = || candidate.terms.content();
-        if content().any(|t| self.known.contains(t)) {
-            for term in content() {
-                if !self.known.contains(term) && !self.new_terms.contains(term) {
-                    self.new_terms.insert(term.to_string());
-                }
-            }
-        }
-        self.candidates.push(candidate);
+        self.candidates.push(Candidate::new(num, entry, terms));
+    }
+
+    /// The kept candidates' terms whose document frequencies are still to read, sorted and
+    /// distinct: those not known already. A memory sharing no word with the query has a text
+    /// similarity of 0 whatever its terms' frequencies (a memory found by meaning alone, say):
+    /// only those that share a word need theirs. Borrowed from the candidates, so 200 of them
+    /// cost one list, not a string per term.
+    pub(crate) fn new_terms(&self) -> Vec<&str> {
+        let mut terms: Vec<&str> = self
+            .candidates
+            .iter()
+            .filter(|c| c.terms.content().any(|t| self.known.contains(t)))
+            .flat_map(|c| c.terms.content())
+            .filter(|t| !self.known.contains(*t))
+            .collect();
+        terms.sort_unstable();
+        terms.dedup();
+        terms
     }
 }
 
@@ -275,8 +279,9 @@ mod tests {
         let nums: Vec<i64> = kept.candidates.iter().map(|c| c.num).collect();
         assert_eq!(nums, [2, 3]);
         // The kept memories' terms, less the known ones: not the refused memories'.
-        let expected: BTreeSet<String> = crate::text::terms("workspaces yarn berry").into_iter().collect();
-        assert_eq!(kept.new_terms, expected);
+        let mut expected = crate::text::terms("workspaces yarn berry");
+        expected.sort();
+        assert_eq!(kept.new_terms(), expected);
     }
 
     #[test]
@@ -294,7 +299,7 @@ mod tests {
             None,
         );
         assert_eq!(kept.candidates.len(), 1, "kept: it may be near in meaning");
-        assert!(kept.new_terms.is_empty(), "{:?}", kept.new_terms);
+        assert!(kept.new_terms().is_empty(), "{:?}", kept.new_terms());
     }
 
     #[test]
@@ -318,8 +323,7 @@ mod tests {
         kept.offer(2, entry, None);
         assert_eq!(kept.candidates[0].terms, stored);
         assert_eq!(kept.candidates[1].terms, tokenized);
-        let expected: BTreeSet<String> = ["lockfil", "workspac"].map(String::from).into();
-        assert_eq!(kept.new_terms, expected);
+        assert_eq!(kept.new_terms(), ["lockfil", "workspac"]);
         // A row written before terms were stored has none.
         assert_eq!(MemoryTerms::read(None, Some(String::new())), None);
     }

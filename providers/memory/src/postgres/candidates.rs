@@ -28,19 +28,15 @@ pub(super) async fn vocabulary(
         .map(|r| r.try_get(0))
         .transpose()?
         .unwrap_or(0);
+    let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
     Ok(Vocabulary::new(
         docs.max(0) as u64,
-        frequencies(tx, project, needed).await?,
+        frequencies(tx, project, &needed).await?,
     ))
 }
 
 /// The document frequencies of the `needed` terms that the project's memories hold.
-async fn frequencies(
-    tx: &Transaction<'_>,
-    project: &str,
-    needed: &BTreeSet<String>,
-) -> Result<HashMap<String, u32>> {
-    let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
+async fn frequencies(tx: &Transaction<'_>, project: &str, needed: &[&str]) -> Result<HashMap<String, u32>> {
     let stmt = tx
         .prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = $1 AND term = ANY($2)")
         .await?;
@@ -67,7 +63,7 @@ pub(super) async fn rows_as_candidates(
     let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
     let mut kept = Kept::new(filter, &q_set, nums.len());
     kept.offer_round(nums, select_candidates(tx, nums).await?);
-    vocab.extend(frequencies(tx, filter.project, &kept.new_terms).await?);
+    vocab.extend(frequencies(tx, filter.project, &kept.new_terms()).await?);
     Ok(kept.candidates)
 }
 
@@ -116,6 +112,6 @@ pub(super) async fn candidates(
             break;
         }
     }
-    vocab.extend(frequencies(tx, filter.project, &kept.new_terms).await?);
+    vocab.extend(frequencies(tx, filter.project, &kept.new_terms()).await?);
     Ok((vocab, kept.candidates))
 }

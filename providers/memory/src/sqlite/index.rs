@@ -219,19 +219,16 @@ pub(crate) fn project_version(tx: &Transaction, project: &str) -> Result<Version
 /// candidates' terms, a few hundred of a vocabulary that grows with the project).
 pub(crate) fn vocabulary(tx: &Transaction, project: &str, needed: &BTreeSet<String>) -> Result<Vocabulary> {
     let docs = project_version(tx, project)?.1;
+    let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
     Ok(Vocabulary::new(
         docs.max(0) as u64,
-        frequencies(tx, project, needed)?,
+        frequencies(tx, project, &needed)?,
     ))
 }
 
 /// The document frequencies of the `needed` terms that the project's memories hold, in one
 /// statement (a key lookup per term; one statement each cost a search a sixth of its time).
-pub(crate) fn frequencies(
-    tx: &Transaction,
-    project: &str,
-    needed: &BTreeSet<String>,
-) -> Result<HashMap<String, u32>> {
+pub(crate) fn frequencies(tx: &Transaction, project: &str, needed: &[&str]) -> Result<HashMap<String, u32>> {
     if needed.is_empty() {
         return Ok(HashMap::new());
     }

@@ -313,7 +313,7 @@ impl MemoryDb {
                 break;
             }
         }
-        vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms)?);
+        vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms())?);
         Ok((vocab, kept.candidates))
     }
 
@@ -351,7 +351,7 @@ impl MemoryDb {
             let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
             let mut kept = Kept::new(filter, &q_set, extra.len());
             kept.offer_round(&extra, select_candidates(tx, &extra)?);
-            vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms)?);
+            vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms())?);
             candidates.extend(kept.candidates);
         }
         let meaning = Meaning {
