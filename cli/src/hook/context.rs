@@ -27,7 +27,7 @@ use super::event::EventKind;
 use super::session::SessionState;
 use super::EventArgs;
 use crate::error::CliError;
-use crate::memory::open::{memory_db_path, normalize_project, open_store_on_this_thread};
+use crate::memory::open::{memory_db_path, normalize_project, open_store_for_hook};
 use crate::setup::{load_library, SkillDirs};
 use crate::user_config::Config;
 
@@ -317,7 +317,7 @@ async fn prompt_memories(
     let _ = std::thread::Builder::new()
         .name("ctxkit-hook-rules".into())
         .spawn(ctxkit_memory::secrets::prepare);
-    let store: Arc<dyn MemoryStore> = open_store_on_this_thread(args.memory.as_deref())?.shared();
+    let store: Arc<dyn MemoryStore> = open_store_for_hook(args.memory.as_deref())?.shared();
     let provider = MemoryContextProvider::new(store.clone())
         .with_project(&project)
         .without_episodes()
@@ -336,7 +336,7 @@ async fn prompt_memories(
 
 /// The project's pinned memories, most important first.
 async fn pinned_memories(args: EventArgs, project: String) -> Result<Found, CliError> {
-    let store = open_store_on_this_thread(args.memory.as_deref())?.shared();
+    let store = open_store_for_hook(args.memory.as_deref())?.shared();
     // The session's prompts load the accepted learned skills from the folder written here.
     let db = memory_db_path(args.memory.as_deref())?;
     if let Err(e) = crate::learned::sync(&*store, &db, &project).await {

@@ -120,10 +120,12 @@ pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
     open_store_at(db, one_shot())
 }
 
-/// [`open_store`] for a thread and runtime that do nothing else, such as the hook's memory
-/// part: SQLite calls run on that thread rather than being handed to a pool thread.
-pub(crate) fn open_store_on_this_thread(db: Option<&Path>) -> Result<Store, CliError> {
-    open_store_at(db, one_shot().blocking_pool(false))
+/// [`open_store`] for the hook's memory part, a process per prompt on a thread and runtime
+/// that do nothing else: SQLite calls run on that thread rather than being handed to a pool
+/// thread, and the log a write leaves is copied back by the next prompt's process while it
+/// reads, not by this one as it closes (see [`OpenOptions::checkpoint_on_open`]).
+pub(crate) fn open_store_for_hook(db: Option<&Path>) -> Result<Store, CliError> {
+    open_store_at(db, one_shot().blocking_pool(false).checkpoint_on_open(true))
 }
 
 /// Open the store at `db`, or at the default place, for a long-running process: searches

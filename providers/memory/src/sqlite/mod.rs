@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::{MemoryError, Result};
@@ -95,6 +96,10 @@ struct Inner {
     read_only: AtomicBool,
     /// Read-only connections open the file as immutable (its folder can't hold a WAL index).
     immutable: AtomicBool,
+    /// The thread copying the log back as the store opened ([`OpenOptions::checkpoint_on_open`]);
+    /// nothing waits for it but tests.
+    #[cfg_attr(not(test), allow(dead_code))]
+    checkpoint: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// The blocking SQLite memory store; cheap to clone (clones share connections and caches).
@@ -133,6 +138,7 @@ impl MemoryDb {
                 building: Mutex::default(),
                 read_only: AtomicBool::new(read_only),
                 immutable: AtomicBool::new(false),
+                checkpoint: Mutex::new(None),
             }),
         };
         if read_only {
@@ -140,7 +146,12 @@ impl MemoryDb {
             return Ok(db);
         }
         match db.open_read_write() {
-            Ok(()) => Ok(db),
+            Ok(()) => {
+                if db.inner.options.checkpoints_on_open() {
+                    db.checkpoint_in_background();
+                }
+                Ok(db)
+            }
             Err(e) if is_read_only_failure(&e) && path.is_file() => {
                 db.inner.read_only.store(true, Ordering::Relaxed);
                 db.open_read_only().map_err(|_| e)?;
@@ -254,7 +265,50 @@ impl MemoryDb {
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(open_err)?;
         self.size_cache(&conn).map_err(open_err)?;
+        if self.inner.options.checkpoints_on_open() {
+            conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+                .map_err(open_err)?;
+        }
         Ok(conn)
+    }
+
+    /// Copy the log back into the database file on a thread of its own, through a connection
+    /// of its own, without waiting for readers or writers (a passive checkpoint): what the
+    /// last process's writes left in the log, while this one reads. A process that ends first
+    /// cuts it short, which SQLite survives as it survives any crash; the next open copies
+    /// what is left. Each open that does this copies its predecessor's writes, so the log
+    /// stays a few writes long and a new process rebuilds its index quickly.
+    fn checkpoint_in_background(&self) {
+        let path = self.inner.path.clone();
+        let copy = move || {
+            let copied = Connection::open(&path).and_then(|conn| {
+                conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+                conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                    Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                })
+            });
+            match copied {
+                Ok((log, copied)) => tracing::debug!(log, copied, "memory log copied back"),
+                Err(error) => {
+                    tracing::debug!(%error, "the memory log was not copied back; the next open copies it")
+                }
+            }
+        };
+        match std::thread::Builder::new()
+            .name("ctxkit-memory-checkpoint".into())
+            .spawn(copy)
+        {
+            Ok(handle) => *search::lock(&self.inner.checkpoint) = Some(handle),
+            Err(error) => tracing::debug!(%error, "cannot start copying the memory log back"),
+        }
+    }
+
+    /// Wait for the copy [`checkpoint_in_background`](Self::checkpoint_in_background) started.
+    #[cfg(test)]
+    pub(crate) fn wait_for_checkpoint(&self) {
+        if let Some(handle) = search::lock(&self.inner.checkpoint).take() {
+            handle.join().expect("the checkpoint thread");
+        }
     }
 
     /// Give a new connection the page cache asked for ([`OpenOptions::cache_pages`]). Its

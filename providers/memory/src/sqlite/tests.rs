@@ -1162,6 +1162,47 @@ fn a_store_off_the_blocking_pool_answers_where_it_is_awaited() {
 }
 
 #[test]
+fn a_store_that_checkpoints_on_open_leaves_its_writes_in_the_log_for_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let log = dir.path().join("m.db-wal");
+    MemoryDb::open(&path)
+        .unwrap()
+        .add(new("the schema is written"))
+        .unwrap();
+    assert!(
+        !log.exists(),
+        "by default the last connection copies the log back and removes it"
+    );
+    let on_open = || OpenOptions::default().checkpoint_on_open(true);
+    // The database file alone, as a copy of it without its log would see it.
+    let file_alone = |name: &str| {
+        let copy = dir.path().join(name);
+        std::fs::copy(&path, &copy).unwrap();
+        MemoryDb::open(&copy).unwrap().count(P).unwrap()
+    };
+
+    let first = MemoryDb::open_with(&path, on_open()).unwrap();
+    first.wait_for_checkpoint();
+    first.add(new("the deploy script needs qoxel")).unwrap();
+    drop(first);
+    assert!(
+        std::fs::metadata(&log).unwrap().len() > 0,
+        "the write is still in the log"
+    );
+    assert_eq!(file_alone("before.db"), 1);
+
+    let next = MemoryDb::open_with(&path, on_open()).unwrap();
+    assert_eq!(next.count(P).unwrap(), 2, "read through the log all along");
+    next.wait_for_checkpoint();
+    assert_eq!(file_alone("after.db"), 2, "the next open copied the log back");
+    let found = next
+        .search(&MemorySearchRequest::new(P, "qoxel").without_touch())
+        .unwrap();
+    assert_eq!(found.len(), 1);
+}
+
+#[test]
 fn a_background_index_answers_like_the_full_text_index() {
     let (_dir, db, _) = open_mode(SearchIndex::Background);
     db.add(new("Use pnpm to install dependencies")).unwrap();
