@@ -96,10 +96,24 @@ struct Inner {
     read_only: AtomicBool,
     /// Read-only connections open the file as immutable (its folder can't hold a WAL index).
     immutable: AtomicBool,
-    /// The thread copying the log back as the store opened ([`OpenOptions::checkpoint_on_open`]);
-    /// nothing waits for it but tests.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The thread copying the log back as the store opened ([`OpenOptions::checkpoint_on_open`]).
     checkpoint: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    /// A store closes after the copy it started: a process that ends right after would cut it
+    /// short, leaving the database file (though not the log) half-updated for a reader that
+    /// cannot use the log. It has usually finished long before.
+    fn drop(&mut self) {
+        let copying = self
+            .checkpoint
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(copying) = copying {
+            let _ = copying.join();
+        }
+    }
 }
 
 /// The blocking SQLite memory store; cheap to clone (clones share connections and caches).
@@ -274,10 +288,9 @@ impl MemoryDb {
 
     /// Copy the log back into the database file on a thread of its own, through a connection
     /// of its own, without waiting for readers or writers (a passive checkpoint): what the
-    /// last process's writes left in the log, while this one reads. A process that ends first
-    /// cuts it short, which SQLite survives as it survives any crash; the next open copies
-    /// what is left. Each open that does this copies its predecessor's writes, so the log
-    /// stays a few writes long and a new process rebuilds its index quickly.
+    /// last process's writes left in the log, while this one reads. Each open that does this
+    /// copies its predecessor's writes, so the log stays a few writes long and a new process
+    /// rebuilds its index quickly. The store waits for it as it closes.
     fn checkpoint_in_background(&self) {
         let path = self.inner.path.clone();
         let copy = move || {
