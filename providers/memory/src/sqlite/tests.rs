@@ -1203,6 +1203,36 @@ fn a_store_that_checkpoints_on_open_leaves_its_writes_in_the_log_for_the_next_op
 }
 
 #[test]
+fn stores_that_checkpoint_on_open_side_by_side_lose_nothing() {
+    // Hooks of several sessions at once: each opens, adds, closes; each open copies what the
+    // others left in the log while they write.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    MemoryDb::open(&path)
+        .unwrap()
+        .add(new("the schema is written"))
+        .unwrap();
+    std::thread::scope(|scope| {
+        for writer in 0..4 {
+            let path = &path;
+            scope.spawn(move || {
+                for i in 0..25 {
+                    let options = OpenOptions::default().checkpoint_on_open(true);
+                    let db = MemoryDb::open_with(path, options).unwrap();
+                    db.add(new(&format!("writer {writer} wrote memory {i}"))).unwrap();
+                }
+            });
+        }
+    });
+    let db = MemoryDb::open(&path).unwrap();
+    assert_eq!(db.count(P).unwrap(), 101);
+    let check: String = db
+        .with_conn(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(check, "ok");
+}
+
+#[test]
 fn a_background_index_answers_like_the_full_text_index() {
     let (_dir, db, _) = open_mode(SearchIndex::Background);
     db.add(new("Use pnpm to install dependencies")).unwrap();
