@@ -169,7 +169,7 @@ impl OpenOptions {
     /// own, 2 MiB worth; at least 10). A process that reads each page about once, such as a
     /// command or a hook, is faster with a few dozen: a page read then reuses a buffer
     /// instead of allocating a new one. Measured at 100,000 memories: a hook's whole process
-    /// 17.2 → 14.8 ms with 32 pages, an import of 30,000 memories 4.0 → 3.0 s. A
+    /// 18.6 → 15.6 ms with 32 pages, an import of 30,000 memories 4.0 → 3.0 s. A
     /// long-running process that writes again and again keeps its hot pages with the
     /// default (an add at 100,000 memories takes 0.85 ms with it, 1.03 ms with 32 pages). A
     /// write's changed pages are kept up to 2 MiB either way. PostgreSQL ignores it.
@@ -195,7 +195,7 @@ impl OpenOptions {
     /// closes). For a process that opens the store for one short task and ends, such as a
     /// hook per prompt: a write then leaves its pages in the log for the next process, and
     /// closing waits for no `fsync` (measured at 100,000 memories: the hook's whole process
-    /// 17.1 → 15.4 ms). What stays in the log survives a crash of the process, as any commit
+    /// 17.3 → 15.5 ms). What stays in the log survives a crash of the process, as any commit
     /// does; a power loss may lose it until the next open (or SQLite's own checkpoint, at
     /// 1,000 pages) has copied it, as it may lose the last transactions of any process (the
     /// store runs with `synchronous=NORMAL`). PostgreSQL ignores it.
