@@ -368,26 +368,21 @@ impl MemoryDb {
     /// Run `f` in a `BEGIN IMMEDIATE` transaction and commit it when `f` succeeds; then bring
     /// the loaded in-memory search indexes up to date in place.
     fn write<T>(&self, f: impl FnOnce(&Transaction, i64) -> Result<T>) -> Result<T> {
-        if self.is_read_only() {
-            return Err(MemoryError::ReadOnly {
-                path: self.inner.path.clone(),
-            });
-        }
-        self.with_conn(|conn| {
+        self.write_statement(|conn, now| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(&tx, self.now())?;
+            let out = f(&tx, now)?;
             tx.commit()?;
-            self.refresh_indexes(conn);
             Ok(out)
         })
     }
 
-    /// Run `f`, a write of one statement, as its own transaction (no `BEGIN`: the statement
-    /// takes the write lock as `BEGIN IMMEDIATE` would, and waits for it the same way), then
-    /// bring the loaded in-memory search indexes up to date. Inside a transaction SQLite keeps
-    /// a statement journal for a statement that changes many rows, in a temporary file once
-    /// it passes 64 KiB: a search's access count created one in every hook.
-    fn write_statement<T>(&self, f: impl FnOnce(&Connection, i64) -> Result<T>) -> Result<T> {
+    /// Run `f` on a connection that may write, then bring the loaded in-memory search indexes
+    /// up to date. On its own (no `BEGIN`), a write of one statement is its own transaction:
+    /// it takes the write lock as `BEGIN IMMEDIATE` would, and waits for it the same way.
+    /// Inside a transaction SQLite keeps a statement journal for a statement that changes many
+    /// rows, in a temporary file once it passes 64 KiB: a search's access count created one
+    /// in every hook.
+    fn write_statement<T>(&self, f: impl FnOnce(&mut Connection, i64) -> Result<T>) -> Result<T> {
         if self.is_read_only() {
             return Err(MemoryError::ReadOnly {
                 path: self.inner.path.clone(),

@@ -127,20 +127,20 @@ pub(super) fn missing_vectors(
 /// (`+project_path` keeps SQLite off the project's indexes, which would sort the project).
 pub(super) fn fill_terms(tx: &Transaction, project: &str, limit: usize) -> Result<usize> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let missing: Vec<(i64, String, String)> = tx
+    let missing: Vec<(i64, String, Vec<String>)> = tx
         .prepare_cached(
             "SELECT num, content, keywords FROM project_memories
              WHERE +project_path = ?1 AND content_terms IS NULL ORDER BY num LIMIT ?2",
         )?
-        .query_map(params![project, limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .query_map(params![project, limit], |r| {
+            Ok((r.get(0)?, r.get(1)?, keywords_at(r, 2)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut store = tx.prepare_cached(
         "UPDATE project_memories SET content_terms = ?2, keyword_terms = ?3 WHERE num = ?1",
     )?;
     for (num, content, keywords) in &missing {
-        let keywords: Vec<String> = serde_json::from_str(keywords)
-            .map_err(|e| conversion_error(5, format!("keywords are not a JSON list: {e}")))?;
-        let terms = MemoryTerms::of(content, &keywords);
+        let terms = MemoryTerms::of(content, keywords);
         let (content_terms, keyword_terms) = terms.stored();
         store.execute(params![num, content_terms, keyword_terms])?;
     }
@@ -245,11 +245,15 @@ pub(super) fn category_at(r: &Row, col: usize) -> rusqlite::Result<MemoryCategor
         .map_err(|e: MemoryError| conversion_error(col, e.to_string()))
 }
 
+/// The keywords stored, as a JSON list, in column `col`.
+fn keywords_at(r: &Row, col: usize) -> rusqlite::Result<Vec<String>> {
+    serde_json::from_str(r.get_ref(col)?.as_str()?)
+        .map_err(|e| conversion_error(col, format!("keywords are not a JSON list: {e}")))
+}
+
 pub(super) fn row_to_entry(r: &Row) -> rusqlite::Result<(i64, MemoryEntry)> {
     let category = category_at(r, 3)?;
-    let keywords: String = r.get(5)?;
-    let keywords: Vec<String> = serde_json::from_str(&keywords)
-        .map_err(|e| conversion_error(5, format!("keywords are not a JSON list: {e}")))?;
+    let keywords = keywords_at(r, 5)?;
     Ok((
         r.get(0)?,
         MemoryEntry {
