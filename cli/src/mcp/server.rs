@@ -80,11 +80,12 @@ impl CtxkitServer {
         true
     }
 
-    /// Watch the skill roots and the config every `every` ([`ctxkit_skills::SkillLibrary::watch`]: a changed
-    /// index is swapped in once the files have settled, a broken edit keeps the last good
-    /// skill) and tell the client when what the server lists changed (`resources/list_changed`,
-    /// `prompts/list_changed`); ends when a notification finds the client gone. Every tool call reads the
-    /// current index, so `match_skills` and `read_skill` follow edits and toggles at once.
+    /// Watch the skill roots and the config every `every`
+    /// ([`ctxkit_skills::SkillLibrary::watch`]: a changed index is swapped in once the files
+    /// have settled, a broken edit keeps the last good skill) and tell the client when what
+    /// the server lists changed (`resources/list_changed`, `prompts/list_changed`); ends when
+    /// a notification finds the client gone. Every tool call reads the current index, so
+    /// `match_skills` and `read_skill` follow edits and toggles at once.
     pub(crate) async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
         self.skills.library().watch(every, |_| {});
         let mut tick = tokio::time::interval(every);

@@ -166,9 +166,9 @@ impl OpenOptions {
     }
 
     /// How many database pages each SQLite connection keeps in memory (default: SQLite's
-    /// own, 2 MiB worth; from 10 to `i32::MAX`, SQLite's range). A process that reads each page about once, such as a
-    /// command or a hook, is faster with a few dozen: a page read then reuses a buffer
-    /// instead of allocating a new one. Measured at 100,000 memories: a hook's whole process
+    /// own, 2 MiB worth; from 10 to `i32::MAX`, SQLite's range). A process that reads each
+    /// page about once, such as a command or a hook, is faster with a few dozen: a page read
+    /// then reuses a buffer instead of allocating a new one. Measured at 100,000 memories: a hook's whole process
     /// 18.6 → 15.6 ms with 32 pages, an import of 30,000 memories 4.0 → 3.0 s. A
     /// long-running process that writes again and again keeps its hot pages with the
     /// default (an add at 100,000 memories takes 0.85 ms with it, 1.03 ms with 32 pages). A
