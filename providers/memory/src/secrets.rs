@@ -50,6 +50,12 @@ enum Value {
     Random,
     /// A literal that does not read like a word: it holds a digit, a symbol or an inner capital.
     Password,
+    /// A literal that looks machine-made: letters and digits, no spaces.
+    Token,
+    /// Base64 that decodes to the start of a PEM private key.
+    Base64PrivateKey,
+    /// Twelve or more words in a row from the BIP39 word list.
+    SeedPhrase,
 }
 
 /// One rule: a name, what it finds, a pattern, and what its `value` group must hold.
@@ -127,14 +133,33 @@ const RULES: &[Rule] = &[
         "a PEM private key",
         // The whole block up to its END line (or the end of the text), so redaction removes the
         // key body too.
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
-        &["-----"],
+        // Four dashes and spaces are SSH2's form (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`).
+        r"-----? ?BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)? ?-----?(?s:.*?)(?:-----? ?END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)? ?-----?|\z)",
+        &["----"],
     ),
     token(
         "age-secret-key",
         "an age secret key",
         r"\bAGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}\b",
         &["age-secret-key-1"],
+    ),
+    valued(
+        "base64-private-key",
+        "a base64-encoded PEM private key",
+        // `-----BEGIN` in base64 (`client-key-data:` of a kubeconfig, a key in a variable),
+        // decoded to check it is a private key and not a certificate.
+        r"(?P<value>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})",
+        &["ls0tls1crudjti"],
+        Value::Base64PrivateKey,
+    ),
+    valued(
+        "seed-phrase",
+        "a BIP39 wallet seed phrase",
+        // Twelve or more words in a row (on a line or one per line), each from the BIP39 word
+        // list (see `holds_seed_phrase`).
+        r"\b[a-z]{3,8}(?:\s+[a-z]{3,8}){11,}\b",
+        &["\t", "\n", "\u{b}", "\u{c}", "\r", " "],
+        Value::SeedPhrase,
     ),
     rule(
         "putty-private-key",
@@ -521,8 +546,9 @@ const RULES: &[Rule] = &[
     token(
         "anthropic-api-key",
         "an Anthropic API key",
-        r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}",
-        &["sk-ant-admin", "sk-ant-api", "sk-ant-oat"],
+        // API, admin, OAuth and session keys: `sk-ant-api03-`, `sk-ant-sid01-`, ….
+        r"\bsk-ant-[a-z]{2,6}\d{2}-[A-Za-z0-9_\-]{20,}",
+        &["sk-ant-"],
     ),
     valued(
         "openai-api-key",
@@ -601,8 +627,10 @@ const RULES: &[Rule] = &[
     token(
         "slack-token",
         "a Slack token",
-        r"\bxox[abposre]-[A-Za-z0-9-]{10,}\b",
-        &["xoxa-", "xoxb-", "xoxe-", "xoxo-", "xoxp-", "xoxr-", "xoxs-"],
+        // Bot, user, app, refresh, legacy and the browser's `xoxc-` token with its URL-encoded
+        // `xoxd-` cookie.
+        r"\bxox[abcdeoprs]-[A-Za-z0-9%-]{10,}",
+        &["xox"],
     ),
     rule(
         "slack-app-token",
@@ -730,6 +758,273 @@ const RULES: &[Rule] = &[
         r"\bshippo_(?:live|test)_[a-f0-9]{40}\b",
         &["shippo_live_", "shippo_test_"],
     ),
+    // ----- more vendor prefixes, from gitleaks' rule list, family by family ---------------
+    token(
+        "gitlab-runner-registration-token",
+        "a GitLab runner registration token",
+        r"\bGR1348941[A-Za-z0-9_\-]{20,}",
+        &["gr1348941"],
+    ),
+    rule(
+        "gitlab-session-cookie",
+        "a GitLab session cookie",
+        r"\b_gitlab_session=[0-9a-z]{32}",
+        &["_gitlab_session="],
+    ),
+    token(
+        "brevo-api-key",
+        "a Brevo (Sendinblue) API or SMTP key",
+        r"\bx(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+        &["xkeysib-", "xsmtpsib-"],
+    ),
+    token(
+        "contentful-token",
+        "a Contentful personal access token",
+        r"\bCFPAT-[A-Za-z0-9_\-]{43}",
+        &["cfpat-"],
+    ),
+    token(
+        "sonarqube-token",
+        "a SonarQube token",
+        r"\bsq[upa]_[a-f0-9]{40}",
+        &["sqa_", "sqp_", "squ_"],
+    ),
+    token(
+        "circleci-token",
+        "a CircleCI personal or project token",
+        r"\bCCI(?:PAT|PRJ)_[A-Za-z0-9]{22}_[a-f0-9]{40}",
+        &["ccipat_", "cciprj_"],
+    ),
+    token(
+        "hubspot-token",
+        "a HubSpot private app token",
+        r"\bpat-(?:na|eu|ap)\d-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        &["pat-ap", "pat-eu", "pat-na"],
+    ),
+    token(
+        "plaid-token",
+        "a Plaid access token",
+        r"\baccess-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        &["access-development-", "access-production-", "access-sandbox-"],
+    ),
+    rule(
+        "microsoft-teams-webhook",
+        "a Microsoft Teams or Office 365 webhook URL",
+        r"(?i)\b[a-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/\-]{40,}",
+        &[".webhook.office.com/webhookb2/"],
+    ),
+    token(
+        "google-oauth-refresh-token",
+        "a Google OAuth refresh token",
+        r"\b1//0[A-Za-z0-9_\-]{40,}",
+        &["1//0"],
+    ),
+    token(
+        "azure-devops-token",
+        "an Azure DevOps personal access token",
+        // Microsoft's identifiable format: 52 characters, the `JQQJ99` signature, `AZDO`.
+        r"\b[A-Za-z0-9]{52}JQQJ9[9DH][A-Za-z0-9]{14,20}AZDO[A-Za-z0-9]{4}",
+        &["azdo"],
+    ),
+    token(
+        "adobe-client-secret",
+        "an Adobe client secret",
+        r"\bp8e-[A-Za-z0-9]{32}",
+        &["p8e-"],
+    ),
+    token(
+        "aws-bedrock-api-key",
+        "an Amazon Bedrock API key",
+        r"\bABSK[A-Za-z0-9+/]{109,}={0,2}",
+        &["absk"],
+    ),
+    token(
+        "clickhouse-cloud-key",
+        "a ClickHouse Cloud API secret",
+        r"\b4b1d[A-Za-z0-9]{38}",
+        &["4b1d"],
+    ),
+    token(
+        "defined-networking-token",
+        "a Defined Networking API token",
+        r"\bdnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}",
+        &["dnkey-"],
+    ),
+    token(
+        "duffel-token",
+        "a Duffel API token",
+        r"\bduffel_(?:test|live)_[A-Za-z0-9_\-=]{43}",
+        &["duffel_live_", "duffel_test_"],
+    ),
+    token(
+        "frameio-token",
+        "a Frame.io API token",
+        r"\bfio-u-[A-Za-z0-9_\-=]{64}",
+        &["fio-u-"],
+    ),
+    token(
+        "harness-token",
+        "a Harness API key",
+        r"\b(?:pat|sat)\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}",
+        &["pat.", "sat."],
+    ),
+    token(
+        "intra42-secret",
+        "a 42 Intra client secret",
+        r"\bs-s4t2(?:ud|af)-[a-f0-9]{64}",
+        &["s-s4t2af-", "s-s4t2ud-"],
+    ),
+    token(
+        "maxmind-license-key",
+        "a MaxMind license key",
+        r"\b[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk",
+        &["_mmk"],
+    ),
+    token(
+        "octopus-deploy-key",
+        "an Octopus Deploy API key",
+        r"\bAPI-[A-Z0-9]{26}",
+        &["api-"],
+    ),
+    token(
+        "openshift-token",
+        "an OpenShift user token",
+        r"\bsha256~[A-Za-z0-9_\-]{43}",
+        &["sha256~"],
+    ),
+    token(
+        "scalingo-token",
+        "a Scalingo API token",
+        r"\btk-us-[A-Za-z0-9_\-]{48}",
+        &["tk-us-"],
+    ),
+    token(
+        "settlemint-token",
+        "a SettleMint access token",
+        r"\bsm_(?:aat|pat|sat)_[A-Za-z0-9]{16}",
+        &["sm_aat_", "sm_pat_", "sm_sat_"],
+    ),
+    token(
+        "authress-key",
+        "an Authress service client key",
+        r"\b(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][A-Za-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,}",
+        &[".acc-", ".acc_"],
+    ),
+    rule(
+        "sidekiq-credentials",
+        "Sidekiq Enterprise gem credentials",
+        r"(?i)\b(?:https?://[a-f0-9]{8}:[a-f0-9]{8}@(?:gems|enterprise)\.contribsys\.com|BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM\s*[=:]\s*[\x22']?[a-f0-9]{8}:[a-f0-9]{8})",
+        &[
+            "bundle_enterprise__contribsys__com",
+            "bundle_gems__contribsys__com",
+            "http",
+        ],
+    ),
+    valued(
+        "nuget-config-password",
+        "a password in a NuGet config",
+        r#"(?i)<add\s+key=\\?"(?:ClearText)?Password\\?"\s+value=\\?"(?P<value>[^"\\]{3,})"#,
+        &["value="],
+        Value::Literal,
+    ),
+    valued(
+        "vendor-credential",
+        "a credential labelled with a service's name",
+        // gitleaks' families that have no prefix of their own (a Datadog, Twitter or Okta key
+        // is found by the name beside it): the service's name and a credential word in the
+        // label (`azdo pat:`, `TWITTER_ACCESS_SECRET=`), a value of letters and digits.
+        r#"(?i)\b[a-z0-9_.\-]*?(?:adafruit|algolia|alibaba|asana|atlassian|azure[_-]?devops|azdo|beamer|bitbucket|bittrex|cloudflare|codecov|cohere|coinbase|confluence|confluent|contentful|datadog|discord|droneci|dropbox|etsy|facebook|fastly|finicity|finnhub|flickr|freshbooks|gitter|gocardless|heroku|hubspot|intercom|jfrog|jira|kucoin|launchdarkly|linkedin|looker|mailgun|mapbox|mattermost|messagebird|netlify|newrelic|new_relic|nytimes|okta|plaid|rapidapi|sendbird|sentry|snyk|sonar|squarespace|sumologic|travis|twitch|twitter|yandex|zendesk)[a-z0-9_.\- \t]{0,20}?(?:key|token|secret|pass|pwd|pat|auth|credential)[a-z0-9_.\-]*["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[A-Za-z0-9_\-./+=]{16,})"#,
+        &[
+            "adafruit",
+            "algolia",
+            "alibaba",
+            "asana",
+            "atlassian",
+            "azdo",
+            "beamer",
+            "bitbucket",
+            "bittrex",
+            "cloudflare",
+            "codecov",
+            "cohere",
+            "coinbase",
+            "confluence",
+            "confluent",
+            "contentful",
+            "datadog",
+            "devops",
+            "discord",
+            "droneci",
+            "dropbox",
+            "etsy",
+            "facebook",
+            "fastly",
+            "finicity",
+            "finnhub",
+            "flickr",
+            "freshbooks",
+            "gitter",
+            "gocardless",
+            "heroku",
+            "hubspot",
+            "intercom",
+            "jfrog",
+            "jira",
+            "kucoin",
+            "launchdarkly",
+            "linkedin",
+            "looker",
+            "mailgun",
+            "mapbox",
+            "mattermost",
+            "messagebird",
+            "netlify",
+            "new_relic",
+            "newrelic",
+            "nytimes",
+            "okta",
+            "plaid",
+            "rapidapi",
+            "sendbird",
+            "sentry",
+            "snyk",
+            "sonar",
+            "squarespace",
+            "sumologic",
+            "travis",
+            "twitch",
+            "twitter",
+            "yandex",
+            "zendesk",
+        ],
+        Value::Token,
+    ),
+    // ----- commands and connection files ------------------------------------------------
+    valued(
+        "command-line-password",
+        "a password on a command line",
+        // `curl -u user:pass`, `mysql -p'…'` (its password is glued to `-p`), `sshpass -p …`.
+        r#"(?:\bcurl\b[^\n]*?\s(?:-u|--user)(?:=|\s+)["']?[^\s:"']+:|\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n]*?\s-p|\bsshpass\b[^\n]*?\s-p\s*)["']?(?P<value>[^\s"']{3,})"#,
+        &["curl", "mariadb", "mysql", "sshpass"],
+        Value::Literal,
+    ),
+    valued(
+        "secret-option",
+        "a password or token given as a command-line option",
+        // `--password VALUE`, `--db-password=VALUE`, `--api-token VALUE`.
+        r#"(?i)(?:^|\s)--(?:[a-z0-9]+-)*(?:password|passwd|pass|secret|token|api-?key)(?:=|[ \t]+)["']?(?P<value>[^\s"'\-][^\s"']{2,})"#,
+        &["key", "pass", "secret", "token"],
+        // Not a plain word: `--no-password mydb` is a flag and an argument.
+        Value::Password,
+    ),
+    valued(
+        "pgpass-line",
+        "a password line of a .pgpass file",
+        // `host:port:database:user:password`, the port a number or `*`.
+        r"(?m)(?:^|[ \t])[A-Za-z0-9_.\-*]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<value>(?:[^:\s\\]|\\.){3,})(?:[ \t]|$)",
+        &[":"],
+        Value::Password,
+    ),
     // ----- generic ----------------------------------------------------------------------
     rule(
         "jwt",
@@ -813,6 +1108,15 @@ const RULES: &[Rule] = &[
         Value::Literal,
     ),
     valued(
+        "framework-secret-key",
+        "a framework's secret, signing or encryption key",
+        // Django's `SECRET_KEY`, Rails' `SECRET_KEY_BASE` and `RAILS_MASTER_KEY`, `JWT_SECRET_KEY`,
+        // `ENCRYPTION_KEY`, `SIGNING_KEY`, `SESSION_KEY`: a key named for what it protects.
+        r#"(?i)\b(?:[a-z0-9]+[_-])*(?:secret|encryption|decryption|signing|master|session|cookie|hmac|jwt|cipher|crypto)[_-]?key(?:[_-]base)?\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[A-Za-z0-9_\-./+=]{12,})"#,
+        &["key"],
+        Value::Token,
+    ),
+    valued(
         "secret-assignment",
         "a secret, token or API key assignment",
         r#"(?i)\b(?:[a-z0-9]+[_-])*(?:secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|private[_-]?key|client[_-]?secret|token)\b["']?\s*(?:=|:=|=>|:)\s*["']?(?P<value>[A-Za-z0-9_\-./+=]{8,})"#,
@@ -848,16 +1152,7 @@ struct Compiled {
 fn compiled() -> &'static Compiled {
     static COMPILED: OnceLock<Compiled> = OnceLock::new();
     COMPILED.get_or_init(|| {
-        let patterns: Vec<String> = RULES
-            .iter()
-            .map(|r| {
-                let pattern = match r.pattern.strip_prefix(r"\b") {
-                    Some(rest) if r.glued => rest,
-                    _ => r.pattern,
-                };
-                pattern.replace(r"\b", r"(?-u:\b)")
-            })
-            .collect();
+        let patterns: Vec<String> = RULES.iter().map(compiled_pattern).collect();
         let (owner, keywords): (Vec<usize>, Vec<&str>) = RULES
             .iter()
             .enumerate()
@@ -873,6 +1168,23 @@ fn compiled() -> &'static Compiled {
             patterns,
         }
     })
+}
+
+/// A rule's pattern as it runs:
+/// - a vendor token (`glued`) loses its leading `\b`, so it fires glued to the word before it,
+///   and its trailing one, so a tail longer than the vendor's documented length still fires
+///   (the match is then extended over the rest of the token, see [`matches_of`]);
+/// - every `\b` is an ASCII word boundary;
+/// - an optional quote may be escaped, as in JSON text (`{"env": "DB_PASSWORD=\"…\""}`).
+fn compiled_pattern(rule: &Rule) -> String {
+    let mut pattern = rule.pattern;
+    if rule.glued {
+        pattern = pattern.strip_prefix(r"\b").unwrap_or(pattern);
+        pattern = pattern.strip_suffix(r"\b").unwrap_or(pattern);
+    }
+    pattern
+        .replace(r"\b", r"(?-u:\b)")
+        .replace(r#"["']?"#, r#"(?:\\?["'])?"#)
 }
 
 /// The rules that may fire on `text`, in order: those whose keywords it holds (and any rule
@@ -1002,12 +1314,84 @@ fn looks_like_password(value: &str) -> bool {
         .any(|(i, c)| c.is_ascii_digit() || !c.is_alphanumeric() || (i > 0 && c.is_uppercase()))
 }
 
-fn value_counts(kind: Value, value: &str) -> bool {
+/// Letters and digits both: what a generated key holds and an identifier rarely does.
+fn looks_made(value: &str) -> bool {
+    value.bytes().any(|b| b.is_ascii_digit()) && value.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+/// Code that computes or looks up a value rather than a value: a member path
+/// (`config.apiKey`, `settings.SECRET_KEY`), a call (`hashPassword(raw)`, `getenv(…)`) or a
+/// path into a type (`SigningKey::generate`). `after` is the text that follows the value.
+fn is_code(value: &str, after: &str) -> bool {
+    let (head, called) = match value.find(['(', '[']) {
+        Some(at) => (&value[..at], true),
+        None => (value, after.starts_with(['(', '[']) || after.starts_with("::")),
+    };
+    let identifier = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    };
+    let segments: Vec<&str> = head.split('.').collect();
+    // A generated value's first piece holds digits (`eyJhbGciOiJIUzI1NiJ9.…`); a name seldom does.
+    segments.iter().all(|s| identifier(s))
+        && !segments[0].bytes().any(|b| b.is_ascii_digit())
+        && (called || segments.len() > 1)
+}
+
+/// A label that says its value is public: a public key, a fingerprint, a digest.
+fn labelled_public(label: &str) -> bool {
+    let label = label.to_ascii_lowercase();
+    ["public", "pubkey", "fingerprint", "checksum", "digest"]
+        .iter()
+        .any(|w| label.contains(w))
+}
+
+/// The decoded start of a base64 text: whether it is a PEM private key (not a certificate
+/// or a public key).
+fn decodes_to_private_key(value: &str) -> bool {
+    use base64::Engine as _;
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    // A PEM header is at most 64 bytes: 96 characters of base64 hold it.
+    let head = value.trim_end_matches('=');
+    let head = &head[..head.len().min(96) / 4 * 4];
+    engine
+        .decode(head)
+        .is_ok_and(|bytes| bytes.windows(11).any(|w| w == b"PRIVATE KEY"))
+}
+
+/// Twelve or more words in a row from the BIP39 English list: a wallet's seed phrase. Ordinary
+/// sentences break such runs with short words ("a", "is", "the") that the list leaves out.
+fn holds_seed_phrase(run: &str) -> bool {
+    let mut in_a_row = 0;
+    for word in run.split_ascii_whitespace() {
+        if bip39::Language::English.find_word(word).is_some() {
+            in_a_row += 1;
+            if in_a_row >= 12 {
+                return true;
+            }
+        } else {
+            in_a_row = 0;
+        }
+    }
+    false
+}
+
+fn value_counts(kind: Value, value: &str, after: &str) -> bool {
+    let literal = || is_literal(value) && !is_code(value, after);
     match kind {
         Value::Any => true,
-        Value::Literal => is_literal(value),
-        Value::Random => is_literal(value) && looks_random(value),
-        Value::Password => is_literal(value) && looks_like_password(value),
+        Value::Literal => literal(),
+        Value::Random => literal() && looks_random(value),
+        Value::Password => literal() && looks_like_password(value),
+        Value::Token => literal() && looks_made(value),
+        Value::Base64PrivateKey => decodes_to_private_key(value),
+        Value::SeedPhrase => holds_seed_phrase(value),
     }
 }
 
@@ -1015,17 +1399,36 @@ fn value_counts(kind: Value, value: &str) -> bool {
 fn matches_of(index: usize, text: &str) -> Vec<Range<usize>> {
     let rule = &RULES[index];
     let compiled = compiled();
-    compiled.each[index]
-        .get_or_init(|| Regex::new(&compiled.patterns[index]).expect("the secret rules are valid regexes"))
-        .captures_iter(text)
-        .filter(|c| {
-            rule.value == Value::Any
-                || c.name("value")
-                    .or_else(|| c.name("legacy"))
-                    .is_some_and(|v| value_counts(rule.value, v.as_str()))
-        })
-        .filter_map(|c| c.get(0).map(|m| m.range()))
-        .collect()
+    let regex = compiled.each[index]
+        .get_or_init(|| Regex::new(&compiled.patterns[index]).expect("the secret rules are valid regexes"));
+    let mut found: Vec<Range<usize>> = match rule.value {
+        // No value to check: the match alone (without the slower capture engine).
+        Value::Any | Value::SeedPhrase => regex
+            .find_iter(text)
+            .filter(|m| value_counts(rule.value, m.as_str(), ""))
+            .map(|m| m.range())
+            .collect(),
+        _ => regex
+            .captures_iter(text)
+            .filter_map(|c| {
+                let whole = c.get(0)?;
+                let value = c.name("value").or_else(|| c.name("legacy"))?;
+                let label = &text[whole.start()..value.start()];
+                (!labelled_public(label) && value_counts(rule.value, value.as_str(), &text[value.end()..]))
+                    .then(|| whole.range())
+            })
+            .collect(),
+    };
+    if rule.glued {
+        // A longer tail than the vendor documents is the same token: redact all of it.
+        for r in &mut found {
+            r.end += text[r.end..]
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+                .count();
+        }
+    }
+    found
 }
 
 /// Characters that render as nothing and can split a secret without showing: zero-width
@@ -1201,6 +1604,16 @@ mod tests {
         "a3k9x2m7q4z8w1r5".chars().cycle().take(n).collect()
     }
 
+    /// `-----BEGIN {kind} PRIVATE KEY-----` and a body, base64-encoded (as a kubeconfig keeps it).
+    fn b64_key(kind: &str) -> String {
+        use base64::Engine as _;
+        let pem = format!(
+            "-----BEGIN {kind} {}-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY/PuoAoGCCqGSM49\n",
+            "PRIVATE KEY"
+        );
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    }
+
     /// True positives: at least one example per rule, each built from pieces so this file does
     /// not itself look like it holds credentials.
     fn examples() -> Vec<(&'static str, String)> {
@@ -1334,6 +1747,50 @@ mod tests {
             ("secret-assignment", format!("secret={}", r(16))),
             ("secret-assignment", format!("OPENAI_API_KEY={}", r(16))),
             ("secret-assignment", format!("\"client_secret\": \"{}\"", r(16))),
+            ("base64-private-key", format!("client-key-data: {}", b64_key("EC"))),
+            ("seed-phrase", "legal winner thank year wave sausage worth useful legal winner thank yellow".to_string()),
+            ("gitlab-runner-registration-token", format!("GR1348941{}", r(20))),
+            ("gitlab-session-cookie", format!("_gitlab_{}={}", "session", l(32))),
+            ("brevo-api-key", format!("xkeysib-{}-{}", h(64), r(16))),
+            ("contentful-token", format!("CFPAT-{}", r(43))),
+            ("sonarqube-token", format!("squ_{}", h(40))),
+            ("circleci-token", format!("CCIPAT_{}_{}", r(22), h(40))),
+            ("hubspot-token", format!("pat-na1-{}-{}-{}-{}-{}", h(8), h(4), h(4), h(4), h(12))),
+            ("plaid-token", format!("access-sandbox-{}-{}-{}-{}-{}", h(8), h(4), h(4), h(4), h(12))),
+            (
+                "microsoft-teams-webhook",
+                format!("https://acme.webhook.office.com/{}/{}@{}/IncomingWebhook/{}", "webhookb2", h(36), h(36), h(32)),
+            ),
+            ("google-oauth-refresh-token", format!("1//0{}", r(60))),
+            ("azure-devops-token", format!("{}JQQJ99{}AZDO{}", r(52), r(18), r(4))),
+            ("adobe-client-secret", format!("p8e-{}", r(32))),
+            ("aws-bedrock-api-key", format!("ABSK{}", r(120))),
+            ("clickhouse-cloud-key", format!("4b1d{}", r(38))),
+            ("defined-networking-token", format!("dnkey-{}-{}", r(26), r(52))),
+            ("duffel-token", format!("duffel_live_{}", r(43))),
+            ("frameio-token", format!("fio-u-{}", r(64))),
+            ("harness-token", format!("pat.{}.{}.{}", r(22), r(24), r(20))),
+            ("intra42-secret", format!("s-s4t2ud-{}", h(64))),
+            ("maxmind-license-key", format!("{}_{}_mmk", r(6), r(29))),
+            ("octopus-deploy-key", format!("API-{}", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")),
+            ("openshift-token", format!("sha256~{}", r(43))),
+            ("scalingo-token", format!("tk-us-{}", r(48))),
+            ("settlemint-token", format!("sm_pat_{}", r(16))),
+            ("authress-key", format!("sc_{}.{}.acc_{}.{}", r(10), r(5), r(16), r(40))),
+            ("sidekiq-credentials", format!("BUNDLE_GEMS__CONTRIBSYS__COM={}:{}", h(8), h(8))),
+            ("nuget-config-password", format!("<add key=\"ClearText{}\" value=\"{}\" />", "Password", "hunter2hunter")),
+            ("vendor-credential", format!("DATADOG_APP_KEY_V2={}", h(40))),
+            ("vendor-credential", format!("azdo pat: {}", r(52))),
+            ("command-line-password", format!("curl -u admin:{} https://api.example.com", "Sup3rS3cret")),
+            ("command-line-password", format!("mysql -u root -p'{}' app", "Hunter2Pass!")),
+            ("command-line-password", format!("sshpass -p '{}' ssh deploy@host", "Hunter2Pass!")),
+            ("secret-option", format!("psql --{} {}", "password", "Hunter2Pass!")),
+            ("secret-option", format!("deploy --api-{}={}", "token", r(24))),
+            ("pgpass-line", format!("db.example.com:5432:app:alice:{}", "S3cretPg!")),
+            ("framework-secret-key", format!("SECRET_{}=django-insecure-{}", "KEY", l(40))),
+            ("framework-secret-key", format!("SECRET_KEY_{}={}", "BASE", h(128))),
+            ("framework-secret-key", format!("RAILS_MASTER_{}={}", "KEY", h(32))),
+            ("framework-secret-key", format!("JWT_SECRET_{}: \"{}\"", "KEY", r(32))),
         ]
     }
 
@@ -1381,6 +1838,31 @@ mod tests {
             format!("bkat_{}", r(40)),
             format!("nfc_{}", r(40)),
             format!("my token is xglpat-{}", r(20)),
+            // Other kinds and spellings of this round's families.
+            format!("sk-ant-sid01-{}AA", r(93)),
+            format!("xoxc-{}-{}-{}", l(10), l(12), h(64)),
+            format!("xoxd-{}%2B{}", r(40), r(20)),
+            format!("sqp_{}", h(40)),
+            format!("access-production-{}-{}-{}-{}-{}", h(8), h(4), h(4), h(4), h(12)),
+            format!("pat-eu1-{}-{}-{}-{}-{}", h(8), h(4), h(4), h(4), h(12)),
+            format!("ENCRYPTION_{}={}", "KEY", r(44)),
+            format!("SIGNING_{}: {}", "KEY", r(24)),
+            format!("export SESSION_{}='{}'", "KEY", r(32)),
+            format!("mysqldump -uroot -p{} app > app.sql", "Hunter2Pass"),
+            format!("curl --user ann:{} https://x.example", "pa55w0rd"),
+            format!("tool --db-{}={}", "password", "Tr0ub4dor&3"),
+            format!("private_key_b64: {}", b64_key("RSA")),
+            format!("---- BEGIN SSH2 ENCRYPTED {} ----\nComment: \"k\"\nP2/56wAAAi4AAAA3aWYtbW9kbntzaWdue3JzYS1w\n---- END SSH2 ENCRYPTED PRIVATE KEY ----", "PRIVATE KEY"),
+            "abandon ability able about above absent absorb abstract absurd abuse access accident account".to_string(),
+            // A vendor prefix followed by a longer tail than the vendor documents.
+            format!("nfp_{}", r(44)),
+            format!("dp.st.prd.{}", r(45)),
+            format!("ghp_{}", r(50)),
+            // Quotes escaped as in JSON text.
+            format!("{{\"command\": \"DB_PASSWORD=\\\"{}\\\" psql\"}}", "hunter2x"),
+            format!("{{\"command\": \"API_KEY=\\\"{}\\\" ./run\"}}", r(24)),
+            format!("{{\"env\": \"AWS_SECRET_ACCESS_KEY=\\\"{}\\\"\"}}", r(40)),
+            format!("\"{{\\\"password\\\": \\\"{}\\\"}}\"", "hunter2x"),
         ] {
             let line = format!("note: {text} (keep it safe)");
             assert!(find_secret(&line).is_some(), "not refused: {text}");
@@ -1425,6 +1907,38 @@ mod tests {
             "\"auth\": \"${DOCKER_AUTH}\"",
             "sk-learn and sk-image are libraries",
             "the tskey-auth- prefix marks Tailscale auth keys",
+            // Code that names or computes a value, not a value.
+            "apiKey: config.apiKey",
+            "password: hashPassword(raw)",
+            "password = request.form['password']",
+            "secret_key: settings.SECRET_KEY",
+            "session_key = request.session.session_key",
+            "const signingKey = SigningKey::generate(&mut OsRng);",
+            "encryption_key = derive_key(password, salt)",
+            "SECRET_KEY = env(\"DJANGO_SECRET_KEY\")",
+            "RAILS_MASTER_KEY=<your master key>",
+            "SESSION_KEY: \"user_session\"",
+            // Public keys, fingerprints and digests.
+            "public key fingerprint 3f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d8264",
+            "public_key: 3f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d8264",
+            "signing key fingerprint: 3f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d82643f9a0c7e1b5d8264",
+            "the host key fingerprint is SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8",
+            "---- BEGIN SSH2 PUBLIC KEY ----",
+            "certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZBREFWTVJNd0VRWURWUVFERXdwcmRXSmwK",
+            // Commands without a credential in them.
+            "psql --no-password mydb",
+            "docker login --password-stdin",
+            "mysql -u root -p mydb",
+            "curl -u \"$USER:$PASS\" https://api.example.com",
+            "git push --force-with-lease origin main",
+            "localhost:5432:*:postgres:$PGPASS",
+            "2001:db8:85a3:0:0:8a2e:370:7334",
+            // Vendor names beside values that are not credentials.
+            "SENTRY_RELEASE=2024.01.15-build1234",
+            "twitter handle: @ctxkit_dev2024",
+            // Sentences of common words are not seed phrases.
+            "abandon the old plan and move all staff to the new office building near the river",
+            "we will review every open issue after lunch and then decide which one to fix first",
         ] {
             assert_eq!(find_secret(text), None, "false positive on {text:?}");
             assert_eq!(redact(text), text);
