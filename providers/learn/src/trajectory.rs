@@ -14,11 +14,15 @@ const BRIEF: usize = 200;
 const LONG: usize = 2_000;
 /// The most tool calls described to the model (the first ones).
 const MAX_CALLS: usize = 40;
+/// The most characters of a tool's name kept.
+const NAME: usize = 64;
+/// The most characters of a session id kept (ids are UUIDs; a longer one is cut).
+const SESSION_ID: usize = 128;
 
 /// One tool call of a session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolUse {
-    /// The tool's name.
+    /// The tool's name, brief and with secrets redacted.
     pub name: String,
     /// Its arguments, brief and with secrets redacted.
     pub arguments: String,
@@ -31,7 +35,8 @@ pub struct ToolUse {
 /// What one session did, as much as the learner needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trajectory {
-    /// The session's id, kept with what is learned from it.
+    /// The session's id, kept with what is learned from it: at most 128 characters, secrets
+    /// redacted (a transcript is untrusted, its id too).
     pub session: String,
     /// The user's first message: the task.
     pub task: String,
@@ -98,7 +103,7 @@ impl Trajectory {
                 continue;
             };
             if entry["type"] == "session_meta" {
-                t.session = entry["payload"]["id"].as_str().unwrap_or("").to_string();
+                t.session = session_id(entry["payload"]["id"].as_str().unwrap_or(""));
                 continue;
             }
             let item = if entry["type"] == "response_item" {
@@ -152,7 +157,7 @@ impl Trajectory {
     /// A conversation of ctxkit messages.
     fn from_messages(session: &str, messages: &[Message], failed_turns: usize) -> Self {
         let mut t = Trajectory {
-            session: session.to_string(),
+            session: session_id(session),
             failed_turns,
             ..Trajectory::default()
         };
@@ -197,7 +202,7 @@ impl Trajectory {
             entries += 1;
             if t.session.is_empty() {
                 if let Some(id) = entry["sessionId"].as_str() {
-                    t.session = id.to_string();
+                    t.session = session_id(id);
                 }
             }
             let text;
@@ -271,8 +276,8 @@ impl Calls {
     fn call(&mut self, id: &str, name: &str, arguments: &str) {
         self.by_id.insert(id.to_string(), self.list.len());
         self.list.push(ToolUse {
-            name: name.to_string(),
-            arguments: brief(arguments, BRIEF),
+            name: brief(name, NAME),
+            arguments: arguments_brief(arguments),
             result: String::new(),
             failed: false,
         });
@@ -292,6 +297,35 @@ fn text_of(value: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// A tool call's arguments for the model. When they are JSON, every string in them is
+/// redacted as decoded first: a `DB_PASSWORD="…"` in a command arrives in the JSON text as
+/// `DB_PASSWORD=\"…\"`, which the rules would not read as a quoted value. Then the JSON text
+/// as a whole (a `{"password": "…"}` pair), then it is cut.
+fn arguments_brief(arguments: &str) -> String {
+    fn redact_strings(value: &mut Value) {
+        match value {
+            Value::String(s) => *s = redact(s),
+            Value::Array(items) => items.iter_mut().for_each(redact_strings),
+            Value::Object(fields) => fields.values_mut().for_each(redact_strings),
+            _ => {}
+        }
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(mut value) => {
+            redact_strings(&mut value);
+            brief(&value.to_string(), BRIEF)
+        }
+        Err(_) => brief(arguments, BRIEF),
+    }
+}
+
+/// A session id as kept: secrets redacted, cut to [`SESSION_ID`] characters. Only its first
+/// 4 KiB is read, so a huge id costs no more than a short one.
+fn session_id(id: &str) -> String {
+    let head = id.char_indices().nth(4_096).map_or(id, |(cut, _)| &id[..cut]);
+    brief(head, SESSION_ID)
 }
 
 /// `text` with secrets redacted, cut to `max` characters.
@@ -329,6 +363,60 @@ mod tests {
         assert_eq!(t.successful_calls(), 1);
         assert_eq!(t.outcome, "Released.");
         assert!(Trajectory::from_claude_code("{}\nnot json").is_none());
+    }
+
+    /// What a hostile or careless transcript holds never reaches the model: secrets quoted
+    /// inside JSON arguments (escaped as `\"`), in a tool's name, in the session id; and a
+    /// huge name or id is cut.
+    #[test]
+    fn secrets_in_arguments_names_and_ids_are_redacted_and_cut() {
+        let password = "hunter2x";
+        let aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        let token = format!("ghp_{}", "0123456789abcdefghijklmnopqrstuvwxyzAB");
+        let calls = [
+            serde_json::json!({"command": format!("DB_PASSWORD=\"{password}\" psql -c 'select 1'")}),
+            serde_json::json!({"command": format!("AWS_SECRET_ACCESS_KEY=\"{aws}\" aws s3 ls")}),
+            serde_json::json!({"password": password, "user": "ann"}),
+            serde_json::json!({"cmd": ["sh", "-c", format!("API_KEY=\"{}\" ./deploy", "k3y-0123456789abcdef")]}),
+        ];
+        let mut lines = vec![serde_json::json!({"type": "user", "sessionId": token, "message": {"role": "user", "content": "Deploy"}}).to_string()];
+        for (i, input) in calls.iter().enumerate() {
+            let block = serde_json::json!({"type": "tool_use", "id": format!("t{i}"), "name": "Bash", "input": input});
+            lines.push(serde_json::json!({"type": "assistant", "message": {"role": "assistant", "content": [block]}}).to_string());
+        }
+        let long_name = format!("{token}{}", "x".repeat(10_000));
+        let block = serde_json::json!({"type": "tool_use", "id": "n", "name": long_name, "input": {}});
+        lines.push(
+            serde_json::json!({"type": "assistant", "message": {"role": "assistant", "content": [block]}})
+                .to_string(),
+        );
+        let t = Trajectory::from_claude_code(&lines.join("\n")).unwrap();
+        let described = t.describe();
+        for secret in [password, aws, &token, "k3y-0123456789abcdef"] {
+            assert!(
+                !described.contains(secret),
+                "{secret} reached the model: {described}"
+            );
+            assert!(!t.session.contains(secret));
+        }
+        assert!(t.calls[4].name.chars().count() <= NAME + 1, "the name is cut");
+        assert!(
+            t.calls[2].arguments.contains("ann"),
+            "the rest is kept: {}",
+            t.calls[2].arguments
+        );
+
+        let huge = format!(
+            r#"{{"type":"session_meta","payload":{{"id":"{}"}}}}"#,
+            "7".repeat(10_000_000)
+        );
+        let message = r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Go"}]}}"#;
+        let t = Trajectory::read(&format!("{huge}\n{message}")).unwrap();
+        assert!(
+            t.session.chars().count() <= SESSION_ID + 1,
+            "{} characters",
+            t.session.len()
+        );
     }
 
     #[test]
