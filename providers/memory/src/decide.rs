@@ -349,6 +349,43 @@ pub(crate) fn insert_gone(memory_id: &str) -> MemoryError {
     ))
 }
 
+/// What a store hands back that may hold text stored before a secret rule existed: every
+/// memory and history entry a read or a write returns passes through the store's
+/// [`ReadRedactor`] with this, so no caller sees a secret a newer rule finds.
+pub(crate) trait Redact {
+    /// Redact `self` in place.
+    fn redact_with(&mut self, redactor: &ReadRedactor);
+}
+
+impl Redact for MemoryEntry {
+    fn redact_with(&mut self, redactor: &ReadRedactor) {
+        redactor.redact(self);
+    }
+}
+
+impl Redact for HistoryEntry {
+    fn redact_with(&mut self, redactor: &ReadRedactor) {
+        for e in self.before.iter_mut().chain(self.after.iter_mut()) {
+            redactor.redact(e);
+        }
+        if let Some(reason) = &mut self.reason {
+            *reason = secrets::redact(reason);
+        }
+    }
+}
+
+impl<T: Redact> Redact for Option<T> {
+    fn redact_with(&mut self, redactor: &ReadRedactor) {
+        self.iter_mut().for_each(|v| v.redact_with(redactor));
+    }
+}
+
+impl<T: Redact> Redact for Vec<T> {
+    fn redact_with(&mut self, redactor: &ReadRedactor) {
+        self.iter_mut().for_each(|v| v.redact_with(redactor));
+    }
+}
+
 /// Redacts what a secret rule matches in memories read back: a row stored before the rule
 /// existed must not reach a request, a search result or an export. Each such memory is
 /// reported once per open store (a warning naming it and the rule, never the text).
@@ -358,6 +395,12 @@ pub(crate) struct ReadRedactor {
 }
 
 impl ReadRedactor {
+    /// `value` with every memory and history entry in it redacted.
+    pub(crate) fn redacted<T: Redact>(&self, mut value: T) -> T {
+        value.redact_with(self);
+        value
+    }
+
     /// Redact `e` in place.
     pub(crate) fn redact(&self, e: &mut MemoryEntry) {
         let mut rule = None;

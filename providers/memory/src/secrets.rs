@@ -1365,18 +1365,22 @@ fn decodes_to_private_key(value: &str) -> bool {
         .is_ok_and(|bytes| bytes.windows(11).any(|w| w == b"PRIVATE KEY"))
 }
 
-/// Twelve or more words in a row from the BIP39 English list: a wallet's seed phrase. Ordinary
-/// sentences break such runs with short words ("a", "is", "the") that the list leaves out.
+/// Twelve or more words in a row from the BIP39 English list, at least eight of them
+/// different: a wallet's seed phrase. Ordinary sentences break such runs with short words
+/// ("a", "is", "the") that the list leaves out; a word repeated is a pattern, not a phrase.
 fn holds_seed_phrase(run: &str) -> bool {
     let mut in_a_row = 0;
+    let mut distinct = std::collections::HashSet::new();
     for word in run.split_ascii_whitespace() {
         if bip39::Language::English.find_word(word).is_some() {
             in_a_row += 1;
-            if in_a_row >= 12 {
+            distinct.insert(word);
+            if in_a_row >= 12 && distinct.len() >= 8 {
                 return true;
             }
         } else {
             in_a_row = 0;
+            distinct.clear();
         }
     }
     false
@@ -1938,6 +1942,7 @@ mod tests {
             "twitter handle: @ctxkit_dev2024",
             // Sentences of common words are not seed phrases.
             "abandon the old plan and move all staff to the new office building near the river",
+            "long long long long long long long long long long long long long long",
             "we will review every open issue after lunch and then decide which one to fix first",
         ] {
             assert_eq!(find_secret(text), None, "false positive on {text:?}");

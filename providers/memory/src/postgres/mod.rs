@@ -39,7 +39,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
-use crate::decide::ReadRedactor;
+use crate::decide::{ReadRedactor, Redact};
 use crate::error::{MemoryError, Result};
 use crate::learned::{LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
@@ -251,6 +251,20 @@ impl PostgresStore {
 
     fn redact_read(&self, e: &mut MemoryEntry) {
         self.inner.redactor.redact(e);
+    }
+
+    /// `value` with every memory and history entry in it redacted (see [`Redact`]).
+    fn redacted<T: Redact>(&self, value: T) -> T {
+        self.inner.redactor.redacted(value)
+    }
+
+    /// A call traced by [`traced`](Self::traced) whose answer is redacted.
+    async fn traced_redacted<T: Redact>(
+        &self,
+        call: &'static str,
+        fut: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        self.traced(call, fut).await.map(|v| self.redacted(v))
     }
 
     /// With a model configured, the vectors of `contents`, computed before the write's
@@ -467,7 +481,8 @@ impl MemoryStore for PostgresStore {
         self.traced("upsert", write::upsert(self, entry)).await
     }
     async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-        self.traced("update", write::update(self, id, update)).await
+        self.traced_redacted("update", write::update(self, id, update))
+            .await
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         self.traced("get", search::get(self, id)).await
@@ -482,21 +497,23 @@ impl MemoryStore for PostgresStore {
         self.traced("touch", write::touch(self, ids)).await
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        self.traced("delete", write::delete(self, id)).await
+        self.traced_redacted("delete", write::delete(self, id)).await
     }
     async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        self.traced("forget", write::forget(self, project, query)).await
+        self.traced_redacted("forget", write::forget(self, project, query))
+            .await
     }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        self.traced("history", history::history(self, project, memory_id))
+        self.traced_redacted("history", history::history(self, project, memory_id))
             .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        self.traced("project_history", history::project_history(self, project, limit))
+        self.traced_redacted("project_history", history::project_history(self, project, limit))
             .await
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.traced("undo", write::undo(self, project, history_id)).await
+        self.traced_redacted("undo", write::undo(self, project, history_id))
+            .await
     }
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
         self.traced("add_episode", write::add_episode(self, record)).await
@@ -559,7 +576,7 @@ impl MemoryStore for PostgresStore {
         self.traced("count", search::count(self, project)).await
     }
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        self.traced("history_entry", history::history_entry(self, project, history_id))
+        self.traced_redacted("history_entry", history::history_entry(self, project, history_id))
             .await
     }
 }

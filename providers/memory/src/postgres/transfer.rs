@@ -31,11 +31,8 @@ pub(super) async fn export(store: &PostgresStore, project: Option<&str>) -> Resu
             out.push(ExportRecord::Episode(row_to_episode(&row)?));
         }
         let sql = format!("SELECT {HISTORY_COLS} FROM memory_history WHERE $1::text IS NULL OR project_path = $1 ORDER BY id");
-        for mut h in select_history(&tx, &sql, &[&project]).await? {
-            for m in h.before.iter_mut().chain(h.after.iter_mut()) {
-                store.redact_read(m);
-            }
-            out.push(ExportRecord::History(Box::new(h)));
+        for h in select_history(&tx, &sql, &[&project]).await? {
+            out.push(ExportRecord::History(Box::new(store.redacted(h))));
         }
         out
     })

@@ -8,6 +8,7 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::rows::{load, select_candidates, select_entries, COLS};
 use super::{equal_if_given, index, memindex, sketches, MemoryDb};
+use crate::decide::Redact;
 use crate::error::Result;
 use crate::options::SearchIndex;
 use crate::postings::{self, Filter, Kept};
@@ -70,6 +71,11 @@ impl MemoryDb {
     /// [`ReadRedactor`](crate::decide::ReadRedactor)).
     pub(super) fn redact_read(&self, e: &mut MemoryEntry) {
         self.inner.redacted.redact(e);
+    }
+
+    /// `value` with every memory and history entry in it redacted (see [`Redact`]).
+    pub(super) fn redacted<T: Redact>(&self, value: T) -> T {
+        self.inner.redacted.redacted(value)
     }
 
     /// Find the current memories of a project relevant to a query, best first.

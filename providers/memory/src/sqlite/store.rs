@@ -146,7 +146,8 @@ impl MemoryStore for SqliteMemoryStore {
     }
     async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
         let id = id.to_string();
-        self.blocking("update", move |db| db.update(&id, update)).await
+        self.blocking("update", move |db| db.update(&id, update).map(|e| db.redacted(e)))
+            .await
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         let id = id.to_string();
@@ -165,27 +166,36 @@ impl MemoryStore for SqliteMemoryStore {
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
         let id = id.to_string();
-        self.blocking("delete", move |db| db.delete(&id)).await
+        self.blocking("delete", move |db| db.delete(&id).map(|e| db.redacted(e)))
+            .await
     }
     async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
         let (project, query) = (project.to_string(), query.to_string());
-        self.blocking("forget", move |db| db.forget(&project, &query))
-            .await
+        self.blocking("forget", move |db| {
+            db.forget(&project, &query).map(|e| db.redacted(e))
+        })
+        .await
     }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         let (project, id) = (project.to_string(), memory_id.to_string());
-        self.blocking("history", move |db| db.history(&project, &id))
-            .await
+        self.blocking("history", move |db| {
+            db.history(&project, &id).map(|h| db.redacted(h))
+        })
+        .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking("project_history", move |db| db.project_history(&project, limit))
-            .await
+        self.blocking("project_history", move |db| {
+            db.project_history(&project, limit).map(|h| db.redacted(h))
+        })
+        .await
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
         let project = project.to_string();
-        self.blocking("undo", move |db| db.undo(&project, history_id))
-            .await
+        self.blocking("undo", move |db| {
+            db.undo(&project, history_id).map(|e| db.redacted(e))
+        })
+        .await
     }
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
         self.blocking("add_episode", move |db| db.add_episode(record))
@@ -260,7 +270,9 @@ impl MemoryStore for SqliteMemoryStore {
     }
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking("history_entry", move |db| db.history_entry(&project, history_id))
-            .await
+        self.blocking("history_entry", move |db| {
+            db.history_entry(&project, history_id).map(|h| db.redacted(h))
+        })
+        .await
     }
 }

@@ -42,11 +42,7 @@ impl MemoryDb {
                 "SELECT {HISTORY_COLS} FROM memory_history WHERE {scope} ORDER BY id"
             ))?;
             for h in stmt.query_map(params![project], row_to_history)? {
-                let mut h = h?;
-                for m in h.before.iter_mut().chain(h.after.iter_mut()) {
-                    self.redact_read(m);
-                }
-                out.push(ExportRecord::History(Box::new(h)));
+                out.push(ExportRecord::History(Box::new(self.redacted(h?))));
             }
             Ok(out)
         })

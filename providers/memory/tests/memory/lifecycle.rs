@@ -8,7 +8,7 @@ use ctxkit::{Agent, ContextProvider, Message, RunInfo, ScriptedModel, SectionKin
 use ctxkit_memory::records::{ExportRecord, HistoryAction, NewEpisodicRecord, RecordType};
 use ctxkit_memory::{
     ListOptions, ManualClock, MemoryCategory, MemoryContextProvider, MemoryHook, MemorySearchRequest,
-    MemoryStore, NewMemoryEntry, OpenOptions, SearchIndex, SqliteMemoryStore,
+    MemoryStore, MemoryUpdate, NewMemoryEntry, OpenOptions, SearchIndex, SqliteMemoryStore,
 };
 use proptest::prelude::*;
 
@@ -417,6 +417,83 @@ async fn a_secret_stored_before_its_rule_is_redacted_on_recall() {
         .unwrap();
     let text = ctx.instructions().unwrap();
     assert!(text.contains("[REDACTED:") && !text.contains(&token), "{text}");
+}
+
+/// An old secret never comes back through history, an update's answer, a deletion's answer
+/// or an undo: history and answers are redacted, and an undo that would write the secret
+/// back is refused.
+#[tokio::test]
+async fn a_secret_stored_before_its_rule_does_not_resurface_through_history_or_undo() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let store = open(&path, &ManualClock::new(START), SearchIndex::Off);
+    let first = store
+        .add(NewMemoryEntry::new(
+            P,
+            MemoryCategory::Fact,
+            "The staging deploy token is kept in the vault",
+        ))
+        .await
+        .unwrap();
+    let second = store
+        .add(NewMemoryEntry::new(
+            P,
+            MemoryCategory::Fact,
+            "The billing service key is kept in the vault",
+        ))
+        .await
+        .unwrap();
+    // Written by an older version, before a rule caught them.
+    let token = format!("ghp_{}", "Zx9Yw8Vu7T".repeat(4));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    for e in [&first, &second] {
+        conn.execute(
+            "UPDATE project_memories SET content = ?1 WHERE id = ?2",
+            rusqlite::params![format!("{} {token}", e.content), e.id],
+        )
+        .unwrap();
+    }
+    let replaced = store
+        .update(
+            &first.id,
+            MemoryUpdate {
+                content: Some("The staging deploy token was rotated".into()),
+                ..MemoryUpdate::default()
+            },
+        )
+        .await
+        .unwrap();
+    let retagged = store
+        .update(
+            &second.id,
+            MemoryUpdate {
+                keywords: Some(vec!["billing".into()]),
+                ..MemoryUpdate::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(!retagged.content.contains(&token) && retagged.content.contains("[REDACTED:"));
+    let history = store.history(P, &first.id).await.unwrap();
+    let latest = store.project_history(P, 10).await.unwrap();
+    let entry = store.history_entry(P, history[1].id).await.unwrap();
+    for shown in [
+        format!("{history:?}"),
+        format!("{latest:?}"),
+        format!("{entry:?}"),
+    ] {
+        assert!(!shown.contains(&token), "{shown}");
+    }
+    // Undoing the update would put the secret back: refused, and nothing changes.
+    let err = store.undo(P, history[1].id).await.unwrap_err();
+    assert!(matches!(err, ctxkit_memory::MemoryError::Secret { .. }), "{err}");
+    assert!(!err.to_string().contains(&token));
+    assert_eq!(
+        store.get(&first.id).await.unwrap().unwrap().content,
+        replaced.content
+    );
+    let deleted = store.delete(&second.id).await.unwrap();
+    assert!(!deleted.content.contains(&token));
 }
 
 #[derive(Clone, Debug)]
