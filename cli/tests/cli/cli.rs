@@ -339,11 +339,17 @@ fn memory_commands_round_trip_and_refuse_secrets() {
     );
     assert!(hit["score"].as_f64().unwrap() > 0.0);
 
-    let secret = "token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
-    let o = with(&["add", secret]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(!stderr(&o).contains("ghp_0123"), "the secret is not echoed");
-    assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+    for (secret, value) in [
+        ("token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "ghp_0123"),
+        ("SECRET_KEY_BASE=0d7a2b9c4e6f8a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e1f", "0d7a2b9c"),
+        ("run curl -u admin:Sup3rS3cret https://api.example.com", "Sup3rS3cret"),
+        ("JWT_SECRET_KEY=s3cr3tJwtK3yValue99", "s3cr3tJwt"),
+    ] {
+        let o = with(&["add", secret]);
+        assert_eq!(o.status.code(), Some(1), "{secret}");
+        assert!(!stderr(&o).contains(value), "the secret is not echoed");
+        assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
+    }
 
     let export = dir.path().join("e.jsonl");
     assert!(with(&["export", export.to_str().unwrap()]).status.success());

@@ -266,7 +266,13 @@ fn an_oversized_event_is_refused_without_injecting_anything() {
 #[test]
 fn remember_with_a_secret_is_refused_and_never_echoed() {
     let m = Machine::new();
-    for secret in ["AKIAIOSFODNN7EXAMPLE", "ghp_0123456789abcdefghijABCDEFGHIJ012345"] {
+    for secret in [
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+        // A framework's key and a password on a command line.
+        "SECRET_KEY=django-insecure-8f3k2j5h6g7f8d9s0a1b",
+        "mysql -uroot -pHunter2Pass9 app",
+    ] {
         let prompt = format!("remember that the deploy credential is {secret}");
         let o = m.hook("claude-code", &[], m.prompt("UserPromptSubmit", "s1", &prompt));
         let context = context_of(&o, "UserPromptSubmit");

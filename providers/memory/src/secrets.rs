@@ -11,8 +11,12 @@
 //!   nothing stored is changed by it.
 //! - **Labelled values must be literals.** Values that only point at a secret
 //!   (`password=$DB_PASSWORD`, `token=<your token>`, `secret=***`,
-//!   `password: "see the vault"`) are not secrets and pass. Values found only by their context
-//!   (an AWS secret key next to "aws", "my password is …") must also look like one.
+//!   `password: "see the vault"`), code that names or computes one (`apiKey: config.apiKey`,
+//!   `password: hashPassword(raw)`) and values labelled public (a fingerprint) are not secrets
+//!   and pass. Values found only by their context (an AWS secret key next to "aws", "my
+//!   password is …") must also look like one. A quote may be JSON-escaped (`\"`).
+//! - **A vendor prefix is enough.** A token with a distinctive prefix fires glued to the word
+//!   before it and with a longer tail than the vendor documents; the whole tail is redacted.
 //!
 //! A refusal names the rule and what it looks for, never the text that matched. Each rule
 //! carries keywords, strings one of which every match of its pattern holds (as gitleaks' rules
