@@ -341,8 +341,14 @@ fn memory_commands_round_trip_and_refuse_secrets() {
 
     for (secret, value) in [
         ("token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "ghp_0123"),
-        ("SECRET_KEY_BASE=0d7a2b9c4e6f8a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e1f", "0d7a2b9c"),
-        ("run curl -u admin:Sup3rS3cret https://api.example.com", "Sup3rS3cret"),
+        (
+            "SECRET_KEY_BASE=0d7a2b9c4e6f8a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e1f",
+            "0d7a2b9c",
+        ),
+        (
+            "run curl -u admin:Sup3rS3cret https://api.example.com",
+            "Sup3rS3cret",
+        ),
         ("JWT_SECRET_KEY=s3cr3tJwtK3yValue99", "s3cr3tJwt"),
     ] {
         let o = with(&["add", secret]);
