@@ -31,7 +31,8 @@ pub(crate) struct Scope {
     /// (default: the one `ctxkit memory` uses).
     #[arg(long, value_name = "DB", global = true)]
     pub memory: Option<PathBuf>,
-    /// The project they belong to (default: the current directory).
+    /// The project: the one the learned skills belong to, and the folder `skills detect`
+    /// reads (default: the current directory).
     #[arg(long, value_name = "P", global = true)]
     pub project: Option<String>,
 }

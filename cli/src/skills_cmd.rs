@@ -82,10 +82,8 @@ pub(crate) enum SkillsCommand {
         user: bool,
     },
     /// List the skills a project's files auto-detect, with the files and patterns that matched.
+    /// The folder is `--project` (default: the current directory).
     Detect {
-        /// The project folder (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        project: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -132,8 +130,9 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
         SkillsCommand::List { json } => list(&index, json, &mut out),
         SkillsCommand::Show { name, json } => show(&index, &name, json, &mut out),
         SkillsCommand::Validate { json } => validate(&index, json, &mut out),
-        SkillsCommand::Detect { project: dir, json } => {
-            detect(&index, &dir.unwrap_or(project), json, &mut out)
+        SkillsCommand::Detect { json } => {
+            let dir = args.scope.project.as_ref().map_or(project, PathBuf::from);
+            detect(&index, &dir, json, &mut out)
         }
         SkillsCommand::Test(test) => crate::skills_author::test(&index, &test, &mut out),
         SkillsCommand::Match {

@@ -370,6 +370,25 @@ fn external_skills_json_is_read_as_is() {
         text.contains("react-best-practices") && text.contains("package.json"),
         "{text}"
     );
+    // `--project DIR` reads another folder's files: one without a React dependency detects
+    // nothing, one with it the same skill.
+    let other = s.dir.path().join("other");
+    write(
+        &other.join("package.json"),
+        "{\"dependencies\": {\"vue\": \"3\"}}",
+    );
+    let other = other.to_str().unwrap();
+    assert_eq!(s.ok(&["skills", "detect", "--json", "--project", other]), "");
+    assert_eq!(
+        s.ok(&[
+            "skills",
+            "--project",
+            s.project().to_str().unwrap(),
+            "detect",
+            "--json"
+        ]),
+        detect
+    );
 
     let project = s.project();
     let args = ["--project", project.to_str().unwrap()];
