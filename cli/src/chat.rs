@@ -92,7 +92,7 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
         library.watch(std::time::Duration::from_secs(args.watch), |index| {
             warn(&format!("(skills reloaded: {} skills)", index.len()));
             for d in index.diagnostics() {
-                warn(&format!("{}", crate::printable::printable(&d.to_string())));
+                warn(&format!("{}", crate::printable::printable_line(&d.to_string())));
             }
         });
     }

@@ -8,7 +8,7 @@
 //! below it is opened relative to the previous one's handle with `O_NOFOLLOW` (Unix): a link
 //! anywhere is refused in one sentence, and a link swapped in after a check is refused by the
 //! open itself. A write goes to a new file in the same folder handle, renamed over the old one,
-//! keeping its permissions.
+//! keeping its permissions; a read-modify-write holds the file's lock ([`ConfinedFile::lock`]).
 
 use std::ffi::OsStr;
 use std::io::{self, Read};
@@ -85,6 +85,22 @@ impl ConfinedFile {
         imp::replace(&dir, name, bytes).map_err(|p| self.refusal(p, "write"))
     }
 
+    /// Hold this file's lock until the guard is dropped: `NAME.lock` beside it, reached like
+    /// the file itself (created with its folders, never through a link). Every
+    /// read-modify-write of the file holds it across the read and the write, so concurrent
+    /// updates (two `skills disable`, the manager page and the CLI) apply one after the other
+    /// and none is lost. The lock file stays: removing it would let a process waiting on the
+    /// old one and a newcomer on a new one both go ahead.
+    pub(crate) fn lock(&self) -> Result<Lock, CliError> {
+        let (folders, name) = self.split();
+        let mut lock_name = name.to_os_string();
+        lock_name.push(".lock");
+        let dir = imp::open_folders(&self.root, &folders, true).map_err(|p| self.refusal(p, "lock"))?;
+        let file = imp::open_lock(&dir, &lock_name).map_err(|p| self.refusal(p, "lock"))?;
+        file.lock().map_err(|e| self.refusal(Problem::Io(e), "lock"))?;
+        Ok(Lock { _file: file })
+    }
+
     fn split(&self) -> (Vec<&OsStr>, &OsStr) {
         let mut parts: Vec<&OsStr> = self.relative.iter().collect();
         let name = parts.pop().unwrap_or(OsStr::new(""));
@@ -103,7 +119,8 @@ impl ConfinedFile {
             Problem::NotRegular(at) => CliError::new(format!(
                 "`{}` is not a {}; nothing was written",
                 self.root.join(&at).display(),
-                if at == self.relative {
+                // The file, or its lock file beside it.
+                if at.parent() == self.relative.parent() {
                     "regular file"
                 } else {
                     "folder"
@@ -113,6 +130,13 @@ impl ConfinedFile {
             Problem::Io(e) => CliError::caused_by(format!("cannot {doing} `{}`: {e}", path.display()), e),
         }
     }
+}
+
+/// An exclusive lock on a [`ConfinedFile`], released when dropped (its lock file is closed).
+#[derive(Debug)]
+#[must_use = "the lock is released when this is dropped"]
+pub(crate) struct Lock {
+    _file: std::fs::File,
 }
 
 /// Why a step failed.
@@ -199,6 +223,18 @@ mod imp {
         Ok(File::from(fd))
     }
 
+    /// Open the lock file `name` of `dir`, creating it: a regular file, never through a link.
+    pub(super) fn open_lock(dir: &Folder, name: &OsStr) -> Result<File, Problem> {
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = fs::openat(&dir.fd, name, flags, Mode::from_raw_mode(0o666))
+            .map_err(|e| classify(&dir.fd, name, dir.below.join(name), e))?;
+        let stat = fs::fstat(&fd).map_err(|e| Problem::Io(e.into()))?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(Problem::NotRegular(dir.below.join(name)));
+        }
+        Ok(File::from(fd))
+    }
+
     /// Write `bytes` to a new file in `dir` and rename it over `name`, with the old file's
     /// permissions when there was one (a user may have made it private).
     pub(super) fn replace(dir: &Folder, name: &OsStr, bytes: &[u8]) -> Result<(), Problem> {
@@ -241,7 +277,7 @@ mod imp {
     fn classify(parent: &impl AsFd, name: &OsStr, below: PathBuf, e: Errno) -> Problem {
         match fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => Problem::Link(below),
-            Ok(_) if matches!(e, Errno::NOTDIR) => Problem::NotRegular(below),
+            Ok(_) if matches!(e, Errno::NOTDIR | Errno::ISDIR) => Problem::NotRegular(below),
             _ if e == Errno::NOENT => Problem::Missing,
             _ => Problem::Io(e.into()),
         }
@@ -300,6 +336,22 @@ mod imp {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Problem::Missing),
             Err(e) => Err(Problem::Io(e)),
         }
+    }
+
+    pub fn open_lock(dir: &Folder, name: &OsStr) -> Result<File, Problem> {
+        let path = dir.path.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => return Err(Problem::Link(dir.below.join(name))),
+            Ok(m) if !m.is_file() => return Err(Problem::NotRegular(dir.below.join(name))),
+            _ => {}
+        }
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(Problem::Io)
     }
 
     pub fn replace(dir: &Folder, name: &OsStr, bytes: &[u8]) -> Result<(), Problem> {
@@ -363,6 +415,33 @@ mod tests {
             root.path().join(".claude/settings.json").is_symlink(),
             "the link stays a link"
         );
+    }
+
+    #[test]
+    fn the_lock_file_is_confined_like_the_file() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let file = ConfinedFile::new(root.path(), ".ctxkit/config.toml");
+        drop(file.lock().unwrap());
+        assert!(root.path().join(".ctxkit/config.toml.lock").is_file());
+
+        std::fs::remove_file(root.path().join(".ctxkit/config.toml.lock")).unwrap();
+        symlink(
+            outside.path().join("planted"),
+            root.path().join(".ctxkit/config.toml.lock"),
+        )
+        .unwrap();
+        let e = file.lock().unwrap_err();
+        assert!(e.message().contains("is a link"), "{}", e.message());
+        assert!(
+            !outside.path().join("planted").exists(),
+            "nothing created through the link"
+        );
+
+        std::fs::remove_file(root.path().join(".ctxkit/config.toml.lock")).unwrap();
+        std::fs::create_dir(root.path().join(".ctxkit/config.toml.lock")).unwrap();
+        let e = file.lock().unwrap_err();
+        assert!(e.message().contains("is not a regular file"), "{}", e.message());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use ctxkit_skills::{Detection, Selection};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
-use crate::printable::{list_or_none, printable};
+use crate::printable::{list_or_none, printable, printable_line};
 use crate::setup::{save_counts, token_counter, Loaded, RequestOptions};
 
 #[derive(Args, Debug)]
@@ -149,7 +149,12 @@ impl Preview<'_> {
         }
         writeln!(out, "\n=== tools ===")?;
         for t in &self.0.request.tools {
-            writeln!(out, "- {}: {}", printable(&t.name), printable(&t.description))?;
+            writeln!(
+                out,
+                "- {}: {}",
+                printable_line(&t.name),
+                printable_line(&t.description)
+            )?;
         }
         let tokens_full = self.tokens_full();
         let reduction = 100.0 * (1.0 - report.tokens.total as f64 / tokens_full.max(1) as f64);
@@ -166,15 +171,15 @@ impl Preview<'_> {
             writeln!(
                 out,
                 "triggered {}: {}",
-                printable(&s.name),
-                printable(&s.fired().join(", "))
+                printable_line(&s.name),
+                printable_line(&s.fired().join(", "))
             )?;
         }
         for d in &self.0.detected {
             writeln!(
                 out,
                 "detected {}: {}",
-                printable(&d.name),
+                printable_line(&d.name),
                 crate::skills_cmd::why_detected(d)
             )?;
         }

@@ -22,7 +22,7 @@ use crate::error::CliError;
 use crate::memory::open::{
     default_project, memory_db_path, normalize_project, open_store, server_url, skill_learner,
 };
-use crate::printable::printable;
+use crate::printable::{printable, printable_line};
 
 /// The database and project learned skills are read from and written to.
 #[derive(Args, Debug, Clone, Default)]
@@ -31,7 +31,8 @@ pub(crate) struct Scope {
     /// (default: the one `ctxkit memory` uses).
     #[arg(long, value_name = "DB", global = true)]
     pub memory: Option<PathBuf>,
-    /// The project they belong to (default: the current directory).
+    /// The project: the one the learned skills belong to, and the folder `skills detect`
+    /// reads (default: the current directory).
     #[arg(long, value_name = "P", global = true)]
     pub project: Option<String>,
 }
@@ -152,7 +153,7 @@ pub(crate) async fn run(
         skills.iter().find(|s| s.name == name).ok_or_else(|| {
             CliError::new(format!(
                 "no learned skill of this project is named `{}`",
-                printable(name)
+                printable_line(name)
             ))
         })
     };
@@ -171,12 +172,12 @@ pub(crate) async fn run(
                     writeln!(
                         out,
                         "{:<28} {:<9} {:>4} uses {:>5}  {}",
-                        printable(&s.name),
+                        printable_line(&s.name),
                         s.status.as_str(),
                         s.uses,
                         s.success_rate()
                             .map_or_else(|| "-".to_string(), |r| format!("{:.0}%", r * 100.0)),
-                        printable(&s.description)
+                        printable_line(&s.description)
                     )?;
                 }
             }
@@ -187,7 +188,7 @@ pub(crate) async fn run(
         LearnedCommand::Show { name } => {
             let s = find(&name)?;
             writeln!(out, "status:   {}", s.status.as_str())?;
-            writeln!(out, "triggers: {}", printable(&s.triggers.join(", ")))?;
+            writeln!(out, "triggers: {}", printable_line(&s.triggers.join(", ")))?;
             writeln!(out, "sessions: {}", s.sessions.len())?;
             writeln!(out, "uses:     {}", s.uses)?;
             writeln!(out)?;
@@ -199,7 +200,7 @@ pub(crate) async fn run(
             writeln!(
                 out,
                 "{} accepted: it is now a skill of this project (learned tier)",
-                printable(&name)
+                printable_line(&name)
             )?;
         }
         LearnedCommand::Reject { name } => {
@@ -208,7 +209,7 @@ pub(crate) async fn run(
             writeln!(
                 out,
                 "{} rejected: it will not be injected or proposed again",
-                printable(&name)
+                printable_line(&name)
             )?;
         }
         LearnedCommand::Export { name, dir } => {
@@ -225,7 +226,7 @@ pub(crate) async fn run(
             writeln!(
                 out,
                 "wrote {}",
-                printable(&target.join("SKILL.md").display().to_string())
+                printable_line(&target.join("SKILL.md").display().to_string())
             )?;
         }
     }
@@ -323,17 +324,23 @@ pub(crate) async fn learn(
         .map_err(|e| CliError::new(format!("no skill learned: {e}")))?;
     sync(&*store, &db, &project).await?;
     let line = match learned {
-        Learned::NotEligible(why) => format!("not learned from: {why}"),
+        Learned::NotEligible(why) => format!("not learned from: {}", printable_line(&why)),
         Learned::Declined => "the model found nothing reusable in the session".into(),
-        Learned::Dropped(why) => format!("nothing kept: {why}"),
-        Learned::Exists(name) => format!("nothing kept: skill `{}` already covers it", printable(&name)),
+        Learned::Dropped(why) => format!("nothing kept: {}", printable_line(&why)),
+        Learned::Exists(name) => format!(
+            "nothing kept: skill `{}` already covers it",
+            printable_line(&name)
+        ),
         Learned::New(s) => format!(
             "{} {}: review it with `ctxkit skills learned show {}`",
-            printable(&s.name),
+            printable_line(&s.name),
             s.status.as_str(),
-            printable(&s.name)
+            printable_line(&s.name)
         ),
-        Learned::Refined(s) => format!("{} refined: learned again from this session", printable(&s.name)),
+        Learned::Refined(s) => format!(
+            "{} refined: learned again from this session",
+            printable_line(&s.name)
+        ),
     };
     writeln!(out, "{line}")?;
     Ok(())

@@ -153,3 +153,148 @@ async fn run(command: Command) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::{Arg, ArgAction, CommandFactory, Parser};
+
+    use super::Cli;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Values tried, in order, for an argument without a list of possible values: one of them
+    /// must parse for each argument, so an argument with a new kind of value needs one here.
+    const SAMPLES: &[&str] = &["1", "1024", "full", "planning", "preference", "x", "127.0.0.1:0"];
+
+    /// Every argument of every command is parsed into `Cli`, so the derive's access code runs
+    /// for each: an argument read with another type than it was defined with (a panic at run
+    /// time, as `skills detect --project` was) fails here, as does one no sample parses.
+    #[test]
+    fn every_argument_of_every_command_parses() {
+        let mut root = Cli::command();
+        root.build();
+        let mut failures = Vec::new();
+        walk(&root, &mut vec!["ctxkit".to_string()], &mut failures);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// Check the arguments of `cmd` (at `path`) and of every command below it.
+    fn walk(cmd: &clap::Command, path: &mut Vec<String>, failures: &mut Vec<String>) {
+        let subcommands: Vec<&clap::Command> =
+            cmd.get_subcommands().filter(|s| s.get_name() != "help").collect();
+        if subcommands.is_empty() {
+            for arg in cmd.get_arguments().filter(|a| !is_help(a)) {
+                check(arg, path, &[], cmd, failures);
+            }
+            return;
+        }
+        // A command's own arguments (`skills --dir X …`) come before a subcommand: given with
+        // the first command below it. Global ones are checked where they are propagated.
+        let (mut leaf_path, mut leaf) = (Vec::new(), cmd);
+        while let Some(sub) = leaf.get_subcommands().find(|s| s.get_name() != "help") {
+            leaf_path.push(sub.get_name().to_string());
+            leaf = sub;
+        }
+        for arg in cmd.get_arguments().filter(|a| !is_help(a) && !a.is_global_set()) {
+            check(arg, path, &leaf_path, leaf, failures);
+        }
+        for sub in subcommands {
+            path.push(sub.get_name().to_string());
+            walk(sub, path, failures);
+            path.pop();
+        }
+    }
+
+    fn is_help(arg: &Arg) -> bool {
+        matches!(
+            arg.get_action(),
+            ArgAction::Help | ArgAction::HelpShort | ArgAction::HelpLong | ArgAction::Version
+        )
+    }
+
+    /// Parse `arg` given at `path`, followed by `then` (a path to the command `leaf`).
+    fn check(arg: &Arg, path: &[String], then: &[String], leaf: &clap::Command, failures: &mut Vec<String>) {
+        let before = failures.len();
+        // Stops at the first sample that parses or panics (recorded once).
+        let parsed = samples(arg).iter().any(|value| {
+            let mut argv = path.to_vec();
+            argv.extend(given(arg, value));
+            argv.extend(then.iter().cloned());
+            parses(leaf, argv, failures) || failures.len() > before
+        });
+        if !parsed {
+            failures.push(format!(
+                "{} {:?}: no sample value parses",
+                path.join(" "),
+                arg.get_id()
+            ));
+        }
+    }
+
+    fn samples(arg: &Arg) -> Vec<String> {
+        let possible = arg.get_possible_values();
+        if possible.is_empty() {
+            SAMPLES.iter().map(|s| s.to_string()).collect()
+        } else {
+            possible.iter().map(|p| p.get_name().to_string()).collect()
+        }
+    }
+
+    /// The words that give `arg` the value `value`.
+    fn given(arg: &Arg, value: &str) -> Vec<String> {
+        let name = match (arg.get_long(), arg.get_short()) {
+            (Some(long), _) => format!("--{long}"),
+            (None, Some(short)) => format!("-{short}"),
+            (None, None) => return vec![value.to_string()],
+        };
+        if arg.get_action().takes_values() {
+            vec![name, value.to_string()]
+        } else {
+            vec![name]
+        }
+    }
+
+    /// Whether `argv`, completed with the arguments `cmd` says are missing, parses; a panic in
+    /// the derive's access code is recorded as a failure.
+    fn parses(cmd: &clap::Command, mut argv: Vec<String>, failures: &mut Vec<String>) -> bool {
+        for _ in 0..8 {
+            let error = match std::panic::catch_unwind(|| Cli::try_parse_from(&argv)) {
+                Ok(Ok(_)) => return true,
+                Ok(Err(error)) => error,
+                Err(panic) => {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    failures.push(format!("`{}` panics: {message}", argv.join(" ")));
+                    return false;
+                }
+            };
+            let Some(ContextValue::Strings(missing)) = (error.kind() == ErrorKind::MissingRequiredArgument)
+                .then(|| error.get(ContextKind::InvalidArg))
+                .flatten()
+            else {
+                return false;
+            };
+            for usage in missing {
+                // `--http <ADDR>` or `<DIR>`.
+                let found = cmd.get_arguments().find(|a| match a.get_long() {
+                    Some(long) => usage.split(' ').next() == Some(&format!("--{long}")),
+                    None => a.get_value_names().is_some_and(|names| {
+                        names
+                            .iter()
+                            .any(|n| usage.trim_matches(['<', '>', '.']) == n.as_str())
+                    }),
+                });
+                let Some(arg) = found else { return false };
+                argv.extend(given(arg, &samples(arg)[0]));
+            }
+        }
+        false
+    }
+}

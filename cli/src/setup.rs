@@ -193,8 +193,9 @@ pub(crate) struct RequestOptions {
     /// skill's tools run; the user config's `[tools] trust` adds to this.
     #[arg(long = "trust-tools", value_name = "SKILL|DIR/")]
     pub trust_tools: Vec<String>,
-    /// A shell or interpreter (sh, python3, node, env, …) that trusted skills' tools may run
-    /// (repeatable). Default: none, whatever a skill's allowlist says.
+    /// A shell, interpreter, launcher or program with a shell escape (sh, python3, env,
+    /// sqlite3, git, …) that trusted skills' tools may run (repeatable). Default: none,
+    /// whatever a skill's allowlist says.
     #[arg(long = "allow-interpreter", value_name = "PROGRAM")]
     pub allow_interpreters: Vec<String>,
 }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::CliError;
-use crate::printable::printable;
+use crate::printable::{printable, printable_line};
 use crate::setup::SkillDirs;
 
 #[derive(Args, Debug)]
@@ -60,7 +60,7 @@ pub(crate) fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Res
     if !valid {
         return Err(CliError::new(format!(
             "`{}` is not a skill name: use 1-{MAX_NAME} lowercase letters, digits and single hyphens",
-            printable(name)
+            printable_line(name)
         )));
     }
     let parent = dirs
@@ -91,7 +91,7 @@ pub(crate) fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Res
         .map_err(|e| CliError::caused_by(format!("cannot create `{}`: {e}", folder.display()), e))?;
     std::fs::write(&file, text)
         .map_err(|e| CliError::caused_by(format!("cannot write `{}`: {e}", file.display()), e))?;
-    writeln!(out, "created {}", printable(&file.display().to_string()))?;
+    writeln!(out, "created {}", printable_line(&file.display().to_string()))?;
     Ok(())
 }
 
@@ -136,7 +136,10 @@ struct Outcome {
 pub(crate) fn test(index: &SkillIndex, args: &TestArgs, out: &mut impl Write) -> Result<(), CliError> {
     for name in &args.skills {
         if index.get(name).is_none() {
-            return Err(CliError::new(format!("no skill is named `{}`", printable(name))));
+            return Err(CliError::new(format!(
+                "no skill is named `{}`",
+                printable_line(name)
+            )));
         }
     }
     let options = SelectOptions {
@@ -214,12 +217,13 @@ fn report(name: &str, o: &Outcome, fails: bool, json: bool, out: &mut impl Write
         out,
         "{} {}: {} hits, {} misses, {} false fires, {} cross-fires",
         if fails { "FAIL" } else { "ok  " },
-        printable(name),
+        printable_line(name),
         o.hits,
         o.misses.len(),
         o.false_fires.len(),
         o.cross_fires.len()
     )?;
+    // An example is quoted with `{:?}`, which shows a line break as `\n`.
     for text in &o.misses {
         writeln!(out, "  miss: {:?} should fire it and does not", printable(text))?;
     }
@@ -236,12 +240,12 @@ fn report(name: &str, o: &Outcome, fails: bool, json: bool, out: &mut impl Write
             out,
             "  cross-fire: {:?} also fires `{}`{}",
             printable(text),
-            printable(other),
+            printable_line(other),
             by_triggers(fired)
         )?;
     }
     for problem in &o.problems {
-        writeln!(out, "  problem: {}", printable(problem))?;
+        writeln!(out, "  problem: {}", printable_line(problem))?;
     }
     Ok(())
 }
@@ -251,7 +255,7 @@ fn by_triggers(fired: &[String]) -> String {
     if fired.is_empty() {
         String::new()
     } else {
-        format!(" (triggers: {})", printable(&fired.join(", ")))
+        format!(" (triggers: {})", printable_line(&fired.join(", ")))
     }
 }
 

@@ -12,7 +12,7 @@ use ctxkit_skills::{Detection, Diagnostic, Selection, SkillIndex};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
-use crate::printable::printable;
+use crate::printable::{printable, printable_line};
 use crate::setup::{current_dir, SkillDirs};
 use crate::text_file::read_text;
 use crate::user_config::{toggle_skill, Config, Layer};
@@ -82,10 +82,8 @@ pub(crate) enum SkillsCommand {
         user: bool,
     },
     /// List the skills a project's files auto-detect, with the files and patterns that matched.
+    /// The folder is `--project` (default: the current directory).
     Detect {
-        /// The project folder (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        project: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -132,8 +130,9 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
         SkillsCommand::List { json } => list(&index, json, &mut out),
         SkillsCommand::Show { name, json } => show(&index, &name, json, &mut out),
         SkillsCommand::Validate { json } => validate(&index, json, &mut out),
-        SkillsCommand::Detect { project: dir, json } => {
-            detect(&index, &dir.unwrap_or(project), json, &mut out)
+        SkillsCommand::Detect { json } => {
+            let dir = args.scope.project.as_ref().map_or(project, PathBuf::from);
+            detect(&index, &dir, json, &mut out)
         }
         SkillsCommand::Test(test) => crate::skills_author::test(&index, &test, &mut out),
         SkillsCommand::Match {
@@ -180,13 +179,13 @@ fn toggle(
         index.get(name).is_some() || index.disabled().iter().any(|s| s.name.eq_ignore_ascii_case(name));
     if !known {
         // Recorded anyway (the skill may be installed later), but a typo should not pass unseen.
-        writeln!(out, "note: no loaded skill is named `{}`", printable(name))?;
+        writeln!(out, "note: no loaded skill is named `{}`", printable_line(name))?;
     }
     writeln!(
         out,
         "{} {state} in {}",
-        printable(name),
-        printable(&path.display().to_string())
+        printable_line(name),
+        printable_line(&path.display().to_string())
     )?;
     if !disable && layer == Layer::User && config.disables_in(Layer::Project, name) {
         writeln!(
@@ -210,14 +209,14 @@ fn detect(index: &SkillIndex, project: &Path, json: bool, out: &mut impl Write) 
         if json {
             writeln!(out, "{}", serde_json::to_value(d)?)?;
         } else {
-            writeln!(out, "{:<28} {}", printable(&d.name), why_detected(d))?;
+            writeln!(out, "{:<28} {}", printable_line(&d.name), why_detected(d))?;
         }
     }
     if found.is_empty() && !json {
         writeln!(
             out,
             "no skill detected in {}",
-            printable(&project.display().to_string())
+            printable_line(&project.display().to_string())
         )?;
     }
     Ok(())
@@ -242,12 +241,12 @@ fn list(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliE
             writeln!(
                 out,
                 "{:<28} {:<8} {:>4}  {:>2} triggers  {}{}",
-                printable(&s.name),
+                printable_line(&s.name),
                 format!("{:?}", s.source).to_lowercase(),
                 s.priority,
                 n,
                 if enabled { "" } else { "(disabled) " },
-                printable(&s.description)
+                printable_line(&s.description)
             )?;
         }
     }
@@ -266,7 +265,7 @@ fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Res
     let s = index.get(name).or(disabled).ok_or_else(|| {
         CliError::new(format!(
             "no skill is named `{}`; `ctxkit skills list` shows the loaded ones",
-            printable(name)
+            printable_line(name)
         ))
     })?;
     let enabled = index.get(name).is_some();
@@ -280,26 +279,26 @@ fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Res
         writeln!(
             out,
             "state:       disabled (`ctxkit skills enable {}` turns it on)",
-            printable(&s.name)
+            printable_line(&s.name)
         )?;
     }
     writeln!(
         out,
         "name:        {}\nid:          {}\npath:        {}\nsource:      {:?} (priority {})\ndescription: {}",
-        printable(&s.name),
-        printable(&s.id),
-        printable(&s.path.display().to_string()),
+        printable_line(&s.name),
+        printable_line(&s.id),
+        printable_line(&s.path.display().to_string()),
         s.source,
         s.priority,
-        printable(&s.description)
+        printable_line(&s.description)
     )?;
     let t = &s.triggers;
     writeln!(
         out,
         "keywords:    {}\nverbs:       {}\npatterns:    {}",
-        printable(&t.keywords.join(", ")),
-        printable(&t.verbs.join(", ")),
-        printable(&t.patterns.join(", "))
+        printable_line(&t.keywords.join(", ")),
+        printable_line(&t.verbs.join(", ")),
+        printable_line(&t.patterns.join(", "))
     )?;
     if !s.inject_into.is_empty() {
         let phases: Vec<&str> = s.inject_into.iter().map(|p| p.as_str()).collect();
@@ -309,7 +308,7 @@ fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Res
         writeln!(
             out,
             "tools:       only {} while active",
-            printable(&s.allowed_tools.join(", "))
+            printable_line(&s.allowed_tools.join(", "))
         )?;
     }
     if s.user_invocable == Some(false) {
@@ -326,7 +325,7 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
         if json {
             writeln!(out, "{}", serde_json::to_value(d)?)?;
         } else {
-            writeln!(out, "{}", printable(&d.to_string()))?;
+            writeln!(out, "{}", printable_line(&d.to_string()))?;
         }
     }
     let errors = index.diagnostics().iter().filter(|d| d.is_error()).count();
@@ -346,9 +345,9 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
 
 /// The files and patterns that detected a skill, printable.
 pub(crate) fn why_detected(d: &Detection) -> String {
-    let mut why = format!("files: {}", printable(&d.files.join(", ")));
+    let mut why = format!("files: {}", printable_line(&d.files.join(", ")));
     if !d.patterns.is_empty() {
-        why.push_str(&format!("; patterns: {}", printable(&d.patterns.join(", "))));
+        why.push_str(&format!("; patterns: {}", printable_line(&d.patterns.join(", "))));
     }
     why
 }
@@ -455,7 +454,7 @@ fn match_one(
         writeln!(
             out,
             "{:<28} not selected: the skill declares `user-invocable: false`, so `$name` and `/name` do not select it",
-            printable(name)
+            printable_line(name)
         )?;
     }
     if selected.is_empty() {
@@ -471,12 +470,12 @@ fn match_one(
         let triggers = if s.triggers.is_empty() {
             String::new()
         } else {
-            format!(" triggers: {}", printable(&s.fired().join(", ")))
+            format!(" triggers: {}", printable_line(&s.fired().join(", ")))
         };
         writeln!(
             out,
             "{:<28} score {:>2}  {}{triggers}",
-            printable(&s.name),
+            printable_line(&s.name),
             s.score,
             reason.as_str().unwrap_or("")
         )?;

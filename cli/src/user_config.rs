@@ -582,8 +582,9 @@ pub(crate) fn toggle_skill(
 }
 
 /// Turn `name` off (or back on) in the config `file`, keeping the rest of the file (comments
-/// included) as it was. Turning a skill on in the project file while the user file disables
-/// it records it under `enabled`, so the project wins.
+/// included) as it was, under the file's lock so concurrent toggles all apply. Turning a skill
+/// on in the project file while the user file disables it records it under `enabled`, so the
+/// project wins.
 fn set_disabled(
     file: &ConfinedFile,
     name: &str,
@@ -591,6 +592,7 @@ fn set_disabled(
     override_user: bool,
 ) -> Result<(), CliError> {
     let path = file.path();
+    let _lock = file.lock()?;
     let text = read_text(file)?.unwrap_or_default();
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
         CliError::new(format!(

@@ -186,15 +186,22 @@ pub(super) async fn detail(State(served): State<Arc<Served>>, UrlPath(name): Url
         .detect_report(Path::new(&project))
         .into_iter()
         .find(|d| d.name == skill.name);
-    let trusted = loaded
-        .config
-        .exec_options(
-            &served.options.trust_tools,
-            &served.options.allow_interpreters,
-            None,
-        )
-        .trust
-        .trusts(skill);
+    let exec = loaded.config.exec_options(
+        &served.options.trust_tools,
+        &served.options.allow_interpreters,
+        None,
+    );
+    let trusted = exec.trust.trusts(skill);
+    // A trusted skill's tools that run an interpreter the user did not name, and why.
+    let refused: Vec<String> = skill
+        .tools
+        .iter()
+        .filter(|_| trusted)
+        .filter_map(|t| {
+            exec.refusal(t)
+                .map(|why| format!("{} is not offered: {why}", t.name()))
+        })
+        .collect();
     let config = loaded
         .config
         .skill_config(served.options.mode, served.options.max_skills);
@@ -247,7 +254,8 @@ pub(super) async fn detail(State(served): State<Arc<Served>>, UrlPath(name): Url
             @if !skill.tools.is_empty() {
                 dt { "Tools" } dd {
                     (skill.tools.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "))
-                    (if trusted { " (trusted: they run)" } else { " (not trusted: they are not offered)" })
+                    (if trusted { " (trusted)" } else { " (not trusted: they are not offered)" })
+                    @if !refused.is_empty() { ul { @for r in &refused { li { (r) } } } }
                 }
             }
             @if !diagnostics.is_empty() { dt { "Diagnostics" } dd { ul { @for d in &diagnostics { li { (d) } } } } }

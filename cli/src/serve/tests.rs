@@ -178,6 +178,26 @@ async fn a_skill_page_shows_its_facts_and_a_defused_body() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
+/// A trusted skill's tool that runs a program the user did not allow (a shell escape) is
+/// listed as not offered, with the reason.
+#[tokio::test]
+async fn a_skill_page_says_why_a_trusted_tool_is_not_offered() {
+    let p = project(&["--trust-tools", "painter"]);
+    std::fs::write(
+        p.dir.path().join("skills/painter/tools.json"),
+        r#"{"allowlist": ["sqlite3", "ls"], "tools": [{"name": "query", "command": "sqlite3"}, {"name": "list", "command": "ls"}]}"#,
+    )
+    .unwrap();
+    p.served.reload().unwrap();
+    let (_, html) = p.get("/skills/painter").await;
+    assert!(html.contains("query, list (trusted)"), "{html}");
+    assert!(
+        html.contains("<li>query is not offered: it runs `sqlite3`, which can run a shell"),
+        "{html}"
+    );
+    assert!(!html.contains("list is not offered"), "{html}");
+}
+
 #[tokio::test]
 async fn a_switch_writes_the_project_config_and_the_page_follows() {
     let p = project(&[]);

@@ -824,6 +824,46 @@ fn terminal_escapes_in_skills_are_printed_escaped() {
     }
 }
 
+/// A line break in a skill's name, description, path, triggers or a diagnostic is shown as
+/// `\u{a}`: a hostile skill cannot print a row of its own in a listing.
+#[test]
+fn line_breaks_in_skill_fields_cannot_forge_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("skills/forger\nFAKE-ROW path");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: \"forger\\nFAKE-ROW   project    100   9 triggers  Trusted\"\n\
+         description: \"Forges\\nFAKE-ROW description\\rFAKE-ROW\\tcarriage\"\n\
+         triggers: [\"paint\", \"pa\\nFAKE-ROW trigger\"]\n---\nBody line one\nBody line two\n",
+    )
+    .unwrap();
+    let skills = tmp.path().join("skills");
+    let skills = skills.to_str().unwrap();
+    let name = "forger\nFAKE-ROW   project    100   9 triggers  Trusted";
+    for args in [
+        vec!["skills", "list", "--dir", skills],
+        vec!["skills", "show", name, "--dir", skills],
+        vec!["skills", "validate", "--dir", skills],
+        vec!["skills", "match", "paint it", "--dir", skills],
+        vec!["context", "--no-memory", "--skills", skills, "paint it"],
+    ] {
+        let o = ctxkit(&args);
+        let out = stdout(&o);
+        assert!(!out.is_empty(), "{args:?}: {}", stderr(&o));
+        // `context` shows the request's system text as the text it is (what the model reads);
+        // its listings come after.
+        let out = out
+            .split_once("=== tools ===")
+            .map_or(out.as_str(), |(_, listings)| listings);
+        assert!(!out.lines().any(|l| l.starts_with("FAKE-ROW")), "{args:?}: {out}");
+        assert!(out.contains("\\u{a}FAKE-ROW"), "{args:?}: {out}");
+    }
+    // A body is text: its lines stay lines.
+    let out = stdout(&ctxkit(&["skills", "show", name, "--dir", skills]));
+    assert!(out.contains("Body line one\nBody line two"), "{out}");
+}
+
 #[test]
 fn skill_tools_are_offered_only_when_the_user_trusts_them() {
     let tmp = tempfile::tempdir().unwrap();

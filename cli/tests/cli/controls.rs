@@ -133,6 +133,42 @@ fn a_disabled_skill_is_listed_marked_and_never_injected_until_enabled() {
         .contains("note: no loaded skill is named `betta`"));
 }
 
+/// Twenty `skills disable` run at once, each for another skill: every one is recorded (each
+/// read-modify-write of the config holds its lock, so none overwrites another's change).
+#[test]
+fn concurrent_toggles_lose_no_update() {
+    let s = Setup::new();
+    let names: Vec<String> = (0..20).map(|i| format!("skill-{i}")).collect();
+    let children: Vec<_> = names
+        .iter()
+        .map(|name| {
+            s.command()
+                .args(["skills", "disable", name])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let config = std::fs::read_to_string(s.project().join(".ctxkit/config.toml")).unwrap();
+    let config: toml::Table = config.parse().unwrap();
+    let mut disabled: Vec<String> = config["skills"]["disabled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    disabled.sort();
+    let mut expected = names.clone();
+    expected.sort();
+    assert_eq!(disabled, expected);
+}
+
 /// A running `chat` and a running `mcp` server honour `skills disable` and `skills enable` run
 /// in another terminal from their next message, without a restart or a watch interval.
 #[test]
@@ -369,6 +405,25 @@ fn external_skills_json_is_read_as_is() {
     assert!(
         text.contains("react-best-practices") && text.contains("package.json"),
         "{text}"
+    );
+    // `--project DIR` reads another folder's files: one without a React dependency detects
+    // nothing, one with it the same skill.
+    let other = s.dir.path().join("other");
+    write(
+        &other.join("package.json"),
+        "{\"dependencies\": {\"vue\": \"3\"}}",
+    );
+    let other = other.to_str().unwrap();
+    assert_eq!(s.ok(&["skills", "detect", "--json", "--project", other]), "");
+    assert_eq!(
+        s.ok(&[
+            "skills",
+            "--project",
+            s.project().to_str().unwrap(),
+            "detect",
+            "--json"
+        ]),
+        detect
     );
 
     let project = s.project();

@@ -434,7 +434,7 @@ impl SkillContextProvider {
                 skill
                     .tools
                     .iter()
-                    .filter(|spec| match options.refusal(spec.program()) {
+                    .filter(|spec| match options.refusal(spec) {
                         Some(reason) => {
                             tracing::debug!(skill = %skill.name, tool = spec.name(), "tool not offered: {reason}");
                             false

@@ -236,10 +236,10 @@ impl SkillHooks {
                 return Err("the command is empty".into());
             }
             let program = words.remove(0);
-            // `sh -c …`, `python3 x`, `taskset -c 0 sh -c …` or a link to `/bin/sh` is a shell
-            // by another name.
+            // `sh -c …`, `python3 x`, `taskset -c 0 sh -c …`, `sqlite3 db .shell` or a link to
+            // `/bin/sh` is a shell by another name.
             if let Some(found) = interpreter_in(&program, &skill.dir, &[]) {
-                return Err(format!("`{found}` is a shell, an interpreter or a launcher, and the user's config does not allow hooks one ([hooks] shell = true)"));
+                return Err(format!("the command runs {found}; hooks run such a program only when the user's config says `[hooks] shell = true`"));
             }
             // A relative path (`scripts/check`) is the skill's own file: never one a link
             // leads to outside the skill's folder.

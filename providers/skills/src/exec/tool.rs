@@ -13,15 +13,16 @@ use crate::descriptor::{Program, ToolSpec, SCRIPTS_DIR};
 use super::argv::build_argv;
 use super::guard::{absolute, PathPolicy};
 use super::process::{run, Outcome, RunError};
-use super::trust::{interpreter_in, script_inside, tool_env, ToolTrust};
+use super::trust::{interpreter_in, script_inside, tool_env, Interpreter, ToolTrust};
 
 /// Whether and how skill tools run: every decision here is the user's, none the skill's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecOptions {
     /// The skills whose tools are offered and run (default none).
     pub trust: ToolTrust,
-    /// Shells, interpreters and launchers (`sh`, `python3`, `env`, …) a trusted skill's tool
-    /// may run, by program name (default none, whatever the skill's allowlist says).
+    /// Shells, interpreters, launchers and programs with a shell escape (`sh`, `python3`, `env`,
+    /// `sqlite3`, `git`, …) a trusted skill's tool may run, by program name (default none,
+    /// whatever the skill's allowlist says).
     pub allow_interpreters: Vec<String>,
     /// Variables passed to tool processes on top of `PATH`, `HOME`, `LANG` and the like
     /// (default none). A name that looks like a credential (`*_KEY`, `*_TOKEN`, `*_SECRET`,
@@ -54,21 +55,27 @@ impl Default for ExecOptions {
 }
 
 impl ExecOptions {
-    /// Why `program` may not run under these options, as the end of a sentence; `None` when
-    /// it may. Checked when tools are offered and again when one is called.
-    pub(crate) fn refusal(&self, program: &Program) -> Option<String> {
-        match program {
-            Program::Binary(name) => interpreter_in(name, Path::new("."), &self.allow_interpreters).map(|found| {
-                format!(
-                    "it runs `{found}`, a shell, interpreter or launcher, which runs only when the user allows it by name"
-                )
-            }),
+    /// Why the tool `spec` declares may not run under these options (its skill trusted), as
+    /// the end of a sentence; `None` when it may. Checked when tools are offered and again
+    /// when one is called, and shown where tools are listed.
+    pub fn refusal(&self, spec: &ToolSpec) -> Option<String> {
+        match spec.program() {
+            Program::Binary(name) => interpreter_in(name, Path::new("."), &self.allow_interpreters)
+                .map(|found| format!("it runs {found}; {}", only_by_name(&found))),
             Program::Script(file) if !self.allow_scripts => Some(format!(
                 "it runs `{SCRIPTS_DIR}/{file}`, and skill scripts are disabled (allow_scripts is false)"
             )),
             _ => None,
         }
     }
+}
+
+/// The end of a refusal of `found`: who may allow it, and how.
+fn only_by_name(found: &Interpreter) -> String {
+    format!(
+        "such a program runs only when the user allows it by name (`--allow-interpreter {0}` or `[tools] interpreters = [\"{0}\"]`)",
+        found.name
+    )
 }
 
 /// A skill's declared command, callable by the model. Constructing one is the user's
@@ -137,7 +144,7 @@ impl SkillTool {
     /// The program to start: an allowlisted name (found through `PATH`) or a script's
     /// absolute path, so `current_dir` cannot change which file runs.
     fn program(&self) -> Result<PathBuf> {
-        if let Some(reason) = self.options.refusal(self.spec.program()) {
+        if let Some(reason) = self.options.refusal(&self.spec) {
             return Err(self.failure(reason));
         }
         match self.spec.program() {
@@ -155,7 +162,8 @@ impl SkillTool {
                     &self.options.allow_interpreters,
                 ) {
                     Err(self.failure(format!(
-                        "`{SCRIPTS_DIR}/{file}` is `{found}`, a shell, interpreter or launcher, which runs only when the user allows it by name"
+                        "`{SCRIPTS_DIR}/{file}` is {found}; {}",
+                        only_by_name(&found)
                     )))
                 } else {
                     Ok(path)

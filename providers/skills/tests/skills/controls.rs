@@ -180,8 +180,8 @@ async fn a_hook_needing_a_shell_blocks_unless_the_user_allows_one_and_times_out(
     .await;
     assert_eq!(ran, 0);
     assert!(out.contains("needs a shell"), "{out}");
-    // A shell, an interpreter or a launcher named as the program is refused the same way,
-    // and so is a program that is one under another name (a `scripts/` link to `/bin/sh`).
+    // A shell, an interpreter, a launcher or a program with a shell escape named as the program
+    // is refused the same way, and so is one under another name (a `scripts/` link to `/bin/sh`).
     std::fs::create_dir_all(dir.path().join("shelly/scripts")).unwrap();
     std::os::unix::fs::symlink("/bin/sh", dir.path().join("shelly/scripts/run")).unwrap();
     for command in [
@@ -194,6 +194,8 @@ async fn a_hook_needing_a_shell_blocks_unless_the_user_allows_one_and_times_out(
         "setpriv sh -c 'exit 0'",
         "/lib64/ld-linux-x86-64.so.2 /bin/sh -c 'exit 0'",
         "scripts/run -c 'exit 0'",
+        "sqlite3 :memory: '.shell true'",
+        "git -c core.pager=true log",
     ] {
         write_skill(
             dir.path(),
@@ -210,7 +212,7 @@ async fn a_hook_needing_a_shell_blocks_unless_the_user_allows_one_and_times_out(
         .await;
         assert_eq!(ran, 0, "{command}");
         assert!(
-            out.contains("is a shell, an interpreter or a launcher"),
+            out.contains("`, which ") && out.contains("[hooks] shell = true"),
             "{command}: {out}"
         );
     }

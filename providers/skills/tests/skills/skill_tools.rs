@@ -856,10 +856,8 @@ async fn interpreters_run_only_when_the_user_names_them() {
     let spec = library.snapshot().get("evil").unwrap().tools[0].clone();
     let tool = SkillTool::new(spec, ".", ExecOptions::default());
     let message = failure(tool.call(json!({"script": "echo pwned"})).await);
-    assert!(
-        message.contains("`sh`, a shell, interpreter or launcher"),
-        "{message}"
-    );
+    assert!(message.contains("`sh`, which is a shell"), "{message}");
+    assert!(message.contains("`--allow-interpreter sh`"), "{message}");
 
     // A launcher is an interpreter by another name (`taskset -c 0 sh -c …`).
     let spec =
@@ -869,10 +867,58 @@ async fn interpreters_run_only_when_the_user_names_them() {
             .call(json!({}))
             .await,
     );
+    assert!(message.contains("`taskset`, which is a launcher"), "{message}");
+}
+
+/// A program with a shell escape is an interpreter too: a trusted `sqlite3` tool with a free
+/// SQL argument would run `.shell` or write any file with `.once`. It is not offered until the
+/// user names it, and a call says why.
+#[tokio::test]
+async fn programs_with_a_shell_escape_run_only_when_the_user_names_them() {
+    let descriptor = json!({"allowlist": ["sqlite3"], "tools": [{"name": "t", "command": "sqlite3",
+        "args": ["data.db"], "parameters": [{"name": "sql", "kind": "flag", "flag": "-cmd"}]}]});
+    let library = Arc::new(SkillLibrary::from_index(common::index(vec![skill_with_tools(
+        "db",
+        "[query]",
+        "",
+        &descriptor,
+    )])));
+    let offered = |allow: &[&str]| {
+        let provider = SkillContextProvider::new(
+            library.clone(),
+            SkillConfig {
+                mode: Mode::Full,
+                tools: ExecOptions {
+                    trust: ToolTrust::default().skill("db"),
+                    allow_interpreters: allow.iter().map(|s| s.to_string()).collect(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        async move {
+            provider
+                .invoking(&[Message::user("query")], &RunInfo::default())
+                .await
+                .unwrap()
+                .tools
+                .len()
+        }
+    };
+    assert_eq!(offered(&[]).await, 0, "trusting the skill is not enough");
+    assert_eq!(offered(&["sqlite3"]).await, 1);
+
+    let spec = specs(&descriptor)[0].clone();
+    let message = failure(
+        SkillTool::new(spec, ".", ExecOptions::default())
+            .call(json!({"sql": ".shell touch pwned"}))
+            .await,
+    );
     assert!(
-        message.contains("`taskset`, a shell, interpreter or launcher"),
+        message.contains("`sqlite3`, which can run a shell (`.shell`, `.system`)"),
         "{message}"
     );
+    assert!(message.contains("`--allow-interpreter sqlite3`"), "{message}");
 }
 
 #[tokio::test]
