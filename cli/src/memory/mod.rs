@@ -5,7 +5,7 @@
 //! command, maintenance included, works on both) and `--project P` (default: the canonical current directory; a path that
 //! exists is canonicalised, anything else is used as given) are accepted before or after the
 //! subcommand. JSON output is one object per line; human-readable output passes memory text
-//! (content, keywords, project, source, reasons) through [`printable`], so a memory can't drive
+//! (content, keywords, project, source, reasons) through [`printable_line`], so a memory can't drive
 //! the terminal.
 //!
 //! A database that can't be written (a read-only file or folder) still answers `search`,
@@ -33,7 +33,7 @@ pub(crate) use self::open::Store;
 use self::open::{default_project, normalize_project, open_store};
 pub(crate) use self::output::format_rfc3339;
 use crate::error::CliError;
-use crate::printable::printable;
+use crate::printable::printable_line;
 
 #[derive(Args, Debug)]
 pub(crate) struct MemoryArgs {
@@ -386,12 +386,12 @@ async fn add(
         } => {
             eprintln!(
                 "merged into memory {} (similarity {similarity:.2})",
-                printable(&merged.id)
+                printable_line(&merged.id)
             );
             writeln!(out, "{}", merged.id)?;
         }
         UpsertResult::Skipped { reason, existing_id } => {
-            eprintln!("nothing added: {}", printable(&reason));
+            eprintln!("nothing added: {}", printable_line(&reason));
             if let Some(id) = existing_id {
                 writeln!(out, "{id}")?;
             }

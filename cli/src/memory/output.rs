@@ -1,6 +1,6 @@
 //! How `ctxkit memory` prints: one JSON object per line with `--json`, else one line per
 //! memory, with every memory text (content, keywords, project, source, reasons) passed through
-//! [`printable`] so a stored memory can't drive the terminal.
+//! [`printable_line`] so a stored memory can neither drive the terminal nor forge a row.
 
 use std::io::Write;
 
@@ -9,20 +9,20 @@ use ctxkit_memory::{MemoryEntry, MemorySearchResult};
 use serde_json::json;
 
 use crate::error::CliError;
-use crate::printable::printable;
+use crate::printable::printable_line;
 
 /// A memory on one line: id, badge, content and importance.
 pub(super) fn line(e: &MemoryEntry) -> String {
     let superseded = e
         .superseded_by
         .as_ref()
-        .map(|s| format!(", superseded by {}", printable(s)))
+        .map(|s| format!(", superseded by {}", printable_line(s)))
         .unwrap_or_default();
     format!(
         "{}  {} {}  (importance {:.2}{superseded})",
-        printable(&e.id),
+        printable_line(&e.id),
         e.category.badge(),
-        printable(&e.content),
+        printable_line(&e.content),
         e.importance
     )
 }
@@ -52,9 +52,9 @@ pub(super) fn search_hit(out: &mut impl Write, hit: &MemorySearchResult, json: b
     writeln!(
         out,
         "{}  {} {}  (score {:.3}, importance {:.2})",
-        printable(&e.id),
+        printable_line(&e.id),
         e.category.badge(),
-        printable(&e.content),
+        printable_line(&e.content),
         hit.relevance_score,
         e.importance
     )?;
@@ -66,21 +66,21 @@ pub(super) fn entry(out: &mut impl Write, e: &MemoryEntry, json: bool) -> Result
     if json {
         return write_json(out, e);
     }
-    writeln!(out, "id:            {}", printable(&e.id))?;
-    writeln!(out, "project:       {}", printable(&e.project_path))?;
+    writeln!(out, "id:            {}", printable_line(&e.id))?;
+    writeln!(out, "project:       {}", printable_line(&e.project_path))?;
     writeln!(out, "category:      {} {}", e.category, e.category.badge())?;
-    writeln!(out, "content:       {}", printable(&e.content))?;
-    writeln!(out, "keywords:      {}", printable(&e.keywords.join(", ")))?;
+    writeln!(out, "content:       {}", printable_line(&e.content))?;
+    writeln!(out, "keywords:      {}", printable_line(&e.keywords.join(", ")))?;
     writeln!(out, "importance:    {:.3}", e.importance)?;
     writeln!(out, "accesses:      {}", e.access_count)?;
     writeln!(out, "created:       {}", format_rfc3339(e.created_at))?;
     writeln!(out, "updated:       {}", format_rfc3339(e.updated_at))?;
     writeln!(out, "last accessed: {}", format_rfc3339(e.last_accessed_at))?;
     if let Some(s) = &e.source_session_id {
-        writeln!(out, "session:       {}", printable(s))?;
+        writeln!(out, "session:       {}", printable_line(s))?;
     }
     if let Some(c) = &e.source_context {
-        writeln!(out, "source:        {}", printable(c))?;
+        writeln!(out, "source:        {}", printable_line(c))?;
     }
     Ok(())
 }
@@ -90,7 +90,7 @@ pub(super) fn stats(out: &mut impl Write, stats: &MemoryStats, json: bool) -> Re
     if json {
         return write_json(out, stats);
     }
-    writeln!(out, "project: {}", printable(&stats.project_path))?;
+    writeln!(out, "project: {}", printable_line(&stats.project_path))?;
     writeln!(out, "total: {}", stats.total)?;
     for (category, n) in &stats.by_category {
         writeln!(out, "  {category}: {n}")?;
@@ -115,11 +115,11 @@ pub(super) fn history_entry(out: &mut impl Write, h: &HistoryEntry) -> Result<()
         h.id,
         format_rfc3339(h.at),
         h.action.as_str(),
-        printable(&h.memory_id),
-        printable(content),
+        printable_line(&h.memory_id),
+        printable_line(content),
         h.reason
             .as_ref()
-            .map(|r| format!("  ({})", printable(r)))
+            .map(|r| format!("  ({})", printable_line(r)))
             .unwrap_or_default()
     )?;
     Ok(())
