@@ -51,6 +51,12 @@ impl Store {
         }
     }
 
+    /// Whether the database could only be opened for reading (a SQLite file or folder the
+    /// process may not write; a PostgreSQL server says so only when written).
+    pub(crate) fn is_read_only(&self) -> bool {
+        matches!(self, Store::Sqlite(s) if s.is_read_only())
+    }
+
     pub(crate) async fn decay(&self, project: &str) -> ctxkit_memory::Result<usize> {
         match self {
             Store::Sqlite(s) => s.decay(project).await,
