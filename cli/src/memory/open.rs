@@ -126,6 +126,11 @@ pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
     open_store_at(db, one_shot())
 }
 
+/// [`open_store`] for reading only: nothing is created, migrated or written.
+pub(crate) fn open_store_read_only(db: Option<&Path>) -> Result<Store, CliError> {
+    open_store_at(db, one_shot().read_only(true))
+}
+
 /// [`open_store`] for the hook's memory part, a process per prompt on a thread and runtime
 /// that do nothing else: SQLite calls run on that thread rather than being handed to a pool
 /// thread, and the log a write leaves is copied back by the next prompt's process while it
