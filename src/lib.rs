@@ -41,6 +41,7 @@
 mod agent;
 mod context;
 mod error;
+pub mod files;
 mod lazy;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -313,7 +313,7 @@ pub(crate) async fn learn(
             "learning a skill needs a model: pass --model (e.g. openai:gpt-4o-mini)",
         ));
     }
-    let text = crate::text_file::read_text_capped(&args.transcript, MAX_TRANSCRIPT)?;
+    let text = crate::text_file::read_regular_text(&args.transcript, MAX_TRANSCRIPT)?;
     let trajectory = Trajectory::read(&text).ok_or_else(|| {
         CliError::new(format!(
             "{} is not a Claude Code transcript, a Codex rollout or a ctxkit session record",
