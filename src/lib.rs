@@ -8,7 +8,8 @@
 //! alone.
 //!
 //! The crate's parts, each at one path (the crate root; HTTP backends under `http` with the
-//! `http` feature; character classes shared by providers under [`text`]):
+//! `http` feature; character classes shared by providers under [`text`]; the one way to open a
+//! file someone else chose under [`files`]):
 //! - [`Message`] / [`Role`] — the OpenAI chat shape;
 //! - [`Context`] / [`Section`] — what providers contribute, with sources;
 //! - [`ContextProvider`] and its composition (a `Vec` of providers is a provider), [`WithPolicy`];
@@ -33,6 +34,7 @@
 //! report, restrict           how a provider fared; limits on the tools a run may call
 //! tool, state                tools and their registry; scoped state
 //! message, error, text       the chat shape; errors; character classes
+//! files                      opening only regular files, never blocking on a FIFO
 //! ```
 
 #![deny(missing_docs)]
@@ -41,6 +43,7 @@
 mod agent;
 mod context;
 mod error;
+pub mod files;
 mod lazy;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -20,7 +20,8 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::memory::open::{
-    default_project, memory_db_path, normalize_project, open_store, server_url, skill_learner,
+    default_project, memory_db_path, normalize_project, open_store, open_store_read_only, server_url,
+    skill_learner,
 };
 use crate::printable::{printable, printable_line};
 
@@ -109,13 +110,18 @@ pub(crate) async fn sync(store: &dyn MemoryStore, db: &Path, project: &str) -> R
 
 /// [`sync`] for a command that loads skills: the database when it exists (a command that only
 /// reads skills does not create one), a failure a warning (the last synced skills load).
-pub(crate) async fn sync_before_loading(db: Option<&Path>, project: &str) {
+/// `read_only`: the database is opened for reading only (`--read-only`).
+pub(crate) async fn sync_before_loading(db: Option<&Path>, project: &str, read_only: bool) {
     let Some(db) = db else { return };
     if server_url(db).ok().flatten().is_none() && !db.is_file() {
         return;
     }
     let synced = async {
-        let store = open_store(Some(db))?;
+        let store = if read_only {
+            open_store_read_only(Some(db))?
+        } else {
+            open_store(Some(db))?
+        };
         sync(&*store, db, project).await
     };
     if let Err(e) = synced.await {
@@ -308,7 +314,7 @@ pub(crate) async fn learn(
             "learning a skill needs a model: pass --model (e.g. openai:gpt-4o-mini)",
         ));
     }
-    let text = crate::text_file::read_text_capped(&args.transcript, MAX_TRANSCRIPT)?;
+    let text = crate::text_file::read_regular_text(&args.transcript, MAX_TRANSCRIPT)?;
     let trajectory = Trajectory::read(&text).ok_or_else(|| {
         CliError::new(format!(
             "{} is not a Claude Code transcript, a Codex rollout or a ctxkit session record",

@@ -237,7 +237,8 @@ impl RequestOptions {
     /// Write the project's accepted learned skills where [`load_in`](Self::load_in) finds
     /// them (nothing without memory).
     pub(crate) async fn sync_learned(&self) -> Result<(), CliError> {
-        crate::learned::sync_before_loading(self.memory_db()?.as_deref(), &self.project()?).await;
+        crate::learned::sync_before_loading(self.memory_db()?.as_deref(), &self.project()?, self.read_only)
+            .await;
         Ok(())
     }
 
@@ -254,13 +255,17 @@ impl RequestOptions {
     }
 
     /// The memory database the agent uses: `--memory`, else the default one; none with
-    /// `--no-memory`, or with `--read-only` when the default database does not exist yet.
+    /// `--no-memory`, or with `--read-only` when the database file does not exist (read-only
+    /// creates nothing, not even its folder).
     pub(crate) fn memory_db(&self) -> Result<Option<PathBuf>, CliError> {
         if self.no_memory {
             return Ok(None);
         }
-        if self.read_only && self.memory.is_none() {
-            let db = crate::places::memory_db()?;
+        if self.read_only {
+            let db = match &self.memory {
+                Some(db) => db.clone(),
+                None => crate::places::memory_db()?,
+            };
             let server = server_url(&db)?.is_some();
             return Ok((server || db.is_file()).then_some(db));
         }

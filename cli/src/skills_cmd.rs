@@ -119,7 +119,7 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
     // Without a memory database to find (no HOME, say), skills load without learned ones.
     let learned = match args.scope.resolve() {
         Ok((db, project)) => {
-            crate::learned::sync_before_loading(Some(&db), &project).await;
+            crate::learned::sync_before_loading(Some(&db), &project, false).await;
             crate::learned::root(&db, &project)
         }
         Err(_) => None,

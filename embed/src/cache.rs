@@ -19,9 +19,12 @@ const MAGIC: &[u8; 24] = b"ctxkit-skill-vectors v1\n";
 /// Vectors kept in one file, keyed by a digest of the model's identity and the text: a text
 /// embedded once, by any process, is not embedded again while the file holds it.
 ///
-/// The file is derived data. One that is damaged, too large or of another model's size is
-/// ignored and rewritten whole (by rename, so a reader never sees half of it); one that
-/// cannot be written costs the next process the embedding again, with a warning.
+/// The file is derived data. One that is damaged, too large, of another model's size, or not a
+/// regular file (a FIFO there is never waited for) is ignored and rewritten whole (by rename,
+/// so a reader never sees half of it); an entry whose vector is not one a model makes
+/// ([`is_unit`](crate::is_unit): NaN, or not of unit length) is ignored, so its text is
+/// embedded again and the entry rewritten. A file that cannot be written costs the next process
+/// the embedding again, with a warning.
 #[derive(Clone, Debug)]
 pub struct VectorCache {
     file: PathBuf,
@@ -71,8 +74,10 @@ impl VectorCache {
     fn read(&self, model: &Embedder) -> HashMap<[u8; 32], Vec<f32>> {
         let mut known = HashMap::new();
         let mut bytes = Vec::new();
-        let read = std::fs::File::open(&self.file).and_then(|f| f.take(LIMIT).read_to_end(&mut bytes));
-        let Some(entries) = read.ok().and_then(|_| bytes.strip_prefix(MAGIC)) else {
+        let read = ctxkit::files::open_regular(&self.file)
+            .ok()
+            .and_then(|f| f.take(LIMIT).read_to_end(&mut bytes).ok());
+        let Some(entries) = read.and_then(|_| bytes.strip_prefix(MAGIC)) else {
             return known;
         };
         let entry = 32 + 4 * model.dimensions();
@@ -81,11 +86,13 @@ impl VectorCache {
         }
         for chunk in entries.chunks_exact(entry) {
             let (key, floats) = chunk.split_at(32);
-            let vector = floats
+            let vector: Vec<f32> = floats
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
-            known.insert(key.try_into().unwrap_or([0; 32]), vector);
+            if crate::is_unit(vector.iter().copied()) {
+                known.insert(key.try_into().unwrap_or([0; 32]), vector);
+            }
         }
         known
     }

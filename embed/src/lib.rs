@@ -246,6 +246,21 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// Whether `components` can be a model's vector: every one finite, and unit length within
+/// 5 % of its square (a copy stored as bytes, as memories keep theirs, stays well within).
+/// A kept vector that is not (a damaged file or row) is treated as missing and recomputed:
+/// used, a vector of NaN or of huge components would rank its text first for every query.
+pub fn is_unit(components: impl IntoIterator<Item = f32>) -> bool {
+    let mut square = 0f32;
+    for c in components {
+        if !c.is_finite() {
+            return false;
+        }
+        square += c * c;
+    }
+    (square - 1.0).abs() <= 0.05
+}
+
 /// Compile-time checks: a model is shared by reference across threads.
 #[allow(dead_code)]
 fn assert_send_sync() {

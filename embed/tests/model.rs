@@ -458,3 +458,44 @@ fn a_vector_cache_keeps_what_was_embedded_and_ignores_a_damaged_or_foreign_file(
     let tiny = Embedder::load(&tiny_model(folder.path())).unwrap();
     assert!(cache.known(&tiny, &texts[..1])[0].is_none());
 }
+
+/// A FIFO where the cache file should be is never waited for (it is ignored, then replaced),
+/// and an entry of the right length whose vector no model makes (NaN) is not used: its text is
+/// embedded again and the entry rewritten.
+#[cfg(unix)]
+#[test]
+fn a_vector_cache_refuses_a_fifo_and_heals_a_damaged_entry() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = Embedder::load(&tiny_model(folder.path())).unwrap();
+    let cache = ctxkit_embed::VectorCache::new(folder.path().join("vectors.bin"));
+    let made = std::process::Command::new("mkfifo")
+        .arg(cache.file())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert!(cache.known(&model, &["hello"])[0].is_none());
+    let embedded = cache.embed(&model, &["hello"]);
+    assert!(
+        std::fs::metadata(cache.file()).unwrap().is_file(),
+        "the FIFO was replaced"
+    );
+    let healthy = std::fs::read(cache.file()).unwrap();
+
+    let mut damaged = healthy.clone();
+    damaged[24 + 32..24 + 36].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(cache.file(), &damaged).unwrap();
+    assert!(
+        cache.known(&model, &["hello"])[0].is_none(),
+        "a NaN vector is not used"
+    );
+    assert_eq!(cache.embed(&model, &["hello"]), embedded);
+    assert_eq!(std::fs::read(cache.file()).unwrap(), healthy, "and is rewritten");
+
+    let mut scaled = healthy.clone();
+    scaled[24 + 32..24 + 36].copy_from_slice(&1000f32.to_le_bytes());
+    std::fs::write(cache.file(), &scaled).unwrap();
+    assert!(
+        cache.known(&model, &["hello"])[0].is_none(),
+        "nor one of another length than 1"
+    );
+}

@@ -317,11 +317,22 @@ async fn prompt_memories(
     let _ = std::thread::Builder::new()
         .name("ctxkit-hook-rules".into())
         .spawn(ctxkit_memory::secrets::prepare);
-    let store: Arc<dyn MemoryStore> = open_store_for_hook(args.memory.as_deref())?.shared();
+    let opened = open_store_for_hook(args.memory.as_deref())?;
+    let store: Arc<dyn MemoryStore> = opened.shared();
     let provider = MemoryContextProvider::new(store.clone())
         .with_project(&project)
         .without_episodes()
         .without_state();
+    // A database the hook may only read still gives its memories; what it would write is left.
+    let provider = if opened.is_read_only() {
+        eprintln!(
+            "ctxkit hook: memory database {} is read-only: memories are read, their use is not counted and memory commands are not carried out",
+            crate::printable::printable(&memory_db_path(args.memory.as_deref())?.display().to_string())
+        );
+        provider.read_only()
+    } else {
+        provider
+    };
     let run = RunInfo {
         thread_id: session_id
             .filter(|s| s.chars().count() <= MAX_SESSION_ID_CHARS)

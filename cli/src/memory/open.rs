@@ -51,6 +51,12 @@ impl Store {
         }
     }
 
+    /// Whether the database could only be opened for reading (a SQLite file or folder the
+    /// process may not write; a PostgreSQL server says so only when written).
+    pub(crate) fn is_read_only(&self) -> bool {
+        matches!(self, Store::Sqlite(s) if s.is_read_only())
+    }
+
     pub(crate) async fn decay(&self, project: &str) -> ctxkit_memory::Result<usize> {
         match self {
             Store::Sqlite(s) => s.decay(project).await,
@@ -118,6 +124,11 @@ fn one_shot() -> OpenOptions {
 /// command.
 pub(crate) fn open_store(db: Option<&Path>) -> Result<Store, CliError> {
     open_store_at(db, one_shot())
+}
+
+/// [`open_store`] for reading only: nothing is created, migrated or written.
+pub(crate) fn open_store_read_only(db: Option<&Path>) -> Result<Store, CliError> {
+    open_store_at(db, one_shot().read_only(true))
 }
 
 /// [`open_store`] for the hook's memory part, a process per prompt on a thread and runtime

@@ -31,9 +31,21 @@ fn memory_off() -> Response {
     )
 }
 
-/// Why a write was refused or failed, as a page; the store's sentences never quote a secret.
+/// Why a read failed, as a page; the store's sentences never quote a secret.
 fn refused(e: ctxkit_memory::MemoryError) -> Response {
     error_page(StatusCode::BAD_REQUEST, &e.to_string())
+}
+
+/// Why a write was refused, said on the page the form was on (`page`, rendered with the
+/// sentence), so the user keeps the list and the controls. The form is shown afresh: what was
+/// typed, which may hold the secret refused, is never sent back.
+fn refused_on(page: Response) -> Response {
+    (StatusCode::BAD_REQUEST, page).into_response()
+}
+
+/// The refusal above a page's content: the store's sentence, which never quotes a secret.
+fn alert(refusal: Option<&str>) -> Markup {
+    html! { @if let Some(r) = refusal { p.alert role="alert" { (r) } } }
 }
 
 /// The memory `id` if it belongs to the served project.
@@ -63,6 +75,11 @@ pub(super) struct Listing {
 
 /// `GET /memory`: counts per category, the filter and search, the add form, one page.
 pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<Listing>) -> Response {
+    listing(&served, q, None).await
+}
+
+/// The memory list, with `refusal` said above it.
+async fn listing(served: &Arc<Served>, q: Listing, refusal: Option<&str>) -> Response {
     let Some(store) = served.memory.as_ref() else {
         return memory_off();
     };
@@ -110,6 +127,7 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<List
     };
     let body = html! {
         h1 { "Memory" }
+        (alert(refusal))
         p.counts {
             (stats.total) " memories"
             @for c in MemoryCategory::ALL {
@@ -156,7 +174,7 @@ pub(super) async fn list(State(served): State<Arc<Served>>, Query(q): Query<List
         @if entries.is_empty() { p { "No memories here." } }
         ul.rows {
             @for e in entries.iter().take(PAGE) {
-                li { (row(e)) @if !read_only { (delete_button(&served, e)) } }
+                li { (row(e)) @if !read_only { (delete_button(served, e)) } }
             }
         }
         @if q.q.trim().is_empty() {
@@ -190,17 +208,23 @@ fn delete_button(served: &Served, e: &MemoryEntry) -> Markup {
 
 /// `GET /memory/ID`: everything about a memory, its history, and the edit form.
 pub(super) async fn detail(State(served): State<Arc<Served>>, UrlPath(id): UrlPath<String>) -> Response {
+    memory_page(&served, &id, None).await
+}
+
+/// A memory's page, with `refusal` said above it.
+async fn memory_page(served: &Served, id: &str, refusal: Option<&str>) -> Response {
     let Some(store) = served.memory.as_ref().map(Store::shared) else {
         return memory_off();
     };
-    let entry = match store.get(&id).await {
+    let entry = match store.get(id).await {
         Ok(Some(e)) if e.project_path == served.project => e,
         Ok(_) => return error_page(StatusCode::NOT_FOUND, "no memory of this project has this id"),
         Err(e) => return refused(e),
     };
-    let history = store.history(&served.project, &id).await.unwrap_or_default();
+    let history = store.history(&served.project, id).await.unwrap_or_default();
     let body = html! {
         h1 { (entry.category.badge()) " memory" }
+        (alert(refusal))
         dl.facts {
             dt { "Content" } dd { (entry.content) }
             dt { "Importance" } dd { (format!("{:.2}", entry.importance)) }
@@ -223,7 +247,7 @@ pub(super) async fn detail(State(served): State<Arc<Served>>, UrlPath(id): UrlPa
                     " " button type="submit" { "Save" }
                 }
             }))
-            (delete_button(&served, &entry))
+            (delete_button(served, &entry))
         }
         h2 { "History" }
         ul {
@@ -254,7 +278,7 @@ pub(super) async fn add(State(served): State<Arc<Served>>, Form(form): Form<NewM
     let entry = NewMemoryEntry::new(served.project.as_str(), category, form.content.trim());
     match store.add(entry).await {
         Ok(_) => Redirect::to("/memory").into_response(),
-        Err(e) => refused(e),
+        Err(e) => refused_on(listing(&served, Listing::default(), Some(&e.to_string())).await),
     }
 }
 
@@ -287,7 +311,7 @@ pub(super) async fn edit(
     };
     match store.update(&id, update).await {
         Ok(_) => Redirect::to(&format!("/memory/{id}")).into_response(),
-        Err(e) => refused(e),
+        Err(e) => refused_on(memory_page(&served, &id, Some(&e.to_string())).await),
     }
 }
 
@@ -355,10 +379,13 @@ pub(super) async fn prune(State(served): State<Arc<Served>>, Form(form): Form<To
     }
 }
 
-/// Opening the store can fail only for a reason worth one sentence.
+/// Opening the store can fail only for a reason worth one sentence. With `--read-only` it is
+/// opened for reading only (and a database that does not exist is none).
 pub(super) fn open(served_options: &crate::setup::RequestOptions) -> Result<Option<Store>, CliError> {
-    match served_options.memory_db()? {
-        Some(db) => Ok(Some(crate::memory::open::open_store(Some(&db))?)),
-        None => Ok(None),
-    }
+    let open = if served_options.read_only {
+        crate::memory::open::open_store_read_only
+    } else {
+        crate::memory::open::open_store
+    };
+    served_options.memory_db()?.map(|db| open(Some(&db))).transpose()
 }

@@ -64,7 +64,7 @@ body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafa
 nav{display:flex;gap:1.2em;padding:.7em 1.2em;background:#1d1d1f}nav a{color:#fff;text-decoration:none;font-weight:600}\
 main{max-width:62em;margin:0 auto;padding:1em 1.2em}\
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}\
-.counts{color:#555}.muted{color:#777}\
+.counts{color:#555}.muted{color:#777}.alert{background:#fdecea;border:1px solid #e0a39b;border-radius:.4em;padding:.5em .8em}\
 ul.rows{list-style:none;padding:0}ul.rows li{display:flex;gap:.8em;align-items:baseline;padding:.35em 0;border-bottom:1px solid #eee}\
 ul.rows form{margin:0}.grow{flex:1}\
 button[role=switch]{min-width:3.2em;border:1px solid #999;border-radius:1em;padding:.1em .6em;background:#eee;cursor:pointer}\

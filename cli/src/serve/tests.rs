@@ -305,6 +305,32 @@ async fn memories_are_added_searched_edited_and_a_secret_is_refused_without_bein
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(!html.contains(SECRET) && html.contains("secret"), "{html}");
     assert_eq!(p.memories().await.len(), 1, "the secret was not stored");
+    // The refusal is said on the memory page itself: the list and the controls stay, the
+    // input is empty.
+    assert!(html.contains(r#"role="alert""#), "{html}");
+    assert!(
+        html.contains("Use pnpm, not npm") && html.contains(">Add memory</button>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            r#"<input type="text" name="content" aria-label="New memory" placeholder="New memory" required>"#
+        ),
+        "{html}"
+    );
+    // An edit that would store a secret is refused on the memory's own page, the same way.
+    let id = p.memories().await[0].id.clone();
+    let form = format!("{}&content=token+{SECRET}&importance=0.5", p.token());
+    let (status, html) = p.post(&format!("/memory/{id}"), &form, &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        !html.contains(SECRET) && html.contains(r#"role="alert""#),
+        "{html}"
+    );
+    assert!(
+        html.contains("Use pnpm, not npm") && html.contains(">Save</button>"),
+        "{html}"
+    );
 
     let (_, html) = p.get("/memory").await;
     assert!(html.contains("1 memories · 1 preference"), "{html}");
@@ -387,6 +413,19 @@ async fn ten_thousand_memories_come_in_pages() {
     let (_, last) = p.get("/memory?page=199").await;
     assert_eq!(last.matches(">Delete</button>").count(), 50);
     assert!(last.contains(">Previous</a>") && !last.contains(">Next</a>"));
+}
+
+/// `--read-only` opens nothing for writing: a database that does not exist is not created,
+/// and the page says memory is off.
+#[tokio::test]
+async fn read_only_never_creates_the_database() {
+    let db = tempfile::tempdir().unwrap().keep().join("new.db");
+    let p = project_with(&["--read-only", "--memory", db.to_str().unwrap()]);
+    assert!(!db.exists(), "the database was created");
+    let (status, html) = p.get("/memory").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(html.contains("memory is off"), "{html}");
+    assert!(!db.exists(), "the database was created");
 }
 
 #[tokio::test]

@@ -188,8 +188,11 @@ def run(project: Project, base: str) -> None:
         assert not console, f"console errors: {console}"
         page.get_by_role("textbox", name="New memory").fill(f"the deploy token is {SECRET}")
         page.get_by_role("button", name="Add memory").click()
-        expect(page.locator("main")).to_contain_text("secret")
-        # The refusal is a 400 page, which the console reports; nothing else.
+        expect(page.get_by_role("alert")).to_contain_text("secret")
+        # Said on the memory page itself: the list and the form stay, the form empty.
+        expect(page.get_by_role("link", name="Always use pnpm for installing packages")).to_be_visible()
+        expect(page.get_by_role("textbox", name="New memory")).to_have_value("")
+        # The refusal is a 400 answer, which the console reports; nothing else.
         assert all("status of 400" in m for m in console), f"console errors: {console}"
         console.clear()
         assert SECRET not in page.content(), "the refusal showed the secret"

@@ -159,6 +159,94 @@ fn a_memory_store_that_never_answers_is_given_up_and_the_skills_still_come() {
     drop(silent);
 }
 
+/// A database the hook may only read (a read-only file in a read-only folder, as a shared or
+/// archived database is) still gives its memories: they are read without counting their use,
+/// and stderr says so in one line. Run as an unprivileged user when this is root.
+#[cfg(unix)]
+#[test]
+fn a_read_only_database_still_gives_its_memories() {
+    use std::os::unix::fs::PermissionsExt;
+    let m = Machine::new();
+    let folder = m.root().join("ro");
+    std::fs::create_dir(&folder).unwrap();
+    let db = folder.join("m.db");
+    let project = m.project().canonicalize().unwrap();
+    let o = m.run(
+        &[
+            "memory",
+            "--db",
+            db.to_str().unwrap(),
+            "--project",
+            project.to_str().unwrap(),
+            "add",
+            "We deploy on Fridays",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mode =
+        |path: &Path, mode| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    // Everything else readable (and the cache writable) by the unprivileged user.
+    mode(m.root(), 0o755);
+    for dir in [m.cache(), m.home(), m.project()] {
+        std::fs::create_dir_all(&dir).unwrap();
+        mode(&dir, 0o777);
+    }
+    for file in std::fs::read_dir(&folder).unwrap() {
+        mode(&file.unwrap().path(), 0o444);
+    }
+    mode(&folder, 0o555);
+    let root = std::fs::OpenOptions::new().write(true).open(&db).is_ok();
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let mut command = match (root, setpriv) {
+        (false, _) => isolated(m.root()),
+        (true, Some(setpriv)) => {
+            let mut c = std::process::Command::new(setpriv);
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_ctxkit"),
+            ]);
+            for (key, value) in isolated(m.root()).get_envs() {
+                match value {
+                    Some(value) => c.env(key, value),
+                    None => c.env_remove(key),
+                };
+            }
+            c
+        }
+        (true, None) => {
+            crate::suites::skipped(
+                "the read-only hook database test as an unprivileged user",
+                "`setpriv` (this is root)",
+            );
+            return;
+        }
+    };
+    let event = m.prompt("UserPromptSubmit", "s1", "when do we deploy?");
+    let o = run_with_stdin(
+        command
+            .args(["hook", "claude-code", "--memory", db.to_str().unwrap()])
+            .current_dir(m.root()),
+        event.to_string().as_bytes(),
+    );
+    mode(&folder, 0o755);
+    assert!(
+        context_of(&o, "UserPromptSubmit").contains("We deploy on Fridays"),
+        "{}",
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("m.db is read-only") && err.contains("not counted"),
+        "{err}"
+    );
+}
+
 #[test]
 fn user_skills_come_from_home_dot_claude() {
     let m = Machine::new();

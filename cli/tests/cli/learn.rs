@@ -317,6 +317,31 @@ fn a_claude_code_transcript_is_learned_from() {
     );
 }
 
+/// A transcript that is a FIFO (or a device) is refused at once in one sentence, never waited
+/// for: only a regular file is read.
+#[cfg(unix)]
+#[test]
+fn a_transcript_that_is_not_a_regular_file_is_refused_without_blocking() {
+    let s = Setup::new();
+    let fifo = s.dir.path().join("session.jsonl");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for transcript in [fifo.as_path(), std::path::Path::new("/dev/zero")] {
+        let o = s
+            .command()
+            .args(["skills", "learn", "--transcript", transcript.to_str().unwrap()])
+            .args(s.model_args())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
 #[test]
 fn a_recorded_chat_session_is_learned_from_later() {
     let s = Setup::new();

@@ -226,6 +226,19 @@ pub(crate) fn encode(v: &[f32]) -> Vec<u8> {
     out
 }
 
+/// Whether an encoded vector ([`encode`]) decodes to one a model makes: a finite positive
+/// scale and unit length ([`ctxkit_embed::is_unit`]). Its length is checked against the query's
+/// by [`dot`].
+pub(crate) fn is_sound(stored: &[u8]) -> bool {
+    let Some((scale, components)) = stored.split_first_chunk::<4>() else {
+        return false;
+    };
+    let scale = f32::from_le_bytes(*scale);
+    scale.is_finite()
+        && scale > 0.0
+        && ctxkit_embed::is_unit(components.iter().map(|&c| f32::from(c as i8) * scale))
+}
+
 /// The dot product of a query vector with a stored one; `None` when the stored one is not of
 /// the query's length (another model's, or damaged). Always inlined, so [`cosines`] compiles
 /// it for the processor's vector width.
@@ -286,8 +299,14 @@ pub(crate) struct Stored {
 }
 
 impl Stored {
-    /// Keep row `num`'s encoded vector.
+    /// Keep row `num`'s encoded vector, unless it is not one a model makes ([`is_sound`]): a
+    /// damaged one is left out as if missing, so its memory is found by its words only (and
+    /// `embed_missing` recomputes it) instead of ranking first for every query.
     pub(crate) fn push(&mut self, num: i64, vector: &[u8]) {
+        if !is_sound(vector) {
+            tracing::debug!(row = num, "a damaged stored vector is ignored");
+            return;
+        }
         let start = self.bytes.len();
         self.bytes.extend_from_slice(vector);
         self.rows.push((num, start..self.bytes.len()));
@@ -358,6 +377,30 @@ mod tests {
         assert_eq!(n.best, [2, 3]);
         assert_eq!(n.cosine(1), Some(0.0));
         assert_eq!(n.cosine(4), None, "a damaged vector is left out");
+    }
+
+    /// A stored vector of the right length whose values no model makes (a NaN or huge scale,
+    /// components far from unit length, all zeros) is left out as missing: used, the huge one
+    /// would rank its memory first for every query.
+    #[test]
+    fn damaged_values_are_left_out_not_ranked() {
+        let q = vec![0.6, 0.8];
+        let sound = encode(&[0.6, 0.8]);
+        let with_scale = |scale: f32| {
+            let mut v = sound.clone();
+            v[..4].copy_from_slice(&scale.to_le_bytes());
+            v
+        };
+        let mut stored = Stored::default();
+        stored.push(1, &sound);
+        stored.push(2, &with_scale(f32::NAN));
+        stored.push(3, &with_scale(1e30));
+        stored.push(4, &with_scale(-0.01));
+        stored.push(5, &encode(&[3.0, 4.0]));
+        stored.push(6, &encode(&[0.0, 0.0]));
+        let n = nearest(&q, &stored, 10);
+        assert_eq!(n.best, [1]);
+        assert!((n.cosine(1).unwrap() - 1.0).abs() < 0.01);
     }
 
     #[test]

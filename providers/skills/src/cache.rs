@@ -30,8 +30,11 @@ const MAX_CACHE_BYTES: u64 = 256 << 20;
 /// The most cache files kept in the folder (one per distinct list of roots); the least
 /// recently written go first.
 const MAX_CACHE_FILES: usize = 64;
-/// A file changed this recently before a scan may change again within the same timestamp
-/// tick, unseen: such a scan is used but not saved (the next process saves it).
+/// A file whose times lie this close to a scan (before its start, during it, or after its
+/// end) may change again within the same timestamp tick, unseen: such a scan is used but not
+/// saved (the next process saves it). A time further in the future (tar and zip restore an
+/// archive's) is as settled as one further in the past: a later change sets the change time to
+/// the clock, which no one can set, and the modification time moves with it unless set back.
 const RACY: Duration = Duration::from_secs(2);
 
 /// A cache file: [`MAGIC`], the lengths of the [`Head`] and of the [`Meta`], both
@@ -88,12 +91,12 @@ impl Stamp {
         State::of(&self.path) == self.state
     }
 
-    /// Changed within [`RACY`] of `start`, or after it.
-    fn is_racy(&self, start: SystemTime) -> bool {
-        let horizon = nanos(start - RACY);
+    /// Changed within [`RACY`] of the scan that ran from `start` to `end`.
+    fn is_racy(&self, start: SystemTime, end: SystemTime) -> bool {
+        let near = nanos(start - RACY)..=nanos(end + RACY);
         self.state
             .as_ref()
-            .is_some_and(|s| s.modified >= horizon || s.changed >= horizon)
+            .is_some_and(|s| near.contains(&s.modified) || near.contains(&s.changed))
     }
 }
 
@@ -188,7 +191,8 @@ fn fresh(dir: &Path, file: &Path, roots: &[SkillRoot]) -> Scan {
         .chain(scan.watched.iter().map(PathBuf::as_path))
         .map(Stamp::now)
         .collect();
-    if stamps.iter().any(|s| s.is_racy(start)) {
+    let end = SystemTime::now();
+    if stamps.iter().any(|s| s.is_racy(start, end)) {
         tracing::debug!("index cache not saved: a file changed in the last seconds");
         return scan;
     }

@@ -112,30 +112,15 @@ impl Confined {
     }
 }
 
-/// Open a file for reading only if it is a regular file. On Unix the open neither blocks (a
-/// FIFO with no writer would wait forever) nor follows a symlink swapped in after `resolve`;
-/// the type is then checked on the open handle, so what is read is what was checked.
+/// Open a file for reading only if it is a regular file ([`ctxkit::files::open_regular`]: no
+/// blocking on a FIFO, no last-moment symlink followed, the type checked on the handle).
 fn open_regular(real: &Path) -> Result<File, ReadProblem> {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    let file = options.open(real).map_err(|e| {
-        // O_NOFOLLOW on a symlink: it appeared after the path was resolved.
-        if real.is_symlink() {
-            ReadProblem::Outside
-        } else {
-            ReadProblem::Io(e)
-        }
-    })?;
-    if file.metadata().map_err(ReadProblem::Io)?.is_file() {
-        Ok(file)
-    } else {
-        Err(ReadProblem::NotRegular)
-    }
+    ctxkit::files::open_regular(real).map_err(|e| match e {
+        // A symlink at the last component: it appeared after the path was resolved.
+        ctxkit::files::OpenError::Io(_) if real.is_symlink() => ReadProblem::Outside,
+        ctxkit::files::OpenError::Io(e) => ReadProblem::Io(e),
+        ctxkit::files::OpenError::NotRegular => ReadProblem::NotRegular,
+    })
 }
 
 #[cfg(test)]

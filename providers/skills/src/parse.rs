@@ -40,6 +40,10 @@ pub(crate) const MAX_TRIGGERS: usize = 256;
 pub(crate) const MAX_PATTERNS: usize = 16;
 /// Compiled size (regex `size_limit`) allowed for one trigger pattern.
 pub(crate) const MAX_PATTERN_BYTES: usize = 128 << 10;
+/// Compiled size the trigger patterns of one library (every skill a load parses) may take
+/// together: what one index keeps ([`crate::matcher::MAX_INDEX_PATTERN_BYTES`]), so the
+/// index's own compilation seldom needs its search for a prefix that fits.
+const MAX_LIBRARY_PATTERN_BYTES: usize = crate::matcher::MAX_INDEX_PATTERN_BYTES;
 /// Warnings reported per file; the rest are counted in one closing warning.
 pub(crate) const MAX_WARNINGS: usize = 32;
 /// Longest excerpt of a trigger or pattern quoted in a diagnostic.
@@ -90,23 +94,28 @@ impl Skill {
     /// every problem found. The skill counts as a project skill until [`Skill::with_root`] says
     /// where it was found.
     pub fn parse(path: &Path, content: &str, folder: Option<&str>) -> (Option<Skill>, Vec<Diagnostic>) {
-        parse_skill(path, content, folder)
+        parse_skill(path, content, folder, &mut PatternBudget::library())
     }
 }
 
-/// See [`Skill::parse`].
+/// See [`Skill::parse`]; the skill's patterns are compiled within what is left of `budget`,
+/// the budget of the library it belongs to.
 pub(crate) fn parse_skill(
     path: &Path,
     content: &str,
     folder: Option<&str>,
+    budget: &mut PatternBudget,
 ) -> (Option<Skill>, Vec<Diagnostic>) {
     let mut p = Parser {
         path,
         diags: Vec::new(),
         keys: HashMap::new(),
         warnings: 0,
+        budget: *budget,
     };
-    let skill = p.parse(content, folder).map(|mut skill| {
+    let skill = p.parse(content, folder);
+    *budget = p.budget;
+    let skill = skill.map(|mut skill| {
         skill.hash = sha256_hex(content);
         skill.id = skill_id(&skill.name, &skill.hash);
         skill.path = path.to_path_buf();
@@ -139,6 +148,8 @@ struct Parser<'a> {
     keys: HashMap<&'a str, usize>,
     /// Warnings raised so far (only the first [`MAX_WARNINGS`] are kept).
     warnings: usize,
+    /// What the library's patterns may still compile to.
+    budget: PatternBudget,
 }
 
 /// `text` cut to [`MAX_QUOTED_CHARS`] characters for quoting in a diagnostic.
@@ -535,19 +546,27 @@ impl<'a> Parser<'a> {
             self.warn(line, format!("`triggers` declares {} patterns, more than {MAX_PATTERNS}; the first {MAX_PATTERNS} are kept", t.patterns.len()));
             t.patterns.truncate(MAX_PATTERNS);
         }
+        let mut unfunded = 0;
         for pattern in std::mem::take(&mut t.patterns) {
-            match compile_pattern(&pattern) {
-                Ok(_) => t.patterns.push(pattern),
-                Err(regex::Error::CompiledTooBig(_)) => self.warn(line, format!(
+            match self.budget.compile(&pattern) {
+                Ok(()) => t.patterns.push(pattern),
+                Err(None) => unfunded += 1,
+                Err(Some(regex::Error::CompiledTooBig(_))) => self.warn(line, format!(
                     "trigger pattern `{}` compiles to more than {} KiB (Unicode classes like `\\w` are large; `[a-z0-9_]` or `(?-u:\\w)` are not); ignored, the other triggers still work",
                     clip(&pattern),
                     MAX_PATTERN_BYTES >> 10
                 )),
-                Err(e) => {
+                Err(Some(e)) => {
                     let reason = e.to_string().lines().last().unwrap_or("").trim().to_string();
                     self.warn(line, format!("trigger pattern `{}` is not a valid regex ({reason}); ignored, the other triggers still work", clip(&pattern)));
                 }
             }
+        }
+        if unfunded > 0 {
+            self.warn(line, format!(
+                "{unfunded} trigger pattern(s) ignored: the library's trigger patterns already compile to {} MiB, the most they may together; the other triggers still work",
+                MAX_LIBRARY_PATTERN_BYTES >> 20
+            ));
         }
         t
     }
@@ -629,14 +648,57 @@ fn merge_triggers(into: &mut Triggers, from: Triggers) {
     }
 }
 
-/// Compile one trigger pattern as the index will (case-insensitive), within
-/// [`MAX_PATTERN_BYTES`].
-pub(crate) fn compile_pattern(pattern: &str) -> Result<regex::Regex, regex::Error> {
-    regex::RegexBuilder::new(pattern)
-        .case_insensitive(true)
-        .size_limit(MAX_PATTERN_BYTES)
-        .dfa_size_limit(2 * MAX_PATTERN_BYTES)
-        .build()
+/// The compiled size one library's trigger patterns may still take. Compiling costs time in
+/// proportion to the size reached, so this bounds the work a folder of hostile patterns causes,
+/// in the foreground or behind it, whatever the number of files: a pattern is charged its
+/// compiled size, or the limit it reached when refused as too big, and once the budget is
+/// spent the rest are refused uncompiled. Sizes, not time, keep the result deterministic.
+#[derive(Clone, Copy)]
+pub(crate) struct PatternBudget {
+    left: usize,
+}
+
+impl PatternBudget {
+    /// A whole library's budget, [`MAX_LIBRARY_PATTERN_BYTES`].
+    pub(crate) fn library() -> PatternBudget {
+        PatternBudget {
+            left: MAX_LIBRARY_PATTERN_BYTES,
+        }
+    }
+
+    /// Compile one trigger pattern as the index will (case-insensitive), within
+    /// [`MAX_PATTERN_BYTES`] and what is left. `Err(None)`: the budget is spent.
+    fn compile(&mut self, pattern: &str) -> Result<(), Option<regex::Error>> {
+        let limit = MAX_PATTERN_BYTES.min(self.left);
+        if limit == 0 {
+            return Err(None);
+        }
+        let built = regex::RegexBuilder::new(pattern)
+            .case_insensitive(true)
+            .size_limit(limit)
+            .dfa_size_limit(2 * MAX_PATTERN_BYTES)
+            .build();
+        match built {
+            Ok(_) => {
+                // The size regex's limit counts: the forward automaton (regex does not say it).
+                let size = regex_automata::nfa::thompson::Compiler::new()
+                    .syntax(regex_automata::util::syntax::Config::new().case_insensitive(true))
+                    .build(pattern)
+                    .map_or(limit, |nfa| nfa.memory_usage());
+                self.left -= size.min(self.left);
+                Ok(())
+            }
+            Err(regex::Error::CompiledTooBig(_)) if limit < MAX_PATTERN_BYTES => {
+                self.left = 0;
+                Err(None)
+            }
+            Err(e @ regex::Error::CompiledTooBig(_)) => {
+                self.left -= limit;
+                Err(Some(e))
+            }
+            Err(e) => Err(Some(e)),
+        }
+    }
 }
 
 /// Why bounded YAML loading failed.

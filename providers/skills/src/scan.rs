@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::descriptor::TOOLS_FILE;
 use crate::diagnostic::Diagnostic;
 use crate::discover::{discover, Discovery, SkillRoot};
+use crate::parse::{parse_skill, PatternBudget};
 use crate::skill::Skill;
 
 /// Every skill parsed under a list of roots, with the problems met on the way.
@@ -46,6 +47,7 @@ impl Scan {
         } = discover(roots);
         let mut watched = folders;
         let mut skills = Vec::with_capacity(found.len());
+        let mut budget = PatternBudget::library();
         for f in found {
             watched.push(f.real.clone());
             let content = match f.read() {
@@ -60,7 +62,7 @@ impl Scan {
                 .parent()
                 .and_then(|p| p.file_name())
                 .and_then(|n| n.to_str());
-            let (parsed, diags) = Skill::parse(&f.path, &content, folder);
+            let (parsed, diags) = parse_skill(&f.path, &content, folder, &mut budget);
             diagnostics.extend(diags);
             if let Some(parsed) = parsed {
                 let root = &roots[f.root_index];

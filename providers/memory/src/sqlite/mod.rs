@@ -179,6 +179,12 @@ impl MemoryDb {
     fn open_read_write(&self) -> Result<()> {
         let path = &self.inner.path;
         let mut conn = self.connect()?;
+        // SQLite opens a file it may not write read-only without a word, and a schema already
+        // current needs no write: without this the first write (a search's access count)
+        // failed instead.
+        if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(MemoryError::ReadOnly { path: path.clone() });
+        }
         let open_err = |source| MemoryError::Open {
             path: path.clone(),
             source,
@@ -432,7 +438,7 @@ impl MemoryDb {
 /// or it could not open what it needs beside the file (the WAL files of a read-only folder).
 fn is_read_only_failure(e: &MemoryError) -> bool {
     let (MemoryError::Open { source, .. } | MemoryError::Sqlite { source, .. }) = e else {
-        return false;
+        return matches!(e, MemoryError::ReadOnly { .. });
     };
     matches!(
         source.sqlite_error_code(),

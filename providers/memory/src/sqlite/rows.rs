@@ -113,13 +113,22 @@ pub(super) fn missing_vectors(
     model: &str,
     limit: usize,
 ) -> Result<Vec<(i64, String)>> {
+    // A vector is missing when absent, of another model, not a blob, or damaged (values no
+    // model makes): only the last needs reading it, so the scan stops at `limit`.
     let mut stmt = tx.prepare_cached(
-        "SELECT num, content FROM project_memories
-         WHERE project_path = ?1 AND (embedding_model IS NOT ?2 OR embedding IS NULL) ORDER BY num LIMIT ?3",
+        "SELECT num, content, embedding_model IS ?2, embedding FROM project_memories
+         WHERE project_path = ?1 ORDER BY num",
     )?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = stmt.query_map(params![project, model, limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut rows = stmt.query(params![project, model])?;
+    let mut missing = Vec::new();
+    while missing.len() < limit {
+        let Some(row) = rows.next()? else { break };
+        let current = row.get::<_, bool>(2)? && row.get_ref(3)?.as_blob().is_ok_and(crate::vectors::is_sound);
+        if !current {
+            missing.push((row.get(0)?, row.get(1)?));
+        }
+    }
+    Ok(missing)
 }
 
 /// Store the terms of up to `limit` memories of a project written before terms were stored

@@ -39,10 +39,11 @@ pub(super) fn sync(tx: &Transaction, touched: &Touched) -> Result<()> {
              WHERE num BETWEEN ?2 AND ?3 AND project_path = ?1
                AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
         )?;
-        let rows = stmt.query_map(params![damaged.project, first, last], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })?;
-        current.extend(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+        let rows = stmt.query_map(params![damaged.project, first, last], current_vector)?;
+        current.extend(
+            rows.filter_map(Result::transpose)
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        );
     }
     for row in sketches::apply(touched, read, current) {
         match row.content {
@@ -69,10 +70,19 @@ fn current_vectors(tx: &Transaction, nums: &[i64]) -> Result<Vec<CurrentVector>>
          WHERE num IN (SELECT value FROM json_each(?1))
            AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
     )?;
-    let rows = stmt.query_map(params![json_array(nums)], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = stmt.query_map(params![json_array(nums)], current_vector)?;
+    Ok(rows
+        .filter_map(Result::transpose)
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// A row's `num, project_path, embedding_model, embedding` as a current vector; `None` when the
+/// vector is not a blob (a damaged row: it has no vector, and `embed_missing` gives it one).
+fn current_vector(r: &rusqlite::Row) -> rusqlite::Result<Option<CurrentVector>> {
+    let Ok(vector) = r.get_ref(3)?.as_blob() else {
+        return Ok(None);
+    };
+    Ok(Some((r.get(0)?, r.get(1)?, r.get(2)?, vector.to_vec())))
 }
 
 /// Write the packs of every current vector (the migration that made the table).
@@ -131,10 +141,10 @@ pub(super) fn vectors_of(
     )?;
     let mut rows = stmt.query(params![project, model, json_array(nums)])?;
     while let Some(row) = rows.next()? {
-        stored.push(
-            row.get(0)?,
-            row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?,
-        );
+        // A value that is not a blob is a damaged row, left out like a damaged vector.
+        if let Ok(vector) = row.get_ref(1)?.as_blob() {
+            stored.push(row.get(0)?, vector);
+        }
     }
     Ok(())
 }

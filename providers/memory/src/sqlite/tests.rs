@@ -2063,3 +2063,65 @@ fn an_index_mostly_of_removed_memories_is_rebuilt() {
     assert_eq!(hits[0].entry.content, "kept fact 0 about deploys, version 79");
     assert_eq!(hits.len(), 10);
 }
+
+/// A stored vector a model could not have made (a NaN scale) counts as missing, so
+/// `embed_missing` recomputes it; a value of the wrong type in the vector column (text) is
+/// skipped by every read, never an error, and counts as missing too.
+#[test]
+fn damaged_and_wrongly_typed_vectors_are_missing_and_never_fail_a_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let db = MemoryDb::open(&path).unwrap();
+    for content in [
+        "Deploys run from main",
+        "The cache is Redis",
+        "Docs are built with mdBook",
+        "Tests live in the tests folder",
+    ] {
+        db.add(new(content)).unwrap();
+    }
+    let sound = crate::vectors::encode(&[0.6, 0.8]);
+    let mut nan = sound.clone();
+    nan[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    let conn = Connection::open(&path).unwrap();
+    let set = "UPDATE project_memories SET embedding_model = 'm', embedding = ?2 WHERE content = ?1";
+    conn.execute(set, rusqlite::params!["Deploys run from main", sound])
+        .unwrap();
+    conn.execute(set, rusqlite::params!["The cache is Redis", nan])
+        .unwrap();
+    conn.execute(
+        set,
+        rusqlite::params!["Docs are built with mdBook", "not a vector"],
+    )
+    .unwrap();
+    let nums: Vec<i64> = conn
+        .prepare("SELECT num FROM project_memories ORDER BY num")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+
+    let missing = db.read(|tx| rows::missing_vectors(tx, P, "m", 10)).unwrap();
+    let missing: Vec<&str> = missing.iter().map(|(_, c)| c.as_str()).collect();
+    assert_eq!(
+        missing,
+        [
+            "The cache is Redis",
+            "Docs are built with mdBook",
+            "Tests live in the tests folder"
+        ]
+    );
+    assert_eq!(
+        db.read(|tx| rows::missing_vectors(tx, P, "m", 1)).unwrap().len(),
+        1
+    );
+
+    let mut stored = crate::vectors::Stored::default();
+    db.read(|tx| super::sketches::vectors_of(tx, P, "m", &nums, &mut stored))
+        .expect("a text value fails no read");
+    let near = crate::vectors::nearest(&[0.6, 0.8], &stored, 10);
+    assert_eq!(near.best, [nums[0]], "only the sound vector is compared");
+    db.write(|tx, _| super::sketches::build_all(tx))
+        .expect("a text value fails no write");
+}

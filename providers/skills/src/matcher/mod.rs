@@ -38,6 +38,7 @@ use crate::inflect;
 use crate::skill::Skill;
 use filter::WordFilter;
 use patterns::compile_patterns;
+pub(crate) use patterns::MAX_INDEX_PATTERN_BYTES;
 use words::{for_each_word, is_spaced};
 
 /// `(skill index, trigger index within the skill)`; literals first, then patterns.

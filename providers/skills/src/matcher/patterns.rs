@@ -9,7 +9,7 @@ use crate::skill::Skill;
 
 /// Compiled size (regex `size_limit`) of all trigger patterns of one index together: patterns
 /// of the highest-priority skills are kept first, the rest are dropped with a warning.
-const MAX_INDEX_PATTERN_BYTES: usize = 4 << 20;
+pub(crate) const MAX_INDEX_PATTERN_BYTES: usize = 4 << 20;
 /// Lazy-DFA cache of the index's pattern set (regex `dfa_size_limit`).
 const PATTERN_SET_DFA_BYTES: usize = 2 << 20;
 

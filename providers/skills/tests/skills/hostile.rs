@@ -183,6 +183,41 @@ fn the_index_pattern_budget_drops_low_priority_patterns() {
     assert_eq!(index.select(&["x0abc"], &[], &Default::default())[0].name, "s11");
 }
 
+/// A library of many skills whose every pattern compiles to the per-pattern limit costs a
+/// bounded number of compilations: the library's patterns share one budget, and once it is
+/// spent every further pattern is refused uncompiled, one warning per skill.
+#[test]
+fn a_hostile_library_spends_one_pattern_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = 40;
+    for s in 0..skills {
+        let patterns: Vec<String> = (0..16).map(|p| format!("'\\w{{200}}[a-z]{{100}}q{p}'")).collect();
+        let folder = dir.path().join(format!("s{s:02}"));
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!(
+                "---\nname: s{s:02}\ndescription: d\ntriggers:\n  patterns: [{}]\n---\nbody",
+                patterns.join(", ")
+            ),
+        )
+        .unwrap();
+    }
+    let index = SkillIndex::load(&[ctxkit_skills::SkillRoot::new(dir.path(), Source::Project)]);
+    let compiled = with(index.diagnostics(), "compiles to more than 128 KiB");
+    assert!(
+        compiled.len() <= 32,
+        "at most the budget over the per-pattern limit is compiled: {}",
+        compiled.len()
+    );
+    let refused = with(index.diagnostics(), "the library's trigger patterns");
+    assert!(
+        refused.len() >= skills - 3 && refused.len() < skills,
+        "one warning per skill past the budget: {refused:#?}"
+    );
+    assert!(refused[0].contains("ignored"), "{}", refused[0]);
+}
+
 #[test]
 fn a_long_line_loads() {
     let (skill, diags) = parse(&Case::LongLine.file(AT_CAP));

@@ -223,3 +223,37 @@ fn bodies_read_later_come_from_the_version_loaded_even_after_a_rewrite() {
     fs::rename(&replacement, &file).unwrap();
     assert_eq!(summary(&library.snapshot()), fresh);
 }
+
+/// A file whose modification time is in the future (tar and zip restore the archive's times)
+/// does not keep its library out of the cache: the next load reads the cache, and an edit to
+/// that file is still seen.
+#[test]
+fn a_future_modification_time_is_cached_and_edits_still_seen() {
+    let (dir, root) = fixture();
+    let cache = dir.path().join("cache");
+    let git = root.join("git-workflow/SKILL.md");
+    let future = SystemTime::now() + Duration::from_secs(10 * 365 * 24 * 3600);
+    for path in [git.clone(), root.join("git-workflow")] {
+        fs::File::open(&path).unwrap().set_modified(future).unwrap();
+    }
+    settle();
+    let fresh = cached(&root, &cache);
+    let written = cache_files(&cache);
+    assert_eq!(written.len(), 1, "the scan is saved");
+    assert_eq!(cached(&root, &cache), fresh, "and read back");
+    assert_eq!(cache_files(&cache), written, "not rewritten");
+
+    let text = fs::read_to_string(&git).unwrap();
+    let edited = text.replacen("commit", "COMMIT", 1);
+    fs::write(&git, &edited).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&git)
+        .unwrap()
+        .set_modified(future)
+        .unwrap();
+    assert!(
+        cached(&root, &cache).contains("COMMIT"),
+        "an edit that puts the future time back"
+    );
+}
