@@ -11,8 +11,8 @@ use crate::confined::Confined;
 use crate::descriptor::{load_descriptor, TOOLS_FILE};
 use crate::diagnostic::Diagnostic;
 use crate::discover::SkillRoot;
-use crate::lexical::Lexical;
 use crate::matcher::Matcher;
+use crate::rank::Ranker;
 use crate::scan::{Scan, Scanned};
 use crate::skill::Skill;
 
@@ -29,9 +29,9 @@ pub struct SkillIndex {
     pub(crate) rank: Vec<u32>,
     /// Skills in rank order (the catalog order).
     pub(crate) ranked: Vec<usize>,
-    /// Skills without triggers, for the opt-in lexical fallback: built on its first use, so
+    /// The library's words for the ranking: built on its first use, so
     /// an index that never uses it (the default) does not pay for indexing every body.
-    lexical: OnceLock<Lexical>,
+    ranker: OnceLock<Ranker>,
     diagnostics: Vec<Diagnostic>,
     /// Skills turned off by the user's or project's config: listed, never used.
     disabled: Vec<Skill>,
@@ -154,14 +154,14 @@ impl SkillIndex {
             always,
             rank,
             ranked,
-            lexical: OnceLock::new(),
+            ranker: OnceLock::new(),
             diagnostics,
             disabled: off,
         }
     }
 
-    pub(crate) fn lexical(&self) -> &Lexical {
-        self.lexical.get_or_init(|| Lexical::new(&self.skills))
+    pub(crate) fn ranker(&self) -> &Ranker {
+        self.ranker.get_or_init(|| Ranker::new(&self.skills))
     }
 
     /// Every skill, in load order.

@@ -41,8 +41,8 @@
 //! external                      external-skills.json -> roots with overrides
 //! watch                         hot reload: swap in a changed index
 //! index                         one deduplicated, ranked, compiled snapshot; the library
-//! discover, matcher, lexical    find skill files; compile triggers; score untriggered skills
-//! meaning                       untriggered skills by meaning, with an embedding model (opt-in)
+//! discover, matcher, rank       find skill files; compile triggers; weigh the words skills offer
+//! meaning                       skills by meaning, with an embedding model (opt-in)
 //! parse                         SKILL.md text -> Skill
 //! skill                         the data model: Skill, Source, Triggers, Detect
 //! descriptor                    tools.json text -> ToolSpec
@@ -64,11 +64,11 @@ mod exec;
 mod external;
 mod index;
 pub mod inflect;
-mod lexical;
 mod matcher;
 mod meaning;
 mod parse;
 mod provider;
+mod rank;
 pub mod render;
 mod scan;
 mod select;
@@ -84,9 +84,12 @@ pub use discover::SkillRoot;
 pub use exec::{ExecOptions, HookOptions, SkillHooks, SkillTool, ToolTrust};
 pub use external::ExternalSkills;
 pub use index::{LoadOptions, SkillIndex, SkillLibrary};
-pub use meaning::{SkillMeaning, DEFAULT_FLOOR};
+pub use meaning::SkillMeaning;
 pub use provider::{Mode, SkillConfig, SkillContextProvider};
-pub use select::{Reason, SelectOptions, Selection};
+pub use select::{
+    Evidence, NearMiss, Ranking, Reason, SelectOptions, Selection, DEFAULT_CUT, DEFAULT_FLOOR,
+    MEANING_WEIGHT, MEANING_ZERO, TRIGGER_WEIGHT,
+};
 pub use skill::{Detect, Skill, Source, Triggers};
 
 /// Every public type can be shared across threads: a library is reloaded while requests run,
@@ -102,6 +105,9 @@ const _: () = {
     send_sync::<HookOptions>();
     send_sync::<SkillHooks>();
     send_sync::<Mode>();
+    send_sync::<Evidence>();
+    send_sync::<NearMiss>();
+    send_sync::<Ranking>();
     send_sync::<Reason>();
     send_sync::<SelectOptions>();
     send_sync::<Selection>();

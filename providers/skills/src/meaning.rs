@@ -1,6 +1,6 @@
-//! The opt-in semantic fallback: a skill that declares no triggers is selected when the
-//! message is near its name and description in meaning (the cosine of their sentence vectors
-//! reaches a floor), after the trigger matches and within the cap, with reason `semantic`.
+//! Meaning in the ranking, with an embedding model: the cosine of the message's sentence
+//! vector with each skill's name and description joins the skill's triggers and words in one
+//! score (see the `select` module), so one floor decides for every skill.
 //!
 //! The descriptions are embedded once per index snapshot; with a cache file, once per
 //! description and model across processes (a hook is a new process per prompt, and embedding
@@ -14,19 +14,10 @@ use ctxkit_embed::{cosine, Embedder, VectorCache};
 
 use crate::index::SkillIndex;
 
-/// The cosine a message needs with a skill's name and description by default (all-MiniLM-L6-v2).
-/// Chosen on the 650 public skills with ten messages: those asking for a skill's task in other
-/// words reached 0.47-0.64 with the right skill ("the tests are flaky" with `test-fixing`,
-/// "deploy the app to kubernetes" with `k8s-manifest-generator`), while no skill reached 0.31
-/// for a message no skill serves ("how do I center a div", "what is 2+2?"). A deck of slides
-/// reached only 0.28 with `pptx`: a floor trades such misses for never injecting a stranger.
-pub const DEFAULT_FLOOR: f32 = 0.45;
-
-/// A sentence-embedding model as the skills fallback uses it.
+/// A sentence-embedding model as the skills ranking uses it.
 #[derive(Clone)]
 pub struct SkillMeaning {
     model: Arc<Embedder>,
-    floor: f32,
     cache: Option<VectorCache>,
     cached_only: bool,
     /// Descriptions the latest cached-only look found unembedded (shared by clones).
@@ -37,22 +28,20 @@ impl std::fmt::Debug for SkillMeaning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SkillMeaning")
             .field("model", &self.model.id())
-            .field("floor", &self.floor)
             .field("cache", &self.cache)
             .field("cached_only", &self.cached_only)
             .finish()
     }
 }
 
-/// The vectors of an index's triggerless skills, by position in the index.
+/// The vectors of an index's skills, by position in the index.
 pub(crate) type Described = Arc<Vec<(usize, Vec<f32>)>>;
 
 impl SkillMeaning {
-    /// The fallback with `model` and the [`DEFAULT_FLOOR`].
+    /// Meaning from `model`.
     pub fn new(model: Arc<Embedder>) -> Self {
         SkillMeaning {
             model,
-            floor: DEFAULT_FLOOR,
             cache: None,
             cached_only: false,
             pending: Arc::default(),
@@ -69,7 +58,7 @@ impl SkillMeaning {
         self
     }
 
-    /// Embed the descriptions of `index`'s triggerless skills that the cache file lacks and
+    /// Embed the descriptions of `index`'s skills that the cache file lacks and
     /// keep them there; how many were embedded.
     pub fn prepare(&self, index: &SkillIndex) -> usize {
         let missing = self.describe_with(index, false).1;
@@ -85,12 +74,6 @@ impl SkillMeaning {
         self.pending.load(Ordering::Relaxed)
     }
 
-    /// The cosine a message needs with a description (clamped to 0-1).
-    pub fn floor(mut self, floor: f32) -> Self {
-        self.floor = floor.clamp(0.0, 1.0);
-        self
-    }
-
     /// Keep the descriptions' vectors in `file` between processes, keyed by the model and the
     /// text (a [`VectorCache`]: a damaged or foreign file is ignored and rewritten).
     pub fn cache_file(mut self, file: PathBuf) -> Self {
@@ -104,7 +87,7 @@ impl SkillMeaning {
         format!("{}: {}", skill.name, skill.description)
     }
 
-    /// The vectors of the skills of `index` that declare no triggers (with
+    /// The vectors of the skills of `index` (with
     /// [`SkillMeaning::cached_only`], of those whose vectors are cached).
     pub(crate) fn describe(&self, index: &SkillIndex) -> Described {
         let (described, missing) = self.describe_with(index, !self.cached_only);
@@ -112,14 +95,14 @@ impl SkillMeaning {
         described
     }
 
-    /// The vectors of the triggerless skills, embedding those the cache lacks when `embed`,
+    /// The vectors of the skills, embedding those the cache lacks when `embed`,
     /// and how many were left without one.
     fn describe_with(&self, index: &SkillIndex, embed: bool) -> (Described, usize) {
         let wanted: Vec<usize> = index
             .skills()
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.triggers.is_empty() && !s.disable_model_invocation)
+            .filter(|(_, s)| !s.disable_model_invocation)
             .map(|(i, _)| i)
             .collect();
         let texts: Vec<String> = wanted.iter().map(|&i| Self::text(index, i)).collect();
@@ -139,19 +122,18 @@ impl SkillMeaning {
         (Arc::new(described), missing)
     }
 
-    /// The described skills at or above the floor for `message`, nearest first.
-    pub(crate) fn nearest(&self, message: &str, described: &[(usize, Vec<f32>)]) -> Vec<(usize, f32)> {
+    /// The cosine of `message` with each of the `skills` of the index, NaN for a skill
+    /// without a vector.
+    pub(crate) fn cosines(&self, message: &str, described: &[(usize, Vec<f32>)], skills: usize) -> Vec<f32> {
+        let mut out = vec![f32::NAN; skills];
         if described.is_empty() || message.trim().is_empty() {
-            return Vec::new();
+            return out;
         }
         let _span = tracing::debug_span!("skills.embed_message", chars = message.len()).entered();
         let m = self.model.embed(message);
-        let mut near: Vec<(usize, f32)> = described
-            .iter()
-            .map(|(i, v)| (*i, cosine(&m, v)))
-            .filter(|(_, c)| *c >= self.floor)
-            .collect();
-        near.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        near
+        for (i, v) in described {
+            out[*i] = cosine(&m, v);
+        }
+        out
     }
 }

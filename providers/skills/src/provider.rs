@@ -16,7 +16,7 @@ use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks
 use crate::index::{SkillIndex, SkillLibrary};
 use crate::meaning::{Described, SkillMeaning};
 use crate::render::{skill_block, Budgeted, Limits, Measure, Rest};
-use crate::select::{Reason, SelectOptions, Selection};
+use crate::select::{Ranking, SelectOptions, Selection};
 use crate::skill::Skill;
 use crate::tools::{ReadSkillTool, ReadSkillsTool};
 
@@ -158,7 +158,7 @@ struct SnapshotCache {
     detected: HashMap<String, Arc<[usize]>>,
     /// Tokens of sending every skill in full, with every trusted tool: the baseline.
     full_tokens: Option<usize>,
-    /// The triggerless skills' description vectors (with the semantic fallback).
+    /// The skills' description vectors (with an embedding model).
     described: Option<Described>,
 }
 
@@ -206,7 +206,7 @@ pub struct SkillContextProvider {
     caches: Mutex<Caches>,
     /// The trusted selected skills with hooks, per thread, for [`SkillHooks`].
     active: Arc<ActiveHooks>,
-    /// The semantic fallback, when enabled with a model.
+    /// Meaning in the ranking, when enabled with a model.
     meaning: Option<SkillMeaning>,
 }
 
@@ -284,8 +284,7 @@ impl SkillContextProvider {
 
     /// The skills this provider selects for `messages` in `project` (whose files auto-detect
     /// skills; `None` detects nothing) during `phase` (`None`: every phase), with at most
-    /// `max_skills` chosen by their triggers when given (an MCP client's own cap), else the
-    /// config's.
+    /// `max_skills` ranked when given (an MCP client's own cap), else the config's.
     pub fn select(
         &self,
         index: &Arc<SkillIndex>,
@@ -294,6 +293,19 @@ impl SkillContextProvider {
         phase: Option<Phase>,
         max_skills: Option<usize>,
     ) -> Vec<Selection> {
+        self.explain(index, messages, project, phase, max_skills).selected
+    }
+
+    /// What [`select`](Self::select) selects, with the evidence behind each skill and the
+    /// skills that nearly made it.
+    pub fn explain(
+        &self,
+        index: &Arc<SkillIndex>,
+        messages: &[Message],
+        project: Option<&str>,
+        phase: Option<Phase>,
+        max_skills: Option<usize>,
+    ) -> Ranking {
         let window: Vec<&str> = {
             let mut users: Vec<&str> = messages
                 .iter()
@@ -311,30 +323,18 @@ impl SkillContextProvider {
             max_skills: max_skills.unwrap_or(self.config.select.max_skills),
             ..self.config.select.clone()
         };
-        let mut selected = index.select(&window, &detected, &options);
-        if let Some(meaning) = &self.meaning {
-            self.select_by_meaning(meaning, index, window.last().copied(), &options, &mut selected);
-        }
-        selected
+        let cosines = match (&self.meaning, window.last()) {
+            (Some(meaning), Some(message)) if options.by_description => {
+                Some(self.cosines(meaning, index, message))
+            }
+            _ => None,
+        };
+        index.rank(&window, &detected, &options, cosines.as_deref())
     }
 
-    /// Fill the slots the triggers (and the lexical fallback) left with the triggerless skills
-    /// nearest the latest message in meaning.
-    fn select_by_meaning(
-        &self,
-        meaning: &SkillMeaning,
-        index: &Arc<SkillIndex>,
-        message: Option<&str>,
-        options: &SelectOptions,
-        selected: &mut Vec<Selection>,
-    ) {
-        let capped = |s: &Selection| matches!(s.reason, Reason::Triggered | Reason::Lexical);
-        let free = options
-            .max_skills
-            .saturating_sub(selected.iter().filter(|s| capped(s)).count());
-        let Some(message) = message.filter(|_| free > 0) else {
-            return;
-        };
+    /// The cosine of `message` with every skill's name and description, the vectors of the
+    /// descriptions computed once per index snapshot.
+    fn cosines(&self, meaning: &SkillMeaning, index: &Arc<SkillIndex>, message: &str) -> Vec<f32> {
         let cached = self.caches().of(index).described.clone();
         let described = cached.unwrap_or_else(|| {
             // Embedded outside the lock; a racing request computes the same vectors.
@@ -342,33 +342,16 @@ impl SkillContextProvider {
             self.caches().of(index).described = Some(described.clone());
             described
         });
-        let near = meaning.nearest(message, &described);
-        let skills = index.skills();
-        let eligible = |i: usize| skills[i].serves(options.phase) && !selected.iter().any(|s| s.skill == i);
-        let chosen: Vec<(usize, f32)> = near
-            .into_iter()
-            .filter(|&(i, _)| eligible(i))
-            .take(free)
-            .collect();
-        for (i, cosine) in chosen {
-            selected.push(Selection {
-                skill: i,
-                name: skills[i].name.clone(),
-                reason: Reason::Semantic,
-                score: (cosine * 100.0).round() as usize,
-                triggers: Vec::new(),
-                forms: Default::default(),
-            });
-        }
+        meaning.cosines(message, &described, index.len())
     }
 
-    /// The semantic fallback, when there is one ([`SkillContextProvider::with_meaning`]).
+    /// The model meaning comes from, when there is one ([`SkillContextProvider::with_meaning`]).
     pub fn meaning(&self) -> Option<&SkillMeaning> {
         self.meaning.as_ref()
     }
 
-    /// Select, when slots remain after the triggers, the skills that declare no triggers but
-    /// whose name and description are near the message in meaning ([`SkillMeaning`]).
+    /// Weigh the message's nearness in meaning to each skill's name and description in the
+    /// ranking ([`SkillMeaning`]).
     pub fn with_meaning(mut self, meaning: SkillMeaning) -> Self {
         self.meaning = Some(meaning);
         self

@@ -1,6 +1,18 @@
-//! Selection: score, rank, cap, and the ways a skill is
-//! selected without its triggers — explicit `$name` / `/name`, `always`, auto-detection and the
-//! opt-in lexical fallback.
+//! Selection: one ranking over the evidence each skill offers, and the ways a skill is selected
+//! outside it — explicit `$name` / `/name`, `always` and auto-detection.
+//!
+//! The ranking adds up, per skill, in units of a rare word of the library:
+//! - each trigger that fired: [`TRIGGER_WEIGHT`], strong evidence: a trigger alone selects its
+//!   skill, as it always did, and triggered skills come first;
+//! - the message's words found in the skill's name, description, `when_to_use` and tags
+//!   (see `rank`), less its `when_not_to_use` words;
+//! - with an embedding model, the message's nearness in meaning to the name and description
+//!   ([`MEANING_WEIGHT`] per unit of cosine above [`MEANING_ZERO`]).
+//!
+//! A skill no trigger selected needs the [floor](SelectOptions::floor), two of the message's
+//! words (or one rare word of its name), and a score within the
+//! [cut](SelectOptions::cut) of the best skill's, so one clear winner is sent alone and a
+//! message no skill serves selects nothing.
 
 use std::collections::BTreeMap;
 
@@ -22,10 +34,10 @@ pub enum Reason {
     Detected,
     /// Its triggers fired.
     Triggered,
-    /// The lexical fallback scored it (opt-in).
+    /// The message's words are in its name, description or tags.
     Lexical,
-    /// The message is near its description in meaning (the opt-in semantic fallback, with an
-    /// embedding model).
+    /// The message is near its name and description in meaning (with an embedding model):
+    /// meaning gave more of its score than words did.
     Semantic,
 }
 
@@ -53,7 +65,8 @@ pub struct Selection {
     pub name: String,
     /// Why it was selected.
     pub reason: Reason,
-    /// Distinct triggers that fired (for lexical selections, the rounded lexical score).
+    /// Distinct triggers that fired (for a skill selected by words or meaning, its rounded
+    /// [`Evidence::score`]).
     pub score: usize,
     /// The triggers that fired, as the skill declares them.
     pub triggers: Vec<String>,
@@ -61,7 +74,72 @@ pub struct Selection {
     /// the form the message holds (`greet` → `greeted`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub forms: BTreeMap<String, String>,
+    /// What the ranking saw (empty for explicit, always and detected skills).
+    pub evidence: Evidence,
 }
+
+/// What counted for a skill in the ranking: how every surface explains a selection or a
+/// near miss.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Evidence {
+    /// The skill's score: triggers, words and meaning together, in units of a rare word.
+    pub score: f32,
+    /// The floor a skill no trigger selected had to reach.
+    pub floor: f32,
+    /// The message's words found in the skill's name.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub name_words: Vec<String>,
+    /// The message's words found in its description, `when_to_use` or tags.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub description_words: Vec<String>,
+    /// The cosine of the message with the name and description (with an embedding model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meaning: Option<f32>,
+    /// Words of its `when_not_to_use` the message holds: they lowered the score.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub against: Vec<String>,
+}
+
+/// A skill the ranking considered and left out, and why: what `--explain` shows beside the
+/// selection.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NearMiss {
+    /// The skill's name.
+    pub name: String,
+    /// Why it was left out: `below the floor`, `far below the best`, `one common word`, or
+    /// `past the cap`.
+    pub why: &'static str,
+    /// What counted.
+    pub evidence: Evidence,
+}
+
+/// A selection with the skills that nearly made it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Ranking {
+    /// The selected skills, as [`SkillIndex::select`] returns them.
+    pub selected: Vec<Selection>,
+    /// The best-scored skills left out (at most five), triggered ones first, then best first.
+    pub near: Vec<NearMiss>,
+}
+
+/// How much one trigger that fired counts, in units of a rare word: above the floor, and a
+/// trigger alone selects its skill whatever the floor and the cut say.
+pub const TRIGGER_WEIGHT: f32 = 2.0;
+/// The score a skill no trigger fired for needs (see the module docs). Calibrated with
+/// `ctxkit bench select` (the figures are in the README): on the 650 public skills' labelled
+/// set, every chit-chat message selects nothing; on BFCL's pooled functions, half of the
+/// irrelevance requests select nothing, without a model.
+pub const DEFAULT_FLOOR: f32 = 1.5;
+/// A skill no trigger fired for must score this share of the best skill's score.
+pub const DEFAULT_CUT: f32 = 0.75;
+/// A skill matched by one word of the message needs it in its name, at least this rare.
+const RARE_NAME_WORD: f32 = 0.7;
+/// With an embedding model: a cosine at or below this adds nothing (all-MiniLM-L6-v2 gives
+/// unrelated texts 0.0-0.3).
+pub const MEANING_ZERO: f32 = 0.35;
+/// With an embedding model: what each unit of cosine above [`MEANING_ZERO`] adds, so a
+/// cosine of 0.5 adds the floor.
+pub const MEANING_WEIGHT: f32 = 10.0;
 
 impl Selection {
     /// The triggers that fired, each with the form it fired as when not as written:
@@ -80,14 +158,19 @@ impl Selection {
 /// Knobs of selection.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelectOptions {
-    /// Cap on trigger-matched (and lexical or semantic) skills; explicit, always and detected skills are
-    /// outside it. Default 3.
+    /// Cap on ranked skills (by triggers, words or meaning); explicit, always and detected
+    /// skills are outside it. Default 3.
     pub max_skills: usize,
     /// How many of the latest user messages are matched. Default 1: only the latest, so a
     /// skill is selected for what the user asks now, not for an earlier turn.
     pub window: usize,
-    /// Score skills without triggers lexically when slots remain. Default off.
-    pub lexical_fallback: bool,
+    /// Whether a skill may be selected by its name, description and tags (and meaning), not
+    /// only by its triggers. Default on.
+    pub by_description: bool,
+    /// The score a skill no trigger fired for needs. Default [`DEFAULT_FLOOR`].
+    pub floor: f32,
+    /// The share of the best score such a skill needs. Default [`DEFAULT_CUT`].
+    pub cut: f32,
     /// The host's phase: skills whose `inject_into` leaves it out are not selected, not even
     /// by name. Default `None`, every phase.
     pub phase: Option<ctxkit::Phase>,
@@ -98,9 +181,42 @@ impl Default for SelectOptions {
         SelectOptions {
             max_skills: 3,
             window: 1,
-            lexical_fallback: false,
+            by_description: true,
+            floor: DEFAULT_FLOOR,
+            cut: DEFAULT_CUT,
             phase: None,
         }
+    }
+}
+
+/// How many skills left out a ranking shows.
+const NEAR_MISSES: usize = 5;
+
+/// A skill the ranking weighs: its triggers that fired, what its words gave, what meaning gave.
+struct Candidate {
+    skill: usize,
+    fired: Vec<Hit>,
+    /// Triggers and words.
+    score: f32,
+    /// Two of the message's words, or one rare word of its name.
+    words_enough: bool,
+    /// Meaning (0 without a model).
+    meaning: f32,
+}
+
+impl Candidate {
+    fn new(skill: usize) -> Self {
+        Candidate {
+            skill,
+            fired: Vec::new(),
+            score: 0.0,
+            words_enough: false,
+            meaning: 0.0,
+        }
+    }
+
+    fn total(&self) -> f32 {
+        self.score + self.meaning
     }
 }
 
@@ -125,6 +241,19 @@ impl SkillIndex {
     /// Select skills for `messages` (the user messages to match, oldest first; usually just the
     /// latest). `detected` lists skills auto-detected for the session.
     pub fn select(&self, messages: &[&str], detected: &[usize], options: &SelectOptions) -> Vec<Selection> {
+        self.rank(messages, detected, options, None).selected
+    }
+
+    /// Select as [`select`](Self::select) does, with the message's cosine with each skill's
+    /// name and description when an embedding model gave them (`meaning[i]` for skill `i`,
+    /// NaN where unknown), and the skills that nearly made it.
+    pub fn rank(
+        &self,
+        messages: &[&str],
+        detected: &[usize],
+        options: &SelectOptions,
+        meaning: Option<&[f32]>,
+    ) -> Ranking {
         let mut out: Vec<Selection> = Vec::new();
         // A skill out of phase counts as taken: nothing selects it.
         let taken = |out: &[Selection], i: usize| {
@@ -148,8 +277,133 @@ impl SkillIndex {
             }
         }
 
+        // Every skill some evidence reached: triggers, words, meaning.
+        let words = options.by_description.then(|| {
+            let ranker = self.ranker();
+            (ranker, ranker.score(&lowered.join("\n"), self.skills.len()))
+        });
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut slot: Vec<u32> = vec![u32::MAX; self.skills.len()];
+        let mut at = |candidates: &mut Vec<Candidate>, i: usize| -> usize {
+            if slot[i] == u32::MAX {
+                slot[i] = candidates.len() as u32;
+                candidates.push(Candidate::new(i));
+            }
+            slot[i] as usize
+        };
+        for (i, fired) in self.fired(&lowered) {
+            let c = at(&mut candidates, i);
+            candidates[c].score += TRIGGER_WEIGHT * fired.len() as f32;
+            candidates[c].fired = fired;
+        }
+        if let Some((_, scores)) = &words {
+            for &i in &scores.touched {
+                let c = at(&mut candidates, i);
+                candidates[c].score += scores.score[i];
+                candidates[c].words_enough = scores.matched[i] >= 2 || scores.rare_name[i] >= RARE_NAME_WORD;
+            }
+        }
+        if let Some(cosines) = meaning.filter(|_| options.by_description) {
+            for (i, &cosine) in cosines.iter().enumerate() {
+                let part = MEANING_WEIGHT * (cosine - MEANING_ZERO);
+                if part > 0.0 {
+                    let c = at(&mut candidates, i);
+                    candidates[c].meaning = part;
+                }
+            }
+        }
+        candidates.retain(|c| !taken(&out, c.skill) && !self.skills[c.skill].disable_model_invocation);
+        let best = candidates.iter().map(Candidate::total).fold(0.0, f32::max);
+        // Only the best few can be selected or shown as near misses: triggered skills, then
+        // the others by score.
+        let triggered = candidates.iter().filter(|c| !c.fired.is_empty()).count();
+        let keep = triggered
+            .saturating_add(options.max_skills)
+            .saturating_add(NEAR_MISSES);
+        let order = |a: &Candidate, b: &Candidate| {
+            b.total()
+                .total_cmp(&a.total())
+                .then(self.rank[a.skill].cmp(&self.rank[b.skill]))
+        };
+        if candidates.len() > keep {
+            candidates.select_nth_unstable_by(keep - 1, order);
+            candidates.truncate(keep);
+        }
+        candidates.sort_by(order);
+
+        let mut near: Vec<NearMiss> = Vec::new();
+        let mut ranked = 0;
+        for c in candidates {
+            let why = if !c.fired.is_empty() {
+                None
+            } else if c.total() < options.floor {
+                Some("below the floor")
+            } else if c.total() < options.cut * best {
+                Some("far below the best")
+            } else if !(c.words_enough || c.meaning >= options.floor / 2.0) {
+                Some("one common word")
+            } else {
+                None
+            };
+            let why = why.or((ranked >= options.max_skills).then_some("past the cap"));
+            if why.is_some() && near.len() >= NEAR_MISSES {
+                continue;
+            }
+            let (name_words, description_words, against) = match &words {
+                Some((ranker, scores)) => ranker.words_of(scores, c.skill),
+                None => Default::default(),
+            };
+            let evidence = Evidence {
+                score: c.total(),
+                floor: options.floor,
+                name_words,
+                description_words,
+                meaning: meaning
+                    .and_then(|m| m.get(c.skill))
+                    .copied()
+                    .filter(|m| !m.is_nan()),
+                against,
+            };
+            if let Some(why) = why {
+                near.push(NearMiss {
+                    name: self.skills[c.skill].name.clone(),
+                    why,
+                    evidence,
+                });
+                continue;
+            }
+            ranked += 1;
+            let reason = if !c.fired.is_empty() {
+                Reason::Triggered
+            } else if c.meaning > c.score {
+                Reason::Semantic
+            } else {
+                Reason::Lexical
+            };
+            let score = if c.fired.is_empty() {
+                c.total().round() as usize
+            } else {
+                c.fired.len()
+            };
+            let mut selection = self.selection(c.skill, reason, score, Vec::new());
+            for hit in c.fired {
+                let trigger = self.trigger_text(c.skill, hit.trigger.1 as usize).to_string();
+                if let Some(form) = hit.form {
+                    selection.forms.insert(trigger.clone(), form);
+                }
+                selection.triggers.push(trigger);
+            }
+            selection.evidence = evidence;
+            out.push(selection);
+        }
+        Ranking { selected: out, near }
+    }
+
+    /// The skills whose triggers fired on the `lowered` messages, each with its distinct hits
+    /// (a trigger listed with its own inflected form counts once).
+    fn fired(&self, lowered: &[String]) -> Vec<(usize, Vec<Hit>)> {
         let mut hits: Vec<Hit> = Vec::new();
-        for m in &lowered {
+        for m in lowered {
             self.matcher.collect_hits(&self.skills, m, &mut hits);
         }
         // A trigger that fired as written and as a form is explained as written: `None` sorts
@@ -163,7 +417,6 @@ impl SkillIndex {
                 _ => scored.push((hit.trigger.0 as usize, vec![hit])),
             }
         }
-        scored.retain(|(i, _)| !taken(&out, *i) && !self.skills[*i].disable_model_invocation);
         for (i, fired) in &mut scored {
             if fired.len() > 1 {
                 let texts: Vec<String> = fired
@@ -177,34 +430,7 @@ impl SkillIndex {
                 });
             }
         }
-        scored.sort_by_key(|(i, t)| (std::cmp::Reverse(t.len()), self.rank[*i]));
-        for (i, fired) in scored.into_iter().take(options.max_skills) {
-            let mut selection = self.selection(i, Reason::Triggered, fired.len(), Vec::new());
-            for hit in fired {
-                let trigger = self.trigger_text(i, hit.trigger.1 as usize).to_string();
-                if let Some(form) = hit.form {
-                    selection.forms.insert(trigger.clone(), form);
-                }
-                selection.triggers.push(trigger);
-            }
-            out.push(selection);
-        }
-
-        let triggered = out.iter().filter(|s| s.reason == Reason::Triggered).count();
-        if options.lexical_fallback && triggered < options.max_skills {
-            let query = lowered.last().map(String::as_str).unwrap_or("");
-            for (i, score) in self
-                .lexical()
-                .scores(query, &self.rank)
-                .into_iter()
-                .take(options.max_skills - triggered)
-            {
-                if !taken(&out, i) {
-                    out.push(self.selection(i, Reason::Lexical, score.round() as usize, Vec::new()));
-                }
-            }
-        }
-        out
+        scored
     }
 
     /// Skills named as `$name` / `/name` in `messages` that declare `user-invocable: false`,
@@ -231,6 +457,7 @@ impl SkillIndex {
             score,
             triggers,
             forms: BTreeMap::new(),
+            evidence: Evidence::default(),
         }
     }
 

@@ -253,27 +253,176 @@ fn empty_and_punctuation_triggers_never_fire() {
     assert!(pick(&idx, "... + anything at all").is_empty());
 }
 
-#[test]
-fn lexical_fallback_is_opt_in() {
-    let idx = index(vec![
-        common::skill_with_body("pdf-tools", "", "", "Merge, split and rotate PDF documents."),
+/// A skill described for what it does, without triggers.
+fn described(name: &str, description: &str, extra: &str) -> ctxkit_skills::Skill {
+    let text = format!("---\nname: {name}\ndescription: {description}\n{extra}---\nInstructions of {name}.");
+    let (parsed, diags) =
+        ctxkit_skills::Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name));
+    parsed
+        .unwrap_or_else(|| panic!("{name} did not parse: {diags:?}"))
+        .with_root(ctxkit_skills::Source::Project, 250)
+}
+
+fn library() -> ctxkit_skills::SkillIndex {
+    index(vec![
+        described(
+            "pdf-tools",
+            "Merge, split and rotate PDF documents; fill PDF forms.",
+            "",
+        ),
+        described(
+            "stripe-webhooks",
+            "Verify Stripe webhook signatures and replay failed events.",
+            "",
+        ),
+        described(
+            "release-notes",
+            "Write release notes for an app from its changelog and merged pull requests.",
+            "",
+        ),
+        described(
+            "k8s-deploy",
+            "Deploy services to a Kubernetes cluster with Helm charts and rollbacks.",
+            "",
+        ),
+        described(
+            "docker-compose",
+            "Run multi-container apps locally with Docker Compose files.",
+            "",
+        ),
+        described(
+            "sql-tuning",
+            "Find slow SQL queries and fix them with indexes and better plans.",
+            "",
+        ),
         skill("greet", "[hello]", ""),
-    ]);
-    assert!(pick(&idx, "rotate this pdf").is_empty(), "off by default");
-    let on = SelectOptions {
-        lexical_fallback: true,
+    ])
+}
+
+#[test]
+fn a_skill_is_selected_by_its_description_by_default() {
+    let idx = library();
+    assert_eq!(
+        pick(&idx, "rotate this pdf and merge it with the other PDF"),
+        ["pdf-tools"]
+    );
+    assert_eq!(
+        pick(&idx, "our stripe webhooks keep failing"),
+        ["stripe-webhooks"]
+    );
+    // Inflected forms count: "queries" finds "query"-less "queries", "deploying" finds "deploy".
+    assert_eq!(pick(&idx, "deploying to the kubernetes cluster"), ["k8s-deploy"]);
+    let sel = idx.select(&["rotate this pdf"], &[], &SelectOptions::default());
+    assert_eq!(sel[0].reason, Reason::Lexical);
+    assert!(sel[0].evidence.score >= sel[0].evidence.floor);
+    assert_eq!(sel[0].evidence.name_words, ["pdf"]);
+    assert_eq!(sel[0].evidence.description_words, ["rotate"]);
+    // Off: triggers only, as before.
+    let triggers_only = SelectOptions {
+        by_description: false,
         ..Default::default()
     };
-    let sel = idx.select(&["rotate this pdf"], &[], &on);
-    assert_eq!(sel.len(), 1);
+    assert!(pick_with(&idx, &["rotate this pdf"], &triggers_only).is_empty());
+}
+
+#[test]
+fn chit_chat_and_one_common_word_select_nothing() {
+    let idx = library();
+    for message in [
+        "what is 2+2?",
+        "thanks!",
+        "tell me a joke",
+        "good morning, how are you?",
+        // One word of a description: never enough.
+        "the app is nice",
+        "my signature is on the form",
+    ] {
+        assert!(
+            pick(&idx, message).is_empty(),
+            "{message}: {:?}",
+            pick(&idx, message)
+        );
+    }
+}
+
+#[test]
+fn one_clear_winner_is_sent_alone() {
+    let idx = library();
+    // "docker" and "compose" name one skill; "deploy" alone touches another.
     assert_eq!(
-        (sel[0].name.as_str(), sel[0].reason),
-        ("pdf-tools", Reason::Lexical)
+        pick(&idx, "run docker compose files locally before we deploy"),
+        ["docker-compose"]
     );
-    // Triggered skills come first; the fallback fills remaining slots.
-    let sel = idx.select(&["hello, rotate this pdf"], &[], &on);
+    let ranking = idx.rank(
+        &["run docker compose files locally before we deploy"],
+        &[],
+        &SelectOptions::default(),
+        None,
+    );
+    assert!(ranking.near.iter().all(|n| n.name != "docker-compose"));
+}
+
+#[test]
+fn a_trigger_fires_as_it_always_did_and_ranks_with_the_rest() {
+    let idx = library();
+    let sel = idx.select(
+        &["hello, rotate this pdf and merge the PDF files"],
+        &[],
+        &SelectOptions::default(),
+    );
+    let mut got: Vec<(&str, Reason)> = sel.iter().map(|s| (s.name.as_str(), s.reason)).collect();
+    got.sort_by_key(|(name, _)| *name);
     assert_eq!(
-        sel.iter().map(|s| s.reason).collect::<Vec<_>>(),
-        [Reason::Triggered, Reason::Lexical]
+        got,
+        [("greet", Reason::Triggered), ("pdf-tools", Reason::Lexical)]
     );
+    let greet = sel.iter().find(|s| s.name == "greet").unwrap();
+    assert_eq!(greet.triggers, ["hello"]);
+    assert!(greet.evidence.score >= ctxkit_skills::TRIGGER_WEIGHT);
+}
+
+#[test]
+fn when_not_to_use_keeps_a_skill_out_of_what_it_says_it_is_not_for() {
+    let idx = index(vec![
+        described(
+            "pdf-forms",
+            "Fill and read PDF forms and documents.",
+            "when_not_to_use: scanned paper images\n",
+        ),
+        described("ocr", "Read text from scanned paper images with OCR.", ""),
+    ]);
+    assert_eq!(pick(&idx, "fill this PDF form"), ["pdf-forms"]);
+    let ranking = idx.rank(
+        &["read the text of these scanned paper images of a pdf form"],
+        &[],
+        &SelectOptions::default(),
+        None,
+    );
+    assert_eq!(
+        ranking
+            .selected
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>(),
+        ["ocr"]
+    );
+    let near = ranking
+        .near
+        .iter()
+        .find(|n| n.name == "pdf-forms")
+        .expect("a near miss");
+    assert_eq!(near.evidence.against, ["scanned", "paper", "images"]);
+}
+
+#[test]
+fn near_misses_say_why_they_were_left_out() {
+    let idx = library();
+    let ranking = idx.rank(&["apps are fun"], &[], &SelectOptions::default(), None);
+    assert!(ranking.selected.is_empty());
+    let names: Vec<&str> = ranking.near.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["docker-compose", "release-notes"]);
+    for near in &ranking.near {
+        assert_eq!(near.why, "below the floor");
+        assert!(near.evidence.score < near.evidence.floor);
+    }
 }

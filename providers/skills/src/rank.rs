@@ -1,0 +1,417 @@
+//! The words a skill offers, ranked against a message: its name, description, `when_to_use`
+//! and tags (from the frontmatter or `metadata`), weighted by how rare each word is across the
+//! library (BM25, the name counting twice), with the project's inflection rule so "webhooks"
+//! finds "webhook". Its `when_not_to_use` words lower it for a message that holds them.
+//!
+//! Everything a message's words are looked up in is built once per index (about 2 ms for 650
+//! skills): a table from each word of the library, and each base the inflection rule gives
+//! it, to a term; each term's postings with their BM25 weight already computed. A message is
+//! then a split, one hash lookup per word and a sum over postings: no stemming, no allocation
+//! per word.
+
+use rustc_hash::FxHashMap;
+
+use crate::inflect::each_base;
+use crate::skill::Skill;
+use ctxkit::text::is_word_char;
+
+/// BM25's term-frequency saturation and length normalization.
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// A word of the name counts as this many words of the description.
+const NAME_WEIGHT: f32 = 2.0;
+
+/// Words that say nothing about what a skill is for.
+const STOP_WORDS: &[&str] = &[
+    "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "being", "both",
+    "but", "by", "can", "could", "did", "do", "does", "each", "few", "for", "from", "get", "had", "has",
+    "have", "hello", "here", "hey", "hi", "how", "if", "in", "into", "is", "it", "its", "just", "let",
+    "lets", "me", "more", "most", "my", "no", "not", "of", "ok", "okay", "on", "only", "or", "other", "our",
+    "out", "own", "please", "same", "should", "so", "some", "such", "sure", "than", "thank", "thanks",
+    "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "up",
+    "us", "use", "used", "using", "very", "was", "we", "were", "what", "when", "where", "which", "who",
+    "why", "will", "with", "would", "yeah", "yes", "you", "your",
+];
+
+/// Calls `each` with the words of `text` the ranking weighs: lowercased, split at
+/// non-word characters, at camelCase (`getWeather`) and between letters and digits (`ride2`),
+/// without stop words, single characters and numbers.
+fn each_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
+    for raw in text.split(|c: char| !is_word_char(c) || c == '_') {
+        let mut start = 0;
+        let mut previous: Option<char> = None;
+        for (at, c) in raw.char_indices() {
+            let cut = previous.is_some_and(|p| {
+                (p.is_lowercase() && c.is_uppercase())
+                    || (p.is_alphabetic() && c.is_ascii_digit())
+                    || (p.is_ascii_digit() && c.is_alphabetic())
+            });
+            if cut {
+                word(&raw[start..at], scratch, &mut each);
+                start = at;
+            }
+            previous = Some(c);
+        }
+        word(&raw[start..], scratch, &mut each);
+    }
+}
+
+fn word(piece: &str, scratch: &mut String, each: &mut impl FnMut(&str)) {
+    scratch.clear();
+    if piece.is_ascii() {
+        scratch.extend(piece.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    } else {
+        scratch.extend(piece.chars().flat_map(char::to_lowercase));
+    }
+    let w = scratch.as_str();
+    let letters = w.chars().filter(|c| c.is_alphabetic()).count();
+    if letters >= 2 && STOP_WORDS.binary_search(&w).is_err() {
+        each(w);
+    }
+}
+
+/// A string field of the frontmatter or of `metadata` (a list is its items joined).
+fn field(skill: &Skill, key: &str) -> String {
+    let value = skill.extra.get(key).or_else(|| skill.metadata.get(key));
+    match value {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
+    }
+}
+
+/// One skill's share of a term.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    skill: u32,
+    /// The term's BM25 weight in the skill, in units of a rare word (see [`Ranker::new`]).
+    weight: f32,
+    in_name: bool,
+}
+
+/// What the words of one message gave every skill, by position in the index.
+#[derive(Debug, Default)]
+pub(crate) struct WordScores {
+    /// The message's distinct terms.
+    terms: Vec<u32>,
+    /// Each skill's score: its matched terms' weights, less what `when_not_to_use` took.
+    pub(crate) score: Vec<f32>,
+    /// How many of the message's terms each skill matched.
+    pub(crate) matched: Vec<u16>,
+    /// The rarest term each skill matched in its name (0 when none).
+    pub(crate) rare_name: Vec<f32>,
+    /// The skills some term reached.
+    pub(crate) touched: Vec<usize>,
+}
+
+/// The library's words, their terms and postings (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct Ranker {
+    /// A word, or a base the inflection rule gives a word, to its term.
+    terms: FxHashMap<Box<str>, u32>,
+    /// Each term as the library writes it (its shortest form), for explanations.
+    text: Vec<Box<str>>,
+    postings: Vec<Vec<Posting>>,
+    /// `when_not_to_use` terms: the skills that name them, with the weight they take away.
+    against: FxHashMap<u32, Vec<(u32, f32)>>,
+    /// Each term's rarity: 1.0 for a word of one skill, less the more skills hold it.
+    rarity: Vec<f32>,
+}
+
+impl Ranker {
+    /// Index the words of `skills`. Skills that the model may not invoke are left out.
+    pub(crate) fn new(skills: &[Skill]) -> Ranker {
+        let mut scratch = String::new();
+        // Each skill's words by field: name, then everything else.
+        let mut words: Vec<(Vec<String>, Vec<String>, Vec<String>)> = Vec::with_capacity(skills.len());
+        for skill in skills {
+            let mut name = Vec::new();
+            let mut rest = Vec::new();
+            let mut against = Vec::new();
+            if !skill.disable_model_invocation {
+                each_word(&skill.name, &mut scratch, |w| name.push(w.to_string()));
+                let tags = skill.tags.join(", ");
+                for text in [
+                    skill.description.as_str(),
+                    &field(skill, "when_to_use"),
+                    &tags,
+                    &field(skill, "tags"),
+                    &field(skill, "keywords"),
+                ] {
+                    each_word(text, &mut scratch, |w| rest.push(w.to_string()));
+                }
+                each_word(&field(skill, "when_not_to_use"), &mut scratch, |w| {
+                    against.push(w.to_string())
+                });
+            }
+            words.push((name, rest, against));
+        }
+
+        // Terms: the library's distinct words, shortest first, so a word whose base is
+        // already a term joins it ("webhooks" joins "webhook").
+        let mut distinct: Vec<&str> = words
+            .iter()
+            .flat_map(|(n, r, a)| n.iter().chain(r).chain(a))
+            .map(String::as_str)
+            .collect();
+        distinct.sort_unstable_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
+        distinct.dedup();
+        let mut ranker = Ranker::default();
+        for w in &distinct {
+            let mut joined = None;
+            each_base(w, &mut scratch, |base| {
+                if joined.is_none() {
+                    joined = ranker.terms.get(base).copied();
+                }
+            });
+            let term = joined.unwrap_or_else(|| {
+                ranker.text.push((*w).into());
+                (ranker.text.len() - 1) as u32
+            });
+            ranker.terms.insert((*w).into(), term);
+        }
+        // A message's word may be the base of a word the library holds only inflected
+        // ("webhook" for "webhooks"): the base finds it too.
+        let mut aliases: Vec<(String, u32)> = Vec::new();
+        for w in &distinct {
+            let term = ranker.terms[*w];
+            each_base(w, &mut scratch, |base| {
+                if !ranker.terms.contains_key(base) {
+                    aliases.push((base.to_string(), term));
+                }
+            });
+        }
+        for (base, term) in aliases {
+            ranker.terms.entry(base.into()).or_insert(term);
+        }
+
+        // Postings: each term's weighted frequency per skill, then BM25 with rarity.
+        let terms = ranker.text.len();
+        let mut frequency: Vec<FxHashMap<u32, (f32, bool)>> = vec![FxHashMap::default(); terms];
+        let mut lengths = vec![0f32; skills.len()];
+        for (i, (name, rest, against)) in words.iter().enumerate() {
+            for (list, weight, in_name) in [(name, NAME_WEIGHT, true), (rest, 1.0, false)] {
+                for w in list {
+                    let entry = frequency[ranker.terms[w.as_str()] as usize]
+                        .entry(i as u32)
+                        .or_insert((0.0, false));
+                    entry.0 += weight;
+                    entry.1 |= in_name;
+                }
+            }
+            lengths[i] = (name.len() + rest.len()) as f32;
+            for w in against {
+                let term = ranker.terms[w.as_str()];
+                let list = ranker.against.entry(term).or_default();
+                if !list.iter().any(|(s, _)| *s == i as u32) {
+                    list.push((i as u32, 0.0));
+                }
+            }
+        }
+        let described = lengths.iter().filter(|&&l| l > 0.0).count().max(1) as f32;
+        let average = (lengths.iter().sum::<f32>() / described).max(1.0);
+        let idf = |n: f32| (1.0 + (described - n + 0.5) / (n + 0.5)).ln();
+        let one = idf(1.0);
+        ranker.rarity = frequency.iter().map(|f| idf(f.len() as f32) / one).collect();
+        ranker.postings = frequency
+            .into_iter()
+            .enumerate()
+            .map(|(term, per_skill)| {
+                let mut list: Vec<Posting> = per_skill
+                    .into_iter()
+                    .map(|(skill, (tf, in_name))| {
+                        let norm = K1 * (1.0 - B + B * lengths[skill as usize] / average);
+                        Posting {
+                            skill,
+                            weight: ranker.rarity[term] * tf * (K1 + 1.0) / (tf + norm),
+                            in_name,
+                        }
+                    })
+                    .collect();
+                list.sort_unstable_by_key(|p| p.skill);
+                list
+            })
+            .collect();
+        // A `when_not_to_use` word takes away what the same word would give a skill of one
+        // occurrence, scaled by its rarity.
+        for (term, list) in &mut ranker.against {
+            for (_, weight) in list.iter_mut() {
+                *weight = ranker.rarity.get(*term as usize).copied().unwrap_or(1.0);
+            }
+        }
+        ranker
+    }
+
+    /// The term a message's word (lowercased) stands for, itself or a base of it.
+    fn term_of(&self, word: &str, scratch: &mut String) -> Option<u32> {
+        if let Some(&t) = self.terms.get(word) {
+            return Some(t);
+        }
+        let mut found = None;
+        each_base(word, scratch, |base| {
+            if found.is_none() {
+                found = self.terms.get(base).copied();
+            }
+        });
+        found
+    }
+
+    /// The distinct terms of `message`, in order.
+    fn terms_of(&self, message: &str) -> Vec<u32> {
+        let mut scratch = String::new();
+        let mut lookup = String::new();
+        let mut terms: Vec<u32> = Vec::new();
+        each_word(message, &mut scratch, |w| {
+            if let Some(t) = self.term_of(w, &mut lookup) {
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
+        });
+        terms
+    }
+
+    /// What the words of `message` give the skills of the index (`skills` of them).
+    pub(crate) fn score(&self, message: &str, skills: usize) -> WordScores {
+        let terms = self.terms_of(message);
+        let mut out = WordScores {
+            score: vec![0.0; skills],
+            matched: vec![0; skills],
+            rare_name: vec![0.0; skills],
+            ..WordScores::default()
+        };
+        for &t in &terms {
+            for p in &self.postings[t as usize] {
+                let i = p.skill as usize;
+                if out.matched[i] == 0 {
+                    out.touched.push(i);
+                }
+                out.score[i] += p.weight;
+                out.matched[i] = out.matched[i].saturating_add(1);
+                if p.in_name {
+                    out.rare_name[i] = out.rare_name[i].max(self.rarity[t as usize]);
+                }
+            }
+            for &(skill, weight) in self.against.get(&t).into_iter().flatten() {
+                out.score[skill as usize] -= weight;
+            }
+        }
+        out.terms = terms;
+        out
+    }
+
+    /// The words behind skill `i`'s score: the message's terms in its name, those only in
+    /// the rest, and its `when_not_to_use` words the message holds (as the library writes
+    /// them).
+    pub(crate) fn words_of(&self, scores: &WordScores, i: usize) -> (Vec<String>, Vec<String>, Vec<String>) {
+        let (mut name, mut rest, mut against) = (Vec::new(), Vec::new(), Vec::new());
+        for &t in &scores.terms {
+            let text = || self.text[t as usize].to_string();
+            let postings = &self.postings[t as usize];
+            if let Ok(at) = postings.binary_search_by_key(&(i as u32), |p| p.skill) {
+                if postings[at].in_name {
+                    name.push(text());
+                } else {
+                    rest.push(text());
+                }
+            }
+            if self
+                .against
+                .get(&t)
+                .is_some_and(|l| l.iter().any(|(s, _)| *s as usize == i))
+            {
+                against.push(text());
+            }
+        }
+        (name, rest, against)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skill::{Skill, Source};
+
+    fn skill(name: &str, description: &str, extra: &str) -> Skill {
+        let text = format!("---\nname: {name}\ndescription: {description}\n{extra}---\nBody.");
+        let (parsed, diags) = Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name));
+        parsed
+            .unwrap_or_else(|| panic!("{name} did not parse: {diags:?}"))
+            .with_root(Source::Project, 250)
+    }
+
+    fn words(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        each_word(text, &mut String::new(), |w| out.push(w.to_string()));
+        out
+    }
+
+    #[test]
+    fn stop_words_are_sorted_for_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn words_split_at_case_digits_and_separators_without_stop_words() {
+        assert_eq!(words("getWeatherForecast"), ["weather", "forecast"]);
+        assert_eq!(
+            words("uber.ride2 add_postgres_server"),
+            ["uber", "ride", "add", "postgres", "server"]
+        );
+        assert_eq!(words("What is 2+2?"), Vec::<String>::new());
+        assert_eq!(words("Tìm thời tiết"), ["tìm", "thời", "tiết"]);
+    }
+
+    #[test]
+    fn a_message_finds_inflected_forms_both_ways_and_rare_words_weigh_more() {
+        let skills = vec![
+            skill(
+                "stripe-webhooks",
+                "Verify Stripe webhooks and replay failed events",
+                "",
+            ),
+            skill(
+                "deploy",
+                "Deploy the app to production with a release checklist",
+                "",
+            ),
+            skill(
+                "release-notes",
+                "Write release notes for the app from the changelog",
+                "",
+            ),
+        ];
+        let r = Ranker::new(&skills);
+        let s = r.score("the webhook is failing", 3);
+        assert_eq!(
+            r.words_of(&s, 0),
+            (vec!["webhooks".into()], vec!["failed".into()], vec![])
+        );
+        let s = r.score("deploying the app", 3);
+        assert_eq!(r.words_of(&s, 1).0, ["deploy"]);
+        // "app" is in two skills, "changelog" in one: the rarer word weighs more.
+        let s = r.score("app changelog", 3);
+        assert!(s.score[2] > s.score[1]);
+    }
+
+    #[test]
+    fn when_not_to_use_lowers_a_skill() {
+        let skills = vec![
+            skill(
+                "pdf",
+                "Read and fill PDF forms",
+                "when_not_to_use: scanned images of paper\n",
+            ),
+            skill("ocr", "Read text from scanned images", ""),
+        ];
+        let r = Ranker::new(&skills);
+        let plain = r.score("read the PDF form", 2);
+        let scanned = r.score("read the scanned PDF form", 2);
+        assert!(scanned.score[0] < plain.score[0], "{scanned:?}");
+        assert_eq!(r.words_of(&scanned, 0).2, ["scanned"]);
+    }
+}
