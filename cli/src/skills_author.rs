@@ -62,75 +62,6 @@ const STOP_WORDS: usize = 100;
 /// Everyday sentences no skill should fire on, written for ctxkit.
 const EVERYDAY: &str = include_str!("../data/everyday.txt");
 
-/// The lines of a built-in list, without its `#` comments.
-fn entries(list: &'static str) -> impl Iterator<Item = &'static str> {
-    list.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-}
-
-/// A warning for each trigger that fires on everyday sentences: a single word among the
-/// common English words, or a phrase of stop words only. The message quotes a built-in
-/// everyday sentence it fires on, when one has it, and proposes a phrase.
-pub(crate) fn common_word_triggers(index: &SkillIndex) -> Vec<Diagnostic> {
-    let rank: HashMap<&str, usize> = entries(COMMON_WORDS).enumerate().map(|(i, w)| (w, i)).collect();
-    let mut found = Vec::new();
-    for skill in index.skills() {
-        for trigger in skill.triggers.literals() {
-            let lower = trigger.to_lowercase();
-            let words: Vec<&str> = lower.split_whitespace().collect();
-            let what = match words.as_slice() {
-                [word] if rank.contains_key(word) => "is a common English word",
-                [_, _, ..] if words.iter().all(|w| rank.get(w).is_some_and(|&r| r < STOP_WORDS)) => {
-                    "is made of common English words only"
-                }
-                _ => continue,
-            };
-            let example = entries(EVERYDAY).find(|s| holds(s, &words)).map_or_else(
-                || "everyday sentences".to_string(),
-                |s| format!("everyday sentences such as {s:?}"),
-            );
-            found.push(Diagnostic::warning(
-                &skill.path,
-                None,
-                format!(
-                    "trigger `{trigger}` {what}: it fires on {example}, which are not about `{}`; use a phrase ({}) instead",
-                    skill.name,
-                    phrase(&skill.name, &lower)
-                ),
-            ));
-        }
-    }
-    found
-}
-
-/// Whether `sentence` holds the words of a trigger, each as itself or an inflected form.
-fn holds(sentence: &str, trigger: &[&str]) -> bool {
-    let lower = sentence.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    words.windows(trigger.len()).any(|w| {
-        w.iter()
-            .zip(trigger)
-            .all(|(word, t)| word == t || is_form(t, word))
-    })
-}
-
-/// A phrase to propose for `trigger`: the skill's name when it holds the trigger
-/// (`azure devops`), the name before the trigger (`jira ticket`), or the trigger and a word
-/// of the skill's subject when the name is the trigger.
-fn phrase(name: &str, trigger: &str) -> String {
-    let name = name.to_lowercase().replace(['-', '_'], " ");
-    if name == trigger {
-        format!("`{trigger} …` with a word only the skill's subject uses")
-    } else if name.split_whitespace().any(|w| w == trigger) {
-        format!("`{name}`")
-    } else {
-        format!("`{name} {trigger}`")
-    }
-}
-
 /// Create `NAME/SKILL.md` in the first `--dir` (default `skills/`), refusing to overwrite.
 pub(crate) fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Result<(), CliError> {
     let name = &args.name;
@@ -451,6 +382,98 @@ fn read_tests(file: &Path) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
+/// The lines of a built-in list, without its `#` comments.
+fn entries(list: &'static str) -> impl Iterator<Item = &'static str> {
+    list.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+}
+
+/// The common English words, each with its rank (0 the most frequent).
+struct CommonWords(HashMap<&'static str, usize>);
+
+impl CommonWords {
+    fn new() -> Self {
+        CommonWords(entries(COMMON_WORDS).enumerate().map(|(i, w)| (w, i)).collect())
+    }
+
+    /// Why the words of a lowercased trigger fire on everyday sentences: a single common
+    /// word, or a phrase of stop words only; `None` when they do not.
+    fn why(&self, words: &[&str]) -> Option<&'static str> {
+        match words {
+            [word] if self.0.contains_key(word) => Some("is a common English word"),
+            [_, _, ..]
+                if words
+                    .iter()
+                    .all(|w| self.0.get(w).is_some_and(|&r| r < STOP_WORDS)) =>
+            {
+                Some("is made of common English words only")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A warning for each trigger that fires on everyday sentences ([`CommonWords::why`]). The
+/// message quotes a built-in everyday sentence it fires on, when one has it, and proposes a
+/// phrase.
+pub(crate) fn common_word_triggers(index: &SkillIndex) -> Vec<Diagnostic> {
+    let common = CommonWords::new();
+    let mut found = Vec::new();
+    for skill in index.skills() {
+        for trigger in skill.triggers.literals() {
+            let lower = trigger.to_lowercase();
+            let words: Vec<&str> = lower.split_whitespace().collect();
+            let Some(what) = common.why(&words) else {
+                continue;
+            };
+            let example = entries(EVERYDAY).find(|s| holds(s, &words)).map_or_else(
+                || "everyday sentences".to_string(),
+                |s| format!("everyday sentences such as {s:?}"),
+            );
+            found.push(Diagnostic::warning(
+                &skill.path,
+                None,
+                format!(
+                    "trigger `{trigger}` {what}: it fires on {example}, which are not about `{}`; use a phrase ({}) instead",
+                    skill.name,
+                    phrase(&skill.name, &lower)
+                ),
+            ));
+        }
+    }
+    found
+}
+
+/// Whether `sentence` holds the words of a trigger, each as itself or an inflected form.
+fn holds(sentence: &str, trigger: &[&str]) -> bool {
+    let lower = sentence.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(trigger.len()).any(|w| {
+        w.iter()
+            .zip(trigger)
+            .all(|(word, t)| word == t || is_form(t, word))
+    })
+}
+
+/// A phrase to propose for `trigger`: the skill's name when it holds the trigger
+/// (`azure devops`), else the name's first word before the trigger (`jira ticket`,
+/// `docker container`); the trigger and a word of the skill's subject when the name is the
+/// trigger.
+fn phrase(name: &str, trigger: &str) -> String {
+    let name = name.to_lowercase().replace(['-', '_'], " ");
+    let first = name.split_whitespace().next().unwrap_or_default();
+    if name == trigger {
+        format!("`{trigger} …` with a word only the skill's subject uses")
+    } else if name.split_whitespace().any(|w| w == trigger) {
+        format!("`{name}`")
+    } else {
+        format!("`{first} {trigger}`")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,5 +489,65 @@ mod tests {
             let (examples, problems) = examples(&skill);
             assert_eq!((examples.len(), problems.len()), (2, 0));
         }
+    }
+
+    #[test]
+    fn common_words_flag_everyday_triggers_and_spare_distinctive_ones() {
+        let common = CommonWords::new();
+        let why = |t: &str| common.why(&t.split_whitespace().collect::<Vec<_>>());
+        for t in [
+            "ticket",
+            "linear",
+            "container",
+            "azure",
+            "test",
+            "security",
+            "notion",
+            "how to",
+        ] {
+            assert!(why(t).is_some(), "{t} should be flagged");
+        }
+        // Not English words, web words no dictionary holds, and phrases of rarer words.
+        for t in [
+            "kubernetes",
+            "dockerfile",
+            "pytest",
+            "terraform",
+            "api",
+            "sql",
+            "git",
+            "docker",
+            "jira ticket",
+            "issue tracking",
+            "plain english",
+        ] {
+            assert_eq!(why(t), None, "{t} should not be flagged");
+        }
+    }
+
+    #[test]
+    fn the_built_in_lists_are_lowercase_words_and_distinct_sentences() {
+        let words: Vec<&str> = entries(COMMON_WORDS).collect();
+        assert!(
+            words.len() > 10_000 && words[..3] == ["the", "to", "and"],
+            "{:?}",
+            &words[..3]
+        );
+        assert!(words
+            .iter()
+            .all(|w| !w.contains(char::is_whitespace) && *w == w.to_lowercase()));
+        assert_eq!(CommonWords::new().0.len(), words.len(), "every word once");
+        let sentences: Vec<&str> = entries(EVERYDAY).collect();
+        let distinct: std::collections::HashSet<&str> = sentences.iter().copied().collect();
+        assert!(sentences.len() >= 100 && distinct.len() == sentences.len());
+    }
+
+    #[test]
+    fn the_proposed_phrase_names_the_skill() {
+        assert_eq!(phrase("jira", "ticket"), "`jira ticket`");
+        assert_eq!(phrase("docker-compose", "container"), "`docker container`");
+        assert_eq!(phrase("azure-devops", "azure"), "`azure devops`");
+        assert!(phrase("linear", "linear").starts_with("`linear …`"));
+        assert!(holds("We bought new Tickets.", &["ticket"]) && !holds("the ticker stopped", &["ticket"]));
     }
 }
