@@ -43,8 +43,9 @@ pub(crate) enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check every skill file and print each problem as `path:line: severity: message`.
-    /// Exits 1 when any skill was skipped; warnings alone exit 0.
+    /// Check every skill file and print each problem as `path:line: severity: message`, with
+    /// a warning for a trigger that is a common English word. Exits 1 when any skill was
+    /// skipped; warnings alone exit 0.
     Validate {
         #[arg(long)]
         json: bool,
@@ -90,8 +91,9 @@ pub(crate) enum SkillsCommand {
     /// Create a skill folder with a SKILL.md that loads and passes `skills test`.
     New(crate::skills_author::NewArgs),
     /// Run the examples skills declare (`examples: {fire: [...], silent: [...]}` or a
-    /// tests.jsonl beside SKILL.md): hits, misses, false fires and cross-fires per skill.
-    /// Exits 1 on a miss or a false fire.
+    /// tests.jsonl beside SKILL.md): hits, misses, false fires and cross-fires per skill; and
+    /// built-in everyday sentences, listing each skill one fires (a warning). Exits 1 on a
+    /// miss or a false fire of an example.
     Test(crate::skills_author::TestArgs),
     /// Review the skills learned from this project's sessions: list, show, accept, reject,
     /// export.
@@ -320,8 +322,9 @@ fn show(index: &SkillIndex, name: &str, json: bool, out: &mut impl Write) -> Res
 
 /// Every diagnostic, then a count; exit 1 when a skill file was skipped.
 fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliError> {
-    let unknown = unknown_tools(index);
-    for d in index.diagnostics().iter().chain(&unknown) {
+    let mut advice = unknown_tools(index);
+    advice.extend(crate::skills_author::common_word_triggers(index));
+    for d in index.diagnostics().iter().chain(&advice) {
         if json {
             writeln!(out, "{}", serde_json::to_value(d)?)?;
         } else {
@@ -329,7 +332,7 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
         }
     }
     let errors = index.diagnostics().iter().filter(|d| d.is_error()).count();
-    let warnings = index.diagnostics().len() + unknown.len() - errors;
+    let warnings = index.diagnostics().len() + advice.len() - errors;
     if !json {
         writeln!(
             out,

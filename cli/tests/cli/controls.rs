@@ -581,6 +581,75 @@ fn validate_warns_about_allowed_tools_no_registry_provides() {
 }
 
 #[test]
+fn validate_warns_about_a_trigger_that_is_a_common_english_word() {
+    let s = Setup::new();
+    s.skill(
+        "jira",
+        "---\nname: jira\ndescription: Jira issues\ntriggers: [ticket, jira ticket, how to]\n---\nBODY\n",
+    );
+    s.skill(
+        "k8s",
+        "---\nname: k8s\ndescription: Clusters\ntriggers: [kubernetes, helm chart]\n---\nBODY\n",
+    );
+    let o = s.run(&["skills", "validate"]);
+    assert!(o.status.success(), "warnings only: {}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("jira/SKILL.md: warning: trigger `ticket` is a common English word: it fires on everyday sentences such as \"my ticket to Lisbon is booked\", which are not about `jira`; use a phrase (`jira ticket`) instead"),
+        "{out}"
+    );
+    assert!(
+        out.contains("trigger `how to` is made of common English words only"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("`jira ticket` is") && !out.contains("k8s/SKILL.md"),
+        "{out}"
+    );
+    assert!(out.contains("2 warnings"), "{out}");
+}
+
+#[test]
+fn skills_test_lists_fires_on_everyday_sentences_as_warnings() {
+    let s = Setup::new();
+    s.skill(
+        "jira",
+        "---\nname: jira\ndescription: Jira issues\ntriggers: [ticket]\nexamples:\n  fire: [\"open a ticket in jira\"]\n---\nBODY\n",
+    );
+    s.skill(
+        "k8s",
+        "---\nname: k8s\ndescription: Clusters\ntriggers: [kubernetes]\n---\nBODY\n",
+    );
+    let o = s.run(&["skills", "test", "--skill", "jira", "--skill", "k8s"]);
+    assert!(o.status.success(), "a warning, not a failure: {}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("warn jira: 1 hits, 0 misses, 0 false fires, 0 cross-fires, 2 everyday fires"),
+        "{out}"
+    );
+    assert!(
+        out.contains("false fire on an everyday sentence: \"my ticket to Lisbon is booked\" fires it (triggers: ticket)"),
+        "{out}"
+    );
+    assert!(!out.contains("k8s"), "{out}");
+    assert!(
+        out.contains("1 skills tested, 0 failed; 1 fire on everyday sentences"),
+        "{out}"
+    );
+    let o = s.run(&[
+        "skills",
+        "test",
+        "--skill",
+        "jira",
+        "--deny-everyday-fires",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["everyday_fires"][0]["triggers"], json!(["ticket"]), "{v}");
+}
+
+#[test]
 fn skills_new_scaffolds_a_skill_that_validates_and_passes_its_examples() {
     let s = Setup::new();
     assert!(s
