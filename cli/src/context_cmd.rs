@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use ctxkit::{DryRunModel, MemoCounter, Message, ModelRequest, Role, RunReport, SectionKind, Thread};
-use ctxkit_skills::{Detection, Selection};
+use ctxkit_skills::{Detection, NearMiss, Ranking, Selection};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -47,6 +47,8 @@ pub(crate) struct Decision {
     pub report: RunReport,
     /// The skills selected, each with why.
     pub selected: Vec<Selection>,
+    /// The skills that nearly made it, each with why not.
+    pub near: Vec<NearMiss>,
     /// What auto-detection found in the project.
     pub detected: Vec<Detection>,
 }
@@ -68,14 +70,15 @@ pub(crate) async fn decide(
     // same decision the agent's provider made, on the same snapshot.
     let project = options.project()?;
     let index = loaded.library.snapshot();
-    let selected = options
+    let Ranking { selected, near } = options
         .skills_provider(&loaded.config, &loaded.library, mode, counter)?
-        .select(&index, &[Message::user(message)], Some(&project), None, None);
+        .explain(&index, &[Message::user(message)], Some(&project), None, None);
     let detected = index.detect_report(std::path::Path::new(&project));
     Ok(Decision {
         request,
         report,
         selected,
+        near,
         detected,
     })
 }
@@ -129,6 +132,7 @@ impl Preview<'_> {
             "tools": self.0.request.tools,
             "stats": stats,
             "selected": self.0.selected,
+            "near": self.0.near,
             "detected": self.0.detected,
         })
     }

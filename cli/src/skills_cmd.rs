@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use ctxkit::Message;
-use ctxkit_skills::{Detection, Diagnostic, Selection, SkillIndex};
+use ctxkit_skills::{Detection, Diagnostic, Evidence, Ranking, Selection, SkillIndex};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -52,7 +52,7 @@ pub(crate) enum SkillsCommand {
     },
     /// Show which skills a message selects, with their scores and the triggers that fired:
     /// what every entry point selects (the config's selection settings, and with `[skills]
-    /// semantic = true` and an embedding model, skills by meaning).
+    /// semantic = true` and an embedding model, meaning in the ranking).
     Match {
         /// The message to match (omit with --batch).
         #[arg(required_unless_present = "batch")]
@@ -60,9 +60,13 @@ pub(crate) enum SkillsCommand {
         /// Read JSON lines `{"id", "text"}` and write one line `{"id", "skills", "elapsed_us"}` each.
         #[arg(long, value_name = "FILE", conflicts_with = "message")]
         batch: Option<PathBuf>,
-        /// The most skills selected by their triggers (default: the config's, else 3).
+        /// The most skills ranked (default: the config's, else 3).
         #[arg(long)]
         max_skills: Option<usize>,
+        /// Show what counted for each skill (triggers, name and description words, meaning,
+        /// the score against the floor) and the skills that nearly made it, with why not.
+        #[arg(long, conflicts_with = "batch")]
+        explain: bool,
         #[arg(long)]
         json: bool,
     },
@@ -141,6 +145,7 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
             message,
             batch,
             max_skills,
+            explain,
             json,
         } => {
             let provider = crate::embeddings::skill_provider(
@@ -149,10 +154,17 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
                 config.skill_config(None, max_skills),
                 false,
             )?;
-            let select = |text: &str| provider.select(&index, &[Message::user(text)], None, None, None);
+            let rank = |text: &str| provider.explain(&index, &[Message::user(text)], None, None, None);
             match batch {
-                Some(file) => match_batch(&file, select, &mut out),
-                None => match_one(&index, &message.unwrap_or_default(), select, json, &mut out),
+                Some(file) => match_batch(&file, |text| rank(text).selected, &mut out),
+                None => match_one(
+                    &index,
+                    &message.unwrap_or_default(),
+                    rank,
+                    explain,
+                    json,
+                    &mut out,
+                ),
             }
         }
         SkillsCommand::Enable { name, user } => toggle(&index, &config, &name, user, false, &mut out),
@@ -426,16 +438,18 @@ fn unknown_tools(index: &SkillIndex) -> Vec<Diagnostic> {
     found
 }
 
-/// What `select` (the provider's selection) chooses for `message`, and why.
+/// What `rank` (the provider's selection) chooses for `message`, and why; with `explain`,
+/// what counted for each skill and the skills that nearly made it.
 fn match_one(
     index: &SkillIndex,
     message: &str,
-    select: impl Fn(&str) -> Vec<Selection>,
+    rank: impl Fn(&str) -> Ranking,
+    explain: bool,
     json: bool,
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     let start = Instant::now();
-    let selected = select(message);
+    let Ranking { selected, near } = rank(message);
     let elapsed = start.elapsed();
     if json {
         let why: serde_json::Map<String, Value> = selected
@@ -447,6 +461,7 @@ fn match_one(
             "why": why,
             "not_invocable": index.refused_invocations(&[message]),
             "selected": selected,
+            "near": near,
             "elapsed_us": elapsed.as_micros() as u64,
         });
         writeln!(out, "{v}")?;
@@ -482,8 +497,36 @@ fn match_one(
             s.score,
             reason.as_str().unwrap_or("")
         )?;
+        if explain && s.evidence != Evidence::default() {
+            writeln!(out, "    {}", evidence_line(&s.evidence))?;
+        }
+    }
+    if explain {
+        for n in &near {
+            writeln!(out, "{:<28} not selected: {}", printable_line(&n.name), n.why)?;
+            writeln!(out, "    {}", evidence_line(&n.evidence))?;
+        }
     }
     Ok(())
+}
+
+/// What counted for a skill, on one line: `score 2.4 (floor 1.5): name: pdf; description:
+/// rotate, merge; meaning 0.52`.
+fn evidence_line(e: &Evidence) -> String {
+    let mut parts = vec![format!("score {:.2} (floor {:.2})", e.score, e.floor)];
+    if !e.name_words.is_empty() {
+        parts.push(format!("name: {}", e.name_words.join(", ")));
+    }
+    if !e.description_words.is_empty() {
+        parts.push(format!("description: {}", e.description_words.join(", ")));
+    }
+    if let Some(m) = e.meaning {
+        parts.push(format!("meaning {m:.2}"));
+    }
+    if !e.against.is_empty() {
+        parts.push(format!("against (when_not_to_use): {}", e.against.join(", ")));
+    }
+    printable_line(&parts.join("; ")).into_owned()
 }
 
 /// One output line per input line, in order; a bad line gets an `error` line and exit 1 at the end.

@@ -280,7 +280,10 @@ impl SkillIndex {
         // Every skill some evidence reached: triggers, words, meaning.
         let words = options.by_description.then(|| {
             let ranker = self.ranker();
-            (ranker, ranker.score(&lowered.join("\n"), self.skills.len()))
+            (
+                ranker,
+                ranker.score(&self.words_text(&lowered), self.skills.len()),
+            )
         });
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut slot: Vec<u32> = vec![u32::MAX; self.skills.len()];
@@ -468,6 +471,15 @@ impl SkillIndex {
 
     /// Skills invoked as `$name` or `/name` tokens in a lowercased message, in order.
     fn explicit_in<'a>(&'a self, lowered: &'a str) -> impl Iterator<Item = usize> + 'a {
+        self.invocations_in(lowered).map(|(_, skill)| skill)
+    }
+
+    /// The `$name` / `/name` tokens of a lowercased message that name a skill: each token's
+    /// byte range and the skill.
+    fn invocations_in<'a>(
+        &'a self,
+        lowered: &'a str,
+    ) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> + 'a {
         memchr::memchr2_iter(b'$', b'/', lowered.as_bytes()).filter_map(move |at| {
             if lowered[..at]
                 .chars()
@@ -480,8 +492,27 @@ impl SkillIndex {
             let len = rest
                 .find(|c: char| !(is_word_char(c) || c == '-'))
                 .unwrap_or(rest.len());
-            self.by_name.get(rest[..len].trim_end_matches('-')).copied()
+            let name = rest[..len].trim_end_matches('-');
+            let skill = self.by_name.get(name).copied()?;
+            Some((at..at + 1 + name.len(), skill))
         })
+    }
+
+    /// The lowercased messages as the ranking reads their words: one text, without the
+    /// `$name` / `/name` tokens, which invoke a skill by name (or, for a skill that may not be
+    /// invoked, refuse to) rather than describe a task.
+    fn words_text(&self, lowered: &[String]) -> String {
+        let mut text = String::new();
+        for m in lowered {
+            let mut at = 0;
+            for (token, _) in self.invocations_in(m) {
+                text.push_str(&m[at..token.start]);
+                at = token.end;
+            }
+            text.push_str(&m[at..]);
+            text.push('\n');
+        }
+        text
     }
 }
 
