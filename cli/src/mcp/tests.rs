@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode};
 use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
 use ctxkit_skills::{
     Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
@@ -16,6 +18,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
+use tower::ServiceExt as _;
 
 use super::CtxkitServer;
 
@@ -566,4 +569,63 @@ async fn mounted_tools_run_in_the_agent_and_a_dead_server_is_a_tool_error() {
         error.starts_with("error:") && error.contains("MCP server `ctxkit`"),
         "{error}"
     );
+}
+
+// Over streamable HTTP: the router, sent requests in-process.
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}})
+}
+
+/// A POST of `message` to `/mcp`, as a client reaching `host` sends it.
+fn post(host: &str, origin: Option<&str>, session: Option<&str>, message: &Value) -> Request<Body> {
+    let mut request = Request::post(super::http::PATH)
+        .header("host", host)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    request.body(Body::from(message.to_string())).unwrap()
+}
+
+async fn send(router: &axum::Router, request: Request<Body>) -> Response<Body> {
+    router.clone().oneshot(request).await.unwrap()
+}
+
+#[tokio::test]
+async fn http_refuses_a_foreign_origin() {
+    let f = fixture(Mode::Hybrid);
+    let bound: std::net::SocketAddr = "127.0.0.1:8765".parse().unwrap();
+    let router = super::http::router(f.server.clone(), bound);
+    let host = "127.0.0.1:8765";
+    for origin in [
+        "http://evil.example",
+        "null",
+        "http://127.0.0.1:9999",
+        "https://127.0.0.1:8765",
+        "http://localhost.evil.example:8765",
+    ] {
+        let response = send(&router, post(host, Some(origin), None, &initialize())).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{origin}");
+    }
+    for origin in [None, Some("http://127.0.0.1:8765"), Some("http://localhost:8765")] {
+        let response = send(&router, post(host, origin, None, &initialize())).await;
+        assert_eq!(response.status(), StatusCode::OK, "{origin:?}");
+    }
+
+    // With --allow-remote any Host is served, but a browser page elsewhere still is not.
+    let remote = super::http::router(f.server, "0.0.0.0:8765".parse().unwrap());
+    let host = "192.168.1.5:8765";
+    let foreign = post(host, Some("http://evil.example"), None, &initialize());
+    assert_eq!(send(&remote, foreign).await.status(), StatusCode::FORBIDDEN);
+    let program = post(host, None, None, &initialize());
+    assert_eq!(send(&remote, program).await.status(), StatusCode::OK);
 }
