@@ -10,10 +10,16 @@ use ctxkit_memory::MemoryStore;
 use ctxkit_skills::{SkillContextProvider, SkillIndex};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult,
-    ListSkillsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig,
+    CallToolRequestMethod, CancelTaskMethod, CompleteRequestMethod, ConstString, CustomRequest, CustomResult,
+    DiscoverRequestMethod, ErrorCode, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, GetSkillRequestMethod, GetSkillRequestParams, GetSkillResult, GetTaskMethod,
+    Implementation, InitializeResultMethod, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListSkillsRequestMethod, ListSkillsResult, ListToolsRequestMethod, ListToolsResult,
+    PaginatedRequestParams, PingRequestMethod, ReadResourceDirectoryRequestMethod, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SetLevelRequestMethod, SubscribeRequestMethod, SubscriptionsListenRequestMethod,
+    UnsubscribeRequestMethod, UpdateTaskMethod,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
@@ -111,6 +117,43 @@ fn not_found(what: &'static str) -> ErrorData {
     ErrorData::invalid_params(what, None)
 }
 
+/// The methods a client may call: the SDK parses each into its own request type, so one that
+/// reaches [`ServerHandler::on_custom_request`] had params that do not fit it.
+const PROTOCOL_METHODS: &[&str] = &[
+    PingRequestMethod::VALUE,
+    InitializeResultMethod::VALUE,
+    DiscoverRequestMethod::VALUE,
+    CompleteRequestMethod::VALUE,
+    SetLevelRequestMethod::VALUE,
+    GetPromptRequestMethod::VALUE,
+    ListPromptsRequestMethod::VALUE,
+    ListResourcesRequestMethod::VALUE,
+    ListResourceTemplatesRequestMethod::VALUE,
+    ReadResourceRequestMethod::VALUE,
+    SubscriptionsListenRequestMethod::VALUE,
+    SubscribeRequestMethod::VALUE,
+    UnsubscribeRequestMethod::VALUE,
+    CallToolRequestMethod::VALUE,
+    ListToolsRequestMethod::VALUE,
+    GetTaskMethod::VALUE,
+    UpdateTaskMethod::VALUE,
+    CancelTaskMethod::VALUE,
+    ListSkillsRequestMethod::VALUE,
+    GetSkillRequestMethod::VALUE,
+    ReadResourceDirectoryRequestMethod::VALUE,
+];
+
+/// Every list is answered whole, so the server never hands out a cursor and none is valid.
+fn one_page(request: Option<PaginatedRequestParams>) -> Result<(), ErrorData> {
+    match request.and_then(|r| r.cursor) {
+        None => Ok(()),
+        Some(_) => Err(ErrorData::invalid_params(
+            "invalid cursor: every list is one page, so no cursor is valid",
+            None,
+        )),
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for CtxkitServer {
     fn get_info(&self) -> ServerConfig {
@@ -128,28 +171,51 @@ impl ServerHandler for CtxkitServer {
         info
     }
 
-    /// An unknown method: the SDK's own answer repeats the method name, which is the client's
-    /// text and may hold a token; this one quotes nothing.
+    /// A request the SDK could not read as any method it knows: either the method is unknown
+    /// (-32601) or it is one of the protocol's with params that do not fit it (-32602). The
+    /// SDK's own answer repeats the method name, which is the client's text and may hold a
+    /// token; these quote nothing.
     async fn on_custom_request(
         &self,
-        _request: CustomRequest,
+        request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "no such method",
-            None,
-        ))
+        Err(if PROTOCOL_METHODS.contains(&request.method.as_str()) {
+            ErrorData::invalid_params("invalid params: they are missing or do not fit the method", None)
+        } else {
+            ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "no such method", None)
+        })
+    }
+
+    /// The tools; like every list, one page.
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        one_page(request)?;
+        Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
     }
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        one_page(request)?;
         Ok(ListResourcesResult::with_all_items(skills::resources(
             &self.index(),
         )))
+    }
+
+    /// No templates: skills are listed one by one.
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        one_page(request)?;
+        Ok(ListResourceTemplatesResult::with_all_items(Vec::new()))
     }
 
     async fn read_resource(
@@ -166,9 +232,10 @@ impl ServerHandler for CtxkitServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        one_page(request)?;
         Ok(ListPromptsResult::with_all_items(skills::prompts(&self.index())))
     }
 
@@ -192,9 +259,10 @@ impl ServerHandler for CtxkitServer {
 
     async fn list_skills(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
+        one_page(request)?;
         let index = self.index();
         Ok(ListSkillsResult::with_all_items(
             index.ranked().filter_map(skills::extension_entry).collect(),

@@ -629,3 +629,114 @@ async fn http_refuses_a_foreign_origin() {
     let program = post(host, None, None, &initialize());
     assert_eq!(send(&remote, program).await.status(), StatusCode::OK);
 }
+
+/// A JSON-RPC conversation in raw lines with a server, after the handshake.
+struct Raw {
+    input: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    output: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+}
+
+impl Raw {
+    async fn start(server: CtxkitServer) -> Raw {
+        let (server_end, client_end) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(server_end).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, input) = tokio::io::split(client_end);
+        let mut raw = Raw {
+            input,
+            output: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(read)),
+        };
+        raw.ask(initialize()).await;
+        raw.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+            .await;
+        raw
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.input.write_all(line.as_bytes()).await.unwrap();
+        self.input.write_all(b"\n").await.unwrap();
+    }
+
+    /// The next message the server prints (waiting a minute at most: a bound on a hang).
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(60), self.output.next_line())
+            .await
+            .expect("an answer within a minute")
+            .unwrap()
+            .expect("an answer");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Send `message` and return the answer with its id.
+    async fn ask(&mut self, message: Value) -> Value {
+        self.send_line(&message.to_string()).await;
+        loop {
+            let answer = self.next().await;
+            if answer.get("id") == message.get("id") {
+                return answer;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn params_that_do_not_fit_a_method_are_invalid_params() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    let token = "ghp_R4nd0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsTu12";
+    for (id, (method, params)) in [
+        ("tools/call", None),
+        ("tools/call", Some(json!({"arguments": {}}))),
+        ("tools/call", Some(json!({"name": 7}))),
+        ("resources/read", Some(json!({"url": token}))),
+        ("prompts/get", Some(json!({"arguments": token}))),
+        ("skills/get", None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut message = json!({"jsonrpc": "2.0", "id": 10 + id, "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        let answer = raw.ask(message).await;
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
+        assert!(!answer.to_string().contains(token), "{answer}");
+        assert!(!answer.to_string().contains(method), "{answer}");
+    }
+    let unknown = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 99, "method": "tools/calls", "params": {}}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+}
+
+#[tokio::test]
+async fn a_cursor_the_server_never_gave_is_invalid_params() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    for (id, method) in [
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "skills/list",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let whole = raw
+            .ask(json!({"jsonrpc": "2.0", "id": 100 + id, "method": method}))
+            .await;
+        assert!(whole.get("result").is_some(), "{method}: {whole}");
+        let paged = raw
+            .ask(json!({"jsonrpc": "2.0", "id": 200 + id, "method": method,
+                "params": {"cursor": "bogus"}}))
+            .await;
+        assert_eq!(paged["error"]["code"], -32602, "{method}: {paged}");
+        assert!(!paged.to_string().contains("bogus"), "{paged}");
+    }
+}
