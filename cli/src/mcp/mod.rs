@@ -6,6 +6,8 @@
 //!   extension, and the watcher that announces a changed skill index;
 //! - [`http`] serves the same handler over streamable HTTP (`--http ADDR`, loopback unless
 //!   `--allow-remote`);
+//! - [`stdio`] is the line transport of standard input and output, which answers a line that
+//!   is not a message instead of dropping it;
 //! - [`tools`] holds the seven tools and their bounded, checked arguments;
 //! - [`client`] turns `chat --mcp` command lines into the core's `ctxkit::mcp::McpServer`
 //!   (the other direction: an MCP server's tools in ctxkit's agent);
@@ -19,6 +21,7 @@ pub(crate) mod client;
 mod http;
 mod server;
 mod skills;
+mod stdio;
 mod tools;
 
 use std::path::PathBuf;
@@ -83,7 +86,7 @@ pub(crate) async fn run(args: McpArgs) -> Result<(), CliError> {
     let server = build(&args).await?;
     let service = server
         .clone()
-        .serve(rmcp::transport::stdio())
+        .serve(stdio::LineTransport::new(tokio::io::stdin(), tokio::io::stdout()))
         .await
         .map_err(|e| CliError::caused_by(format!("the MCP session did not start: {e}"), e))?;
     if args.watch > 0 {

@@ -630,7 +630,8 @@ async fn http_refuses_a_foreign_origin() {
     assert_eq!(send(&remote, program).await.status(), StatusCode::OK);
 }
 
-/// A JSON-RPC conversation in raw lines with a server, after the handshake.
+/// A JSON-RPC conversation in raw lines with a server over the stdio transport, after the
+/// handshake.
 struct Raw {
     input: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     output: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
@@ -640,7 +641,9 @@ impl Raw {
     async fn start(server: CtxkitServer) -> Raw {
         let (server_end, client_end) = tokio::io::duplex(1 << 16);
         tokio::spawn(async move {
-            if let Ok(running) = server.serve(server_end).await {
+            let (read, write) = tokio::io::split(server_end);
+            let transport = super::stdio::LineTransport::new(read, write);
+            if let Ok(running) = server.serve(transport).await {
                 let _ = running.waiting().await;
             }
         });
@@ -739,4 +742,53 @@ async fn a_cursor_the_server_never_gave_is_invalid_params() {
         assert_eq!(paged["error"]["code"], -32602, "{method}: {paged}");
         assert!(!paged.to_string().contains("bogus"), "{paged}");
     }
+}
+
+#[tokio::test]
+async fn a_line_that_is_no_message_is_answered_and_the_session_goes_on() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    let token = "ghp_R4nd0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsTu12";
+    raw.send_line(&format!("{{\"jsonrpc\": \"2.0\", \"id\": 3, {token}"))
+        .await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    assert!(!answer.to_string().contains(token), "{answer}");
+    raw.send_line(&format!("[\"{token}\"]")).await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    // A request that is no message of the protocol, answered with its id when it has one.
+    let params = json!({"jsonrpc": "2.0", "id": "q", "method": "prompts/get", "params": [token]});
+    raw.send_line(&params.to_string()).await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer["id"], "q", "{answer}");
+    assert!(!answer.to_string().contains(token), "{answer}");
+    // A notification is never answered, even one the server cannot read.
+    raw.send_line(r#"{"jsonrpc": "2.0", "method": "notifications/progress", "params": 5}"#)
+        .await;
+    let tools = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}))
+        .await;
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7, "{tools}");
+}
+
+#[tokio::test]
+async fn a_line_over_16_mib_is_answered_and_skipped() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    let message = "deploy ".repeat(super::stdio::MAX_LINE / 7 + 1);
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "match_skills", "arguments": {"message": message}}});
+    raw.send_line(&call.to_string()).await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("16 MiB"));
+    let tools = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}))
+        .await;
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7, "{tools}");
 }
