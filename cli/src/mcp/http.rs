@@ -53,7 +53,7 @@ pub(super) fn router(server: CtxkitServer, bound: SocketAddr) -> axum::Router {
         config = config.disable_allowed_hosts();
     }
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -1,6 +1,6 @@
 //! The protocol handler: what the server declares, the tools (see [`super::tools`]), skills as
 //! resources, prompts and Skills-extension entries (see [`super::skills`]), and the watcher
-//! that tells the client when the skill index changed.
+//! that tells each session's client when the skill index changed.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -21,7 +21,7 @@ use rmcp::model::{
     SetLevelRequestMethod, SubscribeRequestMethod, SubscriptionsListenRequestMethod,
     UnsubscribeRequestMethod, UpdateTaskMethod,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 
 use super::skills;
@@ -30,7 +30,8 @@ use crate::setup::follow_toggles;
 const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name, and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
 
 /// One MCP session's view of ctxkit: the skill library, the memory store and the project
-/// memories are scoped to. Cloned per connection; the clones share everything.
+/// memories are scoped to. [`session`](Self::session) makes each connection's; the clones of
+/// one session share everything, sessions share all but what was last announced to each.
 #[derive(Clone)]
 pub(crate) struct CtxkitServer {
     /// The skill provider every command selects through, so `match_skills` picks what
@@ -42,7 +43,9 @@ pub(crate) struct CtxkitServer {
     /// `None` to keep the list the library loaded with.
     config_dir: Option<Arc<Path>>,
     tool_router: ToolRouter<Self>,
-    /// The skills last announced (see [`skills::fingerprint`]).
+    /// How often the skill folders are looked at (see [`watching`](Self::watching)).
+    watch: Option<Duration>,
+    /// The skills last announced to this session's client (see [`skills::fingerprint`]).
     listed: Arc<Mutex<Vec<(String, String, bool)>>>,
 }
 
@@ -60,7 +63,29 @@ impl CtxkitServer {
             project,
             config_dir: config_dir.map(Arc::from),
             tool_router: Self::router(),
+            watch: None,
             listed: Arc::new(Mutex::new(listed)),
+        }
+    }
+
+    /// Look at the skill roots and the config every `every`
+    /// ([`ctxkit_skills::SkillLibrary::watch`]: a changed index is swapped in once the files
+    /// have settled, a broken edit keeps the last good skill), and tell each session's client
+    /// when what the server lists changed (see [`notify_changes`](Self::notify_changes)).
+    /// Every tool call reads the current index, so `match_skills` and `read_skill` follow
+    /// edits and toggles at once.
+    pub(crate) fn watching(mut self, every: Duration) -> Self {
+        self.skills.library().watch(every, |_| {});
+        self.watch = Some(every);
+        self
+    }
+
+    /// The server for a new connection, over standard input and output or HTTP alike: what
+    /// it has announced starts from the skills as they are now.
+    pub(crate) fn session(&self) -> Self {
+        CtxkitServer {
+            listed: Arc::new(Mutex::new(skills::fingerprint(&self.index()))),
+            ..self.clone()
         }
     }
 
@@ -76,7 +101,7 @@ impl CtxkitServer {
 
     /// Whether what the server lists changed since it last looked, under the library's
     /// current index.
-    pub(crate) fn listing_changed(&self) -> bool {
+    pub(super) fn listing_changed(&self) -> bool {
         let now = skills::fingerprint(&self.index());
         let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         if *listed == now {
@@ -86,17 +111,15 @@ impl CtxkitServer {
         true
     }
 
-    /// Watch the skill roots and the config every `every`
-    /// ([`ctxkit_skills::SkillLibrary::watch`]: a changed index is swapped in once the files
-    /// have settled, a broken edit keeps the last good skill) and tell the client when what
-    /// the server lists changed (`resources/list_changed`, `prompts/list_changed`); ends when
-    /// a notification finds the client gone. Every tool call reads the current index, so
-    /// `match_skills` and `read_skill` follow edits and toggles at once.
-    pub(crate) async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
-        self.skills.library().watch(every, |_| {});
+    /// Tell this session's client, every `every`, when what the server lists changed
+    /// (`resources/list_changed`, `prompts/list_changed`); ends with the session.
+    async fn notify_changes(self, peer: Peer<RoleServer>, every: Duration) {
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
+            if peer.is_transport_closed() {
+                return;
+            }
             let server = self.clone();
             // Reading the config and rescanning are blocking file work.
             let changed = tokio::task::spawn_blocking(move || server.listing_changed());
@@ -195,6 +218,13 @@ impl ServerHandler for CtxkitServer {
     ) -> Result<ListToolsResult, ErrorData> {
         one_page(request)?;
         Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+    }
+
+    /// The session is open: from now on its client hears of changed skills.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if let Some(every) = self.watch {
+            tokio::spawn(self.clone().notify_changes(context.peer, every));
+        }
     }
 
     async fn list_resources(

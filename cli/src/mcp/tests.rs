@@ -469,12 +469,33 @@ async fn skills_are_resources_prompts_and_extension_entries() {
         .is_err());
 }
 
-/// A client that forwards `resources/list_changed` to the test.
-struct Listener(tokio::sync::mpsc::UnboundedSender<()>);
+/// A client that tells the test, by its number, when it hears `resources/list_changed`.
+struct Listener(usize, tokio::sync::mpsc::UnboundedSender<usize>);
 
 impl ClientHandler for Listener {
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.0.send(());
+        let _ = self.1.send(self.0);
+    }
+}
+
+fn add_lint_skill(f: &Fixture) {
+    write_skill(
+        &f.skills,
+        "lint",
+        "---\nname: lint\ndescription: Lint the code\ntriggers: [lint]\n---\nRun the linter.",
+    );
+}
+
+/// Wait until each of `clients` listeners has heard of a change. A bound on a hang, not a
+/// timing assertion: the watcher looks every 20 ms and lets a change settle for 300 ms.
+async fn heard(rx: &mut tokio::sync::mpsc::UnboundedReceiver<usize>, clients: usize) {
+    let mut heard = std::collections::BTreeSet::new();
+    while heard.len() < clients {
+        let client = tokio::time::timeout(Duration::from_secs(60), rx.recv())
+            .await
+            .expect("the change is announced")
+            .expect("the listener is alive");
+        heard.insert(client);
     }
 }
 
@@ -482,28 +503,38 @@ impl ClientHandler for Listener {
 async fn a_new_skill_is_announced() {
     let f = fixture(Mode::Hybrid);
     assert!(!f.server.listing_changed(), "nothing changed yet");
+    let server = f.server.clone().watching(Duration::from_millis(20));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let (server_end, client_end) = tokio::io::duplex(1 << 16);
-    let server = f.server.clone();
-    tokio::spawn(async move {
-        let running = server.clone().serve(server_end).await.unwrap();
-        tokio::spawn(server.watch(running.peer().clone(), Duration::from_millis(20)));
-        let _ = running.waiting().await;
-    });
-    let client = Listener(tx).serve(client_end).await.unwrap();
-    write_skill(
-        &f.skills,
-        "lint",
-        "---\nname: lint\ndescription: Lint the code\ntriggers: [lint]\n---\nRun the linter.",
-    );
-    // A bound on a hang, not a timing assertion: the watcher looks every 20 ms and lets a
-    // change settle for 300 ms.
-    tokio::time::timeout(Duration::from_secs(60), rx.recv())
-        .await
-        .expect("the change is announced")
-        .expect("the listener is alive");
+    let client = connect(server.session(), Listener(0, tx)).await;
+    add_lint_skill(&f);
+    heard(&mut rx, 1).await;
     let resources = client.list_all_resources().await.unwrap();
     assert!(resources.iter().any(|r| r.uri == "skill://lint/SKILL.md"));
+}
+
+#[tokio::test]
+async fn every_http_session_hears_of_a_new_skill() {
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let f = fixture(Mode::Hybrid);
+    let server = f.server.clone().watching(Duration::from_millis(20));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let router = super::http::router(server, bound);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = format!("http://{bound}{}", super::http::PATH);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut clients = Vec::new();
+    for n in 0..2 {
+        let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+        clients.push(Listener(n, tx.clone()).serve(transport).await.unwrap());
+    }
+    add_lint_skill(&f);
+    heard(&mut rx, 2).await;
+    for client in &clients {
+        let resources = client.list_all_resources().await.unwrap();
+        assert!(resources.iter().any(|r| r.uri == "skill://lint/SKILL.md"));
+    }
 }
 
 /// The client side: our own server's tools mounted in an agent driven by a scripted model;
