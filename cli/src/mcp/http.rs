@@ -11,6 +11,7 @@ use std::sync::Arc;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::replay::Replay;
 use super::CtxkitServer;
 use crate::error::CliError;
 
@@ -54,7 +55,7 @@ pub(super) fn router(server: CtxkitServer, bound: SocketAddr) -> axum::Router {
     }
     let service = StreamableHttpService::new(
         move || Ok(server.session()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(LocalSessionManager::default().with_event_store(Arc::new(Replay::default()))),
         config,
     );
     axum::Router::new().nest_service(PATH, service)

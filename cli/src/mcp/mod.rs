@@ -5,7 +5,8 @@
 //! - [`server`] is the protocol handler: capabilities, resources, prompts, the Skills
 //!   extension, and the watcher that announces a changed skill index;
 //! - [`http`] serves the same handler over streamable HTTP (`--http ADDR`, loopback unless
-//!   `--allow-remote`);
+//!   `--allow-remote`), with [`replay`] keeping recent events for clients that resume a
+//!   stream;
 //! - [`stdio`] is the line transport of standard input and output, which answers a line that
 //!   is not a message instead of dropping it;
 //! - [`tools`] holds the seven tools and their bounded, checked arguments;
@@ -19,6 +20,7 @@
 
 pub(crate) mod client;
 mod http;
+mod replay;
 mod server;
 mod skills;
 mod stdio;

@@ -823,3 +823,75 @@ async fn a_line_over_16_mib_is_answered_and_skipped() {
         .await;
     assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7, "{tools}");
 }
+
+/// Read `response` until `done` holds for what has arrived (a minute at most: a bound on a
+/// hang), and return it.
+async fn read_until(mut response: reqwest::Response, done: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    let read = async {
+        while !done(&text) {
+            match response.chunk().await.unwrap() {
+                Some(chunk) => text.push_str(&String::from_utf8_lossy(&chunk)),
+                None => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(60), read).await;
+    text
+}
+
+#[tokio::test]
+async fn a_resumed_sse_stream_replays_the_tool_answer() {
+    let f = fixture(Mode::Hybrid);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let router = super::http::router(f.server.clone(), bound);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = format!("http://{bound}{}", super::http::PATH);
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, message: Value| {
+        let mut request = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(message.to_string());
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        request.send()
+    };
+    let init = post(None, initialize()).await.unwrap();
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    read_until(init, |_| false).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(Some(&session), initialized).await.unwrap();
+
+    // The client reads the stream's first event, then loses the connection.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "list_skills", "arguments": {}}});
+    let stream = post(Some(&session), call).await.unwrap();
+    let first = read_until(stream, |t| t.contains("\n\n")).await;
+    let last_event_id = first
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .expect("the stream's events have ids")
+        .trim()
+        .to_string();
+
+    let resumed = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("last-event-id", &last_event_id)
+        .send()
+        .await
+        .unwrap();
+    let replayed = read_until(resumed, |t| t.contains("\"id\":2")).await;
+    assert!(
+        replayed.contains("\"id\":2") && replayed.contains("deploy"),
+        "after {last_event_id}: {replayed:?}"
+    );
+}
