@@ -1,7 +1,9 @@
 //! `ctxkit mcp --http ADDR`: the same server over streamable HTTP, at `/mcp`. Loopback only
 //! unless `--allow-remote`: anyone who reaches the port can read the skills and write the
 //! memory, and there is no authentication. On loopback the SDK's `Host` check stays on, which
-//! stops DNS rebinding (a web page's script reaching the port under a name it controls).
+//! stops DNS rebinding (a web page's script reaching the port under a name it controls); and on
+//! every address a request that carries an `Origin` other than the server's own is refused
+//! with 403, so no web page a browser shows can drive the server (see [`served_origins`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,6 +11,7 @@ use std::sync::Arc;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::replay::Replay;
 use super::CtxkitServer;
 use crate::error::CliError;
 
@@ -29,16 +32,6 @@ pub(super) fn parse_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, C
 /// Serve every client that connects to `addr`, each in its own session, until the process is
 /// stopped. The address actually bound (useful with port 0) is printed on standard error.
 pub(super) async fn serve(server: CtxkitServer, addr: SocketAddr) -> Result<(), CliError> {
-    let mut config = StreamableHttpServerConfig::default();
-    if !addr.ip().is_loopback() {
-        // Clients name a remote server however they reach it; `--allow-remote` accepted that.
-        config = config.disable_allowed_hosts();
-    }
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| CliError::caused_by(format!("cannot listen on {addr}: {e}"), e))?;
@@ -46,10 +39,44 @@ pub(super) async fn serve(server: CtxkitServer, addr: SocketAddr) -> Result<(), 
         .local_addr()
         .map_err(|e| CliError::caused_by(format!("cannot read the address bound: {e}"), e))?;
     eprintln!("ctxkit mcp: serving streamable HTTP at http://{bound}{PATH}");
-    let router = axum::Router::new().nest_service(PATH, service);
-    axum::serve(listener, router)
+    axum::serve(listener, router(server, bound))
         .await
         .map_err(|e| CliError::caused_by(format!("the MCP HTTP server stopped: {e}"), e))
+}
+
+/// The endpoint at [`PATH`] for a server listening on `bound`.
+pub(super) fn router(server: CtxkitServer, bound: SocketAddr) -> axum::Router {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(served_origins(bound))
+        .enforce_origin_validation();
+    if !bound.ip().is_loopback() {
+        // Clients name a remote server however they reach it; `--allow-remote` accepted that.
+        config = config.disable_allowed_hosts();
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(server.session()),
+        Arc::new(LocalSessionManager::default().with_event_store(Arc::new(Replay::default()))),
+        config,
+    );
+    axum::Router::new().nest_service(PATH, service)
+}
+
+/// The origins a request may name in `Origin`: the server's own, under the loopback names and
+/// the address bound. Programs (the hosts MCP is made for) send no `Origin`; a browser sends
+/// the origin of the page that makes the request, and ctxkit serves no page, so any other
+/// origin is a foreign site's script (or a rebound name) and is refused, `--allow-remote` or
+/// not: a remote server has no browser clients either.
+fn served_origins(bound: SocketAddr) -> Vec<String> {
+    let port = bound.port();
+    let mut origins = vec![
+        format!("http://localhost:{port}"),
+        format!("http://127.0.0.1:{port}"),
+        format!("http://[::1]:{port}"),
+    ];
+    if !bound.ip().is_loopback() && !bound.ip().is_unspecified() {
+        origins.push(format!("http://{bound}"));
+    }
+    origins
 }
 
 #[cfg(test)]

@@ -5,7 +5,10 @@
 //! - [`server`] is the protocol handler: capabilities, resources, prompts, the Skills
 //!   extension, and the watcher that announces a changed skill index;
 //! - [`http`] serves the same handler over streamable HTTP (`--http ADDR`, loopback unless
-//!   `--allow-remote`);
+//!   `--allow-remote`), with [`replay`] keeping recent events for clients that resume a
+//!   stream;
+//! - [`stdio`] is the line transport of standard input and output, which answers a line that
+//!   is not a message instead of dropping it;
 //! - [`tools`] holds the seven tools and their bounded, checked arguments;
 //! - [`client`] turns `chat --mcp` command lines into the core's `ctxkit::mcp::McpServer`
 //!   (the other direction: an MCP server's tools in ctxkit's agent);
@@ -17,8 +20,10 @@
 
 pub(crate) mod client;
 mod http;
+mod replay;
 mod server;
 mod skills;
+mod stdio;
 mod tools;
 
 use std::path::PathBuf;
@@ -56,7 +61,7 @@ pub(crate) struct McpArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=tools::MAX_SKILLS as u64))]
     pub max_skills: Option<u64>,
     /// Seconds between checks of the skill folders; a change sends `resources/list_changed`
-    /// and `prompts/list_changed` (0: never check).
+    /// and `prompts/list_changed` to every session, over stdio or HTTP (0: never check).
     #[arg(long, default_value_t = 2, value_name = "SECONDS")]
     pub watch: u64,
     /// Serve over streamable HTTP at http://ADDR/mcp instead of standard input and output:
@@ -75,20 +80,23 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 /// Serve one client over standard input and output until it closes the connection, or, with
 /// `--http`, every client that connects until the process is stopped.
 pub(crate) async fn run(args: McpArgs) -> Result<(), CliError> {
-    if let Some(addr) = &args.http {
-        // The address first: a refused one must not create a memory database.
-        let addr = http::parse_addr(addr, args.allow_remote)?;
-        return http::serve(build(&args).await?, addr).await;
+    // The address first: a refused one must not create a memory database.
+    let addr = (args.http.as_deref())
+        .map(|addr| http::parse_addr(addr, args.allow_remote))
+        .transpose()?;
+    let mut server = build(&args).await?;
+    if args.watch > 0 {
+        server = server.watching(Duration::from_secs(args.watch));
     }
-    let server = build(&args).await?;
+    if let Some(addr) = addr {
+        return http::serve(server, addr).await;
+    }
+    let transport = stdio::LineTransport::new(tokio::io::stdin(), tokio::io::stdout());
     let service = server
-        .clone()
-        .serve(rmcp::transport::stdio())
+        .session()
+        .serve(transport)
         .await
         .map_err(|e| CliError::caused_by(format!("the MCP session did not start: {e}"), e))?;
-    if args.watch > 0 {
-        tokio::spawn(server.watch(service.peer().clone(), Duration::from_secs(args.watch)));
-    }
     service
         .waiting()
         .await

@@ -1,6 +1,6 @@
 //! The protocol handler: what the server declares, the tools (see [`super::tools`]), skills as
 //! resources, prompts and Skills-extension entries (see [`super::skills`]), and the watcher
-//! that tells the client when the skill index changed.
+//! that tells each session's client when the skill index changed.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -10,12 +10,18 @@ use ctxkit_memory::MemoryStore;
 use ctxkit_skills::{SkillContextProvider, SkillIndex};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult, ListResourcesResult,
-    ListSkillsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig,
+    CallToolRequestMethod, CancelTaskMethod, CompleteRequestMethod, ConstString, CustomRequest, CustomResult,
+    DiscoverRequestMethod, ErrorCode, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, GetSkillRequestMethod, GetSkillRequestParams, GetSkillResult, GetTaskMethod,
+    Implementation, InitializeResultMethod, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListSkillsRequestMethod, ListSkillsResult, ListToolsRequestMethod, ListToolsResult,
+    PaginatedRequestParams, PingRequestMethod, ReadResourceDirectoryRequestMethod, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SetLevelRequestMethod, SubscribeRequestMethod, SubscriptionsListenRequestMethod,
+    UnsubscribeRequestMethod, UpdateTaskMethod,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 
 use super::skills;
@@ -24,7 +30,8 @@ use crate::setup::follow_toggles;
 const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name, and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
 
 /// One MCP session's view of ctxkit: the skill library, the memory store and the project
-/// memories are scoped to. Cloned per connection; the clones share everything.
+/// memories are scoped to. [`session`](Self::session) makes each connection's; the clones of
+/// one session share everything, sessions share all but what was last announced to each.
 #[derive(Clone)]
 pub(crate) struct CtxkitServer {
     /// The skill provider every command selects through, so `match_skills` picks what
@@ -36,7 +43,9 @@ pub(crate) struct CtxkitServer {
     /// `None` to keep the list the library loaded with.
     config_dir: Option<Arc<Path>>,
     tool_router: ToolRouter<Self>,
-    /// The skills last announced (see [`skills::fingerprint`]).
+    /// How often the skill folders are looked at (see [`watching`](Self::watching)).
+    watch: Option<Duration>,
+    /// The skills last announced to this session's client (see [`skills::fingerprint`]).
     listed: Arc<Mutex<Vec<(String, String, bool)>>>,
 }
 
@@ -54,7 +63,29 @@ impl CtxkitServer {
             project,
             config_dir: config_dir.map(Arc::from),
             tool_router: Self::router(),
+            watch: None,
             listed: Arc::new(Mutex::new(listed)),
+        }
+    }
+
+    /// Look at the skill roots and the config every `every`
+    /// ([`ctxkit_skills::SkillLibrary::watch`]: a changed index is swapped in once the files
+    /// have settled, a broken edit keeps the last good skill), and tell each session's client
+    /// when what the server lists changed (see [`notify_changes`](Self::notify_changes)).
+    /// Every tool call reads the current index, so `match_skills` and `read_skill` follow
+    /// edits and toggles at once.
+    pub(crate) fn watching(mut self, every: Duration) -> Self {
+        self.skills.library().watch(every, |_| {});
+        self.watch = Some(every);
+        self
+    }
+
+    /// The server for a new connection, over standard input and output or HTTP alike: what
+    /// it has announced starts from the skills as they are now.
+    pub(crate) fn session(&self) -> Self {
+        CtxkitServer {
+            listed: Arc::new(Mutex::new(skills::fingerprint(&self.index()))),
+            ..self.clone()
         }
     }
 
@@ -70,7 +101,7 @@ impl CtxkitServer {
 
     /// Whether what the server lists changed since it last looked, under the library's
     /// current index.
-    pub(crate) fn listing_changed(&self) -> bool {
+    pub(super) fn listing_changed(&self) -> bool {
         let now = skills::fingerprint(&self.index());
         let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         if *listed == now {
@@ -80,17 +111,15 @@ impl CtxkitServer {
         true
     }
 
-    /// Watch the skill roots and the config every `every`
-    /// ([`ctxkit_skills::SkillLibrary::watch`]: a changed index is swapped in once the files
-    /// have settled, a broken edit keeps the last good skill) and tell the client when what
-    /// the server lists changed (`resources/list_changed`, `prompts/list_changed`); ends when
-    /// a notification finds the client gone. Every tool call reads the current index, so
-    /// `match_skills` and `read_skill` follow edits and toggles at once.
-    pub(crate) async fn watch(self, peer: Peer<RoleServer>, every: Duration) {
-        self.skills.library().watch(every, |_| {});
+    /// Tell this session's client, every `every`, when what the server lists changed
+    /// (`resources/list_changed`, `prompts/list_changed`); ends with the session.
+    async fn notify_changes(self, peer: Peer<RoleServer>, every: Duration) {
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
+            if peer.is_transport_closed() {
+                return;
+            }
             let server = self.clone();
             // Reading the config and rescanning are blocking file work.
             let changed = tokio::task::spawn_blocking(move || server.listing_changed());
@@ -111,6 +140,43 @@ fn not_found(what: &'static str) -> ErrorData {
     ErrorData::invalid_params(what, None)
 }
 
+/// The methods a client may call: the SDK parses each into its own request type, so one that
+/// reaches [`ServerHandler::on_custom_request`] had params that do not fit it.
+const PROTOCOL_METHODS: &[&str] = &[
+    PingRequestMethod::VALUE,
+    InitializeResultMethod::VALUE,
+    DiscoverRequestMethod::VALUE,
+    CompleteRequestMethod::VALUE,
+    SetLevelRequestMethod::VALUE,
+    GetPromptRequestMethod::VALUE,
+    ListPromptsRequestMethod::VALUE,
+    ListResourcesRequestMethod::VALUE,
+    ListResourceTemplatesRequestMethod::VALUE,
+    ReadResourceRequestMethod::VALUE,
+    SubscriptionsListenRequestMethod::VALUE,
+    SubscribeRequestMethod::VALUE,
+    UnsubscribeRequestMethod::VALUE,
+    CallToolRequestMethod::VALUE,
+    ListToolsRequestMethod::VALUE,
+    GetTaskMethod::VALUE,
+    UpdateTaskMethod::VALUE,
+    CancelTaskMethod::VALUE,
+    ListSkillsRequestMethod::VALUE,
+    GetSkillRequestMethod::VALUE,
+    ReadResourceDirectoryRequestMethod::VALUE,
+];
+
+/// Every list is answered whole, so the server never hands out a cursor and none is valid.
+fn one_page(request: Option<PaginatedRequestParams>) -> Result<(), ErrorData> {
+    match request.and_then(|r| r.cursor) {
+        None => Ok(()),
+        Some(_) => Err(ErrorData::invalid_params(
+            "invalid cursor: every list is one page, so no cursor is valid",
+            None,
+        )),
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for CtxkitServer {
     fn get_info(&self) -> ServerConfig {
@@ -128,28 +194,58 @@ impl ServerHandler for CtxkitServer {
         info
     }
 
-    /// An unknown method: the SDK's own answer repeats the method name, which is the client's
-    /// text and may hold a token; this one quotes nothing.
+    /// A request the SDK could not read as any method it knows: either the method is unknown
+    /// (-32601) or it is one of the protocol's with params that do not fit it (-32602). The
+    /// SDK's own answer repeats the method name, which is the client's text and may hold a
+    /// token; these quote nothing.
     async fn on_custom_request(
         &self,
-        _request: CustomRequest,
+        request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            "no such method",
-            None,
-        ))
+        Err(if PROTOCOL_METHODS.contains(&request.method.as_str()) {
+            ErrorData::invalid_params("invalid params: they are missing or do not fit the method", None)
+        } else {
+            ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "no such method", None)
+        })
+    }
+
+    /// The tools; like every list, one page.
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        one_page(request)?;
+        Ok(ListToolsResult::with_all_items(self.tool_router.list_all()))
+    }
+
+    /// The session is open: from now on its client hears of changed skills.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if let Some(every) = self.watch {
+            tokio::spawn(self.clone().notify_changes(context.peer, every));
+        }
     }
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        one_page(request)?;
         Ok(ListResourcesResult::with_all_items(skills::resources(
             &self.index(),
         )))
+    }
+
+    /// No templates: skills are listed one by one.
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        one_page(request)?;
+        Ok(ListResourceTemplatesResult::with_all_items(Vec::new()))
     }
 
     async fn read_resource(
@@ -166,9 +262,10 @@ impl ServerHandler for CtxkitServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        one_page(request)?;
         Ok(ListPromptsResult::with_all_items(skills::prompts(&self.index())))
     }
 
@@ -192,9 +289,10 @@ impl ServerHandler for CtxkitServer {
 
     async fn list_skills(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
+        one_page(request)?;
         let index = self.index();
         Ok(ListSkillsResult::with_all_items(
             index.ranked().filter_map(skills::extension_entry).collect(),

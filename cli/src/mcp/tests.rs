@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode};
 use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
 use ctxkit_skills::{
     Mode, SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
@@ -16,6 +18,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Value};
+use tower::ServiceExt as _;
 
 use super::CtxkitServer;
 
@@ -466,12 +469,33 @@ async fn skills_are_resources_prompts_and_extension_entries() {
         .is_err());
 }
 
-/// A client that forwards `resources/list_changed` to the test.
-struct Listener(tokio::sync::mpsc::UnboundedSender<()>);
+/// A client that tells the test, by its number, when it hears `resources/list_changed`.
+struct Listener(usize, tokio::sync::mpsc::UnboundedSender<usize>);
 
 impl ClientHandler for Listener {
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.0.send(());
+        let _ = self.1.send(self.0);
+    }
+}
+
+fn add_lint_skill(f: &Fixture) {
+    write_skill(
+        &f.skills,
+        "lint",
+        "---\nname: lint\ndescription: Lint the code\ntriggers: [lint]\n---\nRun the linter.",
+    );
+}
+
+/// Wait until each of `clients` listeners has heard of a change. A bound on a hang, not a
+/// timing assertion: the watcher looks every 20 ms and lets a change settle for 300 ms.
+async fn heard(rx: &mut tokio::sync::mpsc::UnboundedReceiver<usize>, clients: usize) {
+    let mut heard = std::collections::BTreeSet::new();
+    while heard.len() < clients {
+        let client = tokio::time::timeout(Duration::from_secs(60), rx.recv())
+            .await
+            .expect("the change is announced")
+            .expect("the listener is alive");
+        heard.insert(client);
     }
 }
 
@@ -479,28 +503,38 @@ impl ClientHandler for Listener {
 async fn a_new_skill_is_announced() {
     let f = fixture(Mode::Hybrid);
     assert!(!f.server.listing_changed(), "nothing changed yet");
+    let server = f.server.clone().watching(Duration::from_millis(20));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let (server_end, client_end) = tokio::io::duplex(1 << 16);
-    let server = f.server.clone();
-    tokio::spawn(async move {
-        let running = server.clone().serve(server_end).await.unwrap();
-        tokio::spawn(server.watch(running.peer().clone(), Duration::from_millis(20)));
-        let _ = running.waiting().await;
-    });
-    let client = Listener(tx).serve(client_end).await.unwrap();
-    write_skill(
-        &f.skills,
-        "lint",
-        "---\nname: lint\ndescription: Lint the code\ntriggers: [lint]\n---\nRun the linter.",
-    );
-    // A bound on a hang, not a timing assertion: the watcher looks every 20 ms and lets a
-    // change settle for 300 ms.
-    tokio::time::timeout(Duration::from_secs(60), rx.recv())
-        .await
-        .expect("the change is announced")
-        .expect("the listener is alive");
+    let client = connect(server.session(), Listener(0, tx)).await;
+    add_lint_skill(&f);
+    heard(&mut rx, 1).await;
     let resources = client.list_all_resources().await.unwrap();
     assert!(resources.iter().any(|r| r.uri == "skill://lint/SKILL.md"));
+}
+
+#[tokio::test]
+async fn every_http_session_hears_of_a_new_skill() {
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let f = fixture(Mode::Hybrid);
+    let server = f.server.clone().watching(Duration::from_millis(20));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let router = super::http::router(server, bound);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = format!("http://{bound}{}", super::http::PATH);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut clients = Vec::new();
+    for n in 0..2 {
+        let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+        clients.push(Listener(n, tx.clone()).serve(transport).await.unwrap());
+    }
+    add_lint_skill(&f);
+    heard(&mut rx, 2).await;
+    for client in &clients {
+        let resources = client.list_all_resources().await.unwrap();
+        assert!(resources.iter().any(|r| r.uri == "skill://lint/SKILL.md"));
+    }
 }
 
 /// The client side: our own server's tools mounted in an agent driven by a scripted model;
@@ -565,5 +599,299 @@ async fn mounted_tools_run_in_the_agent_and_a_dead_server_is_a_tool_error() {
     assert!(
         error.starts_with("error:") && error.contains("MCP server `ctxkit`"),
         "{error}"
+    );
+}
+
+// Over streamable HTTP: the router, sent requests in-process.
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}})
+}
+
+/// A POST of `message` to `/mcp`, as a client reaching `host` sends it.
+fn post(host: &str, origin: Option<&str>, session: Option<&str>, message: &Value) -> Request<Body> {
+    let mut request = Request::post(super::http::PATH)
+        .header("host", host)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    request.body(Body::from(message.to_string())).unwrap()
+}
+
+async fn send(router: &axum::Router, request: Request<Body>) -> Response<Body> {
+    router.clone().oneshot(request).await.unwrap()
+}
+
+#[tokio::test]
+async fn http_refuses_a_foreign_origin() {
+    let f = fixture(Mode::Hybrid);
+    let bound: std::net::SocketAddr = "127.0.0.1:8765".parse().unwrap();
+    let router = super::http::router(f.server.clone(), bound);
+    let host = "127.0.0.1:8765";
+    for origin in [
+        "http://evil.example",
+        "null",
+        "http://127.0.0.1:9999",
+        "https://127.0.0.1:8765",
+        "http://localhost.evil.example:8765",
+    ] {
+        let response = send(&router, post(host, Some(origin), None, &initialize())).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{origin}");
+    }
+    for origin in [None, Some("http://127.0.0.1:8765"), Some("http://localhost:8765")] {
+        let response = send(&router, post(host, origin, None, &initialize())).await;
+        assert_eq!(response.status(), StatusCode::OK, "{origin:?}");
+    }
+
+    // With --allow-remote any Host is served, but a browser page elsewhere still is not.
+    let remote = super::http::router(f.server, "0.0.0.0:8765".parse().unwrap());
+    let host = "192.168.1.5:8765";
+    let foreign = post(host, Some("http://evil.example"), None, &initialize());
+    assert_eq!(send(&remote, foreign).await.status(), StatusCode::FORBIDDEN);
+    let program = post(host, None, None, &initialize());
+    assert_eq!(send(&remote, program).await.status(), StatusCode::OK);
+}
+
+/// A JSON-RPC conversation in raw lines with a server over the stdio transport, after the
+/// handshake.
+struct Raw {
+    input: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    output: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+}
+
+impl Raw {
+    async fn start(server: CtxkitServer) -> Raw {
+        let (server_end, client_end) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let (read, write) = tokio::io::split(server_end);
+            let transport = super::stdio::LineTransport::new(read, write);
+            if let Ok(running) = server.serve(transport).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (read, input) = tokio::io::split(client_end);
+        let mut raw = Raw {
+            input,
+            output: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(read)),
+        };
+        raw.ask(initialize()).await;
+        raw.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+            .await;
+        raw
+    }
+
+    async fn send_line(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.input.write_all(line.as_bytes()).await.unwrap();
+        self.input.write_all(b"\n").await.unwrap();
+    }
+
+    /// The next message the server prints (waiting a minute at most: a bound on a hang).
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(60), self.output.next_line())
+            .await
+            .expect("an answer within a minute")
+            .unwrap()
+            .expect("an answer");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Send `message` and return the answer with its id.
+    async fn ask(&mut self, message: Value) -> Value {
+        self.send_line(&message.to_string()).await;
+        loop {
+            let answer = self.next().await;
+            if answer.get("id") == message.get("id") {
+                return answer;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn params_that_do_not_fit_a_method_are_invalid_params() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    let token = "ghp_R4nd0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsTu12";
+    for (id, (method, params)) in [
+        ("tools/call", None),
+        ("tools/call", Some(json!({"arguments": {}}))),
+        ("tools/call", Some(json!({"name": 7}))),
+        ("resources/read", Some(json!({"url": token}))),
+        ("prompts/get", Some(json!({"arguments": token}))),
+        ("skills/get", None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut message = json!({"jsonrpc": "2.0", "id": 10 + id, "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        let answer = raw.ask(message).await;
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
+        assert!(!answer.to_string().contains(token), "{answer}");
+        assert!(!answer.to_string().contains(method), "{answer}");
+    }
+    let unknown = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 99, "method": "tools/calls", "params": {}}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+}
+
+#[tokio::test]
+async fn a_cursor_the_server_never_gave_is_invalid_params() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    for (id, method) in [
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "skills/list",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let whole = raw
+            .ask(json!({"jsonrpc": "2.0", "id": 100 + id, "method": method}))
+            .await;
+        assert!(whole.get("result").is_some(), "{method}: {whole}");
+        let paged = raw
+            .ask(json!({"jsonrpc": "2.0", "id": 200 + id, "method": method,
+                "params": {"cursor": "bogus"}}))
+            .await;
+        assert_eq!(paged["error"]["code"], -32602, "{method}: {paged}");
+        assert!(!paged.to_string().contains("bogus"), "{paged}");
+    }
+}
+
+#[tokio::test]
+async fn a_line_that_is_no_message_is_answered_and_the_session_goes_on() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    let token = "ghp_R4nd0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsTu12";
+    raw.send_line(&format!("{{\"jsonrpc\": \"2.0\", \"id\": 3, {token}"))
+        .await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    assert!(!answer.to_string().contains(token), "{answer}");
+    raw.send_line(&format!("[\"{token}\"]")).await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    // A request that is no message of the protocol, answered with its id when it has one.
+    let params = json!({"jsonrpc": "2.0", "id": "q", "method": "prompts/get", "params": [token]});
+    raw.send_line(&params.to_string()).await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer["id"], "q", "{answer}");
+    assert!(!answer.to_string().contains(token), "{answer}");
+    // A notification is never answered, even one the server cannot read.
+    raw.send_line(r#"{"jsonrpc": "2.0", "method": "notifications/progress", "params": 5}"#)
+        .await;
+    let tools = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}))
+        .await;
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7, "{tools}");
+}
+
+#[tokio::test]
+async fn a_line_over_16_mib_is_answered_and_skipped() {
+    let f = fixture(Mode::Hybrid);
+    let mut raw = Raw::start(f.server).await;
+    let message = "deploy ".repeat(super::stdio::MAX_LINE / 7 + 1);
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "match_skills", "arguments": {"message": message}}});
+    raw.send_line(&call.to_string()).await;
+    let answer = raw.next().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer.get("id"), Some(&Value::Null), "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("16 MiB"));
+    let tools = raw
+        .ask(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}))
+        .await;
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7, "{tools}");
+}
+
+/// Read `response` until `done` holds for what has arrived (a minute at most: a bound on a
+/// hang), and return it.
+async fn read_until(mut response: reqwest::Response, done: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    let read = async {
+        while !done(&text) {
+            match response.chunk().await.unwrap() {
+                Some(chunk) => text.push_str(&String::from_utf8_lossy(&chunk)),
+                None => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(60), read).await;
+    text
+}
+
+#[tokio::test]
+async fn a_resumed_sse_stream_replays_the_tool_answer() {
+    let f = fixture(Mode::Hybrid);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let router = super::http::router(f.server.clone(), bound);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let url = format!("http://{bound}{}", super::http::PATH);
+    let http = reqwest::Client::new();
+    let post = |session: Option<&str>, message: Value| {
+        let mut request = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(message.to_string());
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        request.send()
+    };
+    let init = post(None, initialize()).await.unwrap();
+    let session = init.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    read_until(init, |_| false).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(Some(&session), initialized).await.unwrap();
+
+    // The client reads the stream's first event, then loses the connection.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "list_skills", "arguments": {}}});
+    let stream = post(Some(&session), call).await.unwrap();
+    let first = read_until(stream, |t| t.contains("\n\n")).await;
+    let last_event_id = first
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .expect("the stream's events have ids")
+        .trim()
+        .to_string();
+
+    let resumed = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("last-event-id", &last_event_id)
+        .send()
+        .await
+        .unwrap();
+    let replayed = read_until(resumed, |t| t.contains("\"id\":2")).await;
+    assert!(
+        replayed.contains("\"id\":2") && replayed.contains("deploy"),
+        "after {last_event_id}: {replayed:?}"
     );
 }

@@ -82,6 +82,23 @@ fn every_stdout_line_is_a_json_rpc_message() {
     let unknown = exchange(json!({"jsonrpc": "2.0", "id": 5, "method": format!("x/{token}")})).unwrap();
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
     assert!(!unknown.to_string().contains(token), "{unknown}");
+    // A line that is not JSON is answered, and the session goes on.
+    writeln!(input, "{{\"jsonrpc\": \"2.0\", \"id\": 6, oops").unwrap();
+    input.flush().unwrap();
+    let line = lines.next().expect("an answer").unwrap();
+    printed.push(serde_json::from_str(&line).unwrap());
+    let refused: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(refused["error"]["code"], -32700, "{refused}");
+    assert_eq!(refused.get("id"), Some(&Value::Null), "{refused}");
+    writeln!(input, "{}", json!({"jsonrpc": "2.0", "id": 7, "method": "ping"})).unwrap();
+    input.flush().unwrap();
+    let line = lines.next().expect("an answer").unwrap();
+    let pong: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        (pong["id"].clone(), pong.get("result").is_some()),
+        (json!(7), true),
+        "{pong}"
+    );
     drop(input);
     // Whatever is printed after the last answer, until the server exits, is a message too.
     for line in lines {
