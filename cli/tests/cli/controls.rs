@@ -959,3 +959,59 @@ fn context_the_hook_and_mcp_select_the_same_skills() {
     drop(input);
     child.wait().unwrap();
 }
+
+/// A skill without triggers is selected by its description; `--explain` says what counted and
+/// why the others were left out, and `context --json` carries the same evidence.
+#[test]
+fn skills_match_explains_the_ranking_and_its_near_misses() {
+    let s = Setup::new();
+    s.skill(
+        "pdf-tools",
+        "---\nname: pdf-tools\ndescription: Merge, split and rotate PDF documents.\n---\nBODY\n",
+    );
+    s.skill(
+        "release-notes",
+        "---\nname: release-notes\ndescription: Write release notes from the changelog of the app.\n---\nBODY\n",
+    );
+    let out = s.ok(&["skills", "match", "--explain", "rotate this pdf and merge it"]);
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("pdf-tools") && first.contains("lexical"),
+        "{out}"
+    );
+    assert!(
+        out.contains("(floor 1.50)")
+            && out.contains("name: pdf")
+            && out.contains("description: rotate, merge"),
+        "{out}"
+    );
+
+    let out = s.ok(&[
+        "skills",
+        "match",
+        "--explain",
+        "notes on the changelog would be nice",
+    ]);
+    assert!(out.starts_with("release-notes"), "{out}");
+    let out = s.ok(&["skills", "match", "--explain", "what a nice app"]);
+    assert!(out.contains("no skill selected"), "{out}");
+    assert!(
+        out.contains("release-notes") && out.contains("not selected: below the floor"),
+        "{out}"
+    );
+
+    let v: Value =
+        serde_json::from_str(s.ok(&["skills", "match", "--json", "what a nice app"]).trim()).unwrap();
+    assert_eq!(v["near"][0]["name"], "release-notes");
+    assert_eq!(v["near"][0]["why"], "below the floor");
+    assert_eq!(v["near"][0]["evidence"]["description_words"], json!(["app"]));
+
+    let v: Value =
+        serde_json::from_str(&s.ok(&["context", "--json", "rotate this pdf and merge it"])).unwrap();
+    assert_eq!(v["selected"][0]["name"], "pdf-tools");
+    assert!(
+        v["selected"][0]["evidence"]["score"].as_f64().unwrap() >= 1.5,
+        "{}",
+        v["selected"][0]
+    );
+}
