@@ -125,43 +125,57 @@ pub(crate) struct Ranker {
 impl Ranker {
     /// Index the words of `skills`. Skills that the model may not invoke are left out.
     pub(crate) fn new(skills: &[Skill]) -> Ranker {
+        /// Where a word of a skill stands.
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+        enum Field {
+            Name,
+            Rest,
+            Against,
+        }
         let mut scratch = String::new();
-        // Each skill's words by field: name, then everything else.
-        let mut words: Vec<(Vec<String>, Vec<String>, Vec<String>)> = Vec::with_capacity(skills.len());
-        for skill in skills {
-            let mut name = Vec::new();
-            let mut rest = Vec::new();
-            let mut against = Vec::new();
-            if !skill.disable_model_invocation {
-                each_word(&skill.name, &mut scratch, |w| name.push(w.to_string()));
-                let tags = skill.tags.join(", ");
-                for text in [
-                    skill.description.as_str(),
-                    &field(skill, "when_to_use"),
-                    &tags,
-                    &field(skill, "tags"),
-                    &field(skill, "keywords"),
-                ] {
-                    each_word(text, &mut scratch, |w| rest.push(w.to_string()));
-                }
-                each_word(&field(skill, "when_not_to_use"), &mut scratch, |w| {
-                    against.push(w.to_string())
+        // Every word once (`surface`), and each occurrence as (word, skill, field).
+        let mut surface: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        let mut occurrences: Vec<(u32, u32, Field)> = Vec::new();
+        let mut lengths = vec![0f32; skills.len()];
+        for (i, skill) in skills.iter().enumerate() {
+            if skill.disable_model_invocation {
+                continue;
+            }
+            let tags = skill.tags.join(", ");
+            let fields = [
+                (skill.name.as_str(), Field::Name),
+                (skill.description.as_str(), Field::Rest),
+                (&field(skill, "when_to_use"), Field::Rest),
+                (&tags, Field::Rest),
+                (&field(skill, "tags"), Field::Rest),
+                (&field(skill, "keywords"), Field::Rest),
+                (&field(skill, "when_not_to_use"), Field::Against),
+            ];
+            for (text, kind) in fields {
+                each_word(text, &mut scratch, |w| {
+                    let id = match surface.get(w) {
+                        Some(&id) => id,
+                        None => {
+                            let id = surface.len() as u32;
+                            surface.insert(w.into(), id);
+                            id
+                        }
+                    };
+                    occurrences.push((id, i as u32, kind));
+                    if kind != Field::Against {
+                        lengths[i] += 1.0;
+                    }
                 });
             }
-            words.push((name, rest, against));
         }
 
         // Terms: the library's distinct words, shortest first, so a word whose base is
         // already a term joins it ("webhooks" joins "webhook").
-        let mut distinct: Vec<&str> = words
-            .iter()
-            .flat_map(|(n, r, a)| n.iter().chain(r).chain(a))
-            .map(String::as_str)
-            .collect();
-        distinct.sort_unstable_by(|a, b| a.len().cmp(&b.len()).then(a.cmp(b)));
-        distinct.dedup();
+        let mut distinct: Vec<(&str, u32)> = surface.iter().map(|(w, &id)| (&**w, id)).collect();
+        distinct.sort_unstable_by(|a, b| a.0.len().cmp(&b.0.len()).then(a.0.cmp(b.0)));
         let mut ranker = Ranker::default();
-        for w in &distinct {
+        let mut term_of_surface = vec![0u32; surface.len()];
+        for &(w, id) in &distinct {
             let mut joined = None;
             each_base(w, &mut scratch, |base| {
                 if joined.is_none() {
@@ -169,19 +183,19 @@ impl Ranker {
                 }
             });
             let term = joined.unwrap_or_else(|| {
-                ranker.text.push((*w).into());
+                ranker.text.push(w.into());
                 (ranker.text.len() - 1) as u32
             });
-            ranker.terms.insert((*w).into(), term);
+            ranker.terms.insert(w.into(), term);
+            term_of_surface[id as usize] = term;
         }
         // A message's word may be the base of a word the library holds only inflected
         // ("webhook" for "webhooks"): the base finds it too.
         let mut aliases: Vec<(String, u32)> = Vec::new();
-        for w in &distinct {
-            let term = ranker.terms[*w];
+        for &(w, id) in &distinct {
             each_base(w, &mut scratch, |base| {
                 if !ranker.terms.contains_key(base) {
-                    aliases.push((base.to_string(), term));
+                    aliases.push((base.to_string(), term_of_surface[id as usize]));
                 }
             });
         }
@@ -189,41 +203,42 @@ impl Ranker {
             ranker.terms.entry(base.into()).or_insert(term);
         }
 
-        // Postings: each term's weighted frequency per skill, then BM25 with rarity.
-        let terms = ranker.text.len();
-        let mut frequency: Vec<FxHashMap<u32, (f32, bool)>> = vec![FxHashMap::default(); terms];
-        let mut lengths = vec![0f32; skills.len()];
-        for (i, (name, rest, against)) in words.iter().enumerate() {
-            for (list, weight, in_name) in [(name, NAME_WEIGHT, true), (rest, 1.0, false)] {
-                for w in list {
-                    let entry = frequency[ranker.terms[w.as_str()] as usize]
-                        .entry(i as u32)
-                        .or_insert((0.0, false));
-                    entry.0 += weight;
-                    entry.1 |= in_name;
-                }
-            }
-            lengths[i] = (name.len() + rest.len()) as f32;
-            for w in against {
-                let term = ranker.terms[w.as_str()];
-                let list = ranker.against.entry(term).or_default();
-                if !list.iter().any(|(s, _)| *s == i as u32) {
-                    list.push((i as u32, 0.0));
-                }
-            }
-        }
+        // Each term's weighted frequency per skill (sorted by term, then skill), then BM25
+        // with rarity.
+        let mut weighted: Vec<(u32, u32, Field)> = occurrences
+            .into_iter()
+            .map(|(id, skill, kind)| (term_of_surface[id as usize], skill, kind))
+            .collect();
+        weighted.sort_unstable();
         let described = lengths.iter().filter(|&&l| l > 0.0).count().max(1) as f32;
         let average = (lengths.iter().sum::<f32>() / described).max(1.0);
         let idf = |n: f32| (1.0 + (described - n + 0.5) / (n + 0.5)).ln();
         let one = idf(1.0);
-        ranker.rarity = frequency.iter().map(|f| idf(f.len() as f32) / one).collect();
-        ranker.postings = frequency
+        let terms = ranker.text.len();
+        let mut postings: Vec<Vec<(u32, f32, bool)>> = vec![Vec::new(); terms];
+        for &(term, skill, kind) in &weighted {
+            let list = &mut postings[term as usize];
+            if kind == Field::Against {
+                let against = ranker.against.entry(term).or_default();
+                if against.last().is_none_or(|&(s, _)| s != skill) {
+                    against.push((skill, 0.0));
+                }
+                continue;
+            }
+            if list.last().is_none_or(|&(s, _, _)| s != skill) {
+                list.push((skill, 0.0, false));
+            }
+            let last = list.last_mut().expect("just pushed");
+            last.1 += if kind == Field::Name { NAME_WEIGHT } else { 1.0 };
+            last.2 |= kind == Field::Name;
+        }
+        ranker.rarity = postings.iter().map(|p| idf(p.len() as f32) / one).collect();
+        ranker.postings = postings
             .into_iter()
             .enumerate()
-            .map(|(term, per_skill)| {
-                let mut list: Vec<Posting> = per_skill
-                    .into_iter()
-                    .map(|(skill, (tf, in_name))| {
+            .map(|(term, list)| {
+                list.into_iter()
+                    .map(|(skill, tf, in_name)| {
                         let norm = K1 * (1.0 - B + B * lengths[skill as usize] / average);
                         Posting {
                             skill,
@@ -231,9 +246,7 @@ impl Ranker {
                             in_name,
                         }
                     })
-                    .collect();
-                list.sort_unstable_by_key(|p| p.skill);
-                list
+                    .collect()
             })
             .collect();
         // A `when_not_to_use` word takes away what the same word would give a skill of one
