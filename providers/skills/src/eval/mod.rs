@@ -8,7 +8,8 @@
 //!
 //! Scores, per kind and over every request with an answer (a request that selects nothing is a
 //! miss):
-//! - Hit@1: the first selected skill is expected;
+//! - Hit@1: the first selected skill is expected (names compare without case, as the index
+//!   holds one skill per name so compared);
 //! - R@3: an expected skill is among the first three selected;
 //! - precision: selected skills that are expected over all selected, summed over the requests
 //!   with an answer (every skill sent counts: three bodies where one fits cost tokens);
@@ -77,7 +78,7 @@ impl RoutingSet {
             .queries
             .iter()
             .flat_map(|q| &q.expect)
-            .filter(|name| !index.skills().iter().any(|s| &s.name == *name))
+            .filter(|name| index.get(name).is_none())
             .cloned()
             .collect();
         unknown.sort();
@@ -211,8 +212,9 @@ pub fn score<'a>(kind: &str, outcomes: impl Iterator<Item = &'a Outcome>) -> Gro
             continue;
         }
         answered += 1;
-        let expected: HashSet<&str> = o.expect.iter().map(String::as_str).collect();
-        let is_expected = |name: &String| expected.contains(name.as_str());
+        // Names compare as the index compares them: without case (one skill per name).
+        let expected: HashSet<String> = o.expect.iter().map(|n| n.to_lowercase()).collect();
+        let is_expected = |name: &String| expected.contains(&name.to_lowercase());
         hits += usize::from(o.selected.first().is_some_and(is_expected));
         in_three += usize::from(o.selected.iter().take(3).any(is_expected));
         sent_answered += o.selected.len();

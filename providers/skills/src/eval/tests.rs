@@ -26,15 +26,17 @@ fn hit_recall_and_precision_count_every_skill_sent_and_silence_as_a_miss() {
         outcome("p", &["e"], &["x", "y", "z", "e"]),
         // Nothing selected: a miss.
         outcome("p", &["f"], &[]),
+        // Names compare without case, as the index holds them.
+        outcome("p", &["calculate_BMI"], &["calculate_bmi"]),
     ];
     let g = score("p", outcomes.iter());
-    assert_eq!((g.queries, g.answered), (4, 4));
-    assert_eq!(g.hit_at_1, Some(0.25));
-    assert_eq!(g.recall_at_3, Some(0.5));
-    // 3 expected among 9 sent.
-    assert_eq!(g.precision, Some(3.0 / 9.0));
-    assert_eq!(g.no_match, 0.25);
-    assert_eq!(g.selected_per_query, 9.0 / 4.0);
+    assert_eq!((g.queries, g.answered), (5, 5));
+    assert_eq!(g.hit_at_1, Some(0.4));
+    assert_eq!(g.recall_at_3, Some(0.6));
+    // 4 expected among 10 sent.
+    assert_eq!(g.precision, Some(0.4));
+    assert_eq!(g.no_match, 0.2);
+    assert_eq!(g.selected_per_query, 2.0);
 }
 
 #[test]
