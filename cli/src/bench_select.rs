@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use ctxkit_skills::eval::{self, Bfcl, Group, Report, RoutingSet};
 use ctxkit_skills::{
-    SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillMeaning, SkillRoot,
-    Source,
+    SelectOptions, SkillConfig, SkillContextProvider, SkillLibrary, SkillMeaning, SkillRoot, Source,
 };
 use serde_json::json;
 
@@ -49,7 +48,10 @@ impl SelectBench {
     pub(crate) async fn run(self) -> Result<(), CliError> {
         let corpus = match &self.corpus {
             Some(dir) if !dir.is_dir() => {
-                return Err(CliError::new(format!("the corpus `{}` is not a folder", dir.display())))
+                return Err(CliError::new(format!(
+                    "the corpus `{}` is not a folder",
+                    dir.display()
+                )))
             }
             Some(dir) => Some(dir.clone()),
             None => default_corpus().filter(|d| d.is_dir()),
@@ -66,11 +68,16 @@ impl SelectBench {
             ));
         }
         let set = match &self.set {
-            Some(file) => RoutingSet::parse(&read_text_capped(file, MAX_DATA_BYTES)?, &file.display().to_string())?,
+            Some(file) => RoutingSet::parse(
+                &read_text_capped(file, MAX_DATA_BYTES)?,
+                &file.display().to_string(),
+            )?,
             None => RoutingSet::embedded(),
         };
         let bfcl = match &self.bfcl {
-            Some(dir) => Some(Bfcl::parse(|name| read_text_capped(&dir.join(name), MAX_DATA_BYTES))?),
+            Some(dir) => Some(Bfcl::parse(|name| {
+                read_text_capped(&dir.join(name), MAX_DATA_BYTES)
+            })?),
             None => None,
         };
         let model = embedder()?;
@@ -124,7 +131,10 @@ impl SelectBench {
                 let report = eval::run(&provider(library), &index, &bfcl.queries);
                 measured.push(Measured {
                     set: "bfcl",
-                    source: format!("{} functions pooled, one skill per name with its first description", bfcl.pool.len()),
+                    source: format!(
+                        "{} functions pooled, one skill per name with its first description",
+                        bfcl.pool.len()
+                    ),
                     notes: Vec::new(),
                     report,
                 });
@@ -161,13 +171,23 @@ fn default_corpus() -> Option<PathBuf> {
     }
 }
 
-fn print_table(out: &mut impl Write, m: &Measured, lexical: bool, model: Option<&str>) -> std::io::Result<()> {
+fn print_table(
+    out: &mut impl Write,
+    m: &Measured,
+    lexical: bool,
+    model: Option<&str>,
+) -> std::io::Result<()> {
     let r = &m.report;
     let title = match m.set {
         "corpus" => "labelled corpus set",
         _ => "BFCL v4 (multiple, live_multiple; irrelevance sets as requests expecting nothing)",
     };
-    writeln!(out, "{title}: {} skills ({})", r.skills, printable_line(&m.source))?;
+    writeln!(
+        out,
+        "{title}: {} skills ({})",
+        r.skills,
+        printable_line(&m.source)
+    )?;
     writeln!(
         out,
         "selection: default{}{}",

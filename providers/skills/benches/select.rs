@@ -25,7 +25,9 @@ fn select(c: &mut Criterion) {
                 .with_root(Source::Project, 250)
         })
         .collect();
-    assert!(skills.iter().all(|s| s.triggers.is_empty() && !s.description.is_empty()));
+    assert!(skills
+        .iter()
+        .all(|s| s.triggers.is_empty() && !s.description.is_empty()));
     // The words of one skill's description, mixed into the message.
     let wanted = &skills[500];
     let hits: Vec<String> = wanted

@@ -103,9 +103,34 @@ pub(crate) fn message(bytes: usize, hits: &[String]) -> String {
 }
 
 const TOPICS: &[&str] = &[
-    "deploy", "database", "migration", "invoice", "review", "testing", "docker", "kubernetes", "payment",
-    "schema", "security", "audit", "report", "chart", "email", "calendar", "search", "cache", "queue",
-    "upload", "image", "video", "translate", "summarize", "refactor", "debug", "profile", "monitor",
+    "deploy",
+    "database",
+    "migration",
+    "invoice",
+    "review",
+    "testing",
+    "docker",
+    "kubernetes",
+    "payment",
+    "schema",
+    "security",
+    "audit",
+    "report",
+    "chart",
+    "email",
+    "calendar",
+    "search",
+    "cache",
+    "queue",
+    "upload",
+    "image",
+    "video",
+    "translate",
+    "summarize",
+    "refactor",
+    "debug",
+    "profile",
+    "monitor",
 ];
 
 /// `n` skills as agentskills.io writes most of them: a name and a one-sentence description

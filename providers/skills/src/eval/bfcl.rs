@@ -87,9 +87,8 @@ impl Bfcl {
                 vec![None; entries.len()]
             };
             for (entry, expect) in entries.into_iter().zip(answers) {
-                let query = request(&entry).ok_or_else(|| {
-                    EvalError(format!("{file}: entry `{}` has no user message", entry.id))
-                })?;
+                let query = request(&entry)
+                    .ok_or_else(|| EvalError(format!("{file}: entry `{}` has no user message", entry.id)))?;
                 if expect.is_some() {
                     for f in entry.function {
                         if pooled.insert(f.name.clone()) {

@@ -67,7 +67,10 @@ impl RoutingSet {
     pub fn parse(text: &str, file: &str) -> Result<Self, EvalError> {
         let queries: Vec<Query> = json_lines(text, file)?;
         if let Some(q) = queries.iter().find(|q| q.query.trim().is_empty()) {
-            return Err(EvalError(format!("{file}: a request of kind `{}` is empty", q.kind)));
+            return Err(EvalError(format!(
+                "{file}: a request of kind `{}` is empty",
+                q.kind
+            )));
         }
         Ok(RoutingSet { queries })
     }
@@ -185,15 +188,9 @@ pub fn groups(outcomes: &[Outcome]) -> Vec<Group> {
         .collect();
     let answered = |o: &&Outcome| !o.expect.is_empty();
     for (label, with_answer) in [("all with an answer", true), ("all without", false)] {
-        let of_kind = out
-            .iter()
-            .filter(|g| (g.answered > 0) == with_answer)
-            .count();
+        let of_kind = out.iter().filter(|g| (g.answered > 0) == with_answer).count();
         if of_kind > 1 {
-            let total = score(
-                label,
-                outcomes.iter().filter(|o| answered(o) == with_answer),
-            );
+            let total = score(label, outcomes.iter().filter(|o| answered(o) == with_answer));
             out.push(total);
         }
     }

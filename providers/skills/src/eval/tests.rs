@@ -66,7 +66,14 @@ fn groups_follow_the_kinds_with_totals_when_a_side_has_several() {
     let kinds: Vec<&str> = g.iter().map(|g| g.kind.as_str()).collect();
     assert_eq!(
         kinds,
-        ["multiple", "irrelevance", "live_multiple", "live_irrelevance", "all with an answer", "all without"]
+        [
+            "multiple",
+            "irrelevance",
+            "live_multiple",
+            "live_irrelevance",
+            "all with an answer",
+            "all without"
+        ]
     );
     assert_eq!(g[4].hit_at_1, Some(0.5));
     assert_eq!(g[5].no_match, 0.5);
@@ -80,13 +87,18 @@ fn the_embedded_corpus_set_parses_with_its_four_kinds() {
     let set = RoutingSet::embedded();
     let count = |k: &str| set.queries.iter().filter(|q| q.kind == k).count();
     assert_eq!(
-        [count("positive"), count("chitchat"), count("everyday"), count("offtopic-coding")],
+        [
+            count("positive"),
+            count("chitchat"),
+            count("everyday"),
+            count("offtopic-coding")
+        ],
         [210, 32, 48, 32]
     );
     assert!(set
         .queries
         .iter()
-        .all(|q| (q.kind == "positive") == !q.expect.is_empty()));
+        .all(|q| (q.kind == "positive") != q.expect.is_empty()));
 }
 
 #[test]
@@ -107,9 +119,7 @@ fn a_corpus_set_line_must_have_the_three_fields_and_a_request() {
 
 /// A tiny BFCL folder: `multiple` and `live_multiple` share `get_weather` with two descriptions.
 fn bfcl_files() -> HashMap<&'static str, String> {
-    let f = |name: &str, description: &str| {
-        serde_json::json!({"name": name, "description": description, "parameters": {"type": "dict", "properties": {}}})
-    };
+    let f = |name: &str, description: &str| serde_json::json!({"name": name, "description": description, "parameters": {"type": "dict", "properties": {}}});
     let entry = |id: &str, turn: serde_json::Value, functions: Vec<serde_json::Value>| {
         serde_json::json!({"id": id, "question": [turn], "function": functions}).to_string()
     };
@@ -121,22 +131,53 @@ fn bfcl_files() -> HashMap<&'static str, String> {
         (
             "BFCL_v4_multiple.json",
             [
-                entry("multiple_0", user("weather in Paris?"), vec![f("get_weather", "Current weather of a city."), f("triangle.area", "Area of a triangle.")]),
-                entry("multiple_1", user("area of a 3-4-5 triangle"), vec![f("triangle.area", "Area (second wording).")]),
+                entry(
+                    "multiple_0",
+                    user("weather in Paris?"),
+                    vec![
+                        f("get_weather", "Current weather of a city."),
+                        f("triangle.area", "Area of a triangle."),
+                    ],
+                ),
+                entry(
+                    "multiple_1",
+                    user("area of a 3-4-5 triangle"),
+                    vec![f("triangle.area", "Area (second wording).")],
+                ),
             ]
             .join("\n"),
         ),
-        ("possible_answer/BFCL_v4_multiple.json", [answer("multiple_0", "get_weather"), answer("multiple_1", "triangle.area")].join("\n")),
+        (
+            "possible_answer/BFCL_v4_multiple.json",
+            [
+                answer("multiple_0", "get_weather"),
+                answer("multiple_1", "triangle.area"),
+            ]
+            .join("\n"),
+        ),
         (
             "BFCL_v4_live_multiple.json",
             entry(
                 "live_multiple_0-0-0",
                 serde_json::json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "is it raining in Oslo"}]),
-                vec![f("get_weather", "Tells the weather."), f("Uber.ride", "Tìm thời tiết \"quoted\"\nnext line")],
+                vec![
+                    f("get_weather", "Tells the weather."),
+                    f("Uber.ride", "Tìm thời tiết \"quoted\"\nnext line"),
+                ],
             ),
         ),
-        ("possible_answer/BFCL_v4_live_multiple.json", answer("live_multiple_0-0-0", "get_weather")),
-        ("BFCL_v4_irrelevance.json", entry("irrelevance_0", user("tell me a joke"), vec![f("not.pooled", "Never pooled.")])),
+        (
+            "possible_answer/BFCL_v4_live_multiple.json",
+            answer("live_multiple_0-0-0", "get_weather"),
+        ),
+        (
+            "BFCL_v4_irrelevance.json",
+            entry(
+                "irrelevance_0",
+                user("tell me a joke"),
+                vec![f("not.pooled", "Never pooled.")],
+            ),
+        ),
         (
             "BFCL_v4_live_irrelevance.json",
             entry(
@@ -191,8 +232,16 @@ fn bfcl_requests_are_the_last_user_message_and_irrelevance_expects_nothing() {
         got,
         [
             ("multiple", "weather in Paris?", vec!["get_weather".to_string()]),
-            ("multiple", "area of a 3-4-5 triangle", vec!["triangle.area".to_string()]),
-            ("live_multiple", "is it raining in Oslo", vec!["get_weather".to_string()]),
+            (
+                "multiple",
+                "area of a 3-4-5 triangle",
+                vec!["triangle.area".to_string()]
+            ),
+            (
+                "live_multiple",
+                "is it raining in Oslo",
+                vec!["get_weather".to_string()]
+            ),
             ("irrelevance", "tell me a joke", vec![]),
             ("live_irrelevance", "second", vec![]),
         ]
@@ -206,29 +255,47 @@ fn bfcl_answers_must_match_their_entries() {
     let swapped = files[answers].lines().rev().collect::<Vec<_>>().join("\n");
     files.insert(answers, swapped);
     let err = parse_bfcl(&files).unwrap_err().to_string();
-    assert!(err.contains("answer `multiple_1` stands where entry `multiple_0`"), "{err}");
+    assert!(
+        err.contains("answer `multiple_1` stands where entry `multiple_0`"),
+        "{err}"
+    );
 
     let mut files = bfcl_files();
     let one = files[answers].lines().next().unwrap().to_string();
     files.insert(answers, one);
-    assert!(parse_bfcl(&files).unwrap_err().to_string().contains("1 answers for 2 entries"));
+    assert!(parse_bfcl(&files)
+        .unwrap_err()
+        .to_string()
+        .contains("1 answers for 2 entries"));
 
     let mut files = bfcl_files();
     files.insert(
         answers,
-        [r#"{"id": "multiple_0", "ground_truth": [{"elsewhere": {}}]}"#, r#"{"id": "multiple_1", "ground_truth": []}"#].join("\n"),
+        [
+            r#"{"id": "multiple_0", "ground_truth": [{"elsewhere": {}}]}"#,
+            r#"{"id": "multiple_1", "ground_truth": []}"#,
+        ]
+        .join("\n"),
     );
     let err = parse_bfcl(&files).unwrap_err().to_string();
-    assert!(err.contains("calls `elsewhere`, which its entry does not offer"), "{err}");
+    assert!(
+        err.contains("calls `elsewhere`, which its entry does not offer"),
+        "{err}"
+    );
 
     let mut files = bfcl_files();
     files.remove("BFCL_v4_irrelevance.json");
-    assert_eq!(parse_bfcl(&files).unwrap_err().to_string(), "no BFCL_v4_irrelevance.json");
+    assert_eq!(
+        parse_bfcl(&files).unwrap_err().to_string(),
+        "no BFCL_v4_irrelevance.json"
+    );
 }
 
 #[test]
 fn run_scores_what_the_provider_selects() {
-    let text = |name: &str, trigger: &str| format!("---\nname: {name}\ndescription: d\ntriggers: [{trigger}]\n---\nBody.");
+    let text = |name: &str, trigger: &str| {
+        format!("---\nname: {name}\ndescription: d\ntriggers: [{trigger}]\n---\nBody.")
+    };
     let skills = [("greet", "bonjour"), ("pdf", "pdf")]
         .iter()
         .map(|(n, t)| {
@@ -236,7 +303,10 @@ fn run_scores_what_the_provider_selects() {
             Skill::parse(path.as_ref(), &text(n, t), Some(n)).0.unwrap()
         })
         .collect();
-    let library = Arc::new(crate::SkillLibrary::from_index(SkillIndex::build(skills, Vec::new())));
+    let library = Arc::new(crate::SkillLibrary::from_index(SkillIndex::build(
+        skills,
+        Vec::new(),
+    )));
     let provider = SkillContextProvider::new(library.clone(), crate::SkillConfig::default());
     let set = RoutingSet::parse(
         r#"{"query": "say bonjour", "expect": ["greet"], "kind": "positive"}
