@@ -1,5 +1,6 @@
 //! `ctxkit bench tokens`: request tokens of each injection mode, per query, against `full`;
-//! `ctxkit bench memory` is in [`crate::bench_memory`].
+//! `ctxkit bench memory` is in [`crate::bench_memory`], `ctxkit bench select` in
+//! [`crate::bench_select`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -54,6 +55,38 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         tune: bool,
     },
+    /// Skill routing quality and speed of the default selection: Hit@1, R@3, precision,
+    /// no-match rate and µs per message, per kind of request, on the labelled set over the
+    /// skills corpus (built in; needs the corpus) and on BFCL v4 (--bfcl); with an embedding
+    /// model (--embeddings), meaning joins selection.
+    ///
+    /// BFCL's pool rule, which its figures depend on: every function of BFCL_v4_multiple and
+    /// BFCL_v4_live_multiple (in that order, line by line) is one skill per name, keeping the
+    /// FIRST description seen for that name; each of their requests expects the function its
+    /// possible_answer calls; the requests of BFCL_v4_irrelevance and BFCL_v4_live_irrelevance
+    /// expect nothing. A request is the last user message of the entry's turn.
+    Select {
+        /// The unpacked `bfcl_eval/data` folder of the PyPI package bfcl-eval 2026.3.23 (its
+        /// four BFCL_v4_{multiple,live_multiple,irrelevance,live_irrelevance}.json and
+        /// possible_answer/); default: BFCL is not measured.
+        #[arg(long, value_name = "DIR")]
+        bfcl: Option<PathBuf>,
+        /// The folder of skills the labelled set is over (loaded as any skill folder); default:
+        /// $CTXKIT_CORPORA, else ../shared/corpora, measured when it is there.
+        #[arg(long, value_name = "DIR")]
+        corpus: Option<PathBuf>,
+        /// A labelled set in the built-in one's format (JSON Lines of {"query", "expect",
+        /// "kind"}) instead of it.
+        #[arg(long, value_name = "FILE")]
+        set: Option<PathBuf>,
+        /// Select by triggers alone (`SelectOptions::by_description` off), as ctxkit did before
+        /// the ranking, for comparison.
+        #[arg(long)]
+        triggers_only: bool,
+        /// One JSON object per set, with every request's selection.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
@@ -64,6 +97,22 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
             json,
         } => (request, queries, json),
         BenchCommand::Memory { eval, json, tune } => return crate::bench_memory::run(eval, json, tune).await,
+        BenchCommand::Select {
+            bfcl,
+            corpus,
+            set,
+            triggers_only,
+            json,
+        } => {
+            let bench = crate::bench_select::SelectBench {
+                bfcl,
+                corpus,
+                set,
+                triggers_only,
+                json,
+            };
+            return bench.run().await;
+        }
     };
     // The modes differ in skills only: project memory (the same in every mode) is left out
     // unless a database is named, and measuring never creates the user's default database.

@@ -110,6 +110,12 @@ impl From<ctxkit_memory::MemoryError> for CliError {
     }
 }
 
+impl From<ctxkit_skills::eval::EvalError> for CliError {
+    fn from(e: ctxkit_skills::eval::EvalError) -> Self {
+        CliError::caused_by(e.to_string(), e)
+    }
+}
+
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -3,6 +3,7 @@
 
 mod bench_cmd;
 mod bench_memory;
+mod bench_select;
 mod chat;
 mod confined_file;
 mod context_cmd;

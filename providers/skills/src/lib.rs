@@ -34,6 +34,7 @@
 //! without the ones above it:
 //!
 //! ```text
+//! eval                          routing quality: labelled requests through selection, scored
 //! provider                      inject skills into each request, within a token budget
 //! render                        skills as text under a budget (tokens or a host's characters)
 //! select, detect, exec, tools   pick skills; detect projects; run skill tools and hooks;
@@ -60,6 +61,7 @@ mod descriptor;
 mod detect;
 mod diagnostic;
 mod discover;
+pub mod eval;
 mod exec;
 mod external;
 mod index;

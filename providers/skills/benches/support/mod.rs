@@ -101,3 +101,58 @@ pub(crate) fn message(bytes: usize, hits: &[String]) -> String {
     }
     out
 }
+
+const TOPICS: &[&str] = &[
+    "deploy",
+    "database",
+    "migration",
+    "invoice",
+    "review",
+    "testing",
+    "docker",
+    "kubernetes",
+    "payment",
+    "schema",
+    "security",
+    "audit",
+    "report",
+    "chart",
+    "email",
+    "calendar",
+    "search",
+    "cache",
+    "queue",
+    "upload",
+    "image",
+    "video",
+    "translate",
+    "summarize",
+    "refactor",
+    "debug",
+    "profile",
+    "monitor",
+];
+
+/// `n` skills as agentskills.io writes most of them: a name and a one-sentence description
+/// (ordinary words, a few topic words, two pseudo-words), no triggers.
+pub(crate) fn described_skills(n: usize) -> Vec<(String, String)> {
+    let mut rng = Rng::new(47);
+    (0..n)
+        .map(|i| {
+            let name = format!("{}-{}", TOPICS[rng.below(TOPICS.len())], word(&mut rng));
+            let mut words: Vec<String> = vec!["Use".into(), "when".into(), "the".into(), "user".into()];
+            for _ in 0..12 {
+                words.push(match rng.below(4) {
+                    0 => TOPICS[rng.below(TOPICS.len())].to_string(),
+                    1 => word(&mut rng),
+                    _ => FILLER[rng.below(FILLER.len())].to_string(),
+                });
+            }
+            let text = format!(
+                "---\nname: {name}-{i}\ndescription: \"{}.\"\n---\n# {name}\n\nFollow the steps.\n",
+                words.join(" ")
+            );
+            (format!("{name}-{i}"), text)
+        })
+        .collect()
+}
