@@ -1646,6 +1646,74 @@ fn bench_memory_reads_a_set_from_a_folder_and_names_a_bad_line() {
     assert!(stderr(&o).contains("queries.jsonl line 1"), "{}", stderr(&o));
 }
 
+/// `bench select` scores the skills a folder's selection picks for a labelled set, per kind,
+/// and says in one sentence what is missing.
+#[test]
+fn bench_select_scores_a_labelled_set_over_a_skill_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(corpus.join("greet")).unwrap();
+    std::fs::write(
+        corpus.join("greet/SKILL.md"),
+        "---\nname: greet\ndescription: Greetings\ntriggers: [bonjour]\n---\nSay hello.",
+    )
+    .unwrap();
+    let set = dir.path().join("set.jsonl");
+    std::fs::write(
+        &set,
+        [
+            r#"{"query": "say bonjour to Alice", "expect": ["greet"], "kind": "positive"}"#,
+            r#"{"query": "what is 2+2", "expect": [], "kind": "chitchat"}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let args = [
+        "bench",
+        "select",
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "--set",
+        set.to_str().unwrap(),
+    ];
+    let o = ctxkit(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("labelled corpus set: 1 skills"), "{out}");
+    let row = |kind: &str| {
+        out.lines()
+            .find(|l| l.starts_with(kind))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        row("positive").split_whitespace().collect::<Vec<_>>(),
+        ["positive", "1", "1.000", "1.000", "1.000", "0.000", "1.00"]
+    );
+    assert_eq!(
+        row("chitchat").split_whitespace().collect::<Vec<_>>(),
+        ["chitchat", "1", "—", "—", "—", "1.000", "0.00"]
+    );
+    let o = ctxkit(&[&args[..], &["--json"]].concat());
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["set"], "corpus");
+    assert_eq!(v["report"]["outcomes"][0]["selected"][0], "greet");
+
+    let o = ctxkit(&["bench", "select", "--corpus", set.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is not a folder"), "{}", stderr(&o));
+    let o = ctxkit(&[
+        "bench",
+        "select",
+        "--bfcl",
+        dir.path().to_str().unwrap(),
+        "--corpus",
+        corpus.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("BFCL_v4_multiple.json"), "{}", stderr(&o));
+}
+
 #[test]
 fn chat_mounts_the_mcp_servers_of_the_flag_and_of_the_user_config() {
     let skills = skills_dir();
