@@ -138,7 +138,9 @@ fn with_skills_semantic_on_the_hook_injects_a_triggerless_skill_the_prompt_means
         "session_id": "s1",
         "cwd": project,
         "hook_event_name": "UserPromptSubmit",
-        "prompt": "fill in the form of this PDF document",
+        // One word of the description ("files"): below the floor by words alone; meaning
+        // carries it over.
+        "prompt": "combine these two acrobat files into one",
     });
     let hook = |semantic: bool| {
         write(
@@ -155,7 +157,7 @@ fn with_skills_semantic_on_the_hook_injects_a_triggerless_skill_the_prompt_means
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o)
     };
-    assert!(!hook(false).contains("PDF-BODY"), "off by default");
+    assert!(!hook(false).contains("PDF-BODY"), "words alone: below the floor");
     // The first prompt does not wait for the descriptions to be embedded: a background run
     // embeds them, and a later prompt selects by them. Polled, with a guard against a hang.
     assert!(
@@ -175,11 +177,12 @@ fn with_skills_semantic_on_the_hook_injects_a_triggerless_skill_the_prompt_means
     let o = isolated(d)
         .args(["skills", "--dir"])
         .arg(d.join("skills"))
-        .args(["match", "fill in the form of this PDF document"])
+        .args(["match", "--explain", "combine these two acrobat files into one"])
         .current_dir(&project)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let shown = stdout(&o);
     assert!(shown.starts_with("pdf ") && shown.contains("semantic"), "{shown}");
+    assert!(shown.contains("meaning 0."), "{shown}");
 }

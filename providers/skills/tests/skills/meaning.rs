@@ -1,8 +1,8 @@
-//! The opt-in semantic fallback with a real model (all-MiniLM-L6-v2, installed by `.ci/run`
-//! into `target/mcp-suites/embeddings`; skipped with one line elsewhere): a triggerless skill
-//! is selected when the message means what its description says, after the triggers and within
-//! the cap, never for a message no skill serves; its description's vector is kept in the cache
-//! file for the next process.
+//! Meaning in the ranking with a real model (all-MiniLM-L6-v2, installed by `.ci/run` into
+//! `target/mcp-suites/embeddings`; skipped with one line elsewhere): a skill is selected when
+//! the message means what its description says even where its words alone stay below the
+//! floor, within the cap, never for a message no skill serves; the descriptions' vectors are
+//! kept in the cache file for the next process.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -67,45 +67,55 @@ fn picked(p: &SkillContextProvider, message: &str) -> Vec<(String, Reason)> {
         .collect()
 }
 
+/// One word of the pdf skill's description ("files"): below the floor by words alone.
+const IN_OTHER_WORDS: &str = "combine these two acrobat files into one";
+
 #[test]
-fn a_triggerless_skill_is_selected_by_meaning_after_the_triggers_and_within_the_cap() {
+fn meaning_carries_a_skill_its_words_alone_do_not_within_the_cap() {
     let Some(model) = model() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("vectors.bin");
     let p = provider(SkillMeaning::new(model.clone()).cache_file(cache.clone()), 3);
-    assert_eq!(
-        picked(&p, "fill in the form of this PDF document"),
-        [("pdf".to_string(), Reason::Semantic)]
+    let words_only = SkillContextProvider::new(library(), SkillConfig::default());
+    assert!(
+        picked(&words_only, IN_OTHER_WORDS).is_empty(),
+        "words alone: below the floor"
     );
     assert_eq!(
-        picked(&p, "the tests keep failing at random, help me"),
-        [("test-fixing".to_string(), Reason::Semantic)]
+        picked(&p, IN_OTHER_WORDS),
+        [("pdf".to_string(), Reason::Semantic)]
+    );
+    let flaky = picked(&p, "the tests keep failing at random, help me");
+    assert_eq!(
+        flaky.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["test-fixing"]
     );
     assert!(
         picked(&p, "how do I center a div").is_empty(),
         "nothing means that"
     );
-    // Triggers first; the fallback fills what the cap leaves.
-    let both = picked(&p, "bonjour! fill in the form of this PDF document");
-    assert_eq!(both[0], ("greet".to_string(), Reason::Triggered));
+    // A trigger and meaning in one message: both, within the cap; with a cap of one, the
+    // better score.
+    let both = picked(&p, &format!("bonjour! {IN_OTHER_WORDS}"));
+    assert!(
+        both.contains(&("greet".to_string(), Reason::Triggered)),
+        "{both:?}"
+    );
     assert!(both.contains(&("pdf".to_string(), Reason::Semantic)), "{both:?}");
     let capped = provider(SkillMeaning::new(model.clone()), 1);
-    assert_eq!(
-        picked(&capped, "bonjour! fill in the form of this PDF document"),
-        [("greet".to_string(), Reason::Triggered)]
-    );
+    assert_eq!(picked(&capped, &format!("bonjour! {IN_OTHER_WORDS}")).len(), 1);
 
     // The descriptions' vectors were kept: a new provider reads them instead of embedding.
     let kept = std::fs::read(&cache).unwrap();
     assert!(
-        kept.starts_with(b"ctxkit-skill-vectors v1\n") && kept.len() == 24 + 2 * (32 + 4 * 384),
+        kept.starts_with(b"ctxkit-skill-vectors v1\n") && kept.len() == 24 + 3 * (32 + 4 * 384),
         "{}",
         kept.len()
     );
     std::fs::write(&cache, b"damaged").unwrap();
     let again = provider(SkillMeaning::new(model).cache_file(cache.clone()), 3);
     assert_eq!(
-        picked(&again, "fill in the form of this PDF document"),
+        picked(&again, IN_OTHER_WORDS),
         [("pdf".to_string(), Reason::Semantic)]
     );
     assert_eq!(
@@ -122,13 +132,13 @@ fn a_cached_only_selection_never_embeds_descriptions_and_says_what_it_left_out()
     let cache = dir.path().join("skill-vectors.bin");
     let meaning = SkillMeaning::new(model).cache_file(cache.clone()).cached_only();
     let p = provider(meaning.clone(), 3);
-    let message = "fill in the form of this PDF document";
-    assert_eq!(picked(&p, message), [], "nothing is embedded to select");
-    assert_eq!(meaning.pending(), 2, "both triggerless descriptions are missing");
+    let message = IN_OTHER_WORDS;
+    assert_eq!(picked(&p, message), [], "nothing is embedded to select by");
+    assert_eq!(meaning.pending(), 3, "every description is missing");
     assert!(!cache.exists());
 
     // Another process (the hook's background run) embeds them; the next one selects by them.
-    assert_eq!(meaning.prepare(&library().snapshot()), 2);
+    assert_eq!(meaning.prepare(&library().snapshot()), 3);
     let next = provider(meaning.clone(), 3);
     assert_eq!(picked(&next, message), [("pdf".to_string(), Reason::Semantic)]);
     assert_eq!(meaning.pending(), 0);
