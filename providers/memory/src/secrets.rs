@@ -1167,9 +1167,6 @@ fn compiled() -> &'static Compiled {
         Compiled {
             keywords: AhoCorasick::builder()
                 .ascii_case_insensitive(true)
-                // A DFA whatever the number of keywords: the few hundred kilobytes it takes buy
-                // the fastest pass over every text checked.
-                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
                 .build(keywords)
                 .expect("the secret rules' keywords build an automaton"),
             owner,

@@ -278,9 +278,10 @@ impl Ranker {
         let mut scratch = String::new();
         let mut lookup = String::new();
         let mut terms: Vec<u32> = Vec::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         each_word(message, &mut scratch, |w| {
             if let Some(t) = self.term_of(w, &mut lookup) {
-                if !terms.contains(&t) {
+                if seen.insert(t) {
                     terms.push(t);
                 }
             }
