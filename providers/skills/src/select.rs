@@ -3,7 +3,7 @@
 //!
 //! The ranking adds up, per skill, in units of a rare word of the library:
 //! - each trigger that fired: [`TRIGGER_WEIGHT`], strong evidence: a trigger alone selects its
-//!   skill, as it always did, and triggered skills come first;
+//!   skill, as it always did, whatever the floor and the cut say;
 //! - the message's words found in the skill's name, description, `when_to_use` and tags
 //!   (see `rank`), less its `when_not_to_use` words;
 //! - with an embedding model, the message's nearness in meaning to the name and description
@@ -118,7 +118,7 @@ pub struct NearMiss {
 pub struct Ranking {
     /// The selected skills, as [`SkillIndex::select`] returns them.
     pub selected: Vec<Selection>,
-    /// The best-scored skills left out (at most five), triggered ones first, then best first.
+    /// The best-scored skills left out (at most five), best first.
     pub near: Vec<NearMiss>,
 }
 
