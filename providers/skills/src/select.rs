@@ -205,16 +205,6 @@ struct Candidate {
 }
 
 impl Candidate {
-    fn new(skill: usize) -> Self {
-        Candidate {
-            skill,
-            fired: Vec::new(),
-            score: 0.0,
-            words_enough: false,
-            meaning: 0.0,
-        }
-    }
-
     fn total(&self) -> f32 {
         self.score + self.meaning
     }
@@ -285,54 +275,76 @@ impl SkillIndex {
                 ranker.score(&self.words_text(&lowered), self.skills.len()),
             )
         });
-        let mut candidates: Vec<Candidate> = Vec::new();
-        let mut slot: Vec<u32> = vec![u32::MAX; self.skills.len()];
-        let mut at = |candidates: &mut Vec<Candidate>, i: usize| -> usize {
-            if slot[i] == u32::MAX {
-                slot[i] = candidates.len() as u32;
-                candidates.push(Candidate::new(i));
-            }
-            slot[i] as usize
+        let fired = self.fired(&lowered);
+        let meaning_part = |i: usize| {
+            meaning
+                .filter(|_| options.by_description)
+                .and_then(|m| m.get(i))
+                .map_or(0.0, |&cosine| (MEANING_WEIGHT * (cosine - MEANING_ZERO)).max(0.0))
         };
-        for (i, fired) in self.fired(&lowered) {
-            let c = at(&mut candidates, i);
-            candidates[c].score += TRIGGER_WEIGHT * fired.len() as f32;
-            candidates[c].fired = fired;
+        // Each skill's total first, in one dense pass; only the best few become candidates.
+        let n = self.skills.len();
+        let mut total = vec![0f32; n];
+        let mut reached = vec![false; n];
+        for (i, hits) in &fired {
+            total[*i] += TRIGGER_WEIGHT * hits.len() as f32;
+            reached[*i] = true;
         }
         if let Some((_, scores)) = &words {
             for &i in &scores.touched {
-                let c = at(&mut candidates, i);
-                candidates[c].score += scores.score[i];
-                candidates[c].words_enough = scores.matched[i] >= 2 || scores.rare_name[i] >= RARE_NAME_WORD;
+                total[i] += scores.skills[i].score;
+                reached[i] = true;
             }
         }
-        if let Some(cosines) = meaning.filter(|_| options.by_description) {
-            for (i, &cosine) in cosines.iter().enumerate() {
-                let part = MEANING_WEIGHT * (cosine - MEANING_ZERO);
+        if meaning.is_some() {
+            for (i, t) in total.iter_mut().enumerate() {
+                let part = meaning_part(i);
                 if part > 0.0 {
-                    let c = at(&mut candidates, i);
-                    candidates[c].meaning = part;
+                    *t += part;
+                    reached[i] = true;
                 }
             }
         }
-        candidates.retain(|c| !taken(&out, c.skill) && !self.skills[c.skill].disable_model_invocation);
-        let best = candidates.iter().map(Candidate::total).fold(0.0, f32::max);
-        // Only the best few can be selected or shown as near misses: triggered skills, then
-        // the others by score.
-        let triggered = candidates.iter().filter(|c| !c.fired.is_empty()).count();
+        // Only the best few can be selected or shown as near misses: as many as the cap and
+        // the near misses allow, beside every triggered skill. They are kept in order as the
+        // skills go by, so most skills cost one comparison.
+        let triggered = fired.iter().filter(|(i, _)| !taken(&out, *i)).count();
         let keep = triggered
             .saturating_add(options.max_skills)
             .saturating_add(NEAR_MISSES);
-        let order = |a: &Candidate, b: &Candidate| {
-            b.total()
-                .total_cmp(&a.total())
-                .then(self.rank[a.skill].cmp(&self.rank[b.skill]))
+        let order = |a: &(f32, usize), b: &(f32, usize)| {
+            b.0.total_cmp(&a.0).then(self.rank[a.1].cmp(&self.rank[b.1]))
         };
-        if candidates.len() > keep {
-            candidates.select_nth_unstable_by(keep - 1, order);
-            candidates.truncate(keep);
+        let mut pool: Vec<(f32, usize)> = Vec::with_capacity(keep.min(n) + 1);
+        for i in (0..n).filter(|&i| reached[i]) {
+            let entry = (total[i], i);
+            if pool.len() == keep && pool.last().is_some_and(|last| order(last, &entry).is_le()) {
+                continue;
+            }
+            let at = pool.partition_point(|kept| order(kept, &entry).is_lt());
+            if at < keep && !taken(&out, i) && !self.skills[i].disable_model_invocation {
+                pool.insert(at, entry);
+                pool.truncate(keep);
+            }
         }
-        candidates.sort_by(order);
+        let best = pool.first().map_or(0.0, |&(t, _)| t.max(0.0));
+        let mut fired = fired;
+        let candidates = pool.into_iter().map(|(_, i)| {
+            let hits = fired
+                .iter_mut()
+                .find(|(s, _)| *s == i)
+                .map(|(_, hits)| std::mem::take(hits))
+                .unwrap_or_default();
+            let part = meaning_part(i);
+            let words = words.as_ref().map(|(_, s)| s.skills[i]).unwrap_or_default();
+            Candidate {
+                skill: i,
+                score: total[i] - part,
+                words_enough: words.matched >= 2 || words.rare_name >= RARE_NAME_WORD,
+                meaning: part,
+                fired: hits,
+            }
+        });
 
         let mut near: Vec<NearMiss> = Vec::new();
         let mut ranked = 0;
