@@ -293,7 +293,8 @@ impl SkillContextProvider {
         phase: Option<Phase>,
         max_skills: Option<usize>,
     ) -> Vec<Selection> {
-        self.explain(index, messages, project, phase, max_skills).selected
+        self.ranking(index, messages, project, phase, max_skills, 0)
+            .selected
     }
 
     /// What [`select`](Self::select) selects, with the evidence behind each skill and the
@@ -305,6 +306,26 @@ impl SkillContextProvider {
         project: Option<&str>,
         phase: Option<Phase>,
         max_skills: Option<usize>,
+    ) -> Ranking {
+        self.ranking(
+            index,
+            messages,
+            project,
+            phase,
+            max_skills,
+            crate::select::NEAR_MISSES,
+        )
+    }
+
+    /// [`explain`](Self::explain) with at most `near_misses` near misses.
+    fn ranking(
+        &self,
+        index: &Arc<SkillIndex>,
+        messages: &[Message],
+        project: Option<&str>,
+        phase: Option<Phase>,
+        max_skills: Option<usize>,
+        near_misses: usize,
     ) -> Ranking {
         let window: Vec<&str> = {
             let mut users: Vec<&str> = messages
@@ -329,7 +350,7 @@ impl SkillContextProvider {
             }
             _ => None,
         };
-        index.rank(&window, &detected, &options, cosines.as_deref())
+        index.ranking(&window, &detected, &options, cosines.as_deref(), near_misses)
     }
 
     /// The cosine of `message` with every skill's name and description, the vectors of the

@@ -42,7 +42,7 @@ const STOP: u32 = u32::MAX;
 /// without single characters and numbers. Stop words are left to the caller (see [`STOP`]).
 fn each_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
     if text.is_ascii() {
-        return each_ascii_word(text.as_bytes(), scratch, each);
+        return each_ascii_word(text, scratch, each);
     }
     for raw in text.split(|c: char| !is_word_char(c) || c == '_') {
         let mut start = 0;
@@ -65,7 +65,7 @@ fn each_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
 
 /// [`each_word`] for ASCII text (most messages and descriptions), a byte at a time: the same
 /// words at a fraction of the cost, as a 2 KB message is read for every selection.
-fn each_ascii_word(text: &[u8], scratch: &mut String, mut each: impl FnMut(&str)) {
+fn each_ascii_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
     /// A byte's class: 0 splits, then lowercase, uppercase, digit.
     const SPLIT: u8 = 0;
     const LOWER: u8 = 1;
@@ -77,34 +77,40 @@ fn each_ascii_word(text: &[u8], scratch: &mut String, mut each: impl FnMut(&str)
         b'0'..=b'9' => DIGIT,
         _ => SPLIT,
     };
-    let mut emit = |piece: &[u8], letters: usize| {
-        if letters >= 2 {
+    // A piece without capitals is passed as it stands (the ranker's messages come lowercased).
+    let mut emit = |piece: &str, letters: usize, capitals: bool| {
+        if letters < 2 {
+            return;
+        }
+        if capitals {
             scratch.clear();
-            scratch.extend(piece.iter().map(|b| char::from(b.to_ascii_lowercase())));
+            scratch.push_str(piece);
+            scratch.make_ascii_lowercase();
             each(scratch);
+        } else {
+            each(piece);
         }
     };
-    let (mut start, mut letters, mut previous) = (0, 0, SPLIT);
-    for (at, &b) in text.iter().enumerate() {
+    let (mut start, mut letters, mut capitals, mut previous) = (0, 0, false, SPLIT);
+    for (at, &b) in text.as_bytes().iter().enumerate() {
         let c = class(b);
-        let cut = match (previous, c) {
-            (_, SPLIT) => true,
-            (LOWER, UPPER) => true,
-            (LOWER | UPPER, DIGIT) | (DIGIT, LOWER | UPPER) => true,
-            _ => false,
-        };
+        let cut = matches!(
+            (previous, c),
+            (_, SPLIT) | (LOWER, UPPER) | (LOWER | UPPER, DIGIT) | (DIGIT, LOWER | UPPER)
+        );
         if cut && previous != SPLIT {
-            emit(&text[start..at], letters);
-            letters = 0;
+            emit(&text[start..at], letters, capitals);
+            (letters, capitals) = (0, false);
         }
         if cut || previous == SPLIT {
             start = if c == SPLIT { at + 1 } else { at };
         }
         letters += usize::from(c == LOWER || c == UPPER);
+        capitals |= c == UPPER;
         previous = c;
     }
     if previous != SPLIT {
-        emit(&text[start..], letters);
+        emit(&text[start..], letters, capitals);
     }
 }
 
@@ -159,8 +165,6 @@ pub(crate) struct WordScores {
     terms: Vec<u32>,
     /// Per skill.
     pub(crate) skills: Vec<SkillWords>,
-    /// The skills some term reached, in index order.
-    pub(crate) touched: Vec<usize>,
 }
 
 /// The library's words, their terms and postings (see the module docs).
@@ -369,14 +373,7 @@ impl Ranker {
                 acc[skill as usize].score -= weight;
             }
         }
-        // One pass over the skills is cheaper than noting each the first time a posting
-        // reaches it.
-        let touched = (0..skills).filter(|&i| acc[i].matched > 0).collect();
-        WordScores {
-            terms,
-            skills: acc,
-            touched,
-        }
+        WordScores { terms, skills: acc }
     }
 
     /// The words behind skill `i`'s score: the message's terms in its name, those only in

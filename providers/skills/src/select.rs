@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::index::SkillIndex;
 use crate::matcher::Hit;
+use crate::rank::SkillWords;
 use ctxkit::text::is_word_char;
 
 /// Why a skill was selected.
@@ -190,7 +191,7 @@ impl Default for SelectOptions {
 }
 
 /// How many skills left out a ranking shows.
-const NEAR_MISSES: usize = 5;
+pub(crate) const NEAR_MISSES: usize = 5;
 
 /// A skill the ranking weighs: its triggers that fired, what its words gave, what meaning gave.
 struct Candidate {
@@ -231,7 +232,7 @@ impl SkillIndex {
     /// Select skills for `messages` (the user messages to match, oldest first; usually just the
     /// latest). `detected` lists skills auto-detected for the session.
     pub fn select(&self, messages: &[&str], detected: &[usize], options: &SelectOptions) -> Vec<Selection> {
-        self.rank(messages, detected, options, None).selected
+        self.ranking(messages, detected, options, None, 0).selected
     }
 
     /// Select as [`select`](Self::select) does, with the message's cosine with each skill's
@@ -243,6 +244,19 @@ impl SkillIndex {
         detected: &[usize],
         options: &SelectOptions,
         meaning: Option<&[f32]>,
+    ) -> Ranking {
+        self.ranking(messages, detected, options, meaning, NEAR_MISSES)
+    }
+
+    /// [`rank`](Self::rank) with at most `near_misses` near misses (none: selection alone
+    /// builds no evidence it would throw away).
+    pub(crate) fn ranking(
+        &self,
+        messages: &[&str],
+        detected: &[usize],
+        options: &SelectOptions,
+        meaning: Option<&[f32]>,
+        near_misses: usize,
     ) -> Ranking {
         let mut out: Vec<Selection> = Vec::new();
         // A skill out of phase counts as taken: nothing selects it.
@@ -275,36 +289,21 @@ impl SkillIndex {
                 ranker.score(&self.words_text(&lowered), self.skills.len()),
             )
         });
-        let fired = self.fired(&lowered);
-        let meaning_part = |i: usize| {
-            meaning
+        let mut fired = self.fired(&lowered);
+        let n = self.skills.len();
+        let mut triggers = vec![0f32; if fired.is_empty() { 0 } else { n }];
+        for (i, hits) in &fired {
+            triggers[*i] = TRIGGER_WEIGHT * hits.len() as f32;
+        }
+        // What each kind of evidence gives skill `i`: triggers, words, meaning.
+        let evidence = |i: usize| {
+            let words = words.as_ref().map_or(SkillWords::default(), |(_, s)| s.skills[i]);
+            let meaning = meaning
                 .filter(|_| options.by_description)
                 .and_then(|m| m.get(i))
-                .map_or(0.0, |&cosine| (MEANING_WEIGHT * (cosine - MEANING_ZERO)).max(0.0))
+                .map_or(0.0, |&cosine| (MEANING_WEIGHT * (cosine - MEANING_ZERO)).max(0.0));
+            (triggers.get(i).copied().unwrap_or(0.0), words, meaning)
         };
-        // Each skill's total first, in one dense pass; only the best few become candidates.
-        let n = self.skills.len();
-        let mut total = vec![0f32; n];
-        let mut reached = vec![false; n];
-        for (i, hits) in &fired {
-            total[*i] += TRIGGER_WEIGHT * hits.len() as f32;
-            reached[*i] = true;
-        }
-        if let Some((_, scores)) = &words {
-            for &i in &scores.touched {
-                total[i] += scores.skills[i].score;
-                reached[i] = true;
-            }
-        }
-        if meaning.is_some() {
-            for (i, t) in total.iter_mut().enumerate() {
-                let part = meaning_part(i);
-                if part > 0.0 {
-                    *t += part;
-                    reached[i] = true;
-                }
-            }
-        }
         // Only the best few can be selected or shown as near misses: as many as the cap and
         // the near misses allow, beside every triggered skill. They are kept in order as the
         // skills go by, so most skills cost one comparison.
@@ -316,10 +315,16 @@ impl SkillIndex {
             b.0.total_cmp(&a.0).then(self.rank[a.1].cmp(&self.rank[b.1]))
         };
         let mut pool: Vec<(f32, usize)> = Vec::with_capacity(keep.min(n) + 1);
-        for i in (0..n).filter(|&i| reached[i]) {
-            let entry = (total[i], i);
-            if pool.len() == keep && pool.last().is_some_and(|last| order(last, &entry).is_le()) {
+        for i in 0..n {
+            let (trigger, words, meaning) = evidence(i);
+            if trigger == 0.0 && words.matched == 0 && meaning == 0.0 {
                 continue;
+            }
+            let entry = (trigger + words.score + meaning, i);
+            if let Some(last) = pool.last().filter(|_| pool.len() == keep) {
+                if entry.0 < last.0 || order(last, &entry).is_le() {
+                    continue;
+                }
             }
             let at = pool.partition_point(|kept| order(kept, &entry).is_lt());
             if at < keep && !taken(&out, i) && !self.skills[i].disable_model_invocation {
@@ -328,20 +333,18 @@ impl SkillIndex {
             }
         }
         let best = pool.first().map_or(0.0, |&(t, _)| t.max(0.0));
-        let mut fired = fired;
         let candidates = pool.into_iter().map(|(_, i)| {
+            let (trigger, words, meaning) = evidence(i);
             let hits = fired
                 .iter_mut()
                 .find(|(s, _)| *s == i)
                 .map(|(_, hits)| std::mem::take(hits))
                 .unwrap_or_default();
-            let part = meaning_part(i);
-            let words = words.as_ref().map(|(_, s)| s.skills[i]).unwrap_or_default();
             Candidate {
                 skill: i,
-                score: total[i] - part,
+                score: trigger + words.score,
                 words_enough: words.matched >= 2 || words.rare_name >= RARE_NAME_WORD,
-                meaning: part,
+                meaning,
                 fired: hits,
             }
         });
@@ -361,7 +364,7 @@ impl SkillIndex {
                 None
             };
             let why = why.or((ranked >= options.max_skills).then_some("past the cap"));
-            if why.is_some() && near.len() >= NEAR_MISSES {
+            if why.is_some() && near.len() >= near_misses {
                 continue;
             }
             let (name_words, description_words, against) = match &words {
