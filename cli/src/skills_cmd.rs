@@ -30,8 +30,9 @@ pub(crate) struct SkillsArgs {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum SkillsCommand {
-    /// List loaded skills: name, source, priority, triggers and description; skills turned
-    /// off are listed last, marked `(disabled)`.
+    /// List loaded skills: name, source, format (skill, convention, cursor, copilot),
+    /// priority, triggers and description; skills turned off are listed last, marked
+    /// `(disabled)`.
     List {
         /// One JSON object per skill per line.
         #[arg(long)]
@@ -247,16 +248,17 @@ fn list(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliE
             let v = json!({
                 "name": s.name, "id": s.id, "description": s.description, "source": s.source,
                 "priority": s.priority, "triggers": s.triggers, "path": s.path, "enabled": enabled,
-                "inject_into": s.inject_into,
+                "inject_into": s.inject_into, "format": s.format,
             });
             writeln!(out, "{v}")?;
         } else {
             let n = s.triggers.literals().count() + s.triggers.patterns.len();
             writeln!(
                 out,
-                "{:<28} {:<8} {:>4}  {:>2} triggers  {}{}",
+                "{:<28} {:<8} {:<10} {:>4}  {:>2} triggers  {}{}",
                 printable_line(&s.name),
                 format!("{:?}", s.source).to_lowercase(),
+                s.format.as_str(),
                 s.priority,
                 n,
                 if enabled { "" } else { "(disabled) " },

@@ -1015,3 +1015,40 @@ fn skills_match_explains_the_ranking_and_its_near_misses() {
         v["selected"][0]
     );
 }
+
+/// A Cursor rule and a Copilot instructions file in the project load as skills: `skills list`
+/// names their format, a rule whose globs match a project file is detected and injected, and
+/// the repository-wide Copilot file is injected with every request.
+#[test]
+fn cursor_rules_and_copilot_instructions_are_listed_detected_and_injected() {
+    let s = Setup::new();
+    write(
+        &s.project().join(".cursor/rules/react.mdc"),
+        "---\ndescription: React components\nglobs: [\"**/*.tsx\"]\nalwaysApply: false\n---\nREACT-RULE-BODY\n",
+    );
+    write(
+        &s.project().join(".github/copilot-instructions.md"),
+        "# Repository rules\nCOPILOT-BODY\n",
+    );
+    let list = s.ok(&["skills", "list"]);
+    let row = |name: &str| list.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{list}"));
+    assert!(row("react ").contains(" cursor "), "{list}");
+    assert!(row("copilot-instructions").contains(" copilot "), "{list}");
+    assert!(row("alpha").contains(" skill "), "{list}");
+    let json = s.ok(&["skills", "list", "--json"]);
+    assert!(json.contains(r#""format":"cursor""#), "{json}");
+
+    let names = |v: Value| -> Vec<String> {
+        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+    };
+    let injected = names(s.injected(&[], "hello there"));
+    assert!(injected.contains(&"copilot-instructions".to_string()), "{injected:?}");
+    assert!(!injected.contains(&"react".to_string()), "no .tsx file yet: {injected:?}");
+    assert_eq!(s.ok(&["skills", "detect", "--json"]), "");
+
+    write(&s.project().join("src/App.tsx"), "export {}\n");
+    let detect: Value = serde_json::from_str(s.ok(&["skills", "detect", "--json"]).trim()).unwrap();
+    assert_eq!(detect, json!({"name": "react", "files": ["src/App.tsx"], "patterns": []}));
+    let injected = names(s.injected(&[], "hello there"));
+    assert!(injected.contains(&"react".to_string()), "{injected:?}");
+}

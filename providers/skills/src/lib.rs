@@ -92,7 +92,7 @@ pub use select::{
     Evidence, NearMiss, Ranking, Reason, SelectOptions, Selection, DEFAULT_CUT, DEFAULT_FLOOR,
     MEANING_WEIGHT, MEANING_ZERO, TRIGGER_WEIGHT,
 };
-pub use skill::{Detect, Skill, Source, Triggers};
+pub use skill::{Detect, Format, Skill, Source, Triggers};
 
 /// Every public type can be shared across threads: a library is reloaded while requests run,
 /// and an agent holds the provider behind an `Arc`. Checked at compile time.
@@ -108,6 +108,7 @@ const _: () = {
     send_sync::<SkillHooks>();
     send_sync::<Mode>();
     send_sync::<Evidence>();
+    send_sync::<Format>();
     send_sync::<NearMiss>();
     send_sync::<Ranking>();
     send_sync::<Reason>();
