@@ -658,6 +658,19 @@ fn skills_new_scaffolds_a_skill_that_validates_and_passes_its_examples() {
     s.ok(&["skills", "validate"]);
     let out = s.ok(&["skills", "test", "--skill", "pdf-tools"]);
     assert!(out.contains("ok   pdf-tools: 2 hits, 0 misses"), "{out}");
+    // It follows the specification to the letter, where the setup's skills (top-level
+    // `triggers`) do not, and `--spec` says how to fix them.
+    s.ok(&["skills", "new", "csv-tools", "--dir", "fresh"]);
+    let spec = s.ok(&["skills", "validate", "--spec", "--dir", "fresh"]);
+    assert!(spec.contains("0 errors against the agentskills.io specification"), "{spec}");
+    let o = s.run(&["skills", "validate", "--spec"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("skills/alpha/SKILL.md:4: error: `triggers` is not a field of the specification")
+            && stdout(&o).contains("write `metadata: {triggers: \"deploy, docs\"}`, which ctxkit reads the same way"),
+        "{}",
+        stdout(&o)
+    );
     let again = s.run(&["skills", "new", "pdf-tools"]);
     assert!(stderr(&again).contains("already exists"));
     let bad = s.run(&["skills", "new", "../escape"]);

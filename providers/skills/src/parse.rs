@@ -4,6 +4,7 @@
 
 mod bounds;
 mod foreign;
+mod spec;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -67,6 +68,30 @@ fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     let after = &rest[close + 4..];
     let body = after.split_once('\n').map_or("", |(_, body)| body);
     (Some(frontmatter), body.trim())
+}
+
+/// Why a frontmatter must not reach the YAML parser (its size, nesting or brackets), with the
+/// file line at fault.
+fn over_bounds(frontmatter: &str, lines: &bounds::LineIndex) -> Option<(usize, String)> {
+    if frontmatter.len() > MAX_FRONTMATTER_BYTES {
+        let why = format!(
+            "the frontmatter is {} KiB, more than the {} KiB limit",
+            frontmatter.len().div_ceil(1024),
+            MAX_FRONTMATTER_BYTES >> 10
+        );
+        return Some((1, why));
+    }
+    if let Some(at) = bounds::too_deep(frontmatter, MAX_NESTING) {
+        let why = format!("the frontmatter is too deeply nested (more than {MAX_NESTING} levels of brackets or indentation)");
+        return Some((lines.line(at) + 2, why));
+    }
+    let brackets = frontmatter.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    (brackets > MAX_BRACKETS).then(|| {
+        (
+            2,
+            format!("the frontmatter has {brackets} `[` and `{{`, more than {MAX_BRACKETS}"),
+        )
+    })
 }
 
 /// The first non-blank line of `text`, without a heading's `#`s: the description of a file
@@ -209,29 +234,9 @@ impl<'a> Parser<'a> {
             let skill = self.plain(default_name, content)?;
             return Some(foreign::activate(format, self.path, false, skill));
         };
-        if frontmatter.len() > MAX_FRONTMATTER_BYTES {
-            return self.fail(
-                Some(1),
-                format!(
-                    "the frontmatter is {} KiB, more than the {} KiB limit; the skill is skipped",
-                    frontmatter.len().div_ceil(1024),
-                    MAX_FRONTMATTER_BYTES >> 10
-                ),
-            );
-        }
         let lines = bounds::LineIndex::new(frontmatter);
-        if let Some(at) = bounds::too_deep(frontmatter, MAX_NESTING) {
-            return self.fail(
-                Some(lines.line(at) + 2),
-                format!("the frontmatter is too deeply nested (more than {MAX_NESTING} levels of brackets or indentation); the skill is skipped"),
-            );
-        }
-        let brackets = frontmatter.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
-        if brackets > MAX_BRACKETS {
-            return self.fail(
-                Some(2),
-                format!("the frontmatter has {brackets} `[` and `{{`, more than {MAX_BRACKETS}; the skill is skipped"),
-            );
+        if let Some((line, why)) = over_bounds(frontmatter, &lines) {
+            return self.fail(Some(line), format!("{why}; the skill is skipped"));
         }
         self.keys = lines.top_level_keys(frontmatter);
         if format == Format::Skill || format == Format::Convention {

@@ -19,7 +19,7 @@ use super::{first_line, yaml_scalar, Parser};
 use crate::skill::{Format, Skill};
 
 /// Longest skill name (agentskills.io).
-const MAX_NAME: usize = 64;
+pub(super) const MAX_NAME: usize = 64;
 
 /// A valid skill name from a rule's file name: `React Hooks.mdc` -> `react-hooks`,
 /// `api.instructions.md` -> `api`, `copilot-instructions.md` -> `copilot-instructions`.
@@ -29,8 +29,20 @@ pub(super) fn rule_name(path: &Path) -> String {
         .iter()
         .find_map(|ext| file.strip_suffix(ext))
         .unwrap_or(file);
+    let name = valid_name(stem);
+    if name.is_empty() {
+        "rule".into()
+    } else {
+        name
+    }
+}
+
+/// `text` as a valid skill name: lowercase ASCII letters and digits, every other run of
+/// characters one hyphen, none at either end, at most 64 characters (empty when nothing is
+/// left).
+pub(super) fn valid_name(text: &str) -> String {
     let mut name = String::new();
-    for c in stem.chars().map(|c| c.to_ascii_lowercase()) {
+    for c in text.chars().map(|c| c.to_ascii_lowercase()) {
         if c.is_ascii_lowercase() || c.is_ascii_digit() {
             name.push(c);
         } else if !name.is_empty() && !name.ends_with('-') {
@@ -38,12 +50,7 @@ pub(super) fn rule_name(path: &Path) -> String {
         }
     }
     name.truncate(MAX_NAME);
-    let name = name.trim_end_matches('-');
-    if name.is_empty() {
-        "rule".into()
-    } else {
-        name.into()
-    }
+    name.trim_end_matches('-').to_string()
 }
 
 /// Quote the value of a top-level `globs:` or `applyTo:` line written bare: Cursor documents
