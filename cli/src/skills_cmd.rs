@@ -382,12 +382,14 @@ fn validate_spec(library: &SkillLibrary, json: bool, out: &mut impl Write) -> Re
     }
     let files: HashSet<&Path> = found.iter().map(|d| d.path.as_path()).collect();
     if !json {
-        writeln!(
-            out,
-            "{} errors against the agentskills.io specification in {} SKILL.md files",
-            found.len(),
-            files.len()
-        )?;
+        let summary = match found.len() {
+            0 => "every SKILL.md follows the agentskills.io specification".to_string(),
+            n => format!(
+                "{n} errors against the agentskills.io specification in {} SKILL.md files",
+                files.len()
+            ),
+        };
+        writeln!(out, "{summary}")?;
     }
     if !found.is_empty() {
         return Err(CliError::quiet(format!(

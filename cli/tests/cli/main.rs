@@ -18,3 +18,4 @@ mod mcp_external;
 mod mcp_http;
 mod meaning;
 mod postgres;
+mod spec;
