@@ -123,10 +123,13 @@ fn template(name: &str, description: &str) -> (String, String) {
         serde_json::to_string(description).unwrap_or_default(),
         serde_json::to_string(&trigger).unwrap_or_default(),
     );
-    let tests = [(format!("help me with {trigger}"), true), ("what is 2+2?".into(), false)]
-        .iter()
-        .map(|(text, fires)| format!("{}\n", json!({"text": text, "fires": fires})))
-        .collect();
+    let tests = [
+        (format!("help me with {trigger}"), true),
+        ("what is 2+2?".into(), false),
+    ]
+    .iter()
+    .map(|(text, fires)| format!("{}\n", json!({"text": text, "fires": fires})))
+    .collect();
     (skill, tests)
 }
 

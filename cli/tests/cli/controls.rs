@@ -667,7 +667,8 @@ fn skills_new_scaffolds_a_skill_that_validates_and_passes_its_examples() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(
         stdout(&o).contains("skills/alpha/SKILL.md:4: error: `triggers` is not a field of the specification")
-            && stdout(&o).contains("write `metadata: {triggers: \"deploy, docs\"}`, which ctxkit reads the same way"),
+            && stdout(&o)
+                .contains("write `metadata: {triggers: \"deploy, docs\"}`, which ctxkit reads the same way"),
         "{}",
         stdout(&o)
     );
@@ -1044,7 +1045,11 @@ fn cursor_rules_and_copilot_instructions_are_listed_detected_and_injected() {
         "# Repository rules\nCOPILOT-BODY\n",
     );
     let list = s.ok(&["skills", "list"]);
-    let row = |name: &str| list.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{list}"));
+    let row = |name: &str| {
+        list.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{list}"))
+    };
     assert!(row("react ").contains(" cursor "), "{list}");
     assert!(row("copilot-instructions").contains(" copilot "), "{list}");
     assert!(row("alpha").contains(" skill "), "{list}");
@@ -1052,16 +1057,29 @@ fn cursor_rules_and_copilot_instructions_are_listed_detected_and_injected() {
     assert!(json.contains(r#""format":"cursor""#), "{json}");
 
     let names = |v: Value| -> Vec<String> {
-        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
     };
     let injected = names(s.injected(&[], "hello there"));
-    assert!(injected.contains(&"copilot-instructions".to_string()), "{injected:?}");
-    assert!(!injected.contains(&"react".to_string()), "no .tsx file yet: {injected:?}");
+    assert!(
+        injected.contains(&"copilot-instructions".to_string()),
+        "{injected:?}"
+    );
+    assert!(
+        !injected.contains(&"react".to_string()),
+        "no .tsx file yet: {injected:?}"
+    );
     assert_eq!(s.ok(&["skills", "detect", "--json"]), "");
 
     write(&s.project().join("src/App.tsx"), "export {}\n");
     let detect: Value = serde_json::from_str(s.ok(&["skills", "detect", "--json"]).trim()).unwrap();
-    assert_eq!(detect, json!({"name": "react", "files": ["src/App.tsx"], "patterns": []}));
+    assert_eq!(
+        detect,
+        json!({"name": "react", "files": ["src/App.tsx"], "patterns": []})
+    );
     let injected = names(s.injected(&[], "hello there"));
     assert!(injected.contains(&"react".to_string()), "{injected:?}");
 }

@@ -67,7 +67,10 @@ fn the_plugin_runs_the_hooks_hook_install_writes_and_serves_ctxkit_mcp() {
     assert_eq!(hooks["hooks"], installed);
 
     let mcp = read_json(&folder.join(".mcp.json"));
-    assert_eq!(mcp["mcpServers"]["ctxkit"], json!({"command": "ctxkit", "args": ["mcp"]}));
+    assert_eq!(
+        mcp["mcpServers"]["ctxkit"],
+        json!({"command": "ctxkit", "args": ["mcp"]})
+    );
 }
 
 /// A stand-in for the Anthropic Messages API: a streamed answer to a streamed request, a plain
@@ -87,7 +90,10 @@ fn anthropic() -> (String, crate::cli::Exchanges) {
             return (200, whole.to_string());
         }
         let events = [
-            ("message_start", json!({"type": "message_start", "message": message})),
+            (
+                "message_start",
+                json!({"type": "message_start", "message": message}),
+            ),
             (
                 "content_block_start",
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
@@ -96,7 +102,10 @@ fn anthropic() -> (String, crate::cli::Exchanges) {
                 "content_block_delta",
                 json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Bonjour, Alice!"}}),
             ),
-            ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
             (
                 "message_delta",
                 json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 3}}),
@@ -115,7 +124,9 @@ fn anthropic() -> (String, crate::cli::Exchanges) {
 fn claude_code_installs_the_plugin_from_the_marketplace_and_a_matched_skill_reaches_the_model() {
     let suite = "the Claude Code plugin suite";
     let claude = suites::suites_dir().join("claude-code/node_modules/.bin/claude");
-    let Some(claude) = suites::required(claude, suite) else { return };
+    let Some(claude) = suites::required(claude, suite) else {
+        return;
+    };
     let repo = repository();
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
@@ -128,7 +139,9 @@ fn claude_code_installs_the_plugin_from_the_marketplace_and_a_matched_skill_reac
     let (addr, exchanges) = anthropic();
     let ctxkit_dir = Path::new(env!("CARGO_BIN_EXE_ctxkit")).parent().unwrap();
     let path = std::env::join_paths(
-        std::iter::once(ctxkit_dir.to_path_buf()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+        std::iter::once(ctxkit_dir.to_path_buf()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
     )
     .unwrap();
     // Claude Code as a user runs it, in the project, with a home, a model server and a
@@ -150,7 +163,12 @@ fn claude_code_installs_the_plugin_from_the_marketplace_and_a_matched_skill_reac
             .env_remove("CLAUDECODE")
             .stdin(Stdio::null());
         let o = command.output().unwrap();
-        assert!(o.status.success(), "claude {args:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(
+            o.status.success(),
+            "claude {args:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
         stdout(&o)
     };
     let sent = |marker: &str| {
@@ -166,7 +184,10 @@ fn claude_code_installs_the_plugin_from_the_marketplace_and_a_matched_skill_reac
     // Without the plugin the skill's body never reaches the model.
     let answer = claude_code(&["-p", "say bonjour to Alice"]);
     assert_eq!(answer.trim(), "Bonjour, Alice!");
-    assert!(!exchanges.lock().unwrap().is_empty(), "Claude Code asked the stand-in");
+    assert!(
+        !exchanges.lock().unwrap().is_empty(),
+        "Claude Code asked the stand-in"
+    );
     assert!(!sent("GREET-BODY-MARKER"));
 
     // Installed from the repository's marketplace, the plugin's hook sends it, and its MCP
@@ -175,6 +196,12 @@ fn claude_code_installs_the_plugin_from_the_marketplace_and_a_matched_skill_reac
     claude_code(&["plugin", "install", "ctxkit@ctxkit"]);
     exchanges.lock().unwrap().clear();
     claude_code(&["-p", "say bonjour to Alice"]);
-    assert!(sent("GREET-BODY-MARKER: answer in French."), "the hook's skill reached the model");
-    assert!(sent("mcp__plugin_ctxkit_ctxkit__match_skills"), "ctxkit's MCP server is connected");
+    assert!(
+        sent("GREET-BODY-MARKER: answer in French."),
+        "the hook's skill reached the model"
+    );
+    assert!(
+        sent("mcp__plugin_ctxkit_ctxkit__match_skills"),
+        "ctxkit's MCP server is connected"
+    );
 }

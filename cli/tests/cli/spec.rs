@@ -22,7 +22,9 @@ const NOT_A_SPEC_FIELD: &str = "is not a field of the specification";
 
 /// Every folder holding a `SKILL.md` below `dir` (links not followed), sorted.
 fn skill_folders(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         match entry.file_type() {
@@ -36,7 +38,9 @@ fn skill_folders(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn spec_verdicts_agree_with_the_reference_validator_but_where_explained() {
     let suite = "the spec validator against agentskills-tools";
-    let Some(corpus) = suites::corpora(suite) else { return };
+    let Some(corpus) = suites::corpora(suite) else {
+        return;
+    };
     let Some(python) = suites::required(suites::suites_dir().join("py312/bin/python"), suite) else {
         return;
     };
@@ -79,8 +83,13 @@ fn spec_verdicts_agree_with_the_reference_validator_but_where_explained() {
     let mut ours: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let d: Value = serde_json::from_str(line).unwrap();
-        let folder = Path::new(d["path"].as_str().unwrap()).parent().unwrap().to_path_buf();
-        ours.entry(folder).or_default().push(d["message"].as_str().unwrap().to_string());
+        let folder = Path::new(d["path"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        ours.entry(folder)
+            .or_default()
+            .push(d["message"].as_str().unwrap().to_string());
     }
 
     let (mut agree, mut fields_only_we_refuse, mut strings_only_it_refuses) = (0, 0, 0);
@@ -95,13 +104,24 @@ fn spec_verdicts_agree_with_the_reference_validator_but_where_explained() {
         } else if mine.is_empty() && theirs.iter().all(|e| e.ends_with(REFERENCE_WANTS_A_LIST)) {
             strings_only_it_refuses += 1;
         } else {
-            unexplained.insert(format!("{}: reference {theirs:?}, ours {mine:?}", folder.display()));
+            unexplained.insert(format!(
+                "{}: reference {theirs:?}, ours {mine:?}",
+                folder.display()
+            ));
         }
     }
-    assert!(unexplained.is_empty(), "disagreements DESIGN-NOTES does not explain: {unexplained:#?}");
+    assert!(
+        unexplained.is_empty(),
+        "disagreements DESIGN-NOTES does not explain: {unexplained:#?}"
+    );
     // The figures DESIGN-NOTES quotes for the corpus as it is kept.
     assert_eq!(
-        (folders.len(), agree, fields_only_we_refuse, strings_only_it_refuses),
+        (
+            folders.len(),
+            agree,
+            fields_only_we_refuse,
+            strings_only_it_refuses
+        ),
         (650, 486, 117, 47)
     );
 }

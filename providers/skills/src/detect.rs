@@ -122,7 +122,11 @@ impl SkillIndex {
 /// A skill's globs as one set (the first [`MAX_PER_SKILL`] that compile); `None` when none
 /// does.
 fn glob_set(globs: &[String]) -> Option<RegexSet> {
-    let patterns: Vec<String> = globs.iter().take(MAX_PER_SKILL).filter_map(|g| glob_regex(g)).collect();
+    let patterns: Vec<String> = globs
+        .iter()
+        .take(MAX_PER_SKILL)
+        .filter_map(|g| glob_regex(g))
+        .collect();
     if patterns.is_empty() {
         return None;
     }
@@ -205,14 +209,19 @@ mod tests {
     use super::*;
 
     fn matches(glob: &str, path: &str) -> bool {
-        regex::Regex::new(&glob_regex(glob).unwrap()).unwrap().is_match(path)
+        regex::Regex::new(&glob_regex(glob).unwrap())
+            .unwrap()
+            .is_match(path)
     }
 
     #[test]
     fn globs_match_as_cursor_and_copilot_write_them() {
         assert!(matches("**/*.tsx", "App.tsx") && matches("**/*.tsx", "src/ui/App.tsx"));
         assert!(!matches("**/*.tsx", "App.ts") && !matches("src/*.ts", "src/a/b.ts"));
-        assert!(matches("*.tsx", "src/App.tsx"), "no slash: a file name at any depth");
+        assert!(
+            matches("*.tsx", "src/App.tsx"),
+            "no slash: a file name at any depth"
+        );
         assert!(matches("src/**/*.{ts,js}", "src/a/b.js") && !matches("src/**/*.{ts,js}", "lib/b.js"));
         assert!(matches("docs/", "docs/a/b.md") && matches("**", "a/b"));
         assert!(matches("f[a-c]?.[!x]s", "fb1.js") && !matches("f[a-c]?.[!x]s", "fb1.xs"));

@@ -44,7 +44,7 @@
 //! index                         one deduplicated, ranked, compiled snapshot; the library
 //! discover, matcher, rank       find skill files; compile triggers; weigh the words skills offer
 //! meaning                       skills by meaning, with an embedding model (opt-in)
-//! parse                         SKILL.md text -> Skill
+//! parse                         SKILL.md, Cursor and Copilot text -> Skill; spec checks
 //! skill                         the data model: Skill, Source, Triggers, Detect
 //! descriptor                    tools.json text -> ToolSpec
 //! diagnostic, confined, inflect problems for authors; reads that never leave a folder; the

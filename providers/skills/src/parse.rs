@@ -16,16 +16,6 @@ use sha2::{Digest, Sha256};
 use crate::diagnostic::Diagnostic;
 use crate::skill::{Detect, Format, Skill, Source, Triggers};
 
-/// Files that are skills without frontmatter: name = file stem, description = first heading.
-pub(crate) const CONVENTION_FILES: &[&str] = &[
-    "AGENTS.md",
-    "CLAUDE.md",
-    "AGENT.md",
-    "SKILLS.md",
-    "COPILOT.md",
-    "GEMINI.md",
-];
-
 /// Frontmatter larger than this is not parsed (the skill is skipped): YAML parsing costs about
 /// 200 ms per MiB even for flat input, and real frontmatter is a few hundred bytes.
 pub(crate) const MAX_FRONTMATTER_BYTES: usize = 16 << 10;

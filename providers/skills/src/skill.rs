@@ -105,6 +105,16 @@ impl Detect {
     }
 }
 
+/// Files that are skills without frontmatter: name = file stem, description = first heading.
+const CONVENTION_FILES: &[&str] = &[
+    "AGENTS.md",
+    "CLAUDE.md",
+    "AGENT.md",
+    "SKILLS.md",
+    "COPILOT.md",
+    "GEMINI.md",
+];
+
 /// The kind of file a skill was read from: a skill folder's `SKILL.md`, or an instruction file
 /// another agent keeps, read as a skill.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,7 +142,7 @@ impl Format {
             .flat_map(|p| p.iter().filter_map(|c| c.to_str()))
             .collect();
         let under = |a: &str, b: &str| parents.windows(2).any(|w| w == [a, b]);
-        if crate::parse::CONVENTION_FILES.contains(&name) {
+        if CONVENTION_FILES.contains(&name) {
             Format::Convention
         } else if name.ends_with(".mdc") && under(".cursor", "rules") {
             Format::Cursor

@@ -103,7 +103,11 @@ impl Parser<'_> {
         body: &str,
     ) -> (Mapping, bool) {
         let mut out = Mapping::new();
-        let globs_key = if format == Format::Cursor { "globs" } else { "applyTo" };
+        let globs_key = if format == Format::Cursor {
+            "globs"
+        } else {
+            "applyTo"
+        };
         for (key, value) in map {
             let key = yaml_scalar(&key).unwrap_or_default();
             match key.as_str() {
@@ -161,7 +165,10 @@ mod tests {
         ] {
             assert_eq!(rule_name(Path::new(file)), name);
         }
-        assert_eq!(rule_name(Path::new(&format!("{}.mdc", "a".repeat(99)))).len(), MAX_NAME);
+        assert_eq!(
+            rule_name(Path::new(&format!("{}.mdc", "a".repeat(99)))).len(),
+            MAX_NAME
+        );
     }
 
     #[test]
@@ -170,6 +177,9 @@ mod tests {
             quote_globs("globs: **/*.ts, *.tsx # ts\nalwaysApply: false"),
             "globs: \"**/*.ts, *.tsx\"\nalwaysApply: false\n"
         );
-        assert_eq!(quote_globs("globs: [\"*.ts\"]\nglobs:"), "globs: [\"*.ts\"]\nglobs:\n");
+        assert_eq!(
+            quote_globs("globs: [\"*.ts\"]\nglobs:"),
+            "globs: [\"*.ts\"]\nglobs:\n"
+        );
     }
 }

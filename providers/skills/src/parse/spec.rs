@@ -51,7 +51,8 @@ impl Skill {
             .and_then(|n| n.to_str())
             .unwrap_or("");
         let mut found = Vec::new();
-        let mut error = |line: Option<usize>, message: String| found.push(Diagnostic::error(path, line, message));
+        let mut error =
+            |line: Option<usize>, message: String| found.push(Diagnostic::error(path, line, message));
         let (frontmatter, _) = split_frontmatter(content);
         let Some(frontmatter) = frontmatter else {
             let message = if content.trim_start().starts_with("---") {
@@ -73,11 +74,17 @@ impl Skill {
             Ok(Yaml::Mapping(map)) => map,
             Ok(Yaml::Null) => Mapping::new(),
             Ok(_) => {
-                error(Some(2), "the frontmatter must be a mapping of `key: value` lines".into());
+                error(
+                    Some(2),
+                    "the frontmatter must be a mapping of `key: value` lines".into(),
+                );
                 return found;
             }
             Err(Loaded::TooManyNodes) => {
-                error(Some(2), "the frontmatter's YAML aliases expand too far; write the values out".into());
+                error(
+                    Some(2),
+                    "the frontmatter's YAML aliases expand too far; write the values out".into(),
+                );
                 return found;
             }
             Err(Loaded::Yaml(e)) => {
@@ -119,16 +126,31 @@ impl Skill {
                     error(line_of("compatibility"), format!("`compatibility` is {n} characters; it must be 1 to {MAX_COMPATIBILITY} (leave it out when the skill needs nothing special)"));
                 }
             }
-            Some(other) => error(line_of("compatibility"), format!("`compatibility` must be a string; write `compatibility: \"{}\"`", as_text(other))),
+            Some(other) => error(
+                line_of("compatibility"),
+                format!(
+                    "`compatibility` must be a string; write `compatibility: \"{}\"`",
+                    as_text(other)
+                ),
+            ),
         }
         match get("license") {
             None | Some(Yaml::String(_)) => {}
-            Some(other) => error(line_of("license"), format!("`license` must be a string; write `license: \"{}\"`", as_text(other))),
+            Some(other) => error(
+                line_of("license"),
+                format!(
+                    "`license` must be a string; write `license: \"{}\"`",
+                    as_text(other)
+                ),
+            ),
         }
         match get("allowed-tools") {
             None | Some(Yaml::String(_)) => {}
             Some(Yaml::Sequence(items)) if items.iter().all(|i| matches!(i, Yaml::String(_))) => {}
-            Some(_) => error(line_of("allowed-tools"), "`allowed-tools` must be a space-separated string or a list of strings".into()),
+            Some(_) => error(
+                line_of("allowed-tools"),
+                "`allowed-tools` must be a space-separated string or a list of strings".into(),
+            ),
         }
         match get("metadata") {
             None => {}
@@ -136,14 +158,20 @@ impl Skill {
                 for (k, v) in m {
                     let key = yaml_scalar(k).unwrap_or_default();
                     if !matches!(k, Yaml::String(_)) {
-                        error(line_of("metadata"), format!("`metadata` key `{}` must be a string; quote it", clip(&key)));
+                        error(
+                            line_of("metadata"),
+                            format!("`metadata` key `{}` must be a string; quote it", clip(&key)),
+                        );
                     }
                     if !matches!(v, Yaml::String(_)) {
                         error(line_of("metadata"), format!("`metadata.{0}` must be a string, as every `metadata` value; write `{0}: \"{1}\"`", clip(&key), as_text(v)));
                     }
                 }
             }
-            Some(_) => error(line_of("metadata"), "`metadata` must be a mapping of string keys to string values".into()),
+            Some(_) => error(
+                line_of("metadata"),
+                "`metadata` must be a mapping of string keys to string values".into(),
+            ),
         }
         for (k, v) in &map {
             let key = yaml_scalar(k).unwrap_or_default();
@@ -164,11 +192,17 @@ fn name_problems(name: &str, folder: &str) -> Vec<String> {
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if chars == 0 || chars > MAX_NAME {
-        problems.push(format!("`name` is {chars} characters; it must be 1 to {MAX_NAME}"));
+        problems.push(format!(
+            "`name` is {chars} characters; it must be 1 to {MAX_NAME}"
+        ));
     }
     if !valid_chars || name.starts_with('-') || name.ends_with('-') || name.contains("--") {
         let fixed = valid_name(name);
-        let fix = if fixed.is_empty() { String::new() } else { format!(" (e.g. `{fixed}`)") };
+        let fix = if fixed.is_empty() {
+            String::new()
+        } else {
+            format!(" (e.g. `{fixed}`)")
+        };
         problems.push(format!(
             "`name` `{}` may hold only lowercase letters a-z, digits and single hyphens, none at either end{fix}",
             clip(name)
@@ -189,13 +223,19 @@ fn unknown_field(key: &str, value: &Yaml) -> String {
     let key = clip(key);
     let outside = format!("`{key}` is not a field of the specification (only name, description, license, compatibility, metadata and allowed-tools are)");
     if READ_IN_METADATA.contains(&key.as_str()) {
-        format!("{outside}; write `metadata: {{{key}: \"{}\"}}`, which ctxkit reads the same way", as_text(value))
+        format!(
+            "{outside}; write `metadata: {{{key}: \"{}\"}}`, which ctxkit reads the same way",
+            as_text(value)
+        )
     } else if key == "examples" {
         format!("{outside}; move the examples into a `tests.jsonl` beside SKILL.md (one `{{\"text\": …, \"fires\": true}}` per line), which `ctxkit skills test` reads the same way")
     } else if CTXKIT_FIELDS.contains(&key.as_str()) {
         format!("{outside}; ctxkit reads `{key}` only here, so drop it from a skill meant for every agent or keep the skill ctxkit's")
     } else {
-        format!("{outside}; move it under `metadata` as a string: `metadata: {{{key}: \"{}\"}}`", as_text(value))
+        format!(
+            "{outside}; move it under `metadata` as a string: `metadata: {{{key}: \"{}\"}}`",
+            as_text(value)
+        )
     }
 }
 

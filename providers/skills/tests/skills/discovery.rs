@@ -200,7 +200,10 @@ fn a_cursor_rule_with_globs_is_detected_by_a_matching_file() {
         let index = SkillIndex::load(&SkillRoot::project_defaults(p));
         assert!(index.diagnostics().is_empty(), "{:?}", index.diagnostics());
         let rule = index.get("react").unwrap();
-        assert_eq!((rule.format, rule.description.as_str()), (Format::Cursor, "React components"));
+        assert_eq!(
+            (rule.format, rule.description.as_str()),
+            (Format::Cursor, "React components")
+        );
         assert_eq!(index.detect(p), expected, "in {}", p.display());
     }
     let index = SkillIndex::load(&SkillRoot::project_defaults(with.path()));
@@ -213,28 +216,68 @@ fn a_cursor_rule_with_globs_is_detected_by_a_matching_file() {
 fn cursor_rules_and_copilot_instructions_load_with_their_activation() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
-    write(p, ".cursor/rules/Core Rules.mdc", "---\ndescription:\nglobs:\nalwaysApply: true\n---\n# Core\nBe brief.\n");
-    write(p, ".cursor/rules/ts.mdc", "---\nglobs: **/*.ts, src/**/*.{js,jsx} # bare, as Cursor writes them\n---\nTypeScript rules.\n");
-    write(p, ".cursor/rules/migrations.mdc", "---\ndescription: Writing database migrations\n---\nOne change per migration.\n");
-    write(p, ".cursor/rules/manual.mdc", "---\nalwaysApply: false\n---\n# Release steps\n");
-    write(p, ".github/copilot-instructions.md", "# Repository rules\nRun the tests.\n");
-    write(p, ".github/instructions/api.instructions.md", "---\napplyTo: \"src/api/**/*.py,**/*.pyi\"\n---\nAPI rules.\n");
+    write(
+        p,
+        ".cursor/rules/Core Rules.mdc",
+        "---\ndescription:\nglobs:\nalwaysApply: true\n---\n# Core\nBe brief.\n",
+    );
+    write(
+        p,
+        ".cursor/rules/ts.mdc",
+        "---\nglobs: **/*.ts, src/**/*.{js,jsx} # bare, as Cursor writes them\n---\nTypeScript rules.\n",
+    );
+    write(
+        p,
+        ".cursor/rules/migrations.mdc",
+        "---\ndescription: Writing database migrations\n---\nOne change per migration.\n",
+    );
+    write(
+        p,
+        ".cursor/rules/manual.mdc",
+        "---\nalwaysApply: false\n---\n# Release steps\n",
+    );
+    write(
+        p,
+        ".github/copilot-instructions.md",
+        "# Repository rules\nRun the tests.\n",
+    );
+    write(
+        p,
+        ".github/instructions/api.instructions.md",
+        "---\napplyTo: \"src/api/**/*.py,**/*.pyi\"\n---\nAPI rules.\n",
+    );
     write(p, "notes/rules/other.mdc", "not under .cursor: not a rule\n");
     let index = SkillIndex::load(&SkillRoot::project_defaults(p));
     assert!(index.diagnostics().is_empty(), "{:?}", index.diagnostics());
     let mut names: Vec<&str> = index.skills().iter().map(|s| s.name.as_str()).collect();
     names.sort();
-    assert_eq!(names, ["api", "copilot-instructions", "core-rules", "manual", "migrations", "ts"]);
+    assert_eq!(
+        names,
+        [
+            "api",
+            "copilot-instructions",
+            "core-rules",
+            "manual",
+            "migrations",
+            "ts"
+        ]
+    );
     let core = index.get("core-rules").unwrap();
     assert!(core.always && core.description == "Core");
     let ts = index.get("ts").unwrap().detect.clone().unwrap();
     assert_eq!(ts.globs, ["**/*.ts", "src/**/*.{js,jsx}"]);
     let migrations = index.get("migrations").unwrap();
     assert!(!migrations.always && migrations.detect.is_none() && !migrations.disable_model_invocation);
-    assert!(index.get("manual").unwrap().disable_model_invocation, "no activation: by name only");
+    assert!(
+        index.get("manual").unwrap().disable_model_invocation,
+        "no activation: by name only"
+    );
     let copilot = index.get("copilot-instructions").unwrap();
     assert!(copilot.always && copilot.format == Format::Copilot);
-    assert_eq!(index.get("api").unwrap().detect.as_ref().unwrap().globs, ["src/api/**/*.py", "**/*.pyi"]);
+    assert_eq!(
+        index.get("api").unwrap().detect.as_ref().unwrap().globs,
+        ["src/api/**/*.py", "**/*.pyi"]
+    );
     assert!(index.detect(p).is_empty());
     write(p, "lib/x.ts", "");
     write(p, "types/m.pyi", "");
