@@ -268,12 +268,11 @@ fn cursor_rules_and_copilot_instructions_load_with_their_activation() {
     assert_eq!(ts.globs, ["**/*.ts", "src/**/*.{js,jsx}"]);
     let migrations = index.get("migrations").unwrap();
     assert!(!migrations.always && migrations.detect.is_none() && !migrations.disable_model_invocation);
-    let message = ["how do I write the database migrations?"];
     let picked = |message: &str| -> Vec<String> {
         let selected = index.select(&[message], &[], &Default::default());
         selected.into_iter().map(|s| s.name).collect()
     };
-    let by_description = picked(message[0]);
+    let by_description = picked("how do I write the database migrations?");
     assert!(
         by_description.contains(&"migrations".to_string()),
         "{by_description:?}"
