@@ -103,6 +103,7 @@ impl Parser<'_> {
         body: &str,
     ) -> (Mapping, bool) {
         let mut out = Mapping::new();
+        let mut title = None;
         let globs_key = if format == Format::Cursor {
             "globs"
         } else {
@@ -129,14 +130,18 @@ impl Parser<'_> {
                         out.insert("description".into(), value);
                     }
                 }
-                "name" => {
-                    let mut metadata = Mapping::new();
-                    metadata.insert("title".into(), value);
-                    out.insert("metadata".into(), Yaml::Mapping(metadata));
-                }
+                "name" => title = Some(value),
                 _ => {
                     out.insert(key.into(), value);
                 }
+            }
+        }
+        if let Some(title) = title {
+            let metadata = out
+                .entry("metadata".into())
+                .or_insert_with(|| Mapping::new().into());
+            if let Yaml::Mapping(metadata) = metadata {
+                metadata.insert("title".into(), title);
             }
         }
         out.insert("name".into(), default_name.into());
@@ -169,6 +174,17 @@ mod tests {
             rule_name(Path::new(&format!("{}.mdc", "a".repeat(99)))).len(),
             MAX_NAME
         );
+    }
+
+    #[test]
+    fn a_copilot_display_name_is_kept_as_the_title_beside_its_metadata() {
+        let text = "---\nname: API rules\napplyTo: \"**/*.py\"\nmetadata:\n  owner: web\n---\nBody.\n";
+        let path = Path::new("p/.github/instructions/api.instructions.md");
+        let (skill, diags) = Skill::parse(path, text, None);
+        let skill = skill.unwrap_or_else(|| panic!("{diags:?}"));
+        assert_eq!(skill.name, "api");
+        assert_eq!(skill.metadata["title"], "API rules");
+        assert_eq!(skill.metadata["owner"], "web");
     }
 
     #[test]
