@@ -54,8 +54,8 @@ impl std::str::FromStr for TierDir {
 pub(crate) struct SkillDirs {
     /// A folder of skills (repeatable), `DIR` or `TIER:DIR` (tier builtin, external, user or
     /// project, the default). Default: the project roots under the current directory (skills/,
-    /// .skills/, .agents/skills/, .claude/skills/ and convention files like AGENTS.md). Roots
-    /// of the config files are added either way.
+    /// .skills/, .agents/skills/, .claude/skills/, convention files like AGENTS.md, Cursor
+    /// rules and Copilot instructions). Roots of the config files are added either way.
     #[arg(long = "dir", value_name = "[TIER:]DIR", global = true)]
     pub dirs: Vec<TierDir>,
 }

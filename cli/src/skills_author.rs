@@ -92,33 +92,45 @@ pub(crate) fn new(args: &NewArgs, dirs: &SkillDirs, out: &mut impl Write) -> Res
         .description
         .clone()
         .unwrap_or_else(|| format!("TODO: say what {name} does and when to use it, in one line"));
-    let text = template(name, &description);
-    // The template must load as it will be read; a description that breaks the YAML is the
-    // user's to fix, before anything is written.
-    let (parsed, diagnostics) = Skill::parse(&file, &text, Some(name));
-    if parsed.is_none() {
+    let (text, tests) = template(name, &description);
+    // The template must load as it will be read and follow the agentskills.io specification;
+    // a description that breaks either is the user's to fix, before anything is written.
+    let (parsed, mut diagnostics) = Skill::parse(&file, &text, Some(name));
+    diagnostics.extend(Skill::check_spec(&file, &text));
+    if parsed.is_none() || diagnostics.iter().any(|d| d.is_error()) {
         let why: Vec<String> = diagnostics.iter().map(|d| d.to_string()).collect();
         return Err(CliError::new(format!(
-            "the skill would not load: {}",
-            why.join("; ")
+            "the skill would not load or would not follow the specification: {}",
+            printable_line(&why.join("; "))
         )));
     }
     std::fs::create_dir_all(&folder)
         .map_err(|e| CliError::caused_by(format!("cannot create `{}`: {e}", folder.display()), e))?;
-    std::fs::write(&file, text)
-        .map_err(|e| CliError::caused_by(format!("cannot write `{}`: {e}", file.display()), e))?;
+    for (path, content) in [(file.clone(), text), (folder.join("tests.jsonl"), tests)] {
+        std::fs::write(&path, content)
+            .map_err(|e| CliError::caused_by(format!("cannot write `{}`: {e}", path.display()), e))?;
+    }
     writeln!(out, "created {}", printable_line(&file.display().to_string()))?;
     Ok(())
 }
 
-fn template(name: &str, description: &str) -> String {
+/// A new skill's `SKILL.md`, to the letter of the agentskills.io specification (its triggers
+/// under `metadata`, which ctxkit reads), and its `tests.jsonl` examples.
+fn template(name: &str, description: &str) -> (String, String) {
     let trigger = name.replace('-', " ");
-    format!(
-        "---\nname: {name}\ndescription: {}\ntriggers: [{}]\nexamples:\n  fire: [{}]\n  silent: [\"what is 2+2?\"]\n---\n\n# {name}\n\nWhat the agent should do when this skill applies: the steps, the conventions, the\npitfalls. Keep it short; the triggers above decide when it is sent.\n",
+    let skill = format!(
+        "---\nname: {name}\ndescription: {}\nmetadata:\n  triggers: {}\n---\n\n# {name}\n\nWhat the agent should do when this skill applies: the steps, the conventions, the\npitfalls. Keep it short; the triggers above decide when it is sent.\n",
         serde_json::to_string(description).unwrap_or_default(),
         serde_json::to_string(&trigger).unwrap_or_default(),
-        serde_json::to_string(&format!("help me with {trigger}")).unwrap_or_default(),
-    )
+    );
+    let tests = [
+        (format!("help me with {trigger}"), true),
+        ("what is 2+2?".into(), false),
+    ]
+    .iter()
+    .map(|(text, fires)| format!("{}\n", json!({"text": text, "fires": fires})))
+    .collect();
+    (skill, tests)
 }
 
 /// One example: the text, and whether the skill should fire on it.
@@ -481,13 +493,16 @@ mod tests {
     #[test]
     fn the_template_loads_for_any_description() {
         for description in ["Plain", "has: a colon", "quotes \" and ' and #", "- dash"] {
-            let text = template("my-skill", description);
-            let (parsed, diags) = Skill::parse(Path::new("s/my-skill/SKILL.md"), &text, Some("my-skill"));
+            let (text, tests) = template("my-skill", description);
+            let path = Path::new("s/my-skill/SKILL.md");
+            let (parsed, diags) = Skill::parse(path, &text, Some("my-skill"));
             let skill = parsed.unwrap_or_else(|| panic!("{description}: {diags:?}"));
             assert_eq!(skill.description, description);
             assert!(diags.is_empty(), "{diags:?}");
-            let (examples, problems) = examples(&skill);
-            assert_eq!((examples.len(), problems.len()), (2, 0));
+            assert_eq!(Skill::check_spec(path, &text), []);
+            assert_eq!(skill.triggers.keywords, ["my skill"]);
+            let lines: Vec<Line> = tests.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            assert_eq!(lines.iter().map(|l| l.fires).collect::<Vec<_>>(), [true, false]);
         }
     }
 

@@ -2,13 +2,14 @@
 //! auto-detection — the skill author's and operator's tools. Scaffolding and example tests
 //! are in [`crate::skills_author`].
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use ctxkit::Message;
-use ctxkit_skills::{Detection, Diagnostic, Evidence, Ranking, Selection, SkillIndex};
+use ctxkit_skills::{Detection, Diagnostic, Evidence, Ranking, Selection, SkillIndex, SkillLibrary};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
@@ -30,8 +31,9 @@ pub(crate) struct SkillsArgs {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum SkillsCommand {
-    /// List loaded skills: name, source, priority, triggers and description; skills turned
-    /// off are listed last, marked `(disabled)`.
+    /// List loaded skills: name, source, format (skill, convention, cursor, copilot),
+    /// priority, triggers and description; skills turned off are listed last, marked
+    /// `(disabled)`.
     List {
         /// One JSON object per skill per line.
         #[arg(long)]
@@ -49,6 +51,12 @@ pub(crate) enum SkillsCommand {
     Validate {
         #[arg(long)]
         json: bool,
+        /// Check each SKILL.md against the agentskills.io specification to the letter instead:
+        /// a bad name, no frontmatter, a `metadata` value that is not a string, a long
+        /// `compatibility`, a field the specification does not define, … are errors, each with
+        /// its fix. Exits 1 on any.
+        #[arg(long)]
+        spec: bool,
     },
     /// Show which skills a message selects, with their scores and the triggers that fired:
     /// what every entry point selects (the config's selection settings, and with `[skills]
@@ -92,7 +100,9 @@ pub(crate) enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Create a skill folder with a SKILL.md that loads and passes `skills test`.
+    /// Create a skill folder with a SKILL.md that follows the agentskills.io specification
+    /// (`skills validate --spec`; its triggers under `metadata`) and a tests.jsonl of examples
+    /// that `skills test` passes.
     New(crate::skills_author::NewArgs),
     /// Run the examples skills declare (`examples: {fire: [...], silent: [...]}` or a
     /// tests.jsonl beside SKILL.md): hits, misses, false fires and cross-fires per skill; and
@@ -135,7 +145,8 @@ pub(crate) async fn run(args: SkillsArgs) -> Result<(), CliError> {
     match args.command {
         SkillsCommand::List { json } => list(&index, json, &mut out),
         SkillsCommand::Show { name, json } => show(&index, &name, json, &mut out),
-        SkillsCommand::Validate { json } => validate(&index, json, &mut out),
+        SkillsCommand::Validate { json, spec: false } => validate(&index, json, &mut out),
+        SkillsCommand::Validate { json, spec: true } => validate_spec(&library, json, &mut out),
         SkillsCommand::Detect { json } => {
             let dir = args.scope.project.as_ref().map_or(project, PathBuf::from);
             detect(&index, &dir, json, &mut out)
@@ -247,16 +258,17 @@ fn list(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), CliE
             let v = json!({
                 "name": s.name, "id": s.id, "description": s.description, "source": s.source,
                 "priority": s.priority, "triggers": s.triggers, "path": s.path, "enabled": enabled,
-                "inject_into": s.inject_into,
+                "inject_into": s.inject_into, "format": s.format,
             });
             writeln!(out, "{v}")?;
         } else {
             let n = s.triggers.literals().count() + s.triggers.patterns.len();
             writeln!(
                 out,
-                "{:<28} {:<8} {:>4}  {:>2} triggers  {}{}",
+                "{:<28} {:<8} {:<10} {:>4}  {:>2} triggers  {}{}",
                 printable_line(&s.name),
                 format!("{:?}", s.source).to_lowercase(),
+                s.format.as_str(),
                 s.priority,
                 n,
                 if enabled { "" } else { "(disabled) " },
@@ -354,6 +366,36 @@ fn validate(index: &SkillIndex, json: bool, out: &mut impl Write) -> Result<(), 
     }
     if errors > 0 {
         return Err(CliError::quiet(format!("{errors} skill files were skipped")));
+    }
+    Ok(())
+}
+
+/// Every departure from the agentskills.io specification, then a count; exit 1 on any.
+fn validate_spec(library: &SkillLibrary, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    let found = library.check_spec();
+    for d in &found {
+        if json {
+            writeln!(out, "{}", serde_json::to_value(d)?)?;
+        } else {
+            writeln!(out, "{}", printable_line(&d.to_string()))?;
+        }
+    }
+    let files: HashSet<&Path> = found.iter().map(|d| d.path.as_path()).collect();
+    if !json {
+        let summary = match found.len() {
+            0 => "every SKILL.md follows the agentskills.io specification".to_string(),
+            n => format!(
+                "{n} errors against the agentskills.io specification in {} SKILL.md files",
+                files.len()
+            ),
+        };
+        writeln!(out, "{summary}")?;
+    }
+    if !found.is_empty() {
+        return Err(CliError::quiet(format!(
+            "{} SKILL.md files do not follow the specification",
+            files.len()
+        )));
     }
     Ok(())
 }

@@ -426,8 +426,9 @@ impl Exchange {
 pub(crate) type Exchanges = std::sync::Arc<std::sync::Mutex<Vec<Exchange>>>;
 
 /// A model server on 127.0.0.1 whose answer to request n (counted from 0, given its body) is
-/// `answer(n, body)`: a status and a body. Returns its address (`127.0.0.1:PORT`) and the
-/// requests received.
+/// `answer(n, body)`: a status and a body, sent as JSON, or as a stream of server-sent events
+/// when it starts with `event:`. Returns its address (`127.0.0.1:PORT`) and the requests
+/// received.
 pub(crate) fn stand_in(
     answer: impl Fn(usize, &Value) -> (u16, String) + Send + 'static,
 ) -> (String, Exchanges) {
@@ -468,9 +469,14 @@ pub(crate) fn stand_in(
                 log.push(Exchange { headers, body });
                 reply
             };
+            let kind = if reply.starts_with("event:") {
+                "text/event-stream"
+            } else {
+                "application/json"
+            };
             let _ = write!(
                 stream,
-                "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                "HTTP/1.1 {status} Scripted\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
                  Connection: close\r\n\r\n{reply}",
                 reply.len()
             );

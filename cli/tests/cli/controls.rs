@@ -658,6 +658,20 @@ fn skills_new_scaffolds_a_skill_that_validates_and_passes_its_examples() {
     s.ok(&["skills", "validate"]);
     let out = s.ok(&["skills", "test", "--skill", "pdf-tools"]);
     assert!(out.contains("ok   pdf-tools: 2 hits, 0 misses"), "{out}");
+    // It follows the specification to the letter, where the setup's skills (top-level
+    // `triggers`) do not, and `--spec` says how to fix them.
+    s.ok(&["skills", "new", "csv-tools", "--dir", "fresh"]);
+    let spec = s.ok(&["skills", "validate", "--spec", "--dir", "fresh"]);
+    assert_eq!(spec, "every SKILL.md follows the agentskills.io specification\n");
+    let o = s.run(&["skills", "validate", "--spec"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("skills/alpha/SKILL.md:4: error: `triggers` is not a field of the specification")
+            && stdout(&o)
+                .contains("write `metadata: {triggers: \"deploy, docs\"}`, which ctxkit reads the same way"),
+        "{}",
+        stdout(&o)
+    );
     let again = s.run(&["skills", "new", "pdf-tools"]);
     assert!(stderr(&again).contains("already exists"));
     let bad = s.run(&["skills", "new", "../escape"]);
@@ -1014,4 +1028,58 @@ fn skills_match_explains_the_ranking_and_its_near_misses() {
         "{}",
         v["selected"][0]
     );
+}
+
+/// A Cursor rule and a Copilot instructions file in the project load as skills: `skills list`
+/// names their format, a rule whose globs match a project file is detected and injected, and
+/// the repository-wide Copilot file is injected with every request.
+#[test]
+fn cursor_rules_and_copilot_instructions_are_listed_detected_and_injected() {
+    let s = Setup::new();
+    write(
+        &s.project().join(".cursor/rules/react.mdc"),
+        "---\ndescription: React components\nglobs: [\"**/*.tsx\"]\nalwaysApply: false\n---\nREACT-RULE-BODY\n",
+    );
+    write(
+        &s.project().join(".github/copilot-instructions.md"),
+        "# Repository rules\nCOPILOT-BODY\n",
+    );
+    let list = s.ok(&["skills", "list"]);
+    let row = |name: &str| {
+        list.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{list}"))
+    };
+    assert!(row("react ").contains(" cursor "), "{list}");
+    assert!(row("copilot-instructions").contains(" copilot "), "{list}");
+    assert!(row("alpha").contains(" skill "), "{list}");
+    let json = s.ok(&["skills", "list", "--json"]);
+    assert!(json.contains(r#""format":"cursor""#), "{json}");
+
+    let names = |v: Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let injected = names(s.injected(&[], "hello there"));
+    assert!(
+        injected.contains(&"copilot-instructions".to_string()),
+        "{injected:?}"
+    );
+    assert!(
+        !injected.contains(&"react".to_string()),
+        "no .tsx file yet: {injected:?}"
+    );
+    assert_eq!(s.ok(&["skills", "detect", "--json"]), "");
+
+    write(&s.project().join("src/App.tsx"), "export {}\n");
+    let detect: Value = serde_json::from_str(s.ok(&["skills", "detect", "--json"]).trim()).unwrap();
+    assert_eq!(
+        detect,
+        json!({"name": "react", "files": ["src/App.tsx"], "patterns": []})
+    );
+    let injected = names(s.injected(&[], "hello there"));
+    assert!(injected.contains(&"react".to_string()), "{injected:?}");
 }

@@ -17,4 +17,6 @@ mod mcp;
 mod mcp_external;
 mod mcp_http;
 mod meaning;
+mod plugin;
 mod postgres;
+mod spec;

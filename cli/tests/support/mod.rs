@@ -10,7 +10,13 @@ use std::process::{Command, Output, Stdio};
 /// default memory database (`memory.db`) and home (`home/`), never the user's, and no log
 /// level or embedding model from the environment.
 pub(crate) fn isolated(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ctxkit"));
+    isolated_program(Path::new(env!("CARGO_BIN_EXE_ctxkit")), dir)
+}
+
+/// `program` with the environment [`isolated`] gives `ctxkit`: a host that runs `ctxkit` (its
+/// hook, its MCP server) passes it on.
+pub(crate) fn isolated_program(program: &Path, dir: &Path) -> Command {
+    let mut command = Command::new(program);
     command
         .env("CTXKIT_CONFIG", dir.join("config.toml"))
         .env("CTXKIT_CACHE_DIR", dir.join("cache"))

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::confined::{Confined, ReadProblem};
 use crate::diagnostic::Diagnostic;
-use crate::parse::CONVENTION_FILES;
-use crate::skill::Source;
+use crate::skill::{Format, Source};
 
 /// Directories never walked into: version control, build output, dependency and cache
 /// folders, and a planning tool's working folder.
@@ -37,7 +36,10 @@ const CONVENTION_DEPTH: usize = 3;
 pub(crate) enum RootKind {
     /// Folders with `SKILL.md` files, at any depth.
     Skills,
-    /// Convention files (`AGENTS.md`, `CLAUDE.md`, …) in a project and its first levels.
+    /// Every regular file: a project's files, for detection by globs.
+    Files,
+    /// Instruction files other agents keep (`AGENTS.md`, `CLAUDE.md`, Cursor rules, Copilot
+    /// instructions: every [`Format`] but `SKILL.md`) in a project and its first levels.
     Conventions,
 }
 
@@ -76,9 +78,11 @@ impl SkillRoot {
         }
     }
 
-    /// A project whose convention files (`AGENTS.md`, `CLAUDE.md`, `AGENT.md`, `SKILLS.md`,
-    /// `COPILOT.md`, `GEMINI.md`) are skills, looked for in the folder and its first three
-    /// levels, at the tier's default priority; it must exist.
+    /// A project whose instruction files are skills, looked for in the folder and its first
+    /// three levels, at the tier's default priority; it must exist. They are the convention
+    /// files (`AGENTS.md`, `CLAUDE.md`, `AGENT.md`, `SKILLS.md`, `COPILOT.md`, `GEMINI.md`),
+    /// Cursor rules (`.cursor/rules/*.mdc`) and GitHub Copilot instructions
+    /// (`.github/copilot-instructions.md`, `.github/instructions/*.instructions.md`).
     pub fn conventions(project: impl Into<PathBuf>, source: Source) -> Self {
         SkillRoot {
             kind: RootKind::Conventions,
@@ -218,6 +222,41 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
     }
 }
 
+/// Most entries a walk of a project for detection by globs looks at, and its longest time:
+/// detection runs before a thread's first answer.
+const MAX_PROJECT_ENTRIES: usize = 20_000;
+const MAX_PROJECT_WALK: Duration = Duration::from_secs(2);
+
+/// The project's files, as `/`-separated paths relative to it, for detection by globs: walked
+/// like a skills root (never through a link out, ignored folders skipped) within tighter
+/// bounds; what lies past them is not listed.
+pub(crate) fn project_files(project: &Confined) -> Vec<String> {
+    let mut diags = Vec::new();
+    let mut walk = Walk {
+        root: project,
+        visited: HashSet::new(),
+        diags: &mut diags,
+        files: Vec::new(),
+        kind: RootKind::Files,
+        entries_left: MAX_PROJECT_ENTRIES,
+        deadline: Instant::now() + MAX_PROJECT_WALK,
+        stopped: false,
+    };
+    walk.dir(project.real(), MAX_DEPTH);
+    if walk.stopped {
+        tracing::debug!(project = %project.real().display(), "detection by globs saw part of the project");
+    }
+    let files = std::mem::take(&mut walk.files);
+    files
+        .into_iter()
+        .filter_map(|(path, _)| {
+            let relative = path.strip_prefix(project.real()).ok()?;
+            let parts: Option<Vec<&str>> = relative.iter().map(|c| c.to_str()).collect();
+            Some(parts?.join("/"))
+        })
+        .collect()
+}
+
 /// What a walk of every root found.
 pub(crate) struct Discovery {
     /// The skill files, in root order and then path order.
@@ -286,7 +325,7 @@ impl Walk<'_> {
                 continue;
             };
             let is_link = meta.file_type().is_symlink();
-            let wanted = self.wants(name);
+            let wanted = self.wants(&path, name);
             if !(meta.is_dir() || is_link || wanted) {
                 continue;
             }
@@ -349,10 +388,11 @@ impl Walk<'_> {
         self.diags.push(Diagnostic::warning(path, None, message));
     }
 
-    fn wants(&self, file_name: &str) -> bool {
+    fn wants(&self, path: &Path, file_name: &str) -> bool {
         match self.kind {
             RootKind::Skills => file_name == "SKILL.md",
-            RootKind::Conventions => CONVENTION_FILES.contains(&file_name),
+            RootKind::Conventions => Format::of(path) != Format::Skill,
+            RootKind::Files => true,
         }
     }
 }

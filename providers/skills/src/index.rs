@@ -369,6 +369,24 @@ impl SkillLibrary {
     pub fn roots(&self) -> &[SkillRoot] {
         &self.roots
     }
+
+    /// Check every `SKILL.md` under the roots against the agentskills.io specification, to
+    /// the letter ([`Skill::check_spec`]): found and read as loading finds and reads them (a
+    /// file that cannot be read is an error too); other formats are not skills of the
+    /// specification and are left out.
+    pub fn check_spec(&self) -> Vec<Diagnostic> {
+        let mut found = Vec::new();
+        for file in crate::discover::discover(&self.roots).found {
+            if crate::skill::Format::of(&file.path) != crate::skill::Format::Skill {
+                continue;
+            }
+            match file.read() {
+                Ok(text) => found.extend(Skill::check_spec(&file.path, &text)),
+                Err(d) => found.push(d),
+            }
+        }
+        found
+    }
 }
 
 /// Per skill (id, tools, phases, priority); disabled ids; diagnostics.

@@ -44,7 +44,7 @@
 //! index                         one deduplicated, ranked, compiled snapshot; the library
 //! discover, matcher, rank       find skill files; compile triggers; weigh the words skills offer
 //! meaning                       skills by meaning, with an embedding model (opt-in)
-//! parse                         SKILL.md text -> Skill
+//! parse                         SKILL.md, Cursor and Copilot text -> Skill; spec checks
 //! skill                         the data model: Skill, Source, Triggers, Detect
 //! descriptor                    tools.json text -> ToolSpec
 //! diagnostic, confined, inflect problems for authors; reads that never leave a folder; the
@@ -92,7 +92,7 @@ pub use select::{
     Evidence, NearMiss, Ranking, Reason, SelectOptions, Selection, DEFAULT_CUT, DEFAULT_FLOOR,
     MEANING_WEIGHT, MEANING_ZERO, TRIGGER_WEIGHT,
 };
-pub use skill::{Detect, Skill, Source, Triggers};
+pub use skill::{Detect, Format, Skill, Source, Triggers};
 
 /// Every public type can be shared across threads: a library is reloaded while requests run,
 /// and an agent holds the provider behind an `Arc`. Checked at compile time.
@@ -108,6 +108,7 @@ const _: () = {
     send_sync::<SkillHooks>();
     send_sync::<Mode>();
     send_sync::<Evidence>();
+    send_sync::<Format>();
     send_sync::<NearMiss>();
     send_sync::<Ranking>();
     send_sync::<Reason>();

@@ -3,6 +3,8 @@
 //! other problem is a warning, and nothing is dropped silently.
 
 mod bounds;
+mod foreign;
+mod spec;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -12,17 +14,7 @@ use serde_yaml::Value as Yaml;
 use sha2::{Digest, Sha256};
 
 use crate::diagnostic::Diagnostic;
-use crate::skill::{Detect, Skill, Source, Triggers};
-
-/// Files that are skills without frontmatter: name = file stem, description = first heading.
-pub(crate) const CONVENTION_FILES: &[&str] = &[
-    "AGENTS.md",
-    "CLAUDE.md",
-    "AGENT.md",
-    "SKILLS.md",
-    "COPILOT.md",
-    "GEMINI.md",
-];
+use crate::skill::{Detect, Format, Skill, Source, Triggers};
 
 /// Frontmatter larger than this is not parsed (the skill is skipped): YAML parsing costs about
 /// 200 ms per MiB even for flat input, and real frontmatter is a few hundred bytes.
@@ -66,6 +58,37 @@ fn split_frontmatter(content: &str) -> (Option<&str>, &str) {
     let after = &rest[close + 4..];
     let body = after.split_once('\n').map_or("", |(_, body)| body);
     (Some(frontmatter), body.trim())
+}
+
+/// Why a frontmatter must not reach the YAML parser (its size, nesting or brackets), with the
+/// file line at fault.
+fn over_bounds(frontmatter: &str, lines: &bounds::LineIndex) -> Option<(usize, String)> {
+    if frontmatter.len() > MAX_FRONTMATTER_BYTES {
+        let why = format!(
+            "the frontmatter is {} KiB, more than the {} KiB limit",
+            frontmatter.len().div_ceil(1024),
+            MAX_FRONTMATTER_BYTES >> 10
+        );
+        return Some((1, why));
+    }
+    if let Some(at) = bounds::too_deep(frontmatter, MAX_NESTING) {
+        let why = format!("the frontmatter is too deeply nested (more than {MAX_NESTING} levels of brackets or indentation)");
+        return Some((lines.line(at) + 2, why));
+    }
+    let brackets = frontmatter.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    (brackets > MAX_BRACKETS).then(|| {
+        (
+            2,
+            format!("the frontmatter has {brackets} `[` and `{{`, more than {MAX_BRACKETS}"),
+        )
+    })
+}
+
+/// The first non-blank line of `text`, without a heading's `#`s: the description of a file
+/// that declares none.
+fn first_line(text: &str) -> Option<String> {
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(first.trim_start_matches('#').trim().to_string())
 }
 
 /// A skill's id: normalized name + `-` + the first 12 hex digits of the content's SHA-256.
@@ -117,6 +140,7 @@ pub(crate) fn parse_skill(
     *budget = p.budget;
     let skill = skill.map(|mut skill| {
         skill.hash = sha256_hex(content);
+        skill.format = Format::of(path);
         skill.id = skill_id(&skill.name, &skill.hash);
         skill.path = path.to_path_buf();
         skill.with_root(Source::Project, Source::Project.default_priority())
@@ -180,61 +204,49 @@ impl<'a> Parser<'a> {
 
     fn parse(&mut self, content: &'a str, folder: Option<&str>) -> Option<Skill> {
         let stem = self.path.file_stem().and_then(|s| s.to_str()).unwrap_or("skill");
-        let is_convention = CONVENTION_FILES
-            .iter()
-            .any(|c| self.path.file_name().is_some_and(|n| n == *c));
-        let default_name = folder.filter(|_| !is_convention).unwrap_or(stem).to_string();
+        let format = Format::of(self.path);
+        let folder = folder.filter(|_| format == Format::Skill);
+        let default_name = match format {
+            Format::Skill => folder.unwrap_or(stem).to_string(),
+            Format::Convention => stem.to_string(),
+            Format::Cursor | Format::Copilot => foreign::rule_name(self.path),
+        };
         let (frontmatter, body) = split_frontmatter(content);
         let Some(frontmatter) = frontmatter else {
             if content.trim_start().starts_with("---") {
                 self.warn(Some(1), "the frontmatter opened on line 1 is never closed with `---`; reading the file as plain Markdown");
-            } else if !is_convention {
+            } else if format == Format::Skill {
                 self.warn(
                     None,
                     "no YAML frontmatter; using the folder name and the first heading",
                 );
             }
-            return self.plain(default_name, content);
+            let skill = self.plain(default_name, content)?;
+            return Some(foreign::activate(format, self.path, false, skill));
         };
-        if frontmatter.len() > MAX_FRONTMATTER_BYTES {
-            return self.fail(
-                Some(1),
-                format!(
-                    "the frontmatter is {} KiB, more than the {} KiB limit; the skill is skipped",
-                    frontmatter.len().div_ceil(1024),
-                    MAX_FRONTMATTER_BYTES >> 10
-                ),
-            );
-        }
         let lines = bounds::LineIndex::new(frontmatter);
-        if let Some(at) = bounds::too_deep(frontmatter, MAX_NESTING) {
-            return self.fail(
-                Some(lines.line(at) + 2),
-                format!("the frontmatter is too deeply nested (more than {MAX_NESTING} levels of brackets or indentation); the skill is skipped"),
-            );
-        }
-        let brackets = frontmatter.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
-        if brackets > MAX_BRACKETS {
-            return self.fail(
-                Some(2),
-                format!("the frontmatter has {brackets} `[` and `{{`, more than {MAX_BRACKETS}; the skill is skipped"),
-            );
+        if let Some((line, why)) = over_bounds(frontmatter, &lines) {
+            return self.fail(Some(line), format!("{why}; the skill is skipped"));
         }
         self.keys = lines.top_level_keys(frontmatter);
-        let map = self.yaml(frontmatter)?;
-        self.fields(map, default_name, folder.filter(|_| !is_convention), body)
+        if format == Format::Skill || format == Format::Convention {
+            let map = self.yaml(frontmatter)?;
+            return self.fields(map, default_name, folder, body);
+        }
+        let map = self.yaml(&foreign::quote_globs(frontmatter))?;
+        let (map, described) = self.translate(format, map, &default_name, body);
+        let skill = self.fields(map, default_name, None, body)?;
+        Some(foreign::activate(format, self.path, described, skill))
     }
 
     /// A file without frontmatter: name from the file, description from the first heading.
     fn plain(&mut self, name: String, content: &str) -> Option<Skill> {
-        let first = content.lines().map(str::trim).find(|l| !l.is_empty());
-        let Some(first) = first else {
+        let Some(description) = first_line(content) else {
             return self.fail(
                 None,
                 "the file is empty; a skill needs at least a heading that describes it",
             );
         };
-        let description = first.trim_start_matches('#').trim().to_string();
         Some(Skill {
             name,
             description,
@@ -521,6 +533,30 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Globs: a list, or one string split at the commas outside `{…}` (`**/*.{ts,tsx}, *.md`
+    /// is two globs).
+    fn globs(&mut self, key: &str, value: Yaml, line: Option<usize>) -> Vec<String> {
+        let Some(text) = yaml_scalar(&value) else {
+            return self.list(key, value, line);
+        };
+        let mut globs = Vec::new();
+        let (mut depth, mut start) = (0usize, 0);
+        for (i, c) in text.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    globs.push(text[start..i].trim().to_string());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        globs.push(text[start..].trim().to_string());
+        globs.retain(|g| !g.is_empty());
+        globs
+    }
+
     /// `triggers` as a list, `{keywords, verbs, patterns}` or a comma-separated string.
     fn triggers(&mut self, value: Yaml, line: Option<usize>) -> Triggers {
         let mut t = Triggers::default();
@@ -625,11 +661,12 @@ impl<'a> Parser<'a> {
         for (k, v) in m {
             match yaml_scalar(&k).as_deref() {
                 Some("files") => d.files = self.list("detect.files", v, line),
+                Some("globs") => d.globs = self.globs("detect.globs", v, line),
                 Some("patterns") => d.patterns = self.list("detect.patterns", v, line),
-                _ => self.warn(line, "`detect` takes only `files` and `patterns`"),
+                _ => self.warn(line, "`detect` takes only `files`, `globs` and `patterns`"),
             }
         }
-        (!d.files.is_empty()).then_some(d)
+        (!d.is_empty()).then_some(d)
     }
 }
 

@@ -86,10 +86,84 @@ impl Triggers {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Detect {
     /// Paths relative to the project root (`Cargo.toml`, `.github/workflows/ci.yml`); one
-    /// must exist. Absolute paths and `..` are ignored.
+    /// must exist (or one of `globs` match). Absolute paths and `..` are ignored.
+    #[serde(default)]
     pub files: Vec<String>,
+    /// Globs of project files (`**/*.tsx`, `src/**/*.{ts,js}`; one without a `/` matches a
+    /// file name at any depth): a Cursor rule's `globs`, a Copilot file's `applyTo`.
+    #[serde(default)]
+    pub globs: Vec<String>,
     /// Substrings one of the present files must contain; empty means presence is enough.
+    #[serde(default)]
     pub patterns: Vec<String>,
+}
+
+impl Detect {
+    /// Whether the rules can match anything: a file or a glob to look for.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.globs.is_empty()
+    }
+}
+
+/// Files that are skills without frontmatter: name = file stem, description = first heading.
+const CONVENTION_FILES: &[&str] = &[
+    "AGENTS.md",
+    "CLAUDE.md",
+    "AGENT.md",
+    "SKILLS.md",
+    "COPILOT.md",
+    "GEMINI.md",
+];
+
+/// The kind of file a skill was read from: a skill folder's `SKILL.md`, or an instruction file
+/// another agent keeps, read as a skill.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `SKILL.md` (agentskills.io).
+    #[default]
+    Skill,
+    /// A project convention file without frontmatter: `AGENTS.md`, `CLAUDE.md`, ….
+    Convention,
+    /// A Cursor rule, `.cursor/rules/*.mdc`: `alwaysApply` is `always`, `globs` detection.
+    Cursor,
+    /// GitHub Copilot instructions: `.github/copilot-instructions.md` (always) and
+    /// `.github/instructions/*.instructions.md` (`applyTo` is detection).
+    Copilot,
+}
+
+impl Format {
+    /// The format of the file at `path`, by its name and folder.
+    pub fn of(path: &std::path::Path) -> Format {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let parents: Vec<&str> = path
+            .parent()
+            .into_iter()
+            .flat_map(|p| p.iter().filter_map(|c| c.to_str()))
+            .collect();
+        let under = |a: &str, b: &str| parents.windows(2).any(|w| w == [a, b]);
+        if CONVENTION_FILES.contains(&name) {
+            Format::Convention
+        } else if name.ends_with(".mdc") && under(".cursor", "rules") {
+            Format::Cursor
+        } else if (name == "copilot-instructions.md" && parents.last() == Some(&".github"))
+            || (name.ends_with(".instructions.md") && under(".github", "instructions"))
+        {
+            Format::Copilot
+        } else {
+            Format::Skill
+        }
+    }
+
+    /// The name `skills list` shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Skill => "skill",
+            Format::Convention => "convention",
+            Format::Cursor => "cursor",
+            Format::Copilot => "copilot",
+        }
+    }
 }
 
 /// What an operator's config (`external-skills.json`) sets for the skills of one root, over
@@ -172,6 +246,9 @@ pub struct Skill {
     pub extra: BTreeMap<String, serde_json::Value>,
     /// Full SHA-256 of the file, hex.
     pub hash: String,
+    /// The kind of file it was read from.
+    #[serde(default)]
+    pub format: Format,
     /// Tools from the `tools.json` next to the file (see `docs/skill-tools.md`), validated at
     /// load; a tool whose name a higher-priority skill already uses is dropped when the index
     /// is built.

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ctxkit_skills::{SkillIndex, SkillLibrary, SkillRoot, Source};
+use ctxkit_skills::{Format, SkillIndex, SkillLibrary, SkillRoot, Source};
 
 fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
     let path = root.join(rel);
@@ -181,6 +181,117 @@ fn detection_by_project_files() {
     write(p, "Cargo.toml", "[dependencies]\ntokio = \"1\"\n");
     write(p, "package.json", "{}");
     assert_eq!(index.detect(p), ["react", "rust"]);
+}
+
+/// The done-when of issue 48: a Cursor rule with `globs: ["**/*.tsx"]` is detected in a
+/// project with a `.tsx` file and absent in one without.
+#[test]
+fn a_cursor_rule_with_globs_is_detected_by_a_matching_file() {
+    let rule = "---\ndescription: React components\nglobs: [\"**/*.tsx\"]\nalwaysApply: false\n---\n# React\nUse function components.\n";
+    let with = tempfile::tempdir().unwrap();
+    let without = tempfile::tempdir().unwrap();
+    for p in [with.path(), without.path()] {
+        write(p, ".cursor/rules/react.mdc", rule);
+        write(p, "src/main.ts", "export {}\n");
+        write(p, "node_modules/ui/Button.tsx", "ignored folders do not count\n");
+    }
+    write(with.path(), "src/ui/App.tsx", "export {}\n");
+    for (p, expected) in [(with.path(), vec!["react"]), (without.path(), vec![])] {
+        let index = SkillIndex::load(&SkillRoot::project_defaults(p));
+        assert!(index.diagnostics().is_empty(), "{:?}", index.diagnostics());
+        let rule = index.get("react").unwrap();
+        assert_eq!(
+            (rule.format, rule.description.as_str()),
+            (Format::Cursor, "React components")
+        );
+        assert_eq!(index.detect(p), expected, "in {}", p.display());
+    }
+    let index = SkillIndex::load(&SkillRoot::project_defaults(with.path()));
+    assert_eq!(index.detect_report(with.path())[0].files, ["src/ui/App.tsx"]);
+}
+
+/// Cursor rules and Copilot instructions load as skills beside AGENTS.md: each activation
+/// becomes ctxkit's (always, detection, selection, by name only).
+#[test]
+fn cursor_rules_and_copilot_instructions_load_with_their_activation() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    write(
+        p,
+        ".cursor/rules/Core Rules.mdc",
+        "---\ndescription:\nglobs:\nalwaysApply: true\n---\n# Core\nBe brief.\n",
+    );
+    write(
+        p,
+        ".cursor/rules/ts.mdc",
+        "---\nglobs: **/*.ts, src/**/*.{js,jsx} # bare, as Cursor writes them\n---\nTypeScript rules.\n",
+    );
+    write(
+        p,
+        ".cursor/rules/migrations.mdc",
+        "---\ndescription: Writing database migrations\n---\nOne change per migration.\n",
+    );
+    write(
+        p,
+        ".cursor/rules/manual.mdc",
+        "---\nalwaysApply: false\n---\n# Release steps\n",
+    );
+    write(
+        p,
+        ".github/copilot-instructions.md",
+        "# Repository rules\nRun the tests.\n",
+    );
+    write(
+        p,
+        ".github/instructions/api.instructions.md",
+        "---\napplyTo: \"src/api/**/*.py,**/*.pyi\"\n---\nAPI rules.\n",
+    );
+    write(p, "notes/rules/other.mdc", "not under .cursor: not a rule\n");
+    let index = SkillIndex::load(&SkillRoot::project_defaults(p));
+    assert!(index.diagnostics().is_empty(), "{:?}", index.diagnostics());
+    let mut names: Vec<&str> = index.skills().iter().map(|s| s.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "api",
+            "copilot-instructions",
+            "core-rules",
+            "manual",
+            "migrations",
+            "ts"
+        ]
+    );
+    let core = index.get("core-rules").unwrap();
+    assert!(core.always && core.description == "Core");
+    let ts = index.get("ts").unwrap().detect.clone().unwrap();
+    assert_eq!(ts.globs, ["**/*.ts", "src/**/*.{js,jsx}"]);
+    let migrations = index.get("migrations").unwrap();
+    assert!(!migrations.always && migrations.detect.is_none() && !migrations.disable_model_invocation);
+    let picked = |message: &str| -> Vec<String> {
+        let selected = index.select(&[message], &[], &Default::default());
+        selected.into_iter().map(|s| s.name).collect()
+    };
+    let by_description = picked("how do I write the database migrations?");
+    assert!(
+        by_description.contains(&"migrations".to_string()),
+        "{by_description:?}"
+    );
+    assert!(!picked("what is 2+2?").contains(&"migrations".to_string()));
+    assert!(
+        index.get("manual").unwrap().disable_model_invocation,
+        "no activation: by name only"
+    );
+    let copilot = index.get("copilot-instructions").unwrap();
+    assert!(copilot.always && copilot.format == Format::Copilot);
+    assert_eq!(
+        index.get("api").unwrap().detect.as_ref().unwrap().globs,
+        ["src/api/**/*.py", "**/*.pyi"]
+    );
+    assert!(index.detect(p).is_empty());
+    write(p, "lib/x.ts", "");
+    write(p, "types/m.pyi", "");
+    assert_eq!(index.detect(p), ["api", "ts"]);
 }
 
 /// Every real SKILL.md loads, none skipped, no panic: a corpus of 650 real skills kept beside

@@ -176,6 +176,30 @@ fn detection_never_reads_project_files_through_links_or_pipes() {
     assert!(index.detect(&project).is_empty());
 }
 
+/// Detection by globs sees only the project's own files: a link out of the project (to a file
+/// or a folder) matches no glob, and a link loop ends the walk of that branch.
+#[test]
+fn a_glob_never_matches_through_a_link_out_of_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    write(dir.path(), "outside/App.tsx", "export {}\n");
+    write(dir.path(), "outside/ui/Button.tsx", "export {}\n");
+    write(
+        &project,
+        ".cursor/rules/react.mdc",
+        "---\ndescription: React\nglobs: \"**/*.tsx\"\n---\nReact rules.\n",
+    );
+    fs::create_dir_all(project.join("src")).unwrap();
+    symlink(dir.path().join("outside/App.tsx"), project.join("src/App.tsx")).unwrap();
+    symlink(dir.path().join("outside/ui"), project.join("src/ui")).unwrap();
+    symlink(&project, project.join("src/loop")).unwrap();
+    let index = SkillIndex::load(&SkillRoot::project_defaults(&project));
+    assert!(index.get("react").is_some(), "{}", messages(&index));
+    assert!(index.detect(&project).is_empty());
+    write(&project, "src/Own.tsx", "export {}\n");
+    assert_eq!(index.detect(&project), ["react"]);
+}
+
 #[test]
 fn a_default_skills_folder_linking_out_of_the_project_is_skipped() {
     let (dir, _root, _secret) = fixture();
