@@ -27,7 +27,7 @@ use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 use super::skills;
 use crate::setup::follow_toggles;
 
-const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name, and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
+const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name (with `file`, one of the files it lists), and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
 
 /// One MCP session's view of ctxkit: the skill library, the memory store and the project
 /// memories are scoped to. [`session`](Self::session) makes each connection's; the clones of

@@ -573,6 +573,46 @@ async fn a_skill_folder_travels_whole_and_nothing_else_does() {
             "{error}"
         );
     }
+
+    // The tool reads the same files, by the paths its answer lists.
+    let whole = call(&client, "read_skill", json!({"name": "deploy"})).await;
+    let whole = whole.structured_content.unwrap();
+    assert_eq!(
+        whole["files"],
+        json!(["assets/logo.png", "references/notes v2.md"])
+    );
+    let notes = call(
+        &client,
+        "read_skill",
+        json!({"name": "deploy", "file": "references/notes v2.md"}),
+    )
+    .await;
+    assert_eq!(
+        notes.structured_content.unwrap()["body"],
+        "# Notes\r\n\u{feff}é\n"
+    );
+    let logo = call(
+        &client,
+        "read_skill",
+        json!({"name": "deploy", "file": "assets/logo.png"}),
+    )
+    .await;
+    assert!(error_text(&logo).contains("not text"));
+    for file in [
+        "../outside.txt",
+        "linked.txt",
+        "pipe",
+        "huge.bin",
+        ".env",
+        "/etc/passwd",
+    ] {
+        let refused = call(&client, "read_skill", json!({"name": "deploy", "file": file})).await;
+        let error = error_text(&refused);
+        assert!(
+            error.contains("the skill has no file at that path"),
+            "{file}: {error}"
+        );
+    }
 }
 
 /// A client that tells the test, by its number, when it hears `resources/list_changed`.

@@ -89,6 +89,16 @@ impl Skill {
         walk.files
     }
 
+    /// The paths of [`Skill::files`] but the skill's own file: what the skill brings beside
+    /// its instructions (`references/api.md`, `scripts/run.sh`).
+    pub fn supporting_files(&self) -> Vec<String> {
+        self.files()
+            .into_iter()
+            .map(|f| f.path)
+            .filter(|p| p != SKILL_MD)
+            .collect()
+    }
+
     /// The bytes of the file at `path`, one of [`Skill::files`]' paths, read within the
     /// confinement and the per-file cap.
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>, SkillFileError> {

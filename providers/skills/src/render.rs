@@ -246,8 +246,39 @@ fn head(skill: &Skill, rest: Rest) -> String {
     if rest == Rest::File {
         head.push_str(&format!("File: {}\n", display_path(&skill.path).display()));
     }
+    if let Some(files) = files_line(skill, rest) {
+        head.push_str(&files);
+        head.push('\n');
+    }
     head.push('\n');
     head
+}
+
+/// The most supporting files a pointer names; the rest are counted.
+const MAX_NAMED_FILES: usize = 20;
+
+/// The line naming a skill's supporting files and how to read one; `None` when it has none.
+fn files_line(skill: &Skill, rest: Rest) -> Option<String> {
+    let files = skill.supporting_files();
+    if files.is_empty() {
+        return None;
+    }
+    let mut named = files
+        .iter()
+        .take(MAX_NAMED_FILES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > MAX_NAMED_FILES {
+        named.push_str(&format!(" and {} more", files.len() - MAX_NAMED_FILES));
+    }
+    Some(match rest {
+        Rest::ReadSkill => format!(
+            "Files: {named} (read_skill(\"{}\", file) returns one)",
+            skill.name
+        ),
+        Rest::File => format!("Files beside it: {named}"),
+    })
 }
 
 fn note(skill: &Skill, rest: Rest, left_out: &str) -> String {
