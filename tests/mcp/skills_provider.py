@@ -43,7 +43,7 @@ class CtxkitMcpProvider(SkillProvider):
 
     def __init__(self, binary: str, skills: Path, work: Path) -> None:
         self._params = StdioServerParameters(
-            command=binary,
+            command=os.path.abspath(binary),
             args=["mcp", "--skills", str(skills), "--memory", str(work / "memory.db"),
                   "--project", str(work), "--watch", "0"],
             env={
