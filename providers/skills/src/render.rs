@@ -3,7 +3,7 @@
 //! hook adds at 10,000), MCP `match_skills` has no budget.
 //!
 //! A skill is sent as a block: `## name`, its description, (for a host that reads files) the
-//! path of its `SKILL.md`, then its body. A body longer than the [`Limits`], or (when the
+//! path of its `SKILL.md`, the supporting files of its folder when it has any, then its body. A body longer than the [`Limits`], or (when the
 //! budget asks for it) one that does not fit whole, is cut at a line and ends with a note
 //! saying where the rest is: the `read_skill` tool, or the file.
 
