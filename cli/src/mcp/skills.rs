@@ -160,7 +160,8 @@ pub(super) fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
     let uri = uri(skill)?;
     let mut frontmatter = SkillFrontmatter::new(skill.name.clone(), skill.description.clone());
     let resources = match published(skill) {
-        Some(files) => {
+        // Listed once to decide, then walked once more as each file is read.
+        Some(_) => {
             let mut fields = skill.frontmatter_fields().unwrap_or_default();
             // Name and description are always there: the author's, else the ones ctxkit
             // loaded the skill with (a name from the folder).
@@ -173,9 +174,9 @@ pub(super) fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
                 }
             }
             frontmatter.extra = fields;
-            files
-                .iter()
-                .filter_map(|f| match skill.read_file(&f.path) {
+            skill
+                .read_files()
+                .filter_map(|(f, bytes)| match bytes {
                     Ok(bytes) => Some(SkillResource::from_bytes(file_uri(skill, &f.path), &bytes)),
                     Err(e) => {
                         tracing::warn!(skill = %skill.name, file = %f.path, "skill file left out of its entry: {e}");

@@ -102,14 +102,27 @@ impl Skill {
     /// The bytes of the file at `path`, one of [`Skill::files`]' paths, read within the
     /// confinement and the per-file cap.
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>, SkillFileError> {
-        let folder = self.folder().ok_or(SkillFileError::NotListed)?;
         if !self.files().iter().any(|f| f.path == path) {
             return Err(SkillFileError::NotListed);
         }
-        let root =
-            Confined::new(folder).map_err(|e| SkillFileError::Refused(ReadProblem::Io(e).reason(folder)))?;
-        root.read_bytes(&root.real().join(path))
-            .map_err(|p| SkillFileError::Refused(p.reason(folder)))
+        self.read_listed(path)
+    }
+
+    /// Every file of [`Skill::files`] with its bytes, each read as the iterator reaches it:
+    /// one walk of the folder however many files it has.
+    pub fn read_files(&self) -> impl Iterator<Item = (SkillFile, Result<Vec<u8>, SkillFileError>)> + '_ {
+        self.files().into_iter().map(|file| {
+            let bytes = self.read_listed(&file.path);
+            (file, bytes)
+        })
+    }
+
+    /// Read `path`, which the caller found in [`Skill::files`].
+    fn read_listed(&self, path: &str) -> Result<Vec<u8>, SkillFileError> {
+        let folder = self.folder().ok_or(SkillFileError::NotListed)?;
+        let refused = |p: ReadProblem| SkillFileError::Refused(p.reason(folder));
+        let root = Confined::new(folder).map_err(|e| refused(ReadProblem::Io(e)))?;
+        root.read_bytes(&root.real().join(path)).map_err(refused)
     }
 }
 
@@ -206,6 +219,17 @@ mod tests {
             ["SKILL.md", "references/api.md", "scripts/deep/run.sh"]
         );
         assert_eq!(skill.read_file("references/api.md").unwrap(), b"x");
+        let read: Vec<(String, usize)> = skill
+            .read_files()
+            .map(|(f, bytes)| (f.path, bytes.unwrap().len()))
+            .collect();
+        assert_eq!(
+            read[1..],
+            [
+                ("references/api.md".to_string(), 1),
+                ("scripts/deep/run.sh".to_string(), 1)
+            ]
+        );
         for unlisted in [
             ".env",
             ".git/config",
