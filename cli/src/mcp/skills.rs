@@ -108,18 +108,19 @@ pub(super) fn resources(index: &SkillIndex) -> Vec<Resource> {
         .collect()
 }
 
-/// The media type of a skill file, by its extension; text that is none of these is plain.
+/// The media type of a skill file, by its extension and whether its bytes are text (which
+/// decides text or blob); any other text is plain, any other binary an octet stream.
 fn mime_type(path: &str, text: bool) -> &'static str {
     let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    match extension.as_deref() {
-        Some("md" | "markdown") => MARKDOWN,
-        Some("json") => "application/json",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("pdf") => "application/pdf",
-        _ if text => "text/plain",
-        _ => "application/octet-stream",
+    match (extension.as_deref(), text) {
+        (Some("md" | "markdown"), true) => MARKDOWN,
+        (Some("json"), true) => "application/json",
+        (Some("svg"), true) => "image/svg+xml",
+        (Some("png"), false) => "image/png",
+        (Some("jpg" | "jpeg"), false) => "image/jpeg",
+        (Some("pdf"), false) => "application/pdf",
+        (_, true) => "text/plain",
+        (_, false) => "application/octet-stream",
     }
 }
 
