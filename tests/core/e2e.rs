@@ -124,8 +124,11 @@ async fn the_adr_requests_carry_exactly_the_matching_skill() {
             req.body["tools"][0],
             json!({"type": "function", "function": {
                 "name": "read_skill",
-                "description": "Load the full instructions of one skill by name, before following it.",
-                "parameters": {"type": "object", "properties": {"name": {"type": "string", "description": "The skill's name, as listed."}}, "required": ["name"]}
+                "description": "Load the full instructions of one skill by name, before following it; with `file`, one of the files it lists.",
+                "parameters": {"type": "object", "properties": {
+                    "name": {"type": "string", "description": "The skill's name, as listed."},
+                    "file": {"type": "string", "description": "A file of the skill, by the path its instructions list (e.g. references/api.md); omit it for the instructions."}
+                }, "required": ["name"]}
             }})
         );
     }

@@ -90,7 +90,7 @@ async def check(binary: str, root: Path) -> None:
             resources = (await session.list_resources()).resources
             assert [str(r.uri) for r in resources] == ["skill://deploy/SKILL.md"], resources
             contents = (await session.read_resource("skill://deploy/SKILL.md")).contents
-            assert contents[0].text.endswith("Run ./ship.sh and watch the logs."), contents
+            assert contents[0].text == SKILL, "the file as written"
 
             prompts = (await session.list_prompts()).prompts
             assert [p.name for p in prompts] == ["deploy"], prompts

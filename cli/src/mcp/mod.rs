@@ -1,6 +1,7 @@
 //! `ctxkit mcp`: ctxkit's skills and project memory as a Model Context Protocol server, so any
 //! MCP host (Claude Code, Codex, VS Code, Claude Desktop, Cursor) gets trigger-matched skills,
-//! `read_skill` by name and a project memory that refuses secrets.
+//! `read_skill` by name (and a skill's files by the paths it lists), whole skill folders
+//! through the Skills extension, and a project memory that refuses secrets.
 //!
 //! - [`server`] is the protocol handler: capabilities, resources, prompts, the Skills
 //!   extension, and the watcher that announces a changed skill index;

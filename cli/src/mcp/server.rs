@@ -27,7 +27,7 @@ use rmcp::{tool_handler, ErrorData, RoleServer, ServerHandler};
 use super::skills;
 use crate::setup::follow_toggles;
 
-const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name, and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
+const INSTRUCTIONS: &str = "ctxkit serves this project's skills and memory. Call match_skills with the user's message to get the skills that apply (follow them), read_skill for one skill by name (with `file`, one of the files it lists), and search_memories before answering questions about the project's conventions. add_memory stores durable project facts; never store secrets.";
 
 /// One MCP session's view of ctxkit: the skill library, the memory store and the project
 /// memories are scoped to. [`session`](Self::session) makes each connection's; the clones of
@@ -254,10 +254,10 @@ impl ServerHandler for CtxkitServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let index = self.index();
-        let skill = skills::by_uri(&index, &request.uri).ok_or_else(|| {
+        let (skill, path) = skills::by_uri(&index, &request.uri).ok_or_else(|| {
             ErrorData::resource_not_found("no skill resource has that URI; resources/list gives them", None)
         })?;
-        Ok(ReadResourceResult::new(vec![skills::contents(skill, &request.uri)]).into())
+        Ok(ReadResourceResult::new(vec![skills::contents(skill, &path, &request.uri)?]).into())
     }
 
     async fn list_prompts(
@@ -305,7 +305,7 @@ impl ServerHandler for CtxkitServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
         let index = self.index();
-        skills::by_uri(&index, &request.uri)
+        skills::skill_by_uri(&index, &request.uri)
             .and_then(skills::extension_entry)
             .map(GetSkillResult::new)
             .ok_or_else(|| not_found("no skill has that URI; skills/list gives them"))

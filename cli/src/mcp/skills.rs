@@ -1,18 +1,34 @@
-//! Skills as MCP resources, prompts and Skills-extension entries, rendered from the index in
-//! memory: a URI or a prompt name is looked up among loaded skills' names, never turned into
-//! a path, so no request can make the server read a file.
+//! Skills as MCP resources, prompts and Skills-extension (SEP-2640) entries. A skill folder is
+//! published as its author keeps it: the frontmatter as written, and every file of
+//! [`Skill::files`] at `skill://NAME/PATH`, byte-exact with its digest. A URI is looked up
+//! among loaded skills' names and then among the paths that skill lists, never turned into a
+//! path, so no request can make the server read a file the listing does not name.
+//!
+//! A skill that is not a folder with frontmatter (a convention file such as `AGENTS.md`)
+//! has no files to publish; it is served as one `SKILL.md` rendered from the index, with
+//! the name and description it was loaded with.
 
-use ctxkit_skills::{Skill, SkillIndex};
+use base64::Engine;
+use ctxkit_skills::{Skill, SkillFile, SkillFileError, SkillIndex};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rmcp::model::{
     Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, Role, SkillFrontmatter, SkillResource,
     SkillResources,
 };
+use rmcp::ErrorData;
 
 const SCHEME: &str = "skill://";
-const FILE: &str = "/SKILL.md";
+const SKILL_MD: &str = "SKILL.md";
 const MARKDOWN: &str = "text/markdown";
 /// The most characters of a prompt's `request` argument kept.
 pub(super) const MAX_REQUEST_CHARS: usize = 10_000;
+/// Characters a file path in a URI keeps as they are: RFC 3986's unreserved ones and `/`.
+const PATH: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~')
+    .remove(b'/');
 
 /// Whether `name` can stand in a `skill://NAME/SKILL.md` URI as it is: the agentskills.io
 /// characters (and `_`, `.`). A skill whose name needs escaping is still a tool answer, just
@@ -25,20 +41,44 @@ fn uri_safe(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// The URI of the file at `path` in a skill.
+fn file_uri(skill: &Skill, path: &str) -> String {
+    format!("{SCHEME}{}/{}", skill.name, utf8_percent_encode(path, PATH))
+}
+
 /// The resource URI of a skill's `SKILL.md`.
 pub(super) fn uri(skill: &Skill) -> Option<String> {
-    uri_safe(&skill.name).then(|| format!("{SCHEME}{}{FILE}", skill.name))
+    uri_safe(&skill.name).then(|| file_uri(skill, SKILL_MD))
 }
 
-/// The skill a `skill://NAME/SKILL.md` URI names, if one is loaded.
-pub(super) fn by_uri<'a>(index: &'a SkillIndex, uri: &str) -> Option<&'a Skill> {
-    let name = uri.strip_prefix(SCHEME)?.strip_suffix(FILE)?;
-    uri_safe(name).then(|| index.get(name)).flatten()
+/// The loaded skill a `skill://NAME/PATH` URI names, and the path (decoded) it asks for.
+pub(super) fn by_uri<'a>(index: &'a SkillIndex, uri: &str) -> Option<(&'a Skill, String)> {
+    let (name, path) = uri.strip_prefix(SCHEME)?.split_once('/')?;
+    let path = percent_decode_str(path).decode_utf8().ok()?.into_owned();
+    uri_safe(name)
+        .then(|| index.get(name))
+        .flatten()
+        .map(|s| (s, path))
 }
 
-/// A `SKILL.md` as served: the name and description as frontmatter, then the body. It is
-/// written from the index (YAML-quoted), so it is what ctxkit parsed, not the file's bytes.
-pub(super) fn skill_md(skill: &Skill) -> String {
+/// The skill whose `SKILL.md` a URI names (what `skills/get` takes).
+pub(super) fn skill_by_uri<'a>(index: &'a SkillIndex, uri: &str) -> Option<&'a Skill> {
+    by_uri(index, uri)
+        .filter(|(_, path)| path == SKILL_MD)
+        .map(|(s, _)| s)
+}
+
+/// The files a skill publishes as written, or `None` when it is served rendered (see the
+/// module's docs).
+fn published(skill: &Skill) -> Option<Vec<SkillFile>> {
+    skill.frontmatter.as_ref()?;
+    let files = skill.files();
+    files.iter().any(|f| f.path == SKILL_MD).then_some(files)
+}
+
+/// A `SKILL.md` rendered from the index: the name and description as frontmatter, then the
+/// body, for a skill with no folder to publish.
+fn skill_md(skill: &Skill) -> String {
     let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
     format!(
         "---\nname: {}\ndescription: {}\n---\n\n{}",
@@ -48,35 +88,110 @@ pub(super) fn skill_md(skill: &Skill) -> String {
     )
 }
 
-/// Every skill with a URI, in catalog order.
+/// Every skill with a URI, its `SKILL.md`, in catalog order.
 pub(super) fn resources(index: &SkillIndex) -> Vec<Resource> {
     index
         .ranked()
         .filter_map(|s| {
             let uri = uri(s)?;
+            let size = match published(s) {
+                Some(files) => files.iter().find(|f| f.path == SKILL_MD).map_or(0, |f| f.size),
+                None => skill_md(s).len() as u64,
+            };
             Some(
                 Resource::new(uri, s.name.clone())
                     .with_description(s.description.clone())
                     .with_mime_type(MARKDOWN)
-                    .with_size(skill_md(s).len() as u64),
+                    .with_size(size),
             )
         })
         .collect()
 }
 
-/// The contents of one skill resource.
-pub(super) fn contents(skill: &Skill, uri: &str) -> ResourceContents {
-    ResourceContents::text(skill_md(skill), uri).with_mime_type(MARKDOWN)
+/// The media type of a skill file, by its extension and whether its bytes are text (which
+/// decides text or blob); any other text is plain, any other binary an octet stream.
+fn mime_type(path: &str, text: bool) -> &'static str {
+    let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match (extension.as_deref(), text) {
+        (Some("md" | "markdown"), true) => MARKDOWN,
+        (Some("json"), true) => "application/json",
+        (Some("svg"), true) => "image/svg+xml",
+        (Some("png"), false) => "image/png",
+        (Some("jpg" | "jpeg"), false) => "image/jpeg",
+        (Some("pdf"), false) => "application/pdf",
+        (_, true) => "text/plain",
+        (_, false) => "application/octet-stream",
+    }
 }
 
-/// A Skills-extension (SEP-2640) entry: one file, the served `SKILL.md`, with its digest.
+/// The contents of the file at `path` of a skill: text when its bytes are UTF-8, else a
+/// base64 blob, so either way the client gets the bytes on disk.
+pub(super) fn contents(skill: &Skill, path: &str, uri: &str) -> Result<ResourceContents, ErrorData> {
+    if published(skill).is_none() {
+        return match path {
+            SKILL_MD => Ok(ResourceContents::text(skill_md(skill), uri).with_mime_type(MARKDOWN)),
+            _ => Err(not_listed()),
+        };
+    }
+    let bytes = skill.read_file(path).map_err(|e| match e {
+        SkillFileError::NotListed => not_listed(),
+        refused => ErrorData::invalid_params(refused.to_string(), None),
+    })?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => ResourceContents::text(text, uri).with_mime_type(mime_type(path, true)),
+        Err(e) => ResourceContents::blob(
+            base64::engine::general_purpose::STANDARD.encode(e.as_bytes()),
+            uri,
+        )
+        .with_mime_type(mime_type(path, false)),
+    })
+}
+
+fn not_listed() -> ErrorData {
+    ErrorData::resource_not_found(
+        "no skill file has that URI; skills/get lists a skill's files",
+        None,
+    )
+}
+
+/// A Skills-extension (SEP-2640) entry: the frontmatter as the author wrote it and every
+/// file with its digest (a file that cannot be read now is left out); a skill served
+/// rendered has its name and description and the one rendered file.
 pub(super) fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
     let uri = uri(skill)?;
-    let text = skill_md(skill);
+    let mut frontmatter = SkillFrontmatter::new(skill.name.clone(), skill.description.clone());
+    let resources = match published(skill) {
+        // Listed once to decide, then walked once more as each file is read.
+        Some(_) => {
+            let mut fields = skill.frontmatter_fields().unwrap_or_default();
+            // Name and description are always there: the author's, else the ones ctxkit
+            // loaded the skill with (a name from the folder).
+            for (key, field) in [
+                ("name", &mut frontmatter.name),
+                ("description", &mut frontmatter.description),
+            ] {
+                if let Some(serde_json::Value::String(value)) = fields.remove(key) {
+                    *field = value;
+                }
+            }
+            frontmatter.extra = fields;
+            skill
+                .read_files()
+                .filter_map(|(f, bytes)| match bytes {
+                    Ok(bytes) => Some(SkillResource::from_bytes(file_uri(skill, &f.path), &bytes)),
+                    Err(e) => {
+                        tracing::warn!(skill = %skill.name, file = %f.path, "skill file left out of its entry: {e}");
+                        None
+                    }
+                })
+                .collect()
+        }
+        None => vec![SkillResource::from_bytes(uri.clone(), skill_md(skill).as_bytes())],
+    };
     Some(rmcp::model::Skill::new(
-        uri.clone(),
-        SkillFrontmatter::new(skill.name.clone(), skill.description.clone()),
-        SkillResources::Files(vec![SkillResource::from_bytes(uri, text.as_bytes())]),
+        uri,
+        frontmatter,
+        SkillResources::Files(resources),
     ))
 }
 
@@ -131,7 +246,10 @@ mod tests {
     #[test]
     fn uris_name_loaded_skills_only() {
         let index = index("---\nname: deploy\ndescription: Ship it\n---\nRun the script.");
-        assert_eq!(by_uri(&index, "skill://deploy/SKILL.md").unwrap().name, "deploy");
+        assert_eq!(
+            skill_by_uri(&index, "skill://deploy/SKILL.md").unwrap().name,
+            "deploy"
+        );
         for uri in [
             "skill://../deploy/SKILL.md",
             "skill://deploy/../../etc/passwd",
@@ -140,7 +258,7 @@ mod tests {
             "skill://deploy/SKILL.md/",
             "skill://other/SKILL.md",
         ] {
-            assert!(by_uri(&index, uri).is_none(), "{uri}");
+            assert!(skill_by_uri(&index, uri).is_none(), "{uri}");
         }
     }
 

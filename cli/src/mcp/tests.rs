@@ -13,7 +13,7 @@ use ctxkit_skills::{
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, GetPromptRequestParams, GetSkillRequestParams,
-    ReadResourceRequestParams, ResourceContents,
+    ReadResourceRequestParams, ResourceContents, SkillResources,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -418,9 +418,8 @@ async fn skills_are_resources_prompts_and_extension_entries() {
         panic!("text contents");
     };
     assert_eq!(mime_type.as_deref(), Some("text/markdown"));
-    assert!(
-        text.starts_with("---\nname: \"deploy\"\n") && text.ends_with("Run ./ship.sh and watch the logs.")
-    );
+    let file = std::fs::read_to_string(f.skills.join("deploy/SKILL.md")).unwrap();
+    assert_eq!(text, &file, "the file as written");
     for uri in [
         "skill://../outside.txt/SKILL.md",
         "file:///etc/passwd",
@@ -457,7 +456,12 @@ async fn skills_are_resources_prompts_and_extension_entries() {
     let listed = client.list_skills(None).await.unwrap();
     let entries = serde_json::to_value(&listed).unwrap();
     assert_eq!(entries["skills"][0]["uri"], "skill://deploy/SKILL.md");
-    assert_eq!(entries["skills"][0]["frontmatter"]["name"], "deploy");
+    assert_eq!(
+        entries["skills"][0]["frontmatter"],
+        json!({"name": "deploy", "description": "Ship the service", "triggers": ["deploy", "release"], "user-invocable": true}),
+        "every field the author wrote"
+    );
+    rmcp::model::validate_skills(&listed.skills).unwrap();
     let got = client
         .get_skill(GetSkillRequestParams::new("skill://pdf/SKILL.md"))
         .await
@@ -467,6 +471,148 @@ async fn skills_are_resources_prompts_and_extension_entries() {
         .get_skill(GetSkillRequestParams::new("skill://x/SKILL.md"))
         .await
         .is_err());
+}
+
+/// The `bytes` of a resource read, whether it came as text or as a base64 blob.
+fn bytes_of(contents: &ResourceContents) -> Vec<u8> {
+    use base64::Engine;
+    match contents {
+        ResourceContents::TextResourceContents { text, .. } => text.as_bytes().to_vec(),
+        ResourceContents::BlobResourceContents { blob, .. } => {
+            base64::engine::general_purpose::STANDARD.decode(blob).unwrap()
+        }
+        other => panic!("unexpected contents {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_skill_folder_travels_whole_and_nothing_else_does() {
+    let f = fixture(Mode::Hybrid);
+    let deploy = f.skills.join("deploy");
+    let outside = f.skills.parent().unwrap().join("outside.txt");
+    std::fs::create_dir_all(deploy.join("references")).unwrap();
+    std::fs::create_dir_all(deploy.join("assets")).unwrap();
+    std::fs::write(deploy.join("references/notes v2.md"), "# Notes\r\n\u{feff}é\n").unwrap();
+    let png = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0x00];
+    std::fs::write(deploy.join("assets/logo.png"), png).unwrap();
+    std::fs::write(deploy.join(".env"), "TOKEN=1").unwrap();
+    std::fs::write(deploy.join("huge.bin"), vec![b'x'; (1 << 20) + 1]).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&outside, deploy.join("linked.txt")).unwrap();
+        let fifo = deploy.join("pipe");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+    }
+    let client = connect(f.server, ()).await;
+
+    let got = client
+        .get_skill(GetSkillRequestParams::new("skill://deploy/SKILL.md"))
+        .await
+        .unwrap();
+    got.skill.validate().unwrap();
+    let SkillResources::Files(files) = &got.skill.resources else {
+        panic!("a folder has a manifest");
+    };
+    let uris: Vec<&str> = files.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://deploy/SKILL.md",
+            "skill://deploy/assets/logo.png",
+            "skill://deploy/references/notes%20v2.md"
+        ],
+        "hidden files, links out, FIFOs and files over the cap are left out"
+    );
+    for (resource, path) in files
+        .iter()
+        .zip(["SKILL.md", "assets/logo.png", "references/notes v2.md"])
+    {
+        let read = client
+            .read_resource(ReadResourceRequestParams::new(resource.uri.clone()))
+            .await
+            .unwrap();
+        let bytes = bytes_of(&read.contents[0]);
+        assert_eq!(
+            bytes,
+            std::fs::read(deploy.join(path)).unwrap(),
+            "{path} byte-exact"
+        );
+        resource.verify(&bytes).unwrap();
+    }
+    let logo = client
+        .read_resource(ReadResourceRequestParams::new("skill://deploy/assets/logo.png"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&logo.contents[0], ResourceContents::BlobResourceContents { mime_type: Some(m), .. } if m == "image/png")
+    );
+
+    for uri in [
+        "skill://deploy/../outside.txt",
+        "skill://deploy/%2e%2e/outside.txt",
+        "skill://deploy/references/../../outside.txt",
+        "skill://deploy//etc/passwd",
+        "skill://deploy/linked.txt",
+        "skill://deploy/pipe",
+        "skill://deploy/huge.bin",
+        "skill://deploy/.env",
+        "skill://deploy/references",
+    ] {
+        let error = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("no skill file has that URI"), "{uri}: {error}");
+        assert!(
+            !error.contains("TOP SECRET") && !error.contains("TOKEN"),
+            "{error}"
+        );
+    }
+
+    // The tool reads the same files, by the paths its answer lists.
+    let whole = call(&client, "read_skill", json!({"name": "deploy"})).await;
+    let whole = whole.structured_content.unwrap();
+    assert_eq!(
+        whole["files"],
+        json!(["assets/logo.png", "references/notes v2.md"])
+    );
+    let notes = call(
+        &client,
+        "read_skill",
+        json!({"name": "deploy", "file": "references/notes v2.md"}),
+    )
+    .await;
+    assert_eq!(
+        notes.structured_content.unwrap()["body"],
+        "# Notes\r\n\u{feff}é\n"
+    );
+    let logo = call(
+        &client,
+        "read_skill",
+        json!({"name": "deploy", "file": "assets/logo.png"}),
+    )
+    .await;
+    assert!(error_text(&logo).contains("not text"));
+    for file in [
+        "../outside.txt",
+        "linked.txt",
+        "pipe",
+        "huge.bin",
+        ".env",
+        "/etc/passwd",
+    ] {
+        let refused = call(&client, "read_skill", json!({"name": "deploy", "file": file})).await;
+        let error = error_text(&refused);
+        assert!(
+            error.contains("the skill has no file at that path"),
+            "{file}: {error}"
+        );
+    }
 }
 
 /// A client that tells the test, by its number, when it hears `resources/list_changed`.

@@ -32,6 +32,8 @@ pub(super) const MAX_QUERY_CHARS: usize = 10_000;
 pub(super) const MAX_TOP_K: usize = 50;
 /// The most characters of a skill name or memory id (longer ones name nothing).
 pub(super) const MAX_NAME_CHARS: usize = 256;
+/// The most characters of a skill file's path.
+pub(super) const MAX_PATH_CHARS: usize = 1024;
 /// The most keywords given with a memory.
 pub(super) const MAX_KEYWORDS: usize = 32;
 /// The most memories one listing returns.
@@ -53,6 +55,9 @@ pub(super) struct MatchArgs {
 pub(super) struct ReadArgs {
     /// A loaded skill's name, as `list_skills` gives it.
     pub name: String,
+    /// One of the skill's files, by the path its `files` list gives (`references/api.md`);
+    /// omit it for the instructions.
+    pub file: Option<String>,
 }
 
 /// Arguments of `add_memory`.
@@ -147,8 +152,14 @@ pub(super) struct ReadAnswer {
     pub name: String,
     /// What it is for.
     pub description: String,
-    /// Its full instructions.
+    /// Its full instructions, or the text of the `file` asked for.
     pub body: String,
+    /// The file read, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The skill's other files, by the paths `file` takes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 /// A memory as the tools show it.
@@ -324,7 +335,8 @@ impl CtxkitServer {
         Ok(Json(ListAnswer { skills }))
     }
 
-    /// One loaded skill's full instructions, by its name (names only: never a path).
+    /// One loaded skill's full instructions, by its name, or one of its files, by a path the
+    /// skill lists (never any other path).
     #[tool(
         name = "read_skill",
         input_schema = input_schema::<ReadArgs>(),
@@ -337,10 +349,25 @@ impl CtxkitServer {
             .then(|| index.get(&args.name))
             .flatten()
             .ok_or("no loaded skill has that name; call list_skills for the names")?;
+        let files = skill.supporting_files();
+        let body = match &args.file {
+            None => skill.body.to_string(),
+            Some(file) => {
+                // A path longer than any listed one names nothing.
+                let bytes = bounded("file", file, MAX_PATH_CHARS)
+                    .and_then(|file| skill.read_file(file).map_err(|e| e.to_string()))?;
+                String::from_utf8(bytes).map_err(|_| {
+                    "that file is not text (an image or other binary); resources/read gives its bytes"
+                        .to_string()
+                })?
+            }
+        };
         Ok(Json(ReadAnswer {
             name: skill.name.clone(),
             description: skill.description.clone(),
-            body: skill.body.to_string(),
+            body,
+            file: args.file,
+            files,
         }))
     }
 

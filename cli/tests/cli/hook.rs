@@ -136,6 +136,27 @@ fn a_matching_prompt_gets_the_skill_body_in_claude_codes_shape() {
     assert_eq!(stderr(&o), "");
 }
 
+#[test]
+fn a_skill_with_supporting_files_names_them_beside_its_file() {
+    let m = Machine::new();
+    let folder = m.project().join(".claude/skills/greet");
+    std::fs::create_dir_all(folder.join("references")).unwrap();
+    std::fs::write(folder.join("references/phrases.md"), "Bonjour, hello").unwrap();
+    std::fs::write(folder.join(".notes"), "hidden").unwrap();
+    let o = m.hook(
+        "claude-code",
+        &[],
+        m.prompt("UserPromptSubmit", "s1", "Say bonjour to Alice"),
+    );
+    let context = context_of(&o, "UserPromptSubmit");
+    let path = folder.canonicalize().unwrap().join("SKILL.md");
+    let head = format!(
+        "## greet\nGreetings in many languages\nFile: {}\nFiles beside it: references/phrases.md\n\n# Greet",
+        path.display()
+    );
+    assert!(context.contains(&head), "{context}");
+}
+
 /// A memory store that never answers (here a PostgreSQL "server" that accepts the connection
 /// and then says nothing) costs the prompt its memories, not its answer.
 #[test]

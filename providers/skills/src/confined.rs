@@ -93,8 +93,8 @@ impl Confined {
         }
     }
 
-    /// Read `path` as UTF-8 text, within every guarantee of this module.
-    pub(crate) fn read_text(&self, path: &Path) -> Result<String, ReadProblem> {
+    /// Read `path`'s bytes, within every guarantee of this module.
+    pub(crate) fn read_bytes(&self, path: &Path) -> Result<Vec<u8>, ReadProblem> {
         let real = self.resolve(path)?;
         let file = open_regular(&real)?;
         let mut bytes = Vec::new();
@@ -104,7 +104,12 @@ impl Confined {
         if bytes.len() as u64 > MAX_FILE_BYTES {
             return Err(ReadProblem::TooLarge);
         }
-        String::from_utf8(bytes).map_err(|e| {
+        Ok(bytes)
+    }
+
+    /// Read `path` as UTF-8 text, within every guarantee of this module.
+    pub(crate) fn read_text(&self, path: &Path) -> Result<String, ReadProblem> {
+        String::from_utf8(self.read_bytes(path)?).map_err(|e| {
             let offset = e.utf8_error().valid_up_to();
             let line = 1 + e.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count();
             ReadProblem::NotUtf8 { offset, line }

@@ -45,6 +45,7 @@
 //! discover, matcher, rank       find skill files; compile triggers; weigh the words skills offer
 //! meaning                       skills by meaning, with an embedding model (opt-in)
 //! parse                         SKILL.md, Cursor and Copilot text -> Skill; spec checks
+//! files                         a skill's folder: its files, listed and read confined
 //! skill                         the data model: Skill, Source, Triggers, Detect
 //! descriptor                    tools.json text -> ToolSpec
 //! diagnostic, confined, inflect problems for authors; reads that never leave a folder; the
@@ -64,6 +65,7 @@ mod discover;
 pub mod eval;
 mod exec;
 mod external;
+mod files;
 mod index;
 pub mod inflect;
 mod matcher;
@@ -85,6 +87,7 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use discover::SkillRoot;
 pub use exec::{ExecOptions, HookOptions, SkillHooks, SkillTool, ToolTrust};
 pub use external::ExternalSkills;
+pub use files::{SkillFile, SkillFileError, MAX_SKILL_BYTES, MAX_SKILL_FILES};
 pub use index::{LoadOptions, SkillIndex, SkillLibrary};
 pub use meaning::SkillMeaning;
 pub use provider::{Mode, SkillConfig, SkillContextProvider};
@@ -118,6 +121,7 @@ const _: () = {
     send_sync::<Skill>();
     send_sync::<SkillConfig>();
     send_sync::<SkillContextProvider>();
+    send_sync::<SkillFile>();
     send_sync::<SkillIndex>();
     send_sync::<SkillLibrary>();
     send_sync::<SkillRoot>();

@@ -121,6 +121,24 @@ impl Skill {
     }
 }
 
+impl Skill {
+    /// The frontmatter as its author wrote it, every field, as JSON: what the MCP Skills
+    /// extension publishes, which hosts compare field by field with the file. Read as
+    /// [`Skill::parse`] read it (an unquoted `key: a: b` value taken as a string); `None` for a
+    /// skill without frontmatter.
+    pub fn frontmatter_fields(&self) -> Option<serde_json::Map<String, Json>> {
+        let text = self.frontmatter.as_deref()?;
+        let yaml = load_yaml(text)
+            .or_else(|_| load_yaml(&quote_colon_values(text)))
+            .ok()?;
+        match yaml_to_json(yaml) {
+            Json::Object(fields) => Some(fields),
+            Json::Null => Some(serde_json::Map::new()),
+            _ => None,
+        }
+    }
+}
+
 /// See [`Skill::parse`]; the skill's patterns are compiled within what is left of `budget`,
 /// the budget of the library it belongs to.
 pub(crate) fn parse_skill(
@@ -231,7 +249,9 @@ impl<'a> Parser<'a> {
         self.keys = lines.top_level_keys(frontmatter);
         if format == Format::Skill || format == Format::Convention {
             let map = self.yaml(frontmatter)?;
-            return self.fields(map, default_name, folder, body);
+            let mut skill = self.fields(map, default_name, folder, body)?;
+            skill.frontmatter = Some(frontmatter.to_string());
+            return Some(skill);
         }
         let map = self.yaml(&foreign::quote_globs(frontmatter))?;
         let (map, described) = self.translate(format, map, &default_name, body);
@@ -849,5 +869,27 @@ mod tests {
         let hash = sha256_hex("x");
         assert_eq!(hash.len(), 64);
         assert_eq!(skill_id("My  Skill!", &hash), format!("my-skill-{}", &hash[..12]));
+    }
+
+    #[test]
+    fn the_frontmatter_is_kept_as_written() {
+        let text = "---\nname:  deploy \ndescription: >\n  Ship it\nlicense: MIT\nallowed-tools: [Bash, Read]\nmetadata: {owner: ops, n: 2}\nx-custom: a: b\n---\nBody";
+        let skill = Skill::parse(Path::new("deploy/SKILL.md"), text, Some("deploy"))
+            .0
+            .unwrap();
+        assert_eq!(skill.name, "deploy");
+        let fields = skill.frontmatter_fields().unwrap();
+        assert_eq!(
+            Json::Object(fields),
+            serde_json::json!({
+                "name": "deploy", "description": "Ship it\n", "license": "MIT",
+                "allowed-tools": ["Bash", "Read"], "metadata": {"owner": "ops", "n": 2},
+                "x-custom": "a: b"
+            })
+        );
+        let plain = Skill::parse(Path::new("AGENTS.md"), "# Rules\nUse pnpm.", None)
+            .0
+            .unwrap();
+        assert!(plain.frontmatter.is_none() && plain.frontmatter_fields().is_none());
     }
 }

@@ -3,7 +3,7 @@
 //! hook adds at 10,000), MCP `match_skills` has no budget.
 //!
 //! A skill is sent as a block: `## name`, its description, (for a host that reads files) the
-//! path of its `SKILL.md`, then its body. A body longer than the [`Limits`], or (when the
+//! path of its `SKILL.md`, the supporting files of its folder when it has any, then its body. A body longer than the [`Limits`], or (when the
 //! budget asks for it) one that does not fit whole, is cut at a line and ends with a note
 //! saying where the rest is: the `read_skill` tool, or the file.
 
@@ -246,8 +246,39 @@ fn head(skill: &Skill, rest: Rest) -> String {
     if rest == Rest::File {
         head.push_str(&format!("File: {}\n", display_path(&skill.path).display()));
     }
+    if let Some(files) = files_line(skill, rest) {
+        head.push_str(&files);
+        head.push('\n');
+    }
     head.push('\n');
     head
+}
+
+/// The most supporting files a pointer names; the rest are counted.
+const MAX_NAMED_FILES: usize = 20;
+
+/// The line naming a skill's supporting files and how to read one; `None` when it has none.
+fn files_line(skill: &Skill, rest: Rest) -> Option<String> {
+    let files = skill.supporting_files();
+    if files.is_empty() {
+        return None;
+    }
+    let mut named = files
+        .iter()
+        .take(MAX_NAMED_FILES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > MAX_NAMED_FILES {
+        named.push_str(&format!(" and {} more", files.len() - MAX_NAMED_FILES));
+    }
+    Some(match rest {
+        Rest::ReadSkill => format!(
+            "Files: {named} (read_skill(\"{}\", file) returns one)",
+            skill.name
+        ),
+        Rest::File => format!("Files beside it: {named}"),
+    })
 }
 
 fn note(skill: &Skill, rest: Rest, left_out: &str) -> String {

@@ -244,6 +244,10 @@ pub struct Skill {
     pub metadata: BTreeMap<String, serde_json::Value>,
     /// Frontmatter keys ctxkit does not know, kept as they were.
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// The frontmatter as written: the text between the `---` lines, which is what the skill
+    /// publishes ([`Skill::frontmatter_fields`]); `None` for a file without one.
+    #[serde(default)]
+    pub frontmatter: Option<String>,
     /// Full SHA-256 of the file, hex.
     pub hash: String,
     /// The kind of file it was read from.

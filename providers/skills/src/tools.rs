@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 
 use crate::index::SkillLibrary;
 
-/// Returns one skill's full instructions. Only names of loaded skills are accepted; the text
-/// comes from the index in memory, so no argument ever opens a file.
+/// Returns one skill's full instructions, or one of its files. Only names of loaded skills
+/// are accepted, and only paths the skill lists ([`Skill::files`](crate::Skill::files)); the
+/// instructions come from the index in memory, a file through the skill's confined read.
 pub(crate) struct ReadSkillTool {
     library: Arc<SkillLibrary>,
 }
@@ -20,18 +21,28 @@ impl ReadSkillTool {
     }
 }
 
+fn tool_error(message: impl Into<String>) -> Error {
+    Error::Tool {
+        tool: "read_skill".into(),
+        message: message.into(),
+    }
+}
+
 #[async_trait]
 impl Tool for ReadSkillTool {
     fn name(&self) -> &str {
         "read_skill"
     }
     fn description(&self) -> &str {
-        "Load the full instructions of one skill by name, before following it."
+        "Load the full instructions of one skill by name, before following it; with `file`, one of the files it lists."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"name": {"type": "string", "description": "The skill's name, as listed."}},
+            "properties": {
+                "name": {"type": "string", "description": "The skill's name, as listed."},
+                "file": {"type": "string", "description": "A file of the skill, by the path its instructions list (e.g. references/api.md); omit it for the instructions."}
+            },
             "required": ["name"]
         })
     }
@@ -40,22 +51,30 @@ impl Tool for ReadSkillTool {
         let index = self.library.snapshot();
         let skill = index.get(name).ok_or_else(|| {
             let known: Vec<&str> = index.ranked().take(20).map(|s| s.name.as_str()).collect();
-            Error::Tool {
-                tool: "read_skill".into(),
-                message: format!(
-                    "no skill is named `{name}`; call read_skill with one of the listed names (e.g. {})",
-                    if known.is_empty() {
-                        "none are loaded".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-            }
+            tool_error(format!(
+                "no skill is named `{name}`; call read_skill with one of the listed names (e.g. {})",
+                if known.is_empty() {
+                    "none are loaded".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ))
         })?;
-        Ok(format!(
-            "# {}\n{}\n\n{}",
-            skill.name, skill.description, skill.body
-        ))
+        if let Some(file) = args["file"].as_str() {
+            let bytes = skill.read_file(file).map_err(|e| tool_error(e.to_string()))?;
+            return String::from_utf8(bytes).map_err(|_| {
+                tool_error("that file is not text (an image or other binary), so it cannot be shown here")
+            });
+        }
+        let mut text = format!("# {}\n{}\n\n{}", skill.name, skill.description, skill.body);
+        let files = skill.supporting_files();
+        if !files.is_empty() {
+            text.push_str(&format!(
+                "\n\nFiles of this skill (read one with read_skill and `file`): {}",
+                files.join(", ")
+            ));
+        }
+        Ok(text)
     }
 }
 

@@ -279,3 +279,70 @@ async fn a_body_of_one_enormous_line_is_cut_by_characters() {
         "{tokens} tokens"
     );
 }
+
+#[tokio::test]
+async fn a_skill_with_files_names_them_and_read_skill_reads_one_by_its_listed_path() {
+    use ctxkit_skills::{SkillRoot, Source};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("skills/pdf");
+    std::fs::create_dir_all(folder.join("references")).unwrap();
+    std::fs::write(
+        folder.join("SKILL.md"),
+        "---\nname: pdf\ndescription: Work with PDFs\ntriggers: [pdf]\n---\nSee references/forms.md.",
+    )
+    .unwrap();
+    std::fs::write(folder.join("references/forms.md"), "FORMS-TEXT").unwrap();
+    std::fs::write(folder.join("logo.png"), [0x89, b'P', 0xff]).unwrap();
+    std::fs::write(dir.path().join("skills/secret.txt"), "TOP SECRET").unwrap();
+    let library = Arc::new(SkillLibrary::load(vec![SkillRoot::new(
+        dir.path().join("skills"),
+        Source::Project,
+    )]));
+    let config = SkillConfig {
+        mode: Mode::Hybrid,
+        ..Default::default()
+    };
+    let ctx = invoke(&SkillContextProvider::new(library, config), "fill this pdf").await;
+    assert!(
+        ctx.instructions().unwrap().contains(
+            "## pdf\nWork with PDFs\nFiles: logo.png, references/forms.md (read_skill(\"pdf\", file) returns one)\n\nSee references/forms.md."
+        ),
+        "{:?}",
+        ctx.instructions()
+    );
+    let read = ctx.tools.iter().find(|t| t.name() == "read_skill").unwrap();
+    let whole = read.call(json!({"name": "pdf"})).await.unwrap();
+    assert!(
+        whole.ends_with(
+            "Files of this skill (read one with read_skill and `file`): logo.png, references/forms.md"
+        ),
+        "{whole}"
+    );
+    assert_eq!(
+        read.call(json!({"name": "pdf", "file": "references/forms.md"}))
+            .await
+            .unwrap(),
+        "FORMS-TEXT"
+    );
+    let binary = read
+        .call(json!({"name": "pdf", "file": "logo.png"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(binary.contains("not text"), "{binary}");
+    for bad in [
+        "../secret.txt",
+        "references/../../secret.txt",
+        "/etc/passwd",
+        "references",
+        "SKILL.md/..",
+    ] {
+        let err = read
+            .call(json!({"name": "pdf", "file": bad}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the skill has no file at that path"), "{bad}: {err}");
+        assert!(!err.contains("TOP SECRET"));
+    }
+}
