@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::message::Message;
-use crate::report::ProviderReport;
+use crate::report::{LeftOut, ProviderReport};
 use crate::tool::Tool;
 
 /// Where a section goes in the system text.
@@ -161,6 +161,8 @@ pub struct Context {
     pub restrictions: Vec<crate::restrict::ToolRestriction>,
     /// How each composed provider fared (filled in by composition).
     pub reports: Vec<ProviderReport>,
+    /// What providers chose but did not send, each with why.
+    pub left_out: Vec<LeftOut>,
     /// Tokens a baseline request would have added (or, when negative, saved) compared with this
     /// context, filled in only when [`RunInfo::baseline`](crate::provider::RunInfo::baseline) asks: a skills
     /// provider reports what sending every skill in full would cost. Composition sums it.
@@ -177,6 +179,7 @@ impl std::fmt::Debug for Context {
             .field("tools", &tools)
             .field("restrictions", &self.restrictions)
             .field("reports", &self.reports)
+            .field("left_out", &self.left_out)
             .field("baseline_delta", &self.baseline_delta)
             .finish()
     }
@@ -235,10 +238,12 @@ impl Context {
         self.tools.append(&mut other.tools);
         self.restrictions.append(&mut other.restrictions);
         self.reports.append(&mut other.reports);
+        self.left_out.append(&mut other.left_out);
         self.baseline_delta += other.baseline_delta;
     }
 
-    /// Whether there is nothing to send (reports and the baseline delta do not count).
+    /// Whether there is nothing to send (reports, items left out and the baseline delta do not
+    /// count).
     pub fn is_empty(&self) -> bool {
         self.sections.is_empty()
             && self.catalog.is_empty()

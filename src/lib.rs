@@ -71,7 +71,7 @@ pub use model::{ChatModel, DryRunModel, ModelReply, ModelRequest, RequestMeta, S
 pub use provider::{
     run_once, ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, ThreadInfo, WithPolicy,
 };
-pub use report::{Outcome, ProviderReport};
+pub use report::{LeftOut, Outcome, ProviderReport};
 pub use restrict::ToolRestriction;
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, MemoCounter, TokenCounter};

@@ -133,6 +133,7 @@ impl Preview<'_> {
             "stats": stats,
             "selected": self.0.selected,
             "near": self.0.near,
+            "left_out": report.left_out,
             "detected": self.0.detected,
         })
     }
@@ -186,6 +187,9 @@ impl Preview<'_> {
                 printable_line(&d.name),
                 crate::skills_cmd::why_detected(d)
             )?;
+        }
+        for l in &report.left_out {
+            writeln!(out, "left out {} {}: {}", l.kind, printable_line(&l.name), l.why)?;
         }
         for (section, tokens) in &report.tokens.by_section {
             writeln!(out, "  {section}: {tokens} tokens")?;

@@ -163,7 +163,8 @@ pub(crate) struct RequestOptions {
     /// `[skills] mode`, else hybrid).
     #[arg(long, value_parser = parse_mode)]
     pub mode: Option<Mode>,
-    /// The most skills selected by their triggers per message (default: the config's, else 3).
+    /// The most skills sent per message, always-on and detected ones included; a skill named
+    /// with `$name` is outside it (default: the config's, else 3).
     #[arg(long)]
     pub max_skills: Option<usize>,
     /// The phase of the host's work (planning, implementation or retry): skills whose

@@ -71,6 +71,8 @@ pub struct RunReport {
     pub providers: Vec<ProviderReport>,
     /// Items injected by section kind, e.g. skills → the selected skill names.
     pub injected: BTreeMap<SectionKind, Vec<String>>,
+    /// Items providers chose but did not send (a skill past the cap or over the budget).
+    pub left_out: Vec<crate::report::LeftOut>,
     /// Tokens of the first request of the run.
     pub tokens: TokenReport,
     /// Tokens the baseline would have sent for the same message — every skill in full, as the
@@ -322,6 +324,7 @@ impl Agent {
         RunReport {
             providers: ctx.reports.clone(),
             injected,
+            left_out: ctx.left_out.clone(),
             tokens,
             tokens_full,
             model_calls: 0,

@@ -65,6 +65,7 @@ fn context_json_has_the_documented_shape() {
     assert!(tool["description"].is_string() && tool["parameters"].is_object());
     let stats = &v["stats"];
     assert_eq!(stats["skills"], serde_json::json!(["hello-extended"]));
+    assert_eq!(v["left_out"], serde_json::json!([]), "nothing was left out");
     assert_eq!(stats["memories"], 0);
     let (tokens, full) = (
         stats["tokens"].as_u64().unwrap(),

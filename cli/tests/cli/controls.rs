@@ -1082,4 +1082,30 @@ fn cursor_rules_and_copilot_instructions_are_listed_detected_and_injected() {
     );
     let injected = names(s.injected(&[], "hello there"));
     assert!(injected.contains(&"react".to_string()), "{injected:?}");
+
+    // Always-on and detected skills count against the cap: with room for one, the
+    // repository-wide file is sent and the detected rule is left out, in the JSON and in the
+    // preview.
+    let v: Value = serde_json::from_str(
+        s.ok(&[
+            "context",
+            "--no-memory",
+            "--max-skills",
+            "1",
+            "--json",
+            "hello there",
+        ])
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(v["stats"]["skills"], json!(["copilot-instructions"]));
+    assert_eq!(
+        v["left_out"],
+        json!([{"kind": "skills", "name": "react", "why": "past the cap"}])
+    );
+    let preview = s.ok(&["context", "--no-memory", "--max-skills", "1", "hello there"]);
+    assert!(
+        preview.contains("left out skills react: past the cap"),
+        "{preview}"
+    );
 }

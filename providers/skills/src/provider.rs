@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use ctxkit::{
-    BpeCounter, CatalogEntry, Context, ContextProvider, Message, Phase, Result, Role, RunInfo, Section,
-    SectionKind, TokenCounter, Tool, ToolRestriction,
+    BpeCounter, CatalogEntry, Context, ContextProvider, LeftOut, Message, Phase, Result, Role, RunInfo,
+    Section, SectionKind, TokenCounter, Tool, ToolRestriction,
 };
 
 use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks, SkillTool};
@@ -609,6 +609,11 @@ impl SkillContextProvider {
                 names.push(name);
             } else {
                 tracing::debug!(skill = %name, tokens = block.tokens, "skill cut by the token budget");
+                ctx.left_out.push(LeftOut {
+                    kind: kind.clone(),
+                    name,
+                    why: "over the token budget".into(),
+                });
             }
         }
         if names.is_empty() {
@@ -633,16 +638,23 @@ impl SkillContextProvider {
         messages: &[Message],
         run: &RunInfo,
     ) -> (Context, Vec<Selection>) {
-        let selected = if self.config.mode.has_selection() {
-            self.select(index, messages, run.project.as_deref(), run.phase, None)
+        let Ranking { selected, near } = if self.config.mode.has_selection() {
+            self.ranking(index, messages, run.project.as_deref(), run.phase, None, 0)
         } else {
-            Vec::new()
+            Ranking::default()
         };
         let budget = match (self.config.token_budget, run.token_budget) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(usize::MAX),
         };
-        (self.render(index, &selected, budget, run), selected)
+        let mut ctx = self.render(index, &selected, budget, run);
+        // Selection without near misses lists only the skills the cap left out.
+        ctx.left_out.extend(near.into_iter().map(|n| LeftOut {
+            kind: SectionKind::SKILLS,
+            name: n.name,
+            why: n.why.into(),
+        }));
+        (ctx, selected)
     }
 }
 

@@ -159,8 +159,9 @@ impl Selection {
 /// Knobs of selection.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelectOptions {
-    /// Cap on ranked skills (by triggers, words or meaning); explicit, always and detected
-    /// skills are outside it. Default 3.
+    /// Cap on the skills sent: always-on and detected skills first, then those ranked by
+    /// triggers, words or meaning. A skill the user named (`$name`, `/name`) is outside it.
+    /// Those past it are listed as [`PAST_THE_CAP`]. Default 3.
     pub max_skills: usize,
     /// How many of the latest user messages are matched. Default 1: only the latest, so a
     /// skill is selected for what the user asks now, not for an earlier turn.
@@ -192,6 +193,9 @@ impl Default for SelectOptions {
 
 /// How many skills left out a ranking shows.
 pub(crate) const NEAR_MISSES: usize = 5;
+
+/// Why a skill that would have been sent was not: the cap was full.
+pub const PAST_THE_CAP: &str = "past the cap";
 
 /// A skill the ranking weighs: its triggers that fired, what its words gave, what meaning gave.
 struct Candidate {
@@ -270,15 +274,29 @@ impl SkillIndex {
                 out.push(self.selection(i, Reason::Explicit, 0, Vec::new()));
             }
         }
+        // Always-on and detected skills count against the cap (a skill the user named does
+        // not: they asked for it); those past it are left out, and said so.
+        let mut near: Vec<NearMiss> = Vec::new();
+        let mut ranked = 0;
         for &i in self.always.iter().chain(detected) {
             let reason = if self.skills[i].always {
                 Reason::Always
             } else {
                 Reason::Detected
             };
-            if !taken(&out, i) && !self.skills[i].disable_model_invocation {
-                out.push(self.selection(i, reason, 0, Vec::new()));
+            if taken(&out, i) || self.skills[i].disable_model_invocation {
+                continue;
             }
+            if ranked >= options.max_skills {
+                near.push(NearMiss {
+                    name: self.skills[i].name.clone(),
+                    why: PAST_THE_CAP,
+                    evidence: Evidence::default(),
+                });
+                continue;
+            }
+            out.push(self.selection(i, reason, 0, Vec::new()));
+            ranked += 1;
         }
 
         // Every skill some evidence reached: triggers, words, meaning.
@@ -349,8 +367,6 @@ impl SkillIndex {
             }
         });
 
-        let mut near: Vec<NearMiss> = Vec::new();
-        let mut ranked = 0;
         for c in candidates {
             let why = if !c.fired.is_empty() {
                 None
@@ -363,8 +379,9 @@ impl SkillIndex {
             } else {
                 None
             };
-            let why = why.or((ranked >= options.max_skills).then_some("past the cap"));
-            if why.is_some() && near.len() >= near_misses {
+            let why = why.or((ranked >= options.max_skills).then_some(PAST_THE_CAP));
+            // A skill past the cap is always listed: it would have been sent.
+            if why.is_some_and(|w| w != PAST_THE_CAP) && near.len() >= near_misses {
                 continue;
             }
             let (name_words, description_words, against) = match &words {

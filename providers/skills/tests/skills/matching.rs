@@ -3,7 +3,7 @@
 use crate::common;
 
 use common::{index, pick, pick_with, skill};
-use ctxkit_skills::{Reason, SelectOptions};
+use ctxkit_skills::{Reason, SelectOptions, PAST_THE_CAP};
 
 /// (trigger list, message, should fire)
 const CASES: &[(&str, &str, bool)] = &[
@@ -181,24 +181,44 @@ fn disable_model_invocation_is_explicit_only() {
 }
 
 #[test]
-fn always_skills_are_selected_on_every_message() {
+fn always_skills_are_selected_on_every_message_and_count_against_the_cap() {
     let idx = index(vec![
         skill("house-style", "", "always: true\n"),
         skill("greet", "[hello]", ""),
+        skill("farewell", "[bye]", ""),
     ]);
     assert_eq!(pick(&idx, "what is 2+2?"), ["house-style"]);
-    let sel = idx.select(
-        &["hello"],
-        &[],
-        &SelectOptions {
-            max_skills: 1,
-            ..Default::default()
-        },
-    );
+    let cap = |max_skills| SelectOptions {
+        max_skills,
+        ..Default::default()
+    };
+    let reasons = |text: &str, max| {
+        idx.select(&[text], &[], &cap(max))
+            .iter()
+            .map(|s| (s.name.clone(), s.reason))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
-        sel.iter().map(|s| s.reason).collect::<Vec<_>>(),
-        [Reason::Always, Reason::Triggered]
+        reasons("hello", 2),
+        [
+            ("house-style".into(), Reason::Always),
+            ("greet".into(), Reason::Triggered)
+        ]
     );
+    // The always-on skill takes the one place; the triggered skill is left out, and said so.
+    assert_eq!(reasons("hello", 1), [("house-style".into(), Reason::Always)]);
+    let ranking = idx.rank(&["hello"], &[], &cap(1), None);
+    let left: Vec<(&str, &str)> = ranking.near.iter().map(|n| (n.name.as_str(), n.why)).collect();
+    assert_eq!(left, [("greet", PAST_THE_CAP)]);
+    // With no place at all the always-on skill is left out too; a skill the user names is
+    // outside the cap.
+    assert_eq!(
+        reasons("hello $farewell", 0),
+        [("farewell".into(), Reason::Explicit)]
+    );
+    let ranking = idx.rank(&["hello"], &[], &cap(0), None);
+    let left: Vec<&str> = ranking.near.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(left, ["house-style", "greet"]);
 }
 
 #[test]

@@ -133,9 +133,35 @@ async fn the_token_budget_cuts_lower_ranked_skills_first() {
     let ctx = invoke(&p, "deploy to prod").await;
     assert_eq!(items(&ctx), ["small", "tiny"]);
     assert!(counter_tokens(&ctx) <= 60);
+    let left = |ctx: &ctxkit::Context| {
+        ctx.left_out
+            .iter()
+            .map(|l| (l.kind.to_string(), l.name.clone(), l.why.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        left(&ctx),
+        [("skills".into(), "big".into(), "over the token budget".into())]
+    );
     // Room for one: the best-ranked one that fits.
     let p = SkillContextProvider::new(lib.clone(), config(30));
-    assert_eq!(items(&invoke(&p, "deploy to prod").await), ["small"]);
+    let ctx = invoke(&p, "deploy to prod").await;
+    assert_eq!(items(&ctx), ["small"]);
+    assert_eq!(left(&ctx).len(), 2);
+    // The cap leaves out what ranks past it, and says so too.
+    let capped = SkillConfig {
+        select: ctxkit_skills::SelectOptions {
+            max_skills: 2,
+            ..Default::default()
+        },
+        ..config(10_000)
+    };
+    let ctx = invoke(&SkillContextProvider::new(lib.clone(), capped), "deploy to prod").await;
+    assert_eq!(items(&ctx), ["big", "small"]);
+    assert_eq!(
+        left(&ctx),
+        [("skills".into(), "tiny".into(), "past the cap".into())]
+    );
     // The agent's budget applies when smaller.
     let p = SkillContextProvider::new(lib, config(10_000));
     let run = RunInfo {
