@@ -93,7 +93,7 @@ pub use meaning::SkillMeaning;
 pub use provider::{Mode, SkillConfig, SkillContextProvider};
 pub use select::{
     Evidence, NearMiss, Ranking, Reason, SelectOptions, Selection, DEFAULT_CUT, DEFAULT_FLOOR,
-    MEANING_WEIGHT, MEANING_ZERO, PAST_THE_CAP, TRIGGER_WEIGHT,
+    DEFAULT_MEANING_FLOOR, MEANING_WEIGHT, MEANING_ZERO, PAST_THE_CAP, TRIGGER_WEIGHT,
 };
 pub use skill::{Detect, Format, Skill, Source, Triggers};
 

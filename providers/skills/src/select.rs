@@ -9,7 +9,8 @@
 //! - with an embedding model, the message's nearness in meaning to the name and description
 //!   ([`MEANING_WEIGHT`] per unit of cosine above [`MEANING_ZERO`]).
 //!
-//! A skill no trigger selected needs the [floor](SelectOptions::floor), two of the message's
+//! A skill no trigger selected needs the [floor](SelectOptions::floor) (a higher
+//! [one](SelectOptions::meaning_floor) when meaning takes part), two of the message's
 //! words (or one rare word of its name), and a score within the
 //! [cut](SelectOptions::cut) of the best skill's, so one clear winner is sent alone and a
 //! message no skill serves selects nothing.
@@ -123,14 +124,19 @@ pub struct Ranking {
     pub near: Vec<NearMiss>,
 }
 
-/// How much one trigger that fired counts, in units of a rare word: above the floor, and a
-/// trigger alone selects its skill whatever the floor and the cut say.
+/// How much one trigger that fired counts, in units of a rare word (a trigger alone selects its
+/// skill whatever the floor and the cut say).
 pub const TRIGGER_WEIGHT: f32 = 2.0;
 /// The score a skill no trigger fired for needs (see the module docs). Calibrated with
 /// `ctxkit bench select` (the figures are in the README): on the 650 public skills' labelled
 /// set, every chit-chat message selects nothing; on BFCL's pooled functions, half of the
 /// irrelevance requests select nothing, without a model.
 pub const DEFAULT_FLOOR: f32 = 1.5;
+/// The floor when an embedding model adds meaning: every skill then gets some evidence, so the
+/// bar is higher. Calibrated the same way: with all-MiniLM-L6-v2, half of BFCL's irrelevance
+/// requests select nothing, and so do 58 % of the labelled set's everyday sentences (29 % at
+/// [`DEFAULT_FLOOR`]).
+pub const DEFAULT_MEANING_FLOOR: f32 = 2.0;
 /// A skill no trigger fired for must score this share of the best skill's score.
 pub const DEFAULT_CUT: f32 = 0.75;
 /// A skill matched by one word of the message needs it in its name, at least this rare.
@@ -171,6 +177,9 @@ pub struct SelectOptions {
     pub by_description: bool,
     /// The score a skill no trigger fired for needs. Default [`DEFAULT_FLOOR`].
     pub floor: f32,
+    /// The same when meaning takes part (an embedding model gave cosines). Default
+    /// [`DEFAULT_MEANING_FLOOR`].
+    pub meaning_floor: f32,
     /// The share of the best score such a skill needs. Default [`DEFAULT_CUT`].
     pub cut: f32,
     /// The host's phase: skills whose `inject_into` leaves it out are not selected, not even
@@ -185,6 +194,7 @@ impl Default for SelectOptions {
             window: 1,
             by_description: true,
             floor: DEFAULT_FLOOR,
+            meaning_floor: DEFAULT_MEANING_FLOOR,
             cut: DEFAULT_CUT,
             phase: None,
         }
@@ -308,6 +318,12 @@ impl SkillIndex {
             )
         });
         let mut fired = self.fired(&lowered);
+        let meaning = meaning.filter(|_| options.by_description);
+        let floor = if meaning.is_some() {
+            options.meaning_floor
+        } else {
+            options.floor
+        };
         let n = self.skills.len();
         let mut triggers = vec![0f32; if fired.is_empty() { 0 } else { n }];
         for (i, hits) in &fired {
@@ -317,7 +333,6 @@ impl SkillIndex {
         let evidence = |i: usize| {
             let words = words.as_ref().map_or(SkillWords::default(), |(_, s)| s.skills[i]);
             let meaning = meaning
-                .filter(|_| options.by_description)
                 .and_then(|m| m.get(i))
                 .map_or(0.0, |&cosine| (MEANING_WEIGHT * (cosine - MEANING_ZERO)).max(0.0));
             (triggers.get(i).copied().unwrap_or(0.0), words, meaning)
@@ -370,11 +385,11 @@ impl SkillIndex {
         for c in candidates {
             let why = if !c.fired.is_empty() {
                 None
-            } else if c.total() < options.floor {
+            } else if c.total() < floor {
                 Some("below the floor")
             } else if c.total() < options.cut * best {
                 Some("far below the best")
-            } else if !(c.words_enough || c.meaning >= options.floor / 2.0) {
+            } else if !(c.words_enough || c.meaning >= floor / 2.0) {
                 Some("one common word")
             } else {
                 None
@@ -390,7 +405,7 @@ impl SkillIndex {
             };
             let evidence = Evidence {
                 score: c.total(),
-                floor: options.floor,
+                floor,
                 name_words,
                 description_words,
                 meaning: meaning
