@@ -35,7 +35,7 @@ pub(crate) struct TestArgs {
     /// Only this skill's examples (repeatable); default: every skill with examples.
     #[arg(long = "skill", value_name = "NAME")]
     skills: Vec<String>,
-    /// The most skills selected by their triggers, as at run time.
+    /// The most skills sent, as at run time.
     #[arg(long, default_value_t = 3)]
     max_skills: usize,
     /// Count a cross-fire (an example of one skill selecting another) as a failure too.

@@ -68,7 +68,7 @@ pub(crate) enum SkillsCommand {
         /// Read JSON lines `{"id", "text"}` and write one line `{"id", "skills", "elapsed_us"}` each.
         #[arg(long, value_name = "FILE", conflicts_with = "message")]
         batch: Option<PathBuf>,
-        /// The most skills ranked (default: the config's, else 3).
+        /// The most skills sent, always-on and detected ones included (default: the config's, else 3).
         #[arg(long)]
         max_skills: Option<usize>,
         /// Show what counted for each skill (triggers, name and description words, meaning,

@@ -68,7 +68,8 @@ pub(crate) struct EventArgs {
     /// The most characters printed on stdout (the host cuts longer output to a preview).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
     pub budget: u64,
-    /// The most skills selected by their triggers per prompt (default: the config's, else 3).
+    /// The most skills sent per prompt, always-on and detected ones included (default: the
+    /// config's, else 3).
     #[arg(long)]
     pub max_skills: Option<usize>,
     /// Seconds from the start until the answer is printed, whatever is still loading (the

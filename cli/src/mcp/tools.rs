@@ -46,7 +46,8 @@ const MAX_ERROR_CHARS: usize = 300;
 pub(super) struct MatchArgs {
     /// The user's message, matched against every skill's triggers (and `$name` / `/name`).
     pub message: String,
-    /// The most skills selected by their triggers (1-20; default: the server's setting).
+    /// The most skills sent, always-on and detected ones included (1-20; default: the server's
+    /// setting).
     pub max_skills: Option<u64>,
 }
 

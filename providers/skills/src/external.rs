@@ -68,7 +68,7 @@ pub struct ExternalSkills {
     /// One root per listed skill (its folder), with the tier of its source's type, its
     /// priority (clamped into the tier's range) and its detection rules and phases.
     pub roots: Vec<SkillRoot>,
-    /// `settings.max_skills_per_story`: the most skills selected by triggers.
+    /// `settings.max_skills_per_story`: the most skills sent per request.
     pub max_skills: Option<usize>,
     /// `settings.max_content_lines`: body lines injected per skill.
     pub max_content_lines: Option<usize>,
