@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use ctxkit::{Agent, RunReport, SectionKind, Thread};
+use ctxkit::{Agent, Limits, RunReport, SectionKind, Thread};
 use ctxkit_skills::SkillLibrary;
 
 use crate::error::CliError;
@@ -39,6 +39,11 @@ pub(crate) struct ChatArgs {
     /// Messages kept by /compact.
     #[arg(long, default_value_t = 6)]
     pub keep: usize,
+    /// The most tokens of conversation sent with a message: before each message the oldest
+    /// turns are dropped until the rest fit (tool calls stay with their results; the latest
+    /// message is always sent), as /compact would. 0: no bound.
+    #[arg(long, default_value_t = 32_000, value_name = "TOKENS")]
+    pub history_tokens: usize,
     /// An MCP server whose tools the agent may call, as a command line ("npx -y some-server"),
     /// split into words and run without a shell (repeatable); its tools are named
     /// `SERVER__tool`. The user config's `[mcp] servers` are mounted too; a project never adds one.
@@ -108,7 +113,10 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
             servers,
         )?
         .report_baseline()
-        .limits(args.model.limits());
+        .limits(Limits {
+            history_tokens: (args.history_tokens > 0).then_some(args.history_tokens),
+            ..args.model.limits()
+        });
     let agent = match &args.record {
         Some(dir) => agent.hook(crate::learned::RecordSessions(dir.clone())),
         None => agent,

@@ -35,6 +35,10 @@ pub struct Limits {
     pub context_deadline: Option<Duration>,
     /// Token budget for injected context, passed to providers (default: none).
     pub context_tokens: Option<usize>,
+    /// Token budget for the conversation's history (default: none). Before each run, the
+    /// oldest turns are dropped until the history fits, the latest user message always kept
+    /// and tool calls kept with their results; the compaction hooks see what was dropped.
+    pub history_tokens: Option<usize>,
     /// Time a whole run may take: every model call and tool call of every round (default:
     /// none, each model call bounded by its own backend's budget). When it runs out, what is
     /// under way is stopped and the run fails with
@@ -48,6 +52,7 @@ impl Default for Limits {
             max_tool_rounds: 8,
             context_deadline: None,
             context_tokens: None,
+            history_tokens: None,
             run_timeout: None,
         }
     }
@@ -383,6 +388,12 @@ impl Agent {
         let input = Message::user(input);
         thread.history_mut().push(input.clone());
         thread.turns += 1;
+        if let Some(budget) = self.limits.history_tokens {
+            let keep = thread.fitting(budget, &*self.counter);
+            if keep < thread.history().len() {
+                self.compact(thread, keep).await?;
+            }
+        }
 
         let run = self.run_info(thread, false);
         let ctx = self.providers.invoking(thread.history(), &run).await?;

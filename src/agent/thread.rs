@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::lazy::ContextManager;
 use crate::message::{Message, Role};
 use crate::state::State;
+use crate::tokens::TokenCounter;
 
 /// One conversation with an agent.
 #[derive(Clone, Debug)]
@@ -92,8 +93,31 @@ impl Thread {
         while cut > 0 && cut < self.history.len() && self.history[cut].role != Role::User {
             cut -= 1;
         }
-        self.context.reset();
+        // Only a compaction that dropped something re-arms lazy injection: the context the
+        // history still carries needs no second copy.
+        if cut > 0 {
+            self.context.reset();
+        }
         self.history.drain(..cut).collect()
+    }
+
+    /// How many of the latest messages fit in `budget` tokens, starting at a user message so
+    /// no tool result loses its call; at least from the latest user message, whatever it
+    /// costs.
+    pub(crate) fn fitting(&self, budget: usize, counter: &dyn TokenCounter) -> usize {
+        let mut total = 0usize;
+        let mut keep = 0;
+        for (at, m) in self.history.iter().enumerate().rev() {
+            total = total.saturating_add(counter.count_message(m));
+            if total > budget {
+                break;
+            }
+            if m.role == Role::User {
+                keep = self.history.len() - at;
+            }
+        }
+        let latest_user = self.history.iter().rposition(|m| m.role == Role::User);
+        keep.max(latest_user.map_or(0, |at| self.history.len() - at))
     }
 
     /// Answer every tool call of the last assistant message that has no result yet with
@@ -155,6 +179,47 @@ mod tests {
         assert_eq!(t.history().len(), 4);
         assert_eq!(t.compact(0).len(), 4);
         assert!(t.history().is_empty());
+    }
+
+    #[test]
+    fn a_compaction_that_drops_nothing_keeps_the_injection() {
+        let mut t = Thread::new();
+        t.history_mut().push(Message::user("one"));
+        t.context.prepare("context", &[], &[]);
+        assert!(t.compact(5).is_empty());
+        assert!(t.context.is_injected(), "nothing dropped, nothing to re-send");
+        assert_eq!(t.compact(0).len(), 1);
+        assert!(!t.context.is_injected(), "dropped: the next request re-sends");
+    }
+
+    #[test]
+    fn fitting_counts_from_the_latest_turn_back_to_a_user_message() {
+        let mut t = Thread::new();
+        let h = t.history_mut();
+        h.push(Message::user("old ".repeat(50)));
+        h.push(Message::assistant("a1"));
+        h.push(Message::user("two"));
+        h.push(Message::tool_calls(vec![ToolCall::new(
+            "c",
+            "x",
+            &serde_json::json!({}),
+        )]));
+        h.push(Message::tool_result("c", "out"));
+        h.push(Message::assistant("a2"));
+        h.push(Message::user("three"));
+        let counter = crate::tokens::ApproxCounter;
+        let cost =
+            |from: usize| -> usize { t.history()[from..].iter().map(|m| counter.count_message(m)).sum() };
+        // Everything fits: keep all.
+        assert_eq!(t.fitting(usize::MAX, &counter), 7);
+        // Room for the last two turns but not the long first one: keep from "two", with the
+        // tool call and its result.
+        assert_eq!(t.fitting(cost(2), &counter), 5);
+        // Room for part of a turn only: from the next user message on, so no result is cut
+        // from its call.
+        assert_eq!(t.fitting(cost(3), &counter), 1);
+        // No room at all: the latest user message is kept whatever it costs.
+        assert_eq!(t.fitting(0, &counter), 1);
     }
 
     #[test]

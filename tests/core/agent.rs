@@ -376,6 +376,49 @@ async fn the_report_adds_up_the_usage_of_every_model_call() {
 }
 
 #[tokio::test]
+async fn a_history_budget_drops_the_oldest_turns_before_a_run() {
+    let log: Log = Arc::default();
+    let model = Arc::new(ScriptedModel::new([
+        Message::assistant("first answer"),
+        Message::assistant("second answer"),
+        Message::assistant("third answer"),
+    ]));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .hook(Recorder::new("h", &log))
+        .limits(Limits {
+            history_tokens: Some(40),
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    agent
+        .run(&mut thread, "a long first question ".repeat(8))
+        .await
+        .unwrap();
+    agent.run(&mut thread, "second?").await.unwrap();
+    agent.run(&mut thread, "third?").await.unwrap();
+    // The long first turn does not fit beside the second question: it was dropped, with its
+    // answer, before the second run (the compaction hook saw both); the later turns fit.
+    let sent = |i: usize| -> Vec<String> {
+        model.requests()[i]
+            .messages
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .map(|m| m.content.clone())
+            .collect()
+    };
+    assert_eq!(sent(1), ["second?"]);
+    assert_eq!(sent(2), ["second?", "second answer", "third?"]);
+    assert!(
+        log.lock().unwrap().contains(&"h:compaction(2)".to_string()),
+        "{log:?}"
+    );
+    assert_eq!(thread.history().len(), 4);
+}
+
+#[tokio::test]
 async fn unknown_tools_are_reported_back_to_the_model() {
     let model = Arc::new(ScriptedModel::new([
         call("c1", "nope"),

@@ -295,6 +295,25 @@ fn chat_reads_lines_when_piped() {
 }
 
 #[test]
+fn chat_bounds_the_history_it_sends() {
+    let input = "tell me a long story about a dragon who lived in the mountains and loved gold\n\
+                 second question\n";
+    let sent = |bound: &str| -> Vec<String> {
+        let o = ctxkit_with_stdin(&["chat", "--no-memory", "--history-tokens", bound], Some(input));
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+            .lines()
+            .filter(|l| l.starts_with("[dry-run] "))
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .collect()
+    };
+    // Unbounded, the second request carries the first turn; within 30 tokens only the new
+    // question fits beside the system message.
+    assert_eq!(sent("0"), ["[dry-run] 2 messages", "[dry-run] 4 messages"]);
+    assert_eq!(sent("30"), ["[dry-run] 2 messages", "[dry-run] 2 messages"]);
+}
+
+#[test]
 fn bench_tokens_reproduces_the_adr_shape() {
     let skills = skills_dir();
     let o = ctxkit(&["bench", "tokens", "--skills", skills.to_str().unwrap(), "--json"]);
