@@ -75,7 +75,7 @@ pub use report::{LeftOut, Outcome, ProviderReport};
 pub use restrict::ToolRestriction;
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, MemoCounter, TokenCounter};
-pub use tool::{Tool, ToolDefinition, ToolRegistry};
+pub use tool::{CancellationToken, Tool, ToolContext, ToolDefinition, ToolRegistry};
 
 /// Compile-time proof that the public types can be shared across threads and tasks (an agent
 /// behind an `Arc` serving many conversations, a report sent to another task). Adding a field

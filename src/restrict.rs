@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::tool::Tool;
+use crate::tool::{Tool, ToolContext};
 
 /// The tools a piece of context allows while it is in force; every other call is refused
 /// with a tool error naming it.
@@ -63,6 +63,9 @@ impl Tool for Restricted {
         self.inner.parameters()
     }
     async fn call(&self, args: Value) -> Result<String> {
+        self.call_in(args, &ToolContext::default()).await
+    }
+    async fn call_in(&self, args: Value, ctx: &ToolContext) -> Result<String> {
         let name = self.inner.name();
         if let Some(rule) = self.rules.iter().find(|r| !r.allows(name)) {
             return Err(Error::Tool {
@@ -78,7 +81,7 @@ impl Tool for Restricted {
                 ),
             });
         }
-        self.inner.call(args).await
+        self.inner.call_in(args, ctx).await
     }
 }
 

@@ -9,6 +9,23 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 
+pub use tokio_util::sync::CancellationToken;
+
+/// What a tool call runs within: the conversation, the project and the run, and a token the
+/// run cancels when it ends (its time budget ran out, its caller dropped it, or it finished), so
+/// a tool that started work elsewhere (a task, a process) can stop it.
+#[derive(Clone, Debug, Default)]
+pub struct ToolContext {
+    /// The conversation's id ([`Thread::id`](crate::Thread::id)).
+    pub session: String,
+    /// The project the agent works in, when it has one.
+    pub project: Option<String>,
+    /// The run: the conversation's id and its turn, `ID#N`.
+    pub run: String,
+    /// Cancelled when the run ends.
+    pub cancel: CancellationToken,
+}
+
 /// A function the model can call.
 ///
 /// `parameters` is a JSON Schema object; the registry checks required properties and
@@ -26,6 +43,15 @@ pub trait Tool: Send + Sync {
     }
     /// Run the tool with already-validated arguments and return its text output.
     async fn call(&self, args: Value) -> Result<String>;
+
+    /// Run the tool within `ctx`: what the agent calls. Provided: [`call`](Self::call), so a
+    /// tool that needs no context implements `call` alone. One that needs the session, the
+    /// project or cancellation implements this too (its `call` may run it in a
+    /// [`ToolContext::default`]).
+    async fn call_in(&self, args: Value, ctx: &ToolContext) -> Result<String> {
+        let _ = ctx;
+        self.call(args).await
+    }
 
     /// The definition sent to the model.
     fn definition(&self) -> ToolDefinition {
@@ -131,15 +157,20 @@ impl ToolRegistry {
     }
 
     /// Parse `arguments` (JSON text from the model), check them against the tool's schema
-    /// and run the tool.
+    /// and run the tool, outside any run.
     pub async fn execute(&self, name: &str, arguments: &str) -> Result<String> {
+        self.execute_in(name, arguments, &ToolContext::default()).await
+    }
+
+    /// [`execute`](Self::execute) within `ctx`.
+    pub async fn execute_in(&self, name: &str, arguments: &str, ctx: &ToolContext) -> Result<String> {
         let tool = self.get(name).ok_or_else(|| Error::UnknownTool {
             tool: name.to_string(),
             available: self.names_list(),
         })?;
         let args = parse_arguments(name, arguments)?;
         validate_arguments(name, &tool.parameters(), &args)?;
-        tool.call(args).await
+        tool.call_in(args, ctx).await
     }
 
     fn names_list(&self) -> String {

@@ -20,7 +20,7 @@ use crate::model::{ChatModel, DryRunModel, ModelReply, ModelRequest, Usage};
 use crate::provider::{ContextProvider, Phase, RunInfo, RunOutcome, ThreadInfo};
 use crate::report::ProviderReport;
 use crate::tokens::{default_counter, TokenCounter};
-use crate::tool::{Tool, ToolRegistry};
+use crate::tool::{CancellationToken, Tool, ToolContext, ToolRegistry};
 
 pub use hooks::{Hook, HookContext, SessionSummary};
 pub use request::{Assembly, TokenReport};
@@ -397,20 +397,30 @@ impl Agent {
 
         let run = self.run_info(thread, false);
         let ctx = self.providers.invoking(thread.history(), &run).await?;
+        // Cancelled however the run ends: its budget, its caller dropping it, or its end.
+        let tool_ctx = ToolContext {
+            session: thread_id.clone(),
+            project: self.project.clone(),
+            run: format!("{thread_id}#{}", thread.turns),
+            cancel: CancellationToken::new(),
+        };
+        let _cancel_on_end = tool_ctx.cancel.clone().drop_guard();
         let mut report = None;
         let result = match self.limits.run_timeout {
-            None => self.tool_loop(thread, &ctx, &run, &mut report).await,
-            Some(budget) => tokio::time::timeout(budget, self.tool_loop(thread, &ctx, &run, &mut report))
-                .await
-                .unwrap_or_else(|_| {
-                    let (model_calls, tool_calls) =
-                        report.as_ref().map_or((0, 0), |r| (r.model_calls, r.tool_calls));
-                    Err(Error::RunTimeBudget {
-                        budget,
-                        model_calls,
-                        tool_calls,
+            None => self.tool_loop(thread, &ctx, &run, &tool_ctx, &mut report).await,
+            Some(budget) => {
+                tokio::time::timeout(budget, self.tool_loop(thread, &ctx, &run, &tool_ctx, &mut report))
+                    .await
+                    .unwrap_or_else(|_| {
+                        let (model_calls, tool_calls) =
+                            report.as_ref().map_or((0, 0), |r| (r.model_calls, r.tool_calls));
+                        Err(Error::RunTimeBudget {
+                            budget,
+                            model_calls,
+                            tool_calls,
+                        })
                     })
-                }),
+            }
         };
         if result.is_err() {
             thread.failed_turns += 1;
@@ -435,6 +445,7 @@ impl Agent {
         thread: &mut Thread,
         ctx: &Context,
         run: &RunInfo,
+        tool_ctx: &ToolContext,
         report: &mut Option<RunReport>,
     ) -> Result<RunOutput> {
         let thread_id = thread.id().to_string();
@@ -472,7 +483,7 @@ impl Agent {
                 return Err(Error::ToolRounds(self.limits.max_tool_rounds));
             }
             for call in &reply.tool_calls {
-                let output = self.call_tool(&tools, thread, call).await?;
+                let output = self.call_tool(&tools, thread, call, tool_ctx).await?;
                 thread.history_mut().push(Message::tool_result(&call.id, output));
                 report.tool_calls += 1;
             }
@@ -521,6 +532,7 @@ impl Agent {
         tools: &ToolRegistry,
         thread: &mut Thread,
         call: &crate::message::ToolCall,
+        tool_ctx: &ToolContext,
     ) -> Result<String> {
         let name = call.function.name.as_str();
         let thread_id = thread.id().to_string();
@@ -533,7 +545,7 @@ impl Agent {
                 let span = tracing::info_span!("tool", tool = name, elapsed_us = tracing::field::Empty);
                 let start = std::time::Instant::now();
                 let result = tools
-                    .execute(name, &call.function.arguments)
+                    .execute_in(name, &call.function.arguments, tool_ctx)
                     .instrument(span.clone())
                     .await;
                 span.record("elapsed_us", start.elapsed().as_micros() as u64);

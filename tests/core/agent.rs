@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use ctxkit::{
     Agent, Assembly, BoxError, CatalogEntry, ChatModel, Context, ContextProvider, Error, Hook, HookContext,
     Limits, Message, ModelReply, ModelRequest, Result, Role, RunInfo, ScriptedModel, Section, SectionKind,
-    Thread, Tool, ToolCall, Usage,
+    Thread, Tool, ToolCall, ToolContext, Usage,
 };
 use serde_json::{json, Value};
 
@@ -324,6 +324,65 @@ async fn the_run_budget_covers_every_round_and_leaves_no_call_unanswered() {
     assert!(last.content.starts_with("error: not run"), "{}", last.content);
     model.push(Message::assistant("ok"));
     assert_eq!(agent.run(&mut thread, "again").await.unwrap().reply.content, "ok");
+}
+
+/// A tool that starts work in the background and notes what it was run within and whether
+/// that work was told to stop.
+struct Background {
+    seen: Log,
+}
+#[async_trait]
+impl Tool for Background {
+    fn name(&self) -> &str {
+        "background"
+    }
+    fn description(&self) -> &str {
+        "Start a job and wait for it"
+    }
+    async fn call(&self, args: Value) -> Result<String> {
+        self.call_in(args, &ToolContext::default()).await
+    }
+    async fn call_in(&self, _: Value, ctx: &ToolContext) -> Result<String> {
+        self.seen.lock().unwrap().push(format!(
+            "session={} project={:?} run={}",
+            ctx.session, ctx.project, ctx.run
+        ));
+        let (cancel, seen) = (ctx.cancel.clone(), self.seen.clone());
+        tokio::spawn(async move {
+            cancel.cancelled().await;
+            seen.lock().unwrap().push("job stopped".into());
+        });
+        tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+        Ok("done".into())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn tools_know_their_run_and_are_cancelled_when_its_budget_runs_out() {
+    let seen: Log = Arc::default();
+    let model = Arc::new(ScriptedModel::new([call("c1", "background")]));
+    let agent = Agent::builder()
+        .model(model)
+        .project("/work/app")
+        .tool(Background { seen: seen.clone() })
+        .limits(Limits {
+            run_timeout: Some(std::time::Duration::from_secs(1)),
+            ..Limits::default()
+        })
+        .build()
+        .unwrap();
+    let mut thread = Thread::new();
+    let err = agent.run(&mut thread, "go").await.unwrap_err();
+    assert!(matches!(err, Error::RunTimeBudget { .. }), "{err:?}");
+    tokio::task::yield_now().await;
+    let id = thread.id().to_string();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            format!("session={id} project=Some(\"/work/app\") run={id}#1"),
+            "job stopped".to_string(),
+        ]
+    );
 }
 
 /// Answers a tool call, then text, each time reporting usage as a server with a prompt cache.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ctxkit::{Error, Result, Tool};
+use ctxkit::{Error, Result, Tool, ToolContext};
 use serde_json::Value;
 
 use crate::descriptor::{Program, ToolSpec, SCRIPTS_DIR};
@@ -202,17 +202,32 @@ impl Tool for SkillTool {
     }
 
     async fn call(&self, args: Value) -> Result<String> {
+        self.call_in(args, &ToolContext::default()).await
+    }
+
+    /// Runs the command until it ends, its timeout passes or the run is cancelled; either way
+    /// a command stopped early is killed (the process is dropped with `kill_on_drop`).
+    async fn call_in(&self, args: Value, ctx: &ToolContext) -> Result<String> {
         let program = self.program()?;
         let argv = self.argv(&args)?;
-        let outcome = run(
+        let env = tool_env(&self.options.pass_env);
+        let running = run(
             &program,
             &argv,
-            &tool_env(&self.options.pass_env),
+            &env,
             &self.paths.cwd,
             self.options.timeout,
             self.options.output_cap,
-        )
-        .await
+        );
+        let outcome = tokio::select! {
+            outcome = running => outcome,
+            () = ctx.cancel.cancelled() => {
+                return Err(self.failure(format!(
+                    "`{}` was stopped: the run it served ended",
+                    self.command_label()
+                )));
+            }
+        }
         .map_err(|e| match e {
             RunError::Spawn(e) => self.failure(format!("cannot start `{}` ({e})", self.command_label())),
             RunError::Io(e) => self.failure(format!(

@@ -583,6 +583,28 @@ mod running {
     }
 
     #[tokio::test]
+    async fn a_command_is_stopped_when_its_run_is_cancelled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tool = tool_in(
+            tmp.path(),
+            &one_tool(
+                "sleep",
+                json!([]),
+                json!([{"name": "seconds", "type": "integer", "required": true}]),
+            ),
+            ExecOptions::default(),
+        );
+        let ctx = ctxkit::ToolContext::default();
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            cancel.cancel();
+        });
+        let message = failure(tool.call_in(json!({"seconds": 30}), &ctx).await);
+        assert_eq!(message, "`sleep` was stopped: the run it served ended");
+    }
+
+    #[tokio::test]
     async fn output_is_capped_and_marked() {
         let tmp = tempfile::tempdir().unwrap();
         let options = ExecOptions {
