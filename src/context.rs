@@ -113,7 +113,7 @@ impl Section {
 ///
 /// The text is shared (`Arc<str>`): a catalog is the same on every request, so copying it into
 /// each request's context costs reference counts, not allocations.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub struct CatalogEntry {
     /// What the model asks for to load the thing (e.g. a skill's name for `read_skill`).
     pub name: Arc<str>,

@@ -7,13 +7,16 @@
 //! `[Context Update]` with `ADDED` / `REMOVED` / `CHANGED` lines when a hash differs, and
 //! nothing when nothing changed.
 
-use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
 
 use crate::context::CatalogEntry;
 
-/// Decides what context message, if any, the next request needs.
-#[derive(Clone, Debug, Default)]
+/// Decides what context message, if any, the next request needs. Saved with a thread, so a
+/// resumed conversation sends only what changed since; its hashes are xxh3, the same in every
+/// process and build.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ContextManager {
     injected: bool,
     preamble_hash: u64,
@@ -24,7 +27,7 @@ pub struct ContextManager {
 }
 
 fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
     value.hash(&mut h);
     h.finish()
 }

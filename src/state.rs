@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 /// Key-value state with scope prefixes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct State {
     values: BTreeMap<String, Value>,
 }

@@ -10,7 +10,22 @@ use crate::state::State;
 use crate::tokens::TokenCounter;
 
 /// One conversation with an agent.
-#[derive(Clone, Debug)]
+///
+/// A thread serializes (serde) to a versioned object, so a host can keep a session between
+/// processes and resume it: the history, the scoped state, what lazy injection already sent,
+/// and the session's counts. A resumed thread starts again in its new process (providers see
+/// `thread_created`, hooks `session_start`, as hosts send on resume) and otherwise goes on as
+/// if never interrupted.
+///
+/// ```
+/// use ctxkit::Thread;
+/// let mut thread = Thread::with_id("s-1");
+/// let saved = serde_json::to_string(&thread).unwrap();
+/// let resumed: Thread = serde_json::from_str(&saved).unwrap();
+/// assert_eq!(resumed.id(), "s-1");
+/// ```
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "Saved", into = "Saved")]
 pub struct Thread {
     id: String,
     history: Vec<Message>,
@@ -23,6 +38,64 @@ pub struct Thread {
     pub(crate) failed_turns: usize,
     /// Tool calls whose tool failed (its error went back to the model).
     pub(crate) failed_tool_calls: usize,
+}
+
+/// The saved form of a [`Thread`], version 1.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Saved {
+    version: u32,
+    id: String,
+    history: Vec<Message>,
+    state: State,
+    context: ContextManager,
+    turns: usize,
+    tool_usage: BTreeMap<String, usize>,
+    failed_turns: usize,
+    failed_tool_calls: usize,
+}
+
+/// The version [`Saved`] writes and reads.
+const SAVED_VERSION: u32 = 1;
+
+impl From<Thread> for Saved {
+    fn from(t: Thread) -> Saved {
+        Saved {
+            version: SAVED_VERSION,
+            id: t.id,
+            history: t.history,
+            state: t.state,
+            context: t.context,
+            turns: t.turns,
+            tool_usage: t.tool_usage,
+            failed_turns: t.failed_turns,
+            failed_tool_calls: t.failed_tool_calls,
+        }
+    }
+}
+
+impl TryFrom<Saved> for Thread {
+    type Error = String;
+
+    fn try_from(s: Saved) -> Result<Thread, String> {
+        if s.version != SAVED_VERSION {
+            return Err(format!(
+                "a saved thread of version {} (this build reads version {SAVED_VERSION})",
+                s.version
+            ));
+        }
+        Ok(Thread {
+            id: s.id,
+            history: s.history,
+            state: s.state,
+            context: s.context,
+            started: false,
+            turns: s.turns,
+            tool_usage: s.tool_usage,
+            failed_turns: s.failed_turns,
+            failed_tool_calls: s.failed_tool_calls,
+        })
+    }
 }
 
 impl Default for Thread {

@@ -530,6 +530,67 @@ impl ContextProvider for Skills {
     }
 }
 
+/// The requests of a lazy conversation of three messages, with a compaction after the first
+/// when `compact`, saved to JSON and resumed on a new agent after the first when `resume`.
+async fn lazy_conversation(compact: bool, resume: bool) -> Vec<Vec<Message>> {
+    let model = Arc::new(ScriptedModel::new(["a1", "a2", "a3"].map(Message::assistant)));
+    let agent = || {
+        Agent::builder()
+            .instructions("You are helpful.")
+            .model(model.clone())
+            .tool(Clock)
+            .provider(Skills { seen: Log::default() })
+            .assembly(Assembly::Lazy)
+            .build()
+            .unwrap()
+    };
+    let first = agent();
+    let mut thread = Thread::with_id("s-1");
+    first.run(&mut thread, "one").await.unwrap();
+    if compact {
+        first.compact(&mut thread, 0).await.unwrap();
+    }
+    let (agent, mut thread) = if resume {
+        let saved = serde_json::to_string(&thread).unwrap();
+        drop((first, thread));
+        (agent(), serde_json::from_str::<Thread>(&saved).unwrap())
+    } else {
+        (first, thread)
+    };
+    agent.run(&mut thread, "two").await.unwrap();
+    agent.run(&mut thread, "three").await.unwrap();
+    model.requests().into_iter().map(|r| r.messages).collect()
+}
+
+#[tokio::test]
+async fn a_resumed_thread_sends_what_one_never_interrupted_sends() {
+    for compact in [false, true] {
+        let uninterrupted = lazy_conversation(compact, false).await;
+        assert_eq!(
+            lazy_conversation(compact, true).await,
+            uninterrupted,
+            "compact: {compact}"
+        );
+        // What lazy injection sent is remembered across the save: the full context once, again
+        // only after a compaction dropped it.
+        let full = |m: &Vec<Message>| system_count(m, "[System Prompt]");
+        assert_eq!(uninterrupted.iter().map(full).collect::<Vec<_>>(), [1, 1, 1]);
+        let stored: usize = uninterrupted[2]
+            .iter()
+            .filter(|m| m.content.starts_with("[System Prompt]"))
+            .count();
+        assert_eq!(stored, 1, "compact: {compact}");
+    }
+}
+
+#[test]
+fn a_saved_thread_of_another_version_is_refused_in_one_sentence() {
+    let mut saved = serde_json::to_value(Thread::with_id("s-1")).unwrap();
+    saved["version"] = json!(2);
+    let err = serde_json::from_value::<Thread>(saved).unwrap_err().to_string();
+    assert_eq!(err, "a saved thread of version 2 (this build reads version 1)");
+}
+
 fn system_count(messages: &[Message], prefix: &str) -> usize {
     messages
         .iter()
