@@ -52,6 +52,7 @@ mod model;
 mod provider;
 mod report;
 mod restrict;
+mod session;
 mod state;
 pub mod text;
 mod tokens;
@@ -73,6 +74,7 @@ pub use provider::{
 };
 pub use report::{LeftOut, Outcome, ProviderReport};
 pub use restrict::ToolRestriction;
+pub use session::{SessionInfo, SessionStore};
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, MemoCounter, TokenCounter};
 pub use tool::{CancellationToken, Tool, ToolContext, ToolDefinition, ToolRegistry};

@@ -19,6 +19,7 @@ use crate::message::Message;
 use crate::model::{ChatModel, DryRunModel, ModelReply, ModelRequest, Usage};
 use crate::provider::{ContextProvider, Phase, RunInfo, RunOutcome, ThreadInfo};
 use crate::report::ProviderReport;
+use crate::session::SessionStore;
 use crate::tokens::{default_counter, TokenCounter};
 use crate::tool::{CancellationToken, Tool, ToolContext, ToolRegistry};
 
@@ -127,6 +128,7 @@ pub struct Agent {
     project: Option<String>,
     report_baseline: bool,
     phase: Option<Phase>,
+    sessions: Option<Arc<dyn SessionStore>>,
 }
 
 /// Builds an [`Agent`]; every part has a default (no instructions, the dry-run model, no
@@ -144,6 +146,7 @@ pub struct AgentBuilder {
     project: Option<String>,
     report_baseline: bool,
     phase: Option<Phase>,
+    sessions: Option<Arc<dyn SessionStore>>,
 }
 
 impl AgentBuilder {
@@ -214,6 +217,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Keep sessions in `store`: the thread is saved after every run (whether it succeeded or
+    /// failed), and [`Agent::session`] resumes one by id.
+    pub fn sessions(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.sessions = Some(store);
+        self
+    }
+
     /// The phase every run of this agent serves ([`RunInfo::phase`]); default none, which
     /// providers read as every phase.
     pub fn phase(mut self, phase: Phase) -> Self {
@@ -250,6 +260,7 @@ impl AgentBuilder {
             project: self.project,
             report_baseline: self.report_baseline,
             phase: self.phase,
+            sessions: self.sessions,
         })
     }
 }
@@ -364,7 +375,27 @@ impl Agent {
     /// [`ContextProvider::run_finished`], how the run ended.
     pub async fn run(&self, thread: &mut Thread, input: impl Into<String>) -> Result<RunOutput> {
         let span = tracing::info_span!("run", thread = thread.id(), model = self.model.name());
-        self.run_inner(thread, input.into()).instrument(span).await
+        let output = self
+            .run_inner(thread, input.into())
+            .instrument(span.clone())
+            .await;
+        if let Some(store) = &self.sessions {
+            // A run that failed changed the thread too (its message, its open calls answered):
+            // the saved session is the one in memory. A failed save is the run's error, after
+            // the thread was updated, so the reply is still in its history.
+            store.save(thread).instrument(span).await?;
+        }
+        output
+    }
+
+    /// The session saved under `id` in the agent's [`SessionStore`], or a new thread of that
+    /// id when there is none (or the agent keeps no sessions).
+    pub async fn session(&self, id: &str) -> Result<Thread> {
+        let saved = match &self.sessions {
+            Some(store) => store.load(id).await?,
+            None => None,
+        };
+        Ok(saved.unwrap_or_else(|| Thread::with_id(id)))
     }
 
     async fn run_inner(&self, thread: &mut Thread, input: String) -> Result<RunOutput> {

@@ -136,6 +136,11 @@ impl Thread {
         &self.id
     }
 
+    /// Runs this conversation has had.
+    pub fn turns(&self) -> usize {
+        self.turns
+    }
+
     /// The conversation so far: user messages, replies, tool calls and their results, and in
     /// lazy mode the context messages injected into it.
     pub fn history(&self) -> &[Message] {

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use ctxkit::{
     Agent, Assembly, BoxError, CatalogEntry, ChatModel, Context, ContextProvider, Error, Hook, HookContext,
     Limits, Message, ModelReply, ModelRequest, Result, Role, RunInfo, ScriptedModel, Section, SectionKind,
-    Thread, Tool, ToolCall, ToolContext, Usage,
+    SessionInfo, SessionStore, Thread, Tool, ToolCall, ToolContext, Usage,
 };
 use serde_json::{json, Value};
 
@@ -581,6 +581,64 @@ async fn a_resumed_thread_sends_what_one_never_interrupted_sends() {
             .count();
         assert_eq!(stored, 1, "compact: {compact}");
     }
+}
+
+/// Sessions kept as JSON in memory, as a host's own store would keep them.
+#[derive(Default)]
+struct Kept(Mutex<std::collections::BTreeMap<String, String>>);
+#[async_trait]
+impl SessionStore for Kept {
+    async fn load(&self, id: &str) -> Result<Option<Thread>> {
+        let kept = self.0.lock().unwrap().get(id).cloned();
+        kept.map(|json| serde_json::from_str(&json).map_err(Error::other))
+            .transpose()
+    }
+    async fn save(&self, thread: &Thread) -> Result<()> {
+        let json = serde_json::to_string(thread).map_err(Error::other)?;
+        self.0.lock().unwrap().insert(thread.id().to_string(), json);
+        Ok(())
+    }
+    async fn list(&self) -> Result<Vec<SessionInfo>> {
+        Ok(Vec::new())
+    }
+    async fn delete(&self, id: &str) -> Result<bool> {
+        Ok(self.0.lock().unwrap().remove(id).is_some())
+    }
+}
+
+#[tokio::test]
+async fn an_agent_with_sessions_saves_every_run_and_resumes_by_id() {
+    let store = Arc::new(Kept::default());
+    let model = Arc::new(ScriptedModel::new([Message::assistant("a1")]));
+    let agent = |model: Arc<ScriptedModel>| {
+        Agent::builder()
+            .model(model)
+            .sessions(store.clone())
+            .build()
+            .unwrap()
+    };
+    let first = agent(model.clone());
+    let mut thread = first.session("s-1").await.unwrap();
+    assert!(thread.history().is_empty(), "a new session");
+    first.run(&mut thread, "one").await.unwrap();
+    // The script has no reply left: the run fails, and the thread it changed is saved too.
+    assert!(first.run(&mut thread, "two").await.is_err());
+    drop((first, thread));
+
+    let again = Arc::new(ScriptedModel::new([Message::assistant("a3")]));
+    let second = agent(again.clone());
+    let mut thread = second.session("s-1").await.unwrap();
+    assert_eq!((thread.id(), thread.turns()), ("s-1", 2));
+    second.run(&mut thread, "three").await.unwrap();
+    let sent: Vec<String> = again.requests()[0]
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(sent, ["one", "a1", "two", "three"]);
+    assert!(store.delete("s-1").await.unwrap());
+    assert!(second.session("s-1").await.unwrap().history().is_empty());
 }
 
 #[test]
