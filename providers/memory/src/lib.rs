@@ -103,6 +103,7 @@ pub mod records;
 mod retrieval;
 mod rules;
 pub mod secrets;
+mod sessions;
 mod sketches;
 mod sqlite;
 mod store;

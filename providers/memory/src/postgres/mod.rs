@@ -27,6 +27,7 @@ mod learned;
 mod rows;
 mod schema;
 mod search;
+mod sessions;
 mod sketches;
 mod transfer;
 mod write;
@@ -578,5 +579,38 @@ impl MemoryStore for PostgresStore {
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         self.traced_redacted("history_entry", history::history_entry(self, project, history_id))
             .await
+    }
+}
+
+/// Sessions in the memory database, redacted (see the crate's threat model).
+#[async_trait]
+impl ctxkit::SessionStore for PostgresStore {
+    async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
+        let saved = self
+            .traced("session.load", sessions::load_session(self, id))
+            .await
+            .map_err(ctxkit::Error::other)?;
+        saved
+            .map(|json| crate::sessions::thread_from(id, &json).map_err(ctxkit::Error::other))
+            .transpose()
+    }
+
+    async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
+        let saved = crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
+        self.traced("session.save", sessions::save_session(self, thread.id(), &saved))
+            .await
+            .map_err(ctxkit::Error::other)
+    }
+
+    async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
+        self.traced("session.list", sessions::list_sessions(self))
+            .await
+            .map_err(ctxkit::Error::other)
+    }
+
+    async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+        self.traced("session.delete", sessions::delete_session(self, id))
+            .await
+            .map_err(ctxkit::Error::other)
     }
 }

@@ -22,7 +22,7 @@ use super::rows::{row_to_entry, Postings, COLS};
 use crate::error::{MemoryError, Result};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i32 = 8;
+pub(crate) const LATEST: i32 = 9;
 
 /// The advisory-lock key migrations hold ("ctxkit" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786b_6974;
@@ -173,7 +173,19 @@ const V8: &str = r#"
 ALTER TABLE project_memories ADD COLUMN content_terms TEXT, ADD COLUMN keyword_terms TEXT;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const V9: &str = r#"
+-- Conversations kept between processes, as SQLite's v11: each thread's saved form, redacted,
+-- by its id.
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    thread TEXT NOT NULL,
+    turns BIGINT NOT NULL,
+    messages BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// Bring the database up to [`LATEST`] (or, `read_only`, only check it can be read).
 pub(crate) async fn migrate(client: &Object, read_only: bool) -> Result<()> {

@@ -25,6 +25,7 @@ mod norms;
 mod rows;
 mod schema;
 mod search;
+mod sessions;
 mod sketches;
 mod store;
 mod transfer;

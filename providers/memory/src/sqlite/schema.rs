@@ -38,7 +38,7 @@ use super::index;
 use super::rows::{select_entries, COLS};
 
 /// The schema version this build writes.
-pub(crate) const LATEST: i64 = 10;
+pub(crate) const LATEST: i64 = 11;
 
 const V1: &str = r#"
 CREATE TABLE project_memories (
@@ -247,7 +247,19 @@ ALTER TABLE project_memories ADD COLUMN content_terms TEXT;
 ALTER TABLE project_memories ADD COLUMN keyword_terms TEXT;
 "#;
 
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+const V11: &str = r#"
+-- Conversations kept between processes (`ctxkit::SessionStore`): each thread's saved form,
+-- redacted (`crate::sessions`), by its id.
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    thread TEXT NOT NULL,
+    turns INTEGER NOT NULL,
+    messages INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// Outcome of [`migrate`]: the version found, or that it is too new.
 pub(crate) enum Migrated {

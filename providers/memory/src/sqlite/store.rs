@@ -276,3 +276,39 @@ impl MemoryStore for SqliteMemoryStore {
         .await
     }
 }
+
+/// Sessions in the memory database, redacted (see the crate's threat model).
+#[async_trait]
+impl ctxkit::SessionStore for SqliteMemoryStore {
+    async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
+        let key = id.to_string();
+        let saved = self
+            .blocking("session.load", move |db| db.load_session(&key))
+            .await
+            .map_err(ctxkit::Error::other)?;
+        saved
+            .map(|json| crate::sessions::thread_from(id, &json).map_err(ctxkit::Error::other))
+            .transpose()
+    }
+
+    async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
+        let saved = crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
+        let id = thread.id().to_string();
+        self.blocking("session.save", move |db| db.save_session(&id, &saved))
+            .await
+            .map_err(ctxkit::Error::other)
+    }
+
+    async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
+        self.blocking("session.list", |db| db.list_sessions())
+            .await
+            .map_err(ctxkit::Error::other)
+    }
+
+    async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+        let id = id.to_string();
+        self.blocking("session.delete", move |db| db.delete_session(&id))
+            .await
+            .map_err(ctxkit::Error::other)
+    }
+}

@@ -606,6 +606,62 @@ async fn learned_skills_are_proposed_refined_reviewed_and_counted_without_losing
 }
 
 /// Instantiate every case for every backend.
+/// An agent resumes a session kept in the memory database from another store on it (as
+/// another process would); a secret typed into the conversation was redacted before it was
+/// kept; sessions are listed and deleted.
+async fn sessions_resume_from_another_store_without_their_secrets(b: Backend) {
+    use ctxkit::{Agent, Message, Role, ScriptedModel};
+    let key = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let first = Agent::builder()
+        .model(std::sync::Arc::new(ScriptedModel::new([Message::assistant(
+            "noted",
+        )])))
+        .sessions(b.sessions())
+        .build()
+        .unwrap();
+    let mut thread = first.session("s-1").await.unwrap();
+    first
+        .run(&mut thread, format!("my token is {key}, keep it safe"))
+        .await
+        .unwrap();
+
+    let other = b.reopen_with(ctxkit_memory::OpenOptions::default()).await;
+    let model = std::sync::Arc::new(ScriptedModel::new([Message::assistant("ok")]));
+    let agent = Agent::builder()
+        .model(model.clone())
+        .sessions(other.sessions())
+        .build()
+        .unwrap();
+    let mut thread = agent.session("s-1").await.unwrap();
+    assert_eq!(thread.turns(), 1);
+    agent.run(&mut thread, "and now?").await.unwrap();
+    let sent: Vec<String> = model.requests()[0]
+        .messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert!(
+        sent[0].starts_with("my token is ") && !sent[0].contains(key),
+        "the key was redacted before it was kept: {sent:?}"
+    );
+    assert_eq!(sent[1..], ["noted", "and now?"]);
+
+    let store = other.sessions();
+    let listed = store.list().await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.id.as_str(), s.turns, s.messages))
+            .collect::<Vec<_>>(),
+        [("s-1", 2, 4)]
+    );
+    assert!(store.delete("s-1").await.unwrap());
+    assert!(!store.delete("s-1").await.unwrap());
+    assert!(store.load("s-1").await.unwrap().is_none());
+}
+
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         mod sqlite {
@@ -662,6 +718,7 @@ suite!(
     maintenance_decays_prunes_compacts_and_clears,
     concurrent_upserts_lose_and_duplicate_nothing,
     learned_skills_are_proposed_refined_reviewed_and_counted_without_losing_a_use,
+    sessions_resume_from_another_store_without_their_secrets,
 );
 
 /// PostgreSQL only: the same ranking as SQLite, and failures that say what is wrong in one
@@ -770,6 +827,7 @@ mod postgres_only {
              DROP INDEX project_memories_category;
              DROP INDEX project_memories_vectors;
              DROP TABLE memory_sketches;
+             DROP TABLE sessions;
              ALTER TABLE project_memories DROP COLUMN embedding_model, DROP COLUMN embedding,
                  DROP COLUMN content_terms, DROP COLUMN keyword_terms;
              ALTER TABLE project_memories ADD COLUMN terms TSVECTOR NOT NULL DEFAULT ''::tsvector;
@@ -821,6 +879,7 @@ mod postgres_only {
         cluster.psql(
             pg::Cluster::name_of(&url),
             "ALTER TABLE project_memories DROP COLUMN content_terms, DROP COLUMN keyword_terms;
+             DROP TABLE sessions;
              UPDATE ctxkit_schema_version SET version = 7;",
         );
         let store = PostgresStore::connect(&url).await.unwrap();
@@ -917,7 +976,7 @@ mod postgres_only {
         );
         let msg = failure(&newer).await;
         assert!(
-            msg.contains("has schema version 99, newer than version 8"),
+            msg.contains("has schema version 99, newer than version 9"),
             "{msg}"
         );
         assert!(!msg.contains(pg::PASSWORD) && msg.contains(":***@"), "{msg}");

@@ -102,6 +102,15 @@ impl Backend {
         }
     }
 
+    /// The same store, as the agent's session store.
+    pub(crate) fn sessions(&self) -> Arc<dyn ctxkit::SessionStore> {
+        match &self.kind {
+            Kind::Sqlite(s) => Arc::new(s.clone()),
+            #[cfg(feature = "postgres")]
+            Kind::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
     pub(crate) async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
         match &self.kind {
             Kind::Sqlite(s) => s.embed_missing(project, limit).await,
