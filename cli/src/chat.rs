@@ -44,6 +44,10 @@ pub(crate) struct ChatArgs {
     /// message is always sent), as /compact would. 0: no bound.
     #[arg(long, default_value_t = 32_000, value_name = "TOKENS")]
     pub history_tokens: usize,
+    /// Resume the conversation saved under ID in the memory database (or start one under
+    /// it); it is saved after every message, secrets redacted. `ctxkit sessions` lists them.
+    #[arg(long, value_name = "ID", conflicts_with = "no_memory")]
+    pub session: Option<String>,
     /// An MCP server whose tools the agent may call, as a command line ("npx -y some-server"),
     /// split into words and run without a shell (repeatable); its tools are named
     /// `SERVER__tool`. The user config's `[mcp] servers` are mounted too; a project never adds one.
@@ -120,14 +124,40 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     let agent = match &args.record {
         Some(dir) => agent.hook(crate::learned::RecordSessions(dir.clone())),
         None => agent,
+    };
+    let agent = match &args.session {
+        Some(_) if args.request.read_only => {
+            return Err(CliError::new(
+                "--session saves the conversation after every message; --read-only writes nothing",
+            ));
+        }
+        Some(_) => {
+            let db = args.request.memory_db()?;
+            agent.sessions(crate::memory::open::open_store(db.as_deref())?.sessions())
+        }
+        None => agent,
     }
     .build()?;
+    let thread = match &args.session {
+        Some(id) => {
+            let thread = agent.session(id).await?;
+            if thread.turns() > 0 {
+                warn(&format!(
+                    "(session {} resumed: {} messages so far)",
+                    crate::printable::printable_line(id),
+                    thread.history().len()
+                ));
+            }
+            thread
+        }
+        None => Thread::new(),
+    };
     let mut chat = Chat {
         args: &args,
         agent: &agent,
         library: &library,
         dir: crate::setup::current_dir()?,
-        thread: Thread::new(),
+        thread,
         last: None,
         failures: 0,
     };

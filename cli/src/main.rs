@@ -18,6 +18,7 @@ mod model_args;
 mod places;
 mod printable;
 mod serve;
+mod sessions_cmd;
 mod setup;
 mod skills_author;
 mod skills_cmd;
@@ -56,6 +57,9 @@ enum Command {
     /// Chat with an agent (dry-run model by default); reads one message per line when piped.
     #[command(after_help = EXIT_CODES)]
     Chat(chat::ChatArgs),
+    /// The conversations `chat --session` keeps: list, show, delete.
+    #[command(after_help = EXIT_CODES)]
+    Sessions(sessions_cmd::SessionsArgs),
     /// Measure: request tokens per injection mode, memory search quality.
     #[command(after_help = EXIT_CODES)]
     Bench(bench_cmd::BenchArgs),
@@ -140,6 +144,7 @@ async fn run(command: Command) -> ExitCode {
         Command::Skills(args) => skills_cmd::run(args).await,
         Command::Memory(args) => memory::run(args).await,
         Command::Chat(args) => chat::run(args).await,
+        Command::Sessions(args) => sessions_cmd::run(args).await,
         Command::Bench(args) => bench_cmd::run(args).await,
         Command::Hook(args) => hook::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,

@@ -16,7 +16,7 @@
 //! and hook there too); [`output`] prints.
 
 pub(crate) mod open;
-mod output;
+pub(crate) mod output;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

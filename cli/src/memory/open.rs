@@ -51,6 +51,14 @@ impl Store {
         }
     }
 
+    /// The store as the agent's session store (`chat --session`, `ctxkit sessions`).
+    pub(crate) fn sessions(&self) -> Arc<dyn ctxkit::SessionStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
     /// Whether the database could only be opened for reading (a SQLite file or folder the
     /// process may not write; a PostgreSQL server says so only when written).
     pub(crate) fn is_read_only(&self) -> bool {

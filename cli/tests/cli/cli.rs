@@ -1550,6 +1550,54 @@ fn ctxkit_in(dir: &Path, args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
 }
 
 #[test]
+fn chat_resumes_a_session_kept_without_its_secrets_and_sessions_lists_shows_and_deletes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let first = ctxkit_in(
+        dir.path(),
+        &["chat", "--session", "s1"],
+        format!("my token is {key}\nhello\n"),
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    // Another process resumes it: the new message goes with the four before it.
+    let second = ctxkit_in(dir.path(), &["chat", "--session", "s1"], "and again\n");
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("(session s1 resumed: 4 messages so far)"),
+        "{}",
+        stderr(&second)
+    );
+    assert!(
+        stdout(&second).starts_with("[dry-run] 6 messages"),
+        "{}",
+        stdout(&second)
+    );
+
+    let listed = ctxkit_in(dir.path(), &["sessions", "list", "--json"], "");
+    let sessions = json_lines(&listed);
+    assert_eq!(sessions.len(), 1, "{}", stdout(&listed));
+    assert_eq!(
+        (sessions[0]["id"].as_str(), sessions[0]["turns"].as_u64()),
+        (Some("s1"), Some(3))
+    );
+    let shown = stdout(&ctxkit_in(dir.path(), &["sessions", "show", "s1"], ""));
+    assert!(shown.starts_with("user: my token is [REDACTED"), "{shown}");
+    assert!(!shown.contains(key), "{shown}");
+    assert!(ctxkit_in(dir.path(), &["sessions", "delete", "s1"], "")
+        .status
+        .success());
+    let again = ctxkit_in(dir.path(), &["sessions", "delete", "s1"], "");
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("no session `s1` is saved"),
+        "{}",
+        stderr(&again)
+    );
+    let refused = ctxkit_in(dir.path(), &["chat", "--read-only", "--session", "s1"], "hi\n");
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+}
+
+#[test]
 fn chat_remembers_a_preference_and_sends_it_with_an_unrelated_question_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let skills = skills_dir();
