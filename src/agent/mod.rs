@@ -218,7 +218,8 @@ impl AgentBuilder {
     }
 
     /// Keep sessions in `store`: the thread is saved after every run (whether it succeeded or
-    /// failed), and [`Agent::session`] resumes one by id.
+    /// failed) and every compaction that dropped something, and [`Agent::session`] resumes one
+    /// by id.
     pub fn sessions(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.sessions = Some(store);
         self
@@ -600,6 +601,9 @@ impl Agent {
         self.hooks
             .compaction(&mut self.hook_context(&thread_id, &mut thread.state), &removed)
             .await?;
+        if let (Some(store), false) = (&self.sessions, removed.is_empty()) {
+            store.save(thread).await?;
+        }
         Ok(removed.len())
     }
 

@@ -660,6 +660,17 @@ async fn sessions_resume_from_another_store_without_their_secrets(b: Backend) {
     assert!(store.delete("s-1").await.unwrap());
     assert!(!store.delete("s-1").await.unwrap());
     assert!(store.load("s-1").await.unwrap().is_none());
+
+    // A compaction is kept too: the resumed session starts from what it left.
+    let mut thread = agent.session("s-2").await.unwrap();
+    model.push(Message::assistant("a1"));
+    agent.run(&mut thread, "one").await.unwrap();
+    assert_eq!(agent.compact(&mut thread, 0).await.unwrap(), 2);
+    let resumed = first.session("s-2").await.unwrap();
+    assert!(
+        resumed.history().is_empty() && resumed.turns() == 1,
+        "{resumed:?}"
+    );
 }
 
 macro_rules! suite {
