@@ -29,6 +29,9 @@ session always ends properly (memory extraction and maintenance), whether input 
 typed or an error stops it; a session end that fails (say, a model reply the memory extraction \
 cannot read) is one warning line and leaves the exit status as the conversation set it.";
 
+/// The most tokens of conversation `chat` sends when neither the flag nor the config says.
+const DEFAULT_HISTORY_TOKENS: usize = 32_000;
+
 #[derive(Args, Debug)]
 #[command(after_long_help = after_long_help())]
 pub(crate) struct ChatArgs {
@@ -41,9 +44,10 @@ pub(crate) struct ChatArgs {
     pub keep: usize,
     /// The most tokens of conversation sent with a message: before each message the oldest
     /// turns are dropped until the rest fit (tool calls stay with their results; the latest
-    /// message is always sent), as /compact would. 0: no bound.
-    #[arg(long, default_value_t = 32_000, value_name = "TOKENS")]
-    pub history_tokens: usize,
+    /// message is always sent), as /compact would. 0: no bound. Default: `[chat]
+    /// history_tokens` in the config, else 32,000.
+    #[arg(long, value_name = "TOKENS")]
+    pub history_tokens: Option<usize>,
     /// Resume the conversation saved under ID in the memory database (or start one under
     /// it); it is saved after every message, secrets redacted. `ctxkit sessions` lists them.
     #[arg(long, value_name = "ID", conflicts_with = "no_memory")]
@@ -118,7 +122,12 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
         )?
         .report_baseline()
         .limits(Limits {
-            history_tokens: (args.history_tokens > 0).then_some(args.history_tokens),
+            history_tokens: Some(
+                args.history_tokens
+                    .or(loaded.config.history_tokens())
+                    .unwrap_or(DEFAULT_HISTORY_TOKENS),
+            )
+            .filter(|&n| n > 0),
             ..args.model.limits()
         });
     let agent = match &args.record {

@@ -34,6 +34,9 @@
 //! [learn]
 //! auto_accept = false                # user config only: learned skills skip review
 //! min_tool_calls = 3                 # successful tool calls a session needs to be learned from
+//!
+//! [chat]
+//! history_tokens = 32000             # the most tokens of conversation sent (0: no bound)
 //! ```
 
 use std::path::{Component, Path, PathBuf};
@@ -65,6 +68,16 @@ struct ConfigFile {
     learn: LearnSection,
     #[serde(default)]
     memory: MemorySection,
+    #[serde(default)]
+    chat: ChatSection,
+}
+
+/// `ctxkit chat`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatSection {
+    /// The most tokens of conversation sent with a message (0: no bound).
+    history_tokens: Option<usize>,
 }
 
 /// Project memory (`ctxkit memory`, the hook, `context`, `chat`, `mcp`).
@@ -380,6 +393,11 @@ impl Config {
             extra.roots.extend(external.roots);
         }
         Ok(())
+    }
+
+    /// `[chat] history_tokens`, the project's over the user's.
+    pub(crate) fn history_tokens(&self) -> Option<usize> {
+        self.project.chat.history_tokens.or(self.user.chat.history_tokens)
     }
 
     /// The MCP servers the user configured for `ctxkit chat`.

@@ -311,6 +311,19 @@ fn chat_bounds_the_history_it_sends() {
     // question fits beside the system message.
     assert_eq!(sent("0"), ["[dry-run] 2 messages", "[dry-run] 4 messages"]);
     assert_eq!(sent("30"), ["[dry-run] 2 messages", "[dry-run] 2 messages"]);
+    // The project's config sets it when the flag does not.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".ctxkit")).unwrap();
+    std::fs::write(
+        dir.path().join(".ctxkit/config.toml"),
+        "[chat]\nhistory_tokens = 30\n",
+    )
+    .unwrap();
+    let o = ctxkit_in(dir.path(), &["chat", "--no-memory"], input);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let requests: Vec<&str> = out.lines().filter(|l| l.starts_with("[dry-run] ")).collect();
+    assert!(requests[1].starts_with("[dry-run] 2 messages"), "{requests:?}");
 }
 
 #[test]
