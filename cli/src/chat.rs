@@ -98,6 +98,7 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     }
     let counter = token_counter();
     let servers = mount_servers(&args, &loaded.config).await?;
+    let memory = args.request.open_memory()?;
     let agent = args
         .request
         .agent(
@@ -106,6 +107,7 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
             model,
             &counter,
             servers,
+            memory.as_ref(),
         )?
         .report_baseline()
         .limits(args.model.limits());
