@@ -128,11 +128,19 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
     };
     let loaded = request.load().await?;
     let counter = token_counter();
+    let memory = request.open_memory()?;
     let agents = Mode::ALL
         .iter()
         .map(|&mode| -> Result<Agent, CliError> {
             Ok(request
-                .agent(&loaded, mode, Arc::new(DryRunModel), &counter, Vec::new())?
+                .agent(
+                    &loaded,
+                    mode,
+                    Arc::new(DryRunModel),
+                    &counter,
+                    Vec::new(),
+                    memory.as_ref(),
+                )?
                 .build()?)
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -111,6 +111,7 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     }
     let counter = token_counter();
     let servers = mount_servers(&args, &loaded.config).await?;
+    let memory = args.request.open_memory()?;
     let agent = args
         .request
         .agent(
@@ -119,6 +120,7 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
             model,
             &counter,
             servers,
+            memory.as_ref(),
         )?
         .report_baseline()
         .limits(Limits {
@@ -134,17 +136,15 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
         Some(dir) => agent.hook(crate::learned::RecordSessions(dir.clone())),
         None => agent,
     };
-    let agent = match &args.session {
-        Some(_) if args.request.read_only => {
+    // Sessions live in the store the agent's memory already opened.
+    let agent = match (&args.session, &memory) {
+        (Some(_), _) if args.request.read_only => {
             return Err(CliError::new(
                 "--session saves the conversation after every message; --read-only writes nothing",
             ));
         }
-        Some(_) => {
-            let db = args.request.memory_db()?;
-            agent.sessions(crate::memory::open::open_store(db.as_deref())?.sessions())
-        }
-        None => agent,
+        (Some(_), Some(store)) => agent.sessions(store.sessions()),
+        _ => agent,
     }
     .build()?;
     let thread = match &args.session {

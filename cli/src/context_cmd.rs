@@ -9,6 +9,7 @@ use ctxkit_skills::{Detection, NearMiss, Ranking, Selection};
 use serde_json::{json, Value};
 
 use crate::error::CliError;
+use crate::memory::Store;
 use crate::printable::{list_or_none, printable, printable_line};
 use crate::setup::{save_counts, token_counter, Loaded, RequestOptions};
 
@@ -26,7 +27,8 @@ pub(crate) struct ContextArgs {
 pub(crate) async fn run(args: ContextArgs) -> Result<(), CliError> {
     let loaded = args.request.load().await?;
     let counter = token_counter();
-    let decision = decide(&args.request, &loaded, &counter, &args.message).await?;
+    let memory = args.request.open_memory()?;
+    let decision = decide(&args.request, &loaded, &counter, memory.as_ref(), &args.message).await?;
     save_counts(&counter);
     let preview = Preview(&decision);
     let mut out = std::io::stdout().lock();
@@ -58,11 +60,12 @@ pub(crate) async fn decide(
     options: &RequestOptions,
     loaded: &Loaded,
     counter: &Arc<MemoCounter>,
+    memory: Option<&Store>,
     message: &str,
 ) -> Result<Decision, CliError> {
     let mode = options.mode(&loaded.config);
     let agent = options
-        .agent(loaded, mode, Arc::new(DryRunModel), counter, Vec::new())?
+        .agent(loaded, mode, Arc::new(DryRunModel), counter, Vec::new(), memory)?
         .report_baseline()
         .build()?;
     let (request, report) = agent.preview(&Thread::new(), message).await?;

@@ -7,7 +7,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-use ctxkit_memory::secrets::{redact, redact_url};
+use ctxkit_secrets::{redact, redact_url};
 
 /// An error for the user: one sentence, printed to stderr (unless already reported).
 #[derive(Debug)]

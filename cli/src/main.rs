@@ -94,7 +94,7 @@ fn init_tracing() {
 /// arguments it rejects, so every argument that looks like a secret is redacted first: a
 /// `-----BEGIN … PRIVATE KEY-----` given without `--` must not be echoed to the terminal.
 fn usage_error(e: &clap::Error) -> ExitCode {
-    use ctxkit_memory::secrets::{find_secret, redact};
+    use ctxkit_secrets::{find_secret, redact};
     let mut text = e.render().to_string();
     if e.use_stderr() {
         for arg in std::env::args_os().skip(1) {

@@ -9,9 +9,10 @@ use ctxkit_skills::{LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillL
 
 use crate::error::CliError;
 use crate::memory::open::{
-    default_project, memory_db_path, normalize_project, open_hook, open_provider, open_provider_with,
-    open_store, server_url,
+    default_project, memory_db_path, memory_hook, memory_provider, normalize_project, open_agent_store,
+    server_url,
 };
+use crate::memory::Store;
 use crate::user_config::Config;
 
 /// Instructions used when `--instructions` is not given.
@@ -273,6 +274,14 @@ impl RequestOptions {
         memory_db_path(self.memory.as_deref()).map(Some)
     }
 
+    /// The memory store the agent uses, opened once for the command (see [`Self::memory_db`]):
+    /// the provider, hook, learner and usage [`Self::agent`] builds all share it.
+    pub(crate) fn open_memory(&self) -> Result<Option<Store>, CliError> {
+        self.memory_db()?
+            .map(|db| open_agent_store(&db, self.read_only))
+            .transpose()
+    }
+
     pub(crate) fn project(&self) -> Result<String, CliError> {
         match &self.project {
             Some(p) => Ok(normalize_project(p)),
@@ -312,6 +321,7 @@ impl RequestOptions {
         model: Arc<dyn ChatModel>,
         counter: &Arc<MemoCounter>,
         mcp_servers: Vec<ctxkit::mcp::McpTools>,
+        memory: Option<&Store>,
     ) -> Result<AgentBuilder, CliError> {
         let skills = self.skills_provider(config, library, mode, counter)?;
         // The hooks of the skills selected in each run, for the skills trusted like tools.
@@ -329,31 +339,26 @@ impl RequestOptions {
             })
             .provider(skills)
             .hook(skill_hooks);
-        if let Some(db) = self.memory_db()? {
+        if let Some(store) = memory {
             let project = self.project()?;
-            builder = builder.provider(if self.read_only {
-                open_provider_with(&db, &project, true)?
-            } else {
-                open_provider(&db, &project)?
-            });
+            builder = builder.provider(memory_provider(store, &project, self.read_only));
             if !self.read_only {
                 // The dry-run model's replies are summaries, not extraction JSON or skills:
                 // extract and learn only with a real model.
                 let extractor = (model_name != "dry-run").then_some(extraction_model);
                 if let Some(model) = &extractor {
-                    let store = open_store(Some(&db))?.shared();
                     let usage =
-                        ctxkit_learn::LearnedUsage::new(store.clone(), library.clone(), project.clone());
+                        ctxkit_learn::LearnedUsage::new(store.shared(), library.clone(), project.clone());
                     let learner = crate::memory::open::skill_learner(
                         model.clone(),
-                        store,
+                        store.shared(),
                         library.clone(),
                         project.clone(),
                         config.learn_options(),
                     )?;
                     builder = builder.provider(usage).hook(learner);
                 }
-                builder = builder.hook(open_hook(&db, &project, extractor)?);
+                builder = builder.hook(memory_hook(store, &project, extractor));
             }
         }
         for server in mcp_servers {

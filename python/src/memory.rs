@@ -5,11 +5,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use ctxkit::{Context, ContextProvider, Message, RunInfo, RunOutcome, State};
-use ctxkit_memory::secrets::redact_url;
 use ctxkit_memory::{
     is_postgres_url, ListOptions, MemoryCategory, MemoryContextProvider, MemoryEntry, MemoryError,
     MemorySearchRequest, MemoryStore, NewMemoryEntry, OpenOptions, PostgresStore, SqliteMemoryStore,
 };
+use ctxkit_secrets::redact_url;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

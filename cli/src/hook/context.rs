@@ -316,7 +316,7 @@ async fn prompt_memories(
     // first redaction builds it).
     let _ = std::thread::Builder::new()
         .name("ctxkit-hook-rules".into())
-        .spawn(ctxkit_memory::secrets::prepare);
+        .spawn(ctxkit_secrets::prepare);
     let opened = open_store_for_hook(args.memory.as_deref())?;
     let store: Arc<dyn MemoryStore> = opened.shared();
     let provider = MemoryContextProvider::new(store.clone())

@@ -139,7 +139,7 @@ pub(super) fn parse(input: &[u8], host: &dyn Host) -> Result<Event, CliError> {
         None => {
             return Err(CliError::new(format!(
                 "`{}` is not an event ctxkit answers for {}",
-                short(&ctxkit_memory::secrets::redact(&name)),
+                short(&ctxkit_secrets::redact(&name)),
                 host.name()
             )))
         }

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use ctxkit::Message;
 use ctxkit_memory::{
-    secrets::redact, ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest,
-    NewMemoryEntry, UpsertResult,
+    ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest, NewMemoryEntry, UpsertResult,
 };
+use ctxkit_secrets::redact;
 use ctxkit_skills::render::{self, Limits, Rest};
 use ctxkit_skills::Mode;
 use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};

@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use ctxkit_memory::records::ExportRecord;
-use ctxkit_memory::secrets::find_secret;
 use ctxkit_memory::{
     ListOptions, MemoryCategory, MemoryEntry, MemoryError, MemorySearchRequest, MemoryUpdate, NewMemoryEntry,
     UpsertResult,
 };
+use ctxkit_secrets::find_secret;
 
 pub(crate) use self::open::Store;
 use self::open::{default_project, normalize_project, open_store};

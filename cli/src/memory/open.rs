@@ -255,41 +255,42 @@ pub(crate) fn memory_db_path(db: Option<&Path>) -> Result<PathBuf, CliError> {
     }
 }
 
-/// The memory provider for `ctxkit context` / `ctxkit chat`, scoped to `project`.
-pub(crate) fn open_provider(db: &Path, project: &str) -> Result<MemoryContextProvider, CliError> {
-    open_provider_with(db, project, false)
-}
-
-/// [`open_provider`], or with `read_only` a provider that writes nothing on a database opened
-/// read-only.
-pub(crate) fn open_provider_with(
-    db: &Path,
-    project: &str,
-    read_only: bool,
-) -> Result<MemoryContextProvider, CliError> {
+/// The store an agent-building command (`context`, `chat`, `bench`, `serve`) opens once and
+/// hands to its memory provider, hook, learner and usage: searches use an in-memory index once
+/// it is built; with `read_only` nothing is created, migrated or written.
+pub(crate) fn open_agent_store(db: &Path, read_only: bool) -> Result<Store, CliError> {
     let options = OpenOptions::default()
         .search_index(SearchIndex::Background)
         .read_only(read_only);
-    let store = open_location(db, options)?.shared();
-    let provider = MemoryContextProvider::new(store).with_project(normalize_project(project));
-    Ok(if read_only { provider.read_only() } else { provider })
+    open_location(db, options)
 }
 
-/// The lifecycle hook for `ctxkit chat`: loads `project:` state, given a model extracts
-/// memories at `/new`, `/compact` and the end of the session, and decays and prunes the project
-/// at the end of the session. Give it no model with the offline dry-run model, whose replies
-/// are not extraction JSON.
-pub(crate) fn open_hook(
-    db: &Path,
+/// The memory provider for `ctxkit context` / `ctxkit chat` over `store`, scoped to `project`;
+/// with `read_only` it writes nothing.
+pub(crate) fn memory_provider(store: &Store, project: &str, read_only: bool) -> MemoryContextProvider {
+    let provider = MemoryContextProvider::new(store.shared()).with_project(normalize_project(project));
+    if read_only {
+        provider.read_only()
+    } else {
+        provider
+    }
+}
+
+/// The lifecycle hook for `ctxkit chat` over `store`: loads `project:` state, given a model
+/// extracts memories at `/new`, `/compact` and the end of the session, and decays and prunes
+/// the project at the end of the session. Give it no model with the offline dry-run model,
+/// whose replies are not extraction JSON.
+pub(crate) fn memory_hook(
+    store: &Store,
     project: &str,
     extraction_model: Option<Arc<dyn ChatModel>>,
-) -> Result<MemoryHook, CliError> {
-    let store = open_store_with(Some(db), SearchIndex::Background)?.shared();
+) -> MemoryHook {
+    let store = store.shared();
     let hook = MemoryHook::new(store.clone()).with_project(normalize_project(project));
-    Ok(match extraction_model {
+    match extraction_model {
         Some(model) => hook.with_extractor(MemoryExtractor::new(model, store)),
         None => hook,
-    })
+    }
 }
 
 /// The canonical current directory: the default project memories are scoped to.

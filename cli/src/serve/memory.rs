@@ -380,12 +380,8 @@ pub(super) async fn prune(State(served): State<Arc<Served>>, Form(form): Form<To
 }
 
 /// Opening the store can fail only for a reason worth one sentence. With `--read-only` it is
-/// opened for reading only (and a database that does not exist is none).
+/// opened for reading only (and a database that does not exist is none). The page's lists and
+/// every "Try a message" share this one store.
 pub(super) fn open(served_options: &crate::setup::RequestOptions) -> Result<Option<Store>, CliError> {
-    let open = if served_options.read_only {
-        crate::memory::open::open_store_read_only
-    } else {
-        crate::memory::open::open_store
-    };
-    served_options.memory_db()?.map(|db| open(Some(&db))).transpose()
+    served_options.open_memory()
 }

@@ -344,7 +344,15 @@ pub(super) async fn try_message(State(served): State<Arc<Served>>, Query(q): Que
     let decision = if q.message.trim().is_empty() {
         None
     } else {
-        match decide(&served.options, &loaded, &served.counter, &q.message).await {
+        match decide(
+            &served.options,
+            &loaded,
+            &served.counter,
+            served.memory.as_ref(),
+            &q.message,
+        )
+        .await
+        {
             Ok(d) => Some(d),
             Err(e) => return failed(StatusCode::INTERNAL_SERVER_ERROR, &e),
         }

@@ -351,6 +351,28 @@ async fn memories_are_added_searched_edited_and_a_secret_is_refused_without_bein
     );
 }
 
+/// "Try a message" uses the store the page opened, not one of its own: with the database file
+/// gone from its folder the page still answers from the store it holds (a second open would
+/// make a new, empty database there).
+#[tokio::test]
+async fn trying_a_message_reuses_the_store_the_page_opened() {
+    let db = tempfile::tempdir().unwrap().keep().join("memory.db");
+    let p = project_with(&["--memory", db.to_str().unwrap()]);
+    let add = format!("{}&content=Use+pnpm%2C+not+npm&category=preference", p.token());
+    let (status, _) = p.post("/memory", &add, &[]).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let id = p.memories().await[0].id.clone();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let (status, html) = p.get("/try?message=install+the+packages+with+pnpm").await;
+    assert_eq!(status, StatusCode::OK);
+    let region = &html[html.find(r#"aria-label="Would inject""#).expect("the region")..];
+    // The page names a memory it would inject by the start of its id.
+    assert!(region.contains(&id[..12]), "{region}");
+    assert!(!db.exists(), "no second database was created");
+}
+
 #[tokio::test]
 async fn a_delete_can_be_undone_and_a_cross_site_one_is_refused() {
     let p = with_memory();

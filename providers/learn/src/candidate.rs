@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use ctxkit::Message;
-use ctxkit_memory::secrets::find_secret;
+use ctxkit_secrets::find_secret;
 use ctxkit_skills::{Reason, SelectOptions, Skill, SkillIndex, Source};
 
 use crate::trajectory::Trajectory;

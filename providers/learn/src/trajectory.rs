@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use ctxkit::{Message, Role, SessionSummary};
-use ctxkit_memory::secrets::redact;
+use ctxkit_secrets::redact;
 use serde_json::Value;
 
 /// The most characters of one argument list or result kept for the model.

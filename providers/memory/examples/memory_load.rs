@@ -66,7 +66,7 @@ async fn open_with(db: &str, options: OpenOptions) -> Arc<dyn MemoryStore> {
 }
 
 fn shown(db: &str) -> String {
-    ctxkit_memory::secrets::redact_url(db)
+    ctxkit_secrets::redact_url(db)
 }
 
 /// How memories are loaded.

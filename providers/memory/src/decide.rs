@@ -10,7 +10,6 @@ use crate::clock::DAY_MS;
 use crate::error::{MemoryError, Result};
 use crate::retrieval::Vocabulary;
 use crate::rules::{Checked, COMPACT_SIMILARITY, MAX_ACCESS_COUNT};
-use crate::secrets;
 use crate::supersede::{
     claims_differ, names_replaced, replaced_terms, single_valued, EXPLICIT_SAME_CATEGORY_SIMILARITY,
     EXPLICIT_SIMILARITY, SUPERSEDE_SIMILARITY,
@@ -128,7 +127,7 @@ pub(crate) fn current_again(old: &MemoryEntry, now: i64) -> MemoryEntry {
 pub(crate) fn forget_reason(query: &str) -> String {
     format!(
         "forgotten on request: {}",
-        secrets::redact(&text::truncate_chars(query, 200))
+        ctxkit_secrets::redact(&text::truncate_chars(query, 200))
     )
 }
 
@@ -369,7 +368,7 @@ impl Redact for HistoryEntry {
             redactor.redact(e);
         }
         if let Some(reason) = &mut self.reason {
-            *reason = secrets::redact(reason);
+            *reason = ctxkit_secrets::redact(reason);
         }
     }
 }
@@ -405,9 +404,9 @@ impl ReadRedactor {
     pub(crate) fn redact(&self, e: &mut MemoryEntry) {
         let mut rule = None;
         let mut clean = |text: &mut String| {
-            if let Some(found) = secrets::find_secret(text) {
+            if let Some(found) = ctxkit_secrets::find_secret(text) {
                 rule.get_or_insert(found.rule);
-                *text = secrets::redact(text);
+                *text = ctxkit_secrets::redact(text);
             }
         };
         clean(&mut e.content);

@@ -12,7 +12,6 @@ use ctxkit::{ChatModel, Message, ModelRequest, Role, SessionSummary, State};
 use serde_json::Value;
 
 use crate::error::{MemoryError, Result};
-use crate::secrets;
 use crate::store::MemoryStore;
 use crate::text::truncate_chars;
 use crate::types::*;
@@ -42,7 +41,7 @@ impl ExtractionInput {
         let task = messages
             .iter()
             .find(|m| m.role == Role::User)
-            .map(|m| truncate_chars(&secrets::redact(m.content.trim()), TASK_CHARS))
+            .map(|m| truncate_chars(&ctxkit_secrets::redact(m.content.trim()), TASK_CHARS))
             .unwrap_or_default();
         let mut files: Vec<String> = Vec::new();
         for call in messages.iter().flat_map(|m| &m.tool_calls) {
@@ -77,7 +76,7 @@ impl ExtractionInput {
                 ),
             };
             let content =
-                truncate_chars(&secrets::redact(m.content.trim()), MESSAGE_CHARS).replace('\n', " ");
+                truncate_chars(&ctxkit_secrets::redact(m.content.trim()), MESSAGE_CHARS).replace('\n', " ");
             lines.push(format!("{who}: {content}"));
         }
         // Keep the latest part when the whole is too long.
@@ -97,7 +96,7 @@ impl ExtractionInput {
             task_description: task,
             files_read: files,
             key_findings: Vec::new(),
-            conversation_summary: secrets::redact(&kept.join("\n")),
+            conversation_summary: ctxkit_secrets::redact(&kept.join("\n")),
             session_id: None,
         }
     }
@@ -115,7 +114,11 @@ impl ExtractionInput {
                 .collect(),
             _ => Vec::new(),
         };
-        input.key_findings = input.key_findings.iter().map(|f| secrets::redact(f)).collect();
+        input.key_findings = input
+            .key_findings
+            .iter()
+            .map(|f| ctxkit_secrets::redact(f))
+            .collect();
         input
     }
 }
@@ -286,7 +289,7 @@ fn find_array(text: &str) -> Result<Vec<Value>> {
             }
         }
     }
-    let start: String = truncate_chars(&secrets::redact(text.trim()), 80);
+    let start: String = truncate_chars(&ctxkit_secrets::redact(text.trim()), 80);
     Err(MemoryError::ExtractionParse(match first_error {
         Some(e) => format!("the reply's JSON array is malformed ({e})"),
         None if text.trim().is_empty() => "the reply is empty".to_string(),

@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MemoryError, Result};
+use crate::rules;
 use crate::rules::check_project;
-use crate::secrets;
 
 /// The longest SKILL.md a learned skill may hold (the skills parser cuts bodies far sooner).
 pub const MAX_LEARNED_TEXT: usize = 32 * 1024;
@@ -220,10 +220,10 @@ fn check(skill: &LearnedSkill) -> Result<()> {
             "a learned skill holds at most {MAX_LEARNED_TEXT} bytes"
         )));
     }
-    secrets::check("learned skill", &skill.text)?;
-    secrets::check("learned skill", &skill.description)?;
+    rules::check_secret("learned skill", &skill.text)?;
+    rules::check_secret("learned skill", &skill.description)?;
     for trigger in &skill.triggers {
-        secrets::check("learned skill", trigger)?;
+        rules::check_secret("learned skill", trigger)?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@
 //!   and [`SearchIndex`]. It implements [`MemoryStore`], the async trait the rest of the crate
 //!   sees; implement it to keep memories elsewhere.
 //! - `PostgresStore` (feature `postgres`) keeps them on a PostgreSQL server shared by many
-//!   machines, with the same behaviour: the validation ([`secrets`] included), decisions and
+//!   machines, with the same behaviour: the validation ([secrets](ctxkit_secrets) included), decisions and
 //!   ranking are one implementation both backends call.
 //! - Search ranks with `0.40 · TF-IDF cosine + 0.25 · keyword Jaccard + 0.20 · importance +
 //!   0.15 · recency`, over candidates that share a term with the query only (an important but
@@ -22,7 +22,7 @@
 //!   carries out explicit commands ("remember that …", "forget …"), persists `project:` state
 //!   and records an episode. [`MemoryHook`] loads `project:` state at session start and runs a
 //!   [`MemoryExtractor`] at session end and compaction.
-//! - [`secrets`] are refused on every write path, checking every field as given, before any
+//! - Secrets ([`ctxkit_secrets`]) are refused on every write path, checking every field as given, before any
 //!   normalisation.
 //! - Projects are walls: a memory id names one memory of one project for the life of the
 //!   database, and history and undo only ever see their own project's entries.
@@ -51,7 +51,7 @@
 //! decide, transfer                   what a write changes; the export format, import checks
 //! supersede, rules, retrieval,       when a memory replaces another; input checks; ranking;
 //!   commands                         "remember …" / "forget …"
-//! secrets, text, types, options, ids secret rules; terms; the data model; opening options
+//! text, types, options, ids         terms; the data model; opening options
 //! clock, error                       time; errors
 //! ```
 //!
@@ -102,7 +102,6 @@ mod provider;
 pub mod records;
 mod retrieval;
 mod rules;
-pub mod secrets;
 mod sessions;
 mod sketches;
 mod sqlite;
@@ -169,7 +168,6 @@ const _: () = {
         assert_send_sync::<records::ExtractionReport>();
         assert_send_sync::<records::MemoryStats>();
         assert_send_sync::<records::MaintenanceReport>();
-        assert_send_sync::<secrets::SecretFinding>();
         assert_send_sync::<eval::EvalSet>();
         assert_send_sync::<eval::EvalReport>();
         assert_send_sync::<Box<dyn MemoryStore>>();

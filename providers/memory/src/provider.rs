@@ -30,7 +30,7 @@ use ctxkit::{
 
 use crate::commands::{detect_memory_command, MemoryCommand, EXPLICIT_IMPORTANCE};
 use crate::error::MemoryError;
-use crate::secrets;
+use crate::rules;
 use crate::store::MemoryStore;
 use crate::text::{derive_keywords, truncate_chars};
 use crate::types::*;
@@ -144,11 +144,17 @@ fn memory_line(e: &MemoryEntry) -> String {
 
 /// An earlier run as one line: what to avoid, what was found, or what worked.
 fn episode_line(e: &EpisodicRecord) -> String {
-    let task = secrets::redact(&e.task_summary);
+    let task = ctxkit_secrets::redact(&e.task_summary);
     let line = match e.record_type {
-        RecordType::Failure => format!("[AVOID] {task} — failed: {}", secrets::redact(&e.outcome_summary)),
-        RecordType::Discovery => format!("[FOUND] {task} — {}", secrets::redact(&e.outcome_summary)),
-        RecordType::Success => format!("[WORKED] {task} — {}", secrets::redact(&e.approach_summary)),
+        RecordType::Failure => format!(
+            "[AVOID] {task} — failed: {}",
+            ctxkit_secrets::redact(&e.outcome_summary)
+        ),
+        RecordType::Discovery => format!("[FOUND] {task} — {}", ctxkit_secrets::redact(&e.outcome_summary)),
+        RecordType::Success => format!(
+            "[WORKED] {task} — {}",
+            ctxkit_secrets::redact(&e.approach_summary)
+        ),
     };
     truncate_chars(&line.replace('\n', " "), EPISODE_LINE_CHARS)
 }
@@ -159,8 +165,8 @@ fn command_notes(message: &str, command: Option<&MemoryCommand>, nothing_found: 
     match command {
         Some(MemoryCommand::Remember { content, .. }) => {
             // The raw line first: the command's content is already recased ("Ghp_…").
-            secrets::find_secret(command_line(message))
-                .or_else(|| secrets::find_secret(content))
+            ctxkit_secrets::find_secret(command_line(message))
+                .or_else(|| ctxkit_secrets::find_secret(content))
                 .map(|found| {
                     format!(
                         "Note: the user asked to remember something that contains what looks like {} (rule `{}`). \
@@ -174,7 +180,10 @@ fn command_notes(message: &str, command: Option<&MemoryCommand>, nothing_found: 
         Some(MemoryCommand::Query { query, .. }) if nothing_found => vec![if query.is_empty() {
             "Nothing has been remembered for this project yet.".to_string()
         } else {
-            format!("Nothing is remembered about \"{}\" yet.", secrets::redact(query))
+            format!(
+                "Nothing is remembered about \"{}\" yet.",
+                ctxkit_secrets::redact(query)
+            )
         }],
         _ => Vec::new(),
     }
@@ -514,7 +523,7 @@ impl MemoryContextProvider {
         match command {
             MemoryCommand::Remember { content, category } => {
                 // Check what the user typed, before the command recased or trimmed it.
-                if let Err(e) = secrets::check("memory", line) {
+                if let Err(e) = rules::check_secret("memory", line) {
                     tracing::warn!(provider = %self.name, project, error = %e, "refused to remember");
                     return Ok(());
                 }
@@ -621,7 +630,7 @@ impl MemoryContextProvider {
             (Ok(reply), None) => (RecordType::Success, reply.content.clone()),
             (Err(e), _) => (RecordType::Failure, format!("the run failed: {e}")),
         };
-        let clean = |s: &str| truncate_chars(&secrets::redact(s.trim()), SUMMARY_CHARS);
+        let clean = |s: &str| truncate_chars(&ctxkit_secrets::redact(s.trim()), SUMMARY_CHARS);
         let task = clean(&user.content);
         let approach = if tools.is_empty() {
             "answered directly".to_string()

@@ -5,7 +5,6 @@
 //! lowercasing), then again on what will be stored.
 
 use crate::error::{MemoryError, Result};
-use crate::secrets;
 use crate::text;
 use crate::types::*;
 
@@ -139,7 +138,7 @@ impl CheckedUpdate {
 /// Check a change of fields: secrets as given and as stored, content and importance.
 pub(crate) fn check_update(update: MemoryUpdate) -> Result<CheckedUpdate> {
     if let Some(c) = &update.content {
-        secrets::check("memory", c)?;
+        check_secret("memory", c)?;
     }
     if let Some(k) = &update.keywords {
         check_keyword_secrets(k)?;
@@ -148,10 +147,10 @@ pub(crate) fn check_update(update: MemoryUpdate) -> Result<CheckedUpdate> {
     let importance = update.importance.map(check_importance).transpose()?;
     let keywords = update.keywords.as_ref().map(|k| text::normalize_keywords(k));
     if let Some(c) = &content {
-        secrets::check("memory", c)?;
+        check_secret("memory", c)?;
     }
     if let Some(k) = &keywords {
-        secrets::check("memory", &k.join(" "))?;
+        check_secret("memory", &k.join(" "))?;
     }
     Ok(CheckedUpdate {
         content,
@@ -163,7 +162,7 @@ pub(crate) fn check_update(update: MemoryUpdate) -> Result<CheckedUpdate> {
 
 /// Check a new episodic record: secrets in every field, and the project. Returns the project.
 pub(crate) fn check_episode(new: &NewEpisodicRecord) -> Result<String> {
-    secrets::check("episodic record", &new.project_path)?;
+    check_secret("episodic record", &new.project_path)?;
     let project_path = check_project(&new.project_path)?;
     for text in [
         &new.task_summary,
@@ -175,7 +174,7 @@ pub(crate) fn check_episode(new: &NewEpisodicRecord) -> Result<String> {
     .chain(&new.tools_used)
     .chain(&new.keywords)
     {
-        secrets::check("episodic record", text)?;
+        check_secret("episodic record", text)?;
     }
     Ok(project_path)
 }
@@ -204,15 +203,15 @@ pub(crate) fn episode_record(
 /// Check a `project:` state value (secrets in the key, in every string inside the value and in
 /// the serialised pair). Returns the project and the value as JSON text.
 pub(crate) fn check_state(project: &str, key: &str, value: &serde_json::Value) -> Result<(String, String)> {
-    secrets::check_all("state value", [project, key])?;
+    check_secret_fields("state value", [project, key])?;
     check_json_strings(value)?;
     let project = check_project(project)?;
     if key.trim().is_empty() {
         return Err(MemoryError::Invalid("a state key must not be empty".into()));
     }
     let json = value.to_string();
-    secrets::check("state value", &format!("{key}={json}"))?;
-    secrets::check("state value", &format!("{key} {json}"))?;
+    check_secret("state value", &format!("{key}={json}"))?;
+    check_secret("state value", &format!("{key} {json}"))?;
     Ok((project, json))
 }
 
@@ -225,10 +224,10 @@ pub(crate) fn state_value(text: String) -> serde_json::Value {
 /// secret from the check of the serialised value.
 fn check_json_strings(value: &serde_json::Value) -> Result<()> {
     match value {
-        serde_json::Value::String(s) => secrets::check("state value", s),
+        serde_json::Value::String(s) => check_secret("state value", s),
         serde_json::Value::Array(items) => items.iter().try_for_each(check_json_strings),
         serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| {
-            secrets::check("state value", k)?;
+            check_secret("state value", k)?;
             check_json_strings(v)
         }),
         _ => Ok(()),
@@ -299,8 +298,8 @@ pub(crate) fn bumped(count: i64) -> i64 {
 
 /// Each keyword as given, and all of them together (a secret split across keywords).
 pub(crate) fn check_keyword_secrets(keywords: &[String]) -> Result<()> {
-    secrets::check_all("memory", keywords.iter().map(String::as_str))?;
-    secrets::check("memory", &keywords.join(" "))
+    check_secret_fields("memory", keywords.iter().map(String::as_str))?;
+    check_secret("memory", &keywords.join(" "))
 }
 
 /// Every field of a memory as given, before any normalisation.
@@ -311,10 +310,10 @@ pub(crate) fn check_raw_secrets(
     context: Option<&str>,
     session: Option<&str>,
 ) -> Result<()> {
-    secrets::check("memory", project)?;
-    secrets::check("memory", content)?;
+    check_secret("memory", project)?;
+    check_secret("memory", content)?;
     check_keyword_secrets(keywords)?;
-    secrets::check_all("memory", context.into_iter().chain(session))
+    check_secret_fields("memory", context.into_iter().chain(session))
 }
 
 /// What will be stored, after normalisation.
@@ -324,13 +323,54 @@ pub(crate) fn check_secrets(
     context: Option<&str>,
     session: Option<&str>,
 ) -> Result<()> {
-    secrets::check("memory", content)?;
-    secrets::check("memory", &keywords.join(" "))?;
+    check_secret("memory", content)?;
+    check_secret("memory", &keywords.join(" "))?;
     if let Some(c) = context {
-        secrets::check("memory", c)?;
+        check_secret("memory", c)?;
     }
     if let Some(s) = session {
-        secrets::check("memory", s)?;
+        check_secret("memory", s)?;
     }
     Ok(())
+}
+
+/// Check `text` ([`ctxkit_secrets::find_secret`]), answering with the refusal the store gives; `what` names the thing being
+/// stored ("memory", "episodic record", …). Check each field as given, before normalising it.
+pub(crate) fn check_secret(what: &'static str, text: &str) -> crate::error::Result<()> {
+    match ctxkit_secrets::find_secret(text) {
+        None => Ok(()),
+        Some(f) => Err(crate::error::MemoryError::Secret {
+            what,
+            rule: f.rule,
+            description: f.description,
+        }),
+    }
+}
+
+/// Check several fields of one thing, each as given.
+pub(crate) fn check_secret_fields<'a>(
+    what: &'static str,
+    fields: impl IntoIterator<Item = &'a str>,
+) -> crate::error::Result<()> {
+    fields.into_iter().try_for_each(|f| check_secret(what, f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_names_the_rule_without_echoing_the_secret() {
+        let secret = format!("ghp_{}", "x1".repeat(18));
+        let err = check_secret("memory", &format!("token {secret}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("github-token") && err.contains("GitHub token"),
+            "{err}"
+        );
+        assert!(!err.contains(&secret), "{err}");
+        assert!(check_secret("memory", "use pnpm").is_ok());
+        assert!(check_secret_fields("memory", ["fine", &secret]).is_err());
+    }
 }

@@ -7,7 +7,7 @@ use ctxkit::Thread;
 use serde_json::Value;
 
 use crate::error::{MemoryError, Result};
-use crate::secrets::{find_secret, redact};
+use ctxkit_secrets::{find_secret, redact};
 
 /// The most bytes one saved session may take (a conversation under a history budget is far
 /// smaller).

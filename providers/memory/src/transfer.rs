@@ -7,11 +7,11 @@ use std::io::{BufRead, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MemoryError, Result};
+use crate::rules;
 use crate::rules::{
     check_content, check_importance, check_project, check_raw_secrets, check_secrets, MAX_ACCESS_COUNT,
     MAX_TIMESTAMP_MS,
 };
-use crate::secrets;
 use crate::types::{EpisodicRecord, HistoryEntry, MemoryCategory, MemoryEntry};
 
 /// One line of an export: a memory or an episodic record, tagged by `kind`, so a project's
@@ -71,7 +71,7 @@ impl ExportRecord {
             // serde's messages quote the value they reject ("unknown variant `ghp_…`").
             let at = |message: String| MemoryError::Import {
                 line: i + 1,
-                message: crate::secrets::redact(&message),
+                message: ctxkit_secrets::redact(&message),
             };
             let line = line.map_err(|e| at(e.to_string()))?;
             if line.trim().is_empty() {
@@ -219,7 +219,7 @@ fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> 
     match record {
         ExportRecord::Memory(m) => check_memory(m, project)?,
         ExportRecord::Episode(e) => {
-            secrets::check_all(
+            rules::check_secret_fields(
                 "episodic record",
                 [
                     e.id.as_str(),
@@ -251,7 +251,7 @@ fn check_record(record: &mut ExportRecord, project: Option<&str>) -> Result<()> 
                     )));
                 }
             }
-            secrets::check_all(
+            rules::check_secret_fields(
                 "history entry",
                 [h.memory_id.as_str(), &h.project_path]
                     .into_iter()
@@ -281,8 +281,8 @@ const MAX_HISTORY_ID: i64 = 1 << 53;
 /// The checks every imported memory passes, a history entry's snapshots included.
 fn check_memory(m: &mut MemoryEntry, project: Option<&str>) -> Result<()> {
     check_memory_secrets(m)
-        .and_then(|()| secrets::check("memory", &m.id))
-        .and_then(|()| secrets::check_all("memory", m.superseded_by.as_deref()))?;
+        .and_then(|()| rules::check_secret("memory", &m.id))
+        .and_then(|()| rules::check_secret_fields("memory", m.superseded_by.as_deref()))?;
     if let Some(p) = project {
         m.project_path = p.to_string();
     }
@@ -321,7 +321,7 @@ impl ImportPlan {
     /// its line), moving each into `project` when one is given.
     pub(crate) fn new(records: Vec<ExportRecord>, project: Option<&str>) -> Result<Self> {
         if let Some(p) = project {
-            secrets::check("memory", p)?;
+            rules::check_secret("memory", p)?;
         }
         let project = project.map(check_project).transpose()?;
         let mut plan = ImportPlan {

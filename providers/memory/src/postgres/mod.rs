@@ -18,7 +18,7 @@
 //!   with the crate's ranking ([`crate::retrieval`]); document frequencies are read in the same
 //!   snapshot, so nothing is cached and nothing can be stale.
 //! - The password of the URL is never shown: errors and logs name the server by
-//!   [`redact_url`](crate::secrets::redact_url).
+//!   [`redact_url`](ctxkit_secrets::redact_url).
 
 mod candidates;
 mod episodes;
@@ -44,11 +44,11 @@ use crate::decide::{ReadRedactor, Redact};
 use crate::error::{MemoryError, Result};
 use crate::learned::{LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
-use crate::secrets::redact_url;
 use crate::store::MemoryStore;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 use crate::vectors::Vectors;
+use ctxkit_secrets::redact_url;
 
 /// Connections a store keeps open at most.
 const POOL_SIZE: usize = 8;

@@ -12,7 +12,7 @@ impl MemoryDb {
     // ----- episodic records -------------------------------------------------------------
 
     /// Record what happened in a run. Secrets are refused like in memories; redact first
-    /// ([`secrets::redact`]) when the text comes from a conversation.
+    /// ([`ctxkit_secrets::redact`]) when the text comes from a conversation.
     pub(crate) fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
         let project_path = check_episode(&new)?;
         self.write_rows(None, async |rows, now| {

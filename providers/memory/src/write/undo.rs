@@ -4,7 +4,7 @@ use super::memories::refuse_duplicate;
 use super::{deletion, insert, remove, replace, Change, Rows};
 use crate::decide;
 use crate::error::{MemoryError, Result};
-use crate::secrets;
+use crate::rules;
 use crate::types::{HistoryAction, MemoryEntry};
 
 /// Put a memory of `project` back as it was before history entry `history_id`: an undone
@@ -41,7 +41,7 @@ pub(crate) async fn undo(
     };
     // A version stored before a rule found its secret is not written back: undo stores text
     // like any write, and nothing stores a secret.
-    secrets::check_all(
+    rules::check_secret_fields(
         "memory",
         std::iter::once(restored.content.as_str())
             .chain(restored.keywords.iter().map(String::as_str))

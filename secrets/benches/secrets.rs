@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ctxkit_memory::secrets::{find_secret, redact};
+use ctxkit_secrets::{find_secret, redact};
 
 fn secrets(c: &mut Criterion) {
     let mut group = c.benchmark_group("secrets");

@@ -1,7 +1,8 @@
-//! Secrets are never stored: a curated rule set checked on every write path (the store's own
-//! writes, so the API, the CLI, explicit commands, imports and extraction all pass through it).
-//! The same rules are public so a front end can keep secrets out of what it echoes too (the
-//! CLI redacts them from its usage errors): [`find_secret`] names the first rule a text breaks,
+#![deny(missing_docs)]
+//! Secrets detection for ctxkit: a curated rule set that the memory store checks on every write
+//! path (so the API, the CLI, explicit commands, imports and extraction all pass through it),
+//! and that the CLI, the MCP server and the learner use to keep secrets out of what they echo,
+//! log or send to a model: [`find_secret`] names the first rule a text breaks,
 //! [`redact`] hides every match.
 //!
 //! - **Raw text first.** Every field is checked as given, before it is trimmed, lowercased or
@@ -26,8 +27,13 @@
 //! a check costs time linear in the text (at most one pass per rule), and a process that reads
 //! ordinary text compiles a few rules instead of all of them (about 10 ms).
 //!
+//! Cost (`cargo bench -p ctxkit-secrets --bench secrets`, one core of a shared 2-core machine):
+//! `find_secret` on an ordinary 65-byte field takes about 1.1 µs; on 280 KB of long near
+//! misses (`password ` and `aws ` repeated, then 100,000 `A`s) `find_secret` and `redact` each
+//! take about 9 ms, linear in the text.
+//!
 //! ```
-//! use ctxkit_memory::secrets::{find_secret, redact};
+//! use ctxkit_secrets::{find_secret, redact};
 //! let found = find_secret("deploy with AKIAIOSFODNN7EXAMPLE").unwrap();
 //! assert_eq!(found.rule, "aws-access-key-id");
 //! assert_eq!(redact("key AKIAIOSFODNN7EXAMPLE here"), "key [REDACTED:aws-access-key-id] here");
@@ -1534,27 +1540,6 @@ pub fn find_secret(text: &str) -> Option<SecretFinding> {
     })
 }
 
-/// Check `text`, answering with the refusal the store gives; `what` names the thing being
-/// stored ("memory", "episodic record", …). Check each field as given, before normalising it.
-pub(crate) fn check(what: &'static str, text: &str) -> crate::error::Result<()> {
-    match find_secret(text) {
-        None => Ok(()),
-        Some(f) => Err(crate::error::MemoryError::Secret {
-            what,
-            rule: f.rule,
-            description: f.description,
-        }),
-    }
-}
-
-/// Check several fields of one thing, each as given.
-pub(crate) fn check_all<'a>(
-    what: &'static str,
-    fields: impl IntoIterator<Item = &'a str>,
-) -> crate::error::Result<()> {
-    fields.into_iter().try_for_each(|f| check(what, f))
-}
-
 /// `text` with every secret replaced by `[REDACTED:rule]` (secrets found only in the folded
 /// copy are cut out of the original text, invisible characters and all).
 pub fn redact(text: &str) -> String {
@@ -1598,7 +1583,7 @@ pub fn redact(text: &str) -> String {
 /// through it whole. Every error and log line that names a server database shows this.
 ///
 /// ```
-/// use ctxkit_memory::secrets::redact_url;
+/// use ctxkit_secrets::redact_url;
 /// assert_eq!(redact_url("postgres://ann:s3cret@db:5432/mem"), "postgres://ann:***@db:5432/mem");
 /// // The password ends at the `@`, as PostgreSQL reads it, even past a `/`.
 /// assert_eq!(redact_url("postgres://ann:s3/cr?et@db/mem"), "postgres://ann:***@db/mem");
@@ -2037,25 +2022,10 @@ mod tests {
     }
 
     #[test]
-    fn refusal_names_the_rule_without_echoing_the_secret() {
-        let secret = format!("ghp_{}", "x1".repeat(18));
-        let err = check("memory", &format!("token {secret}"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("github-token") && err.contains("GitHub token"),
-            "{err}"
-        );
-        assert!(!err.contains(&secret), "{err}");
-        assert!(check("memory", "use pnpm").is_ok());
-        assert!(check_all("memory", ["fine", &secret]).is_err());
-    }
-
-    #[test]
     fn long_hostile_text_is_redacted_completely() {
         // Long runs that almost match many rules. Every rule is a `regex` (finite automata, no
         // backtracking), so the check is linear in the text; its speed on this text is
-        // measured by `cargo bench -p ctxkit-memory --bench secrets`.
+        // measured by `cargo bench -p ctxkit-secrets --bench secrets`.
         let text = format!(
             "{} {} {}",
             "password ".repeat(20_000),
@@ -2254,3 +2224,9 @@ mod keywords_of_patterns {
         }
     }
 }
+
+/// The public type can cross threads (a compile-time check).
+const _: () = {
+    fn assert_send_sync<T: Send + Sync>() {}
+    let _ = assert_send_sync::<SecretFinding>;
+};
