@@ -184,6 +184,14 @@ pub(crate) struct RequestOptions {
     /// no maintenance at the end of the session.
     #[arg(long)]
     pub read_only: bool,
+    /// Ask the model for no memories at the session's end (default: `[memory] extract` in the
+    /// config, else on).
+    #[arg(long)]
+    pub no_extract: bool,
+    /// Propose no skill at the session's end (default: `[learn] enabled` in the config, else
+    /// on).
+    #[arg(long)]
+    pub no_learn: bool,
     /// The project memories are scoped to; default: the current directory.
     #[arg(long, value_name = "P")]
     pub project: Option<String>,
@@ -345,8 +353,10 @@ impl RequestOptions {
             if !self.read_only {
                 // The dry-run model's replies are summaries, not extraction JSON or skills:
                 // extract and learn only with a real model.
-                let extractor = (model_name != "dry-run").then_some(extraction_model);
-                if let Some(model) = &extractor {
+                let real = (model_name != "dry-run").then_some(extraction_model);
+                let extract = !self.no_extract && config.extract_memories();
+                let learn = !self.no_learn && config.learn_enabled();
+                if let Some(model) = real.as_ref().filter(|_| learn) {
                     let usage =
                         ctxkit_learn::LearnedUsage::new(store.shared(), library.clone(), project.clone());
                     let learner = crate::memory::open::skill_learner(
@@ -358,7 +368,7 @@ impl RequestOptions {
                     )?;
                     builder = builder.provider(usage).hook(learner);
                 }
-                builder = builder.hook(memory_hook(store, &project, extractor));
+                builder = builder.hook(memory_hook(store, &project, real.filter(|_| extract)));
             }
         }
         for server in mcp_servers {

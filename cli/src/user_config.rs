@@ -32,8 +32,12 @@
 //! servers = ["npx -y @modelcontextprotocol/server-everything"]
 //!
 //! [learn]
+//! enabled = true                     # false: a session's end proposes no skill
 //! auto_accept = false                # user config only: learned skills skip review
 //! min_tool_calls = 3                 # successful tool calls a session needs to be learned from
+//!
+//! [memory]
+//! extract = true                     # false: a session's end asks the model for no memories
 //!
 //! [chat]
 //! history_tokens = 32000             # the most tokens of conversation sent (0: no bound)
@@ -86,6 +90,8 @@ struct ChatSection {
 struct MemorySection {
     /// User config only: a sentence-embedding model folder (sentence-transformers layout).
     embeddings: Option<PathBuf>,
+    /// Whether a session's end asks the model for memories (default true).
+    extract: Option<bool>,
 }
 
 /// Skills learned from sessions (`ctxkit skills learned`).
@@ -97,6 +103,8 @@ struct LearnSection {
     auto_accept: bool,
     /// Successful tool calls a session needs to be learned from.
     min_tool_calls: Option<usize>,
+    /// Whether a session's end may propose a skill (default true).
+    enabled: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -393,6 +401,24 @@ impl Config {
             extra.roots.extend(external.roots);
         }
         Ok(())
+    }
+
+    /// `[memory] extract`, the project's over the user's (default on).
+    pub(crate) fn extract_memories(&self) -> bool {
+        self.project
+            .memory
+            .extract
+            .or(self.user.memory.extract)
+            .unwrap_or(true)
+    }
+
+    /// `[learn] enabled`, the project's over the user's (default on).
+    pub(crate) fn learn_enabled(&self) -> bool {
+        self.project
+            .learn
+            .enabled
+            .or(self.user.learn.enabled)
+            .unwrap_or(true)
     }
 
     /// `[chat] history_tokens`, the project's over the user's.

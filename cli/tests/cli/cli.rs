@@ -662,6 +662,42 @@ fn a_good_chat_exits_0_when_the_session_end_cannot_read_the_extraction() {
 }
 
 #[test]
+fn memory_extraction_at_the_session_end_can_be_switched_off() {
+    let skills = skills_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let chat = |extra: &[&str], config: &str| {
+        let (addr, bodies) = model_server(vec![(200, "Bonjour Alice!"), (200, "{\"memories\": []}")]);
+        let base = format!("http://{addr}/v1");
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(project.path().join(".ctxkit")).unwrap();
+        std::fs::write(project.path().join(".ctxkit/config.toml"), config).unwrap();
+        let mut args = vec![
+            "chat",
+            "--skills",
+            skills.to_str().unwrap(),
+            "--model",
+            "openai:test-model",
+            "--base-url",
+            &base,
+            "--memory",
+            db.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let o = ctxkit_in(project.path(), &args, "say bonjour to Alice\n");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        bodies.lock().unwrap().len()
+    };
+    assert_eq!(chat(&[], ""), 2, "the session end asks for memories by default");
+    assert_eq!(chat(&["--no-extract"], ""), 1, "--no-extract");
+    assert_eq!(
+        chat(&[], "[memory]\nextract = false\n"),
+        1,
+        "[memory] extract = false"
+    );
+}
+
+#[test]
 fn a_chat_with_claude_caches_its_stable_prefix_and_pairs_tool_results_by_id() {
     let skills = skills_dir();
     let dir = tempfile::tempdir().unwrap();

@@ -146,6 +146,18 @@ impl Setup {
 }
 
 #[test]
+fn learning_can_be_switched_off_in_the_config() {
+    let s = Setup::new();
+    write(
+        &s.project().join(".ctxkit/config.toml"),
+        "[learn]\nenabled = false\n",
+    );
+    s.chat(3, SKILL);
+    assert_eq!(s.skill_requests(), 0, "no request for a skill");
+    assert!(s.learned().is_empty());
+}
+
+#[test]
 fn a_worked_session_proposes_one_skill_which_fires_once_accepted_and_exports_valid() {
     let s = Setup::new();
     s.chat(3, SKILL);
