@@ -686,7 +686,8 @@ fn memory_extraction_at_the_session_end_can_be_switched_off() {
         args.extend(extra);
         let o = ctxkit_in(project.path(), &args, "say bonjour to Alice\n");
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        bodies.lock().unwrap().len()
+        let asked = bodies.lock().unwrap().len();
+        asked
     };
     assert_eq!(chat(&[], ""), 2, "the session end asks for memories by default");
     assert_eq!(chat(&["--no-extract"], ""), 1, "--no-extract");
