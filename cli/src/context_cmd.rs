@@ -90,17 +90,21 @@ pub(crate) async fn decide(
 struct Preview<'a>(&'a Decision);
 
 impl Preview<'_> {
+    /// The system text: the request's first message, when it is one.
     fn system(&self) -> Option<&str> {
         self.0
             .request
             .messages
-            .iter()
-            .find(|m| m.role == Role::System)
+            .first()
+            .filter(|m| m.role == Role::System)
             .map(|m| m.content.as_str())
     }
 
+    /// Every other message, as the run sends it: in lazy mode that includes the context
+    /// message with the matched skills, just before the user's.
     fn messages(&self) -> impl Iterator<Item = &Message> {
-        self.0.request.messages.iter().filter(|m| m.role != Role::System)
+        let skip = usize::from(self.system().is_some());
+        self.0.request.messages.iter().skip(skip)
     }
 
     fn tokens_full(&self) -> usize {

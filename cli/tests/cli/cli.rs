@@ -273,6 +273,40 @@ fn skills_validate_reports_and_exits_1_on_skips() {
 }
 
 #[test]
+fn context_lazy_shows_every_message_the_run_sends() {
+    let skills = skills_dir();
+    let o = ctxkit(&[
+        "context",
+        "--lazy",
+        "--no-memory",
+        "--skills",
+        skills.to_str().unwrap(),
+        "--json",
+        "Say bonjour to Alice",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert!(
+        v["system"].as_str().unwrap().starts_with("[System Prompt]"),
+        "{v}"
+    );
+    // The matched skill's body goes in its own message just before the user's: shown, and
+    // counted in the stats.
+    let messages = v["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["role"], "system");
+    assert!(
+        messages[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("## hello-extended"),
+        "{messages:?}"
+    );
+    assert_eq!(messages[1]["content"], "Say bonjour to Alice");
+    assert_eq!(v["stats"]["skills"], serde_json::json!(["hello-extended"]));
+}
+
+#[test]
 fn chat_reads_lines_when_piped() {
     let skills = skills_dir();
     let input = "Say bonjour to Alice\n/stats\n/compact\n/reset\nWhat is 2+2?\n/new\n";
