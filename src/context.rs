@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::message::Message;
-use crate::report::{LeftOut, ProviderReport};
+use crate::report::ProviderReport;
 use crate::tool::Tool;
 
 /// Where a section goes in the system text.
@@ -324,4 +324,16 @@ pub(crate) fn join_blocks<'a>(blocks: impl IntoIterator<Item = &'a str>) -> Opti
         out.push_str(block);
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// Something a provider chose for the request but did not send: a skill past the cap or over
+/// the token budget. Listed so a cap or a budget never drops an item without a word.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// The kind of section it would have gone to (`skills`, …).
+    pub kind: SectionKind,
+    /// The item, as [`Section::items`](crate::context::Section::items) would have named it.
+    pub name: String,
+    /// Why, in a few words: `past the cap`, `over the token budget`.
+    pub why: String,
 }

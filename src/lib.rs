@@ -52,17 +52,16 @@ mod model;
 mod provider;
 mod report;
 mod restrict;
-mod session;
 mod state;
 pub mod text;
 mod tokens;
 mod tool;
 
 pub use agent::{
-    Agent, AgentBuilder, Assembly, Hook, HookContext, Limits, RunOutput, RunReport, SessionSummary, Thread,
-    TokenReport,
+    Agent, AgentBuilder, Assembly, Hook, HookContext, Limits, RunOutput, RunReport, SessionInfo,
+    SessionStore, SessionSummary, Thread, TokenReport,
 };
-pub use context::{CatalogEntry, Context, Placement, Section, SectionKind};
+pub use context::{CatalogEntry, Context, LeftOut, Placement, Section, SectionKind};
 pub use error::{BoxError, Error, Result};
 pub use lazy::ContextManager;
 pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
@@ -72,9 +71,8 @@ pub use model::{ChatModel, DryRunModel, ModelReply, ModelRequest, RequestMeta, S
 pub use provider::{
     run_once, ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, ThreadInfo, WithPolicy,
 };
-pub use report::{LeftOut, Outcome, ProviderReport};
+pub use report::{Outcome, ProviderReport};
 pub use restrict::ToolRestriction;
-pub use session::{SessionInfo, SessionStore};
 pub use state::State;
 pub use tokens::{ApproxCounter, BpeCounter, MemoCounter, TokenCounter};
 pub use tool::{CancellationToken, Tool, ToolContext, ToolDefinition, ToolRegistry};

@@ -45,15 +45,3 @@ impl std::fmt::Display for Outcome {
         }
     }
 }
-
-/// Something a provider chose for the request but did not send: a skill past the cap or over
-/// the token budget. Listed so a cap or a budget never drops an item without a word.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LeftOut {
-    /// The kind of section it would have gone to (`skills`, …).
-    pub kind: crate::context::SectionKind,
-    /// The item, as [`Section::items`](crate::context::Section::items) would have named it.
-    pub name: String,
-    /// Why, in a few words: `past the cap`, `over the token budget`.
-    pub why: String,
-}

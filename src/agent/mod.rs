@@ -2,6 +2,7 @@
 
 mod hooks;
 mod request;
+mod session;
 mod thread;
 
 use std::collections::BTreeMap;
@@ -19,12 +20,12 @@ use crate::message::Message;
 use crate::model::{ChatModel, DryRunModel, ModelReply, ModelRequest, Usage};
 use crate::provider::{ContextProvider, Phase, RunInfo, RunOutcome, ThreadInfo};
 use crate::report::ProviderReport;
-use crate::session::SessionStore;
 use crate::tokens::{default_counter, TokenCounter};
 use crate::tool::{CancellationToken, Tool, ToolContext, ToolRegistry};
 
 pub use hooks::{Hook, HookContext, SessionSummary};
 pub use request::{Assembly, TokenReport};
+pub use session::{SessionInfo, SessionStore};
 pub use thread::Thread;
 
 /// Bounds of one run.
@@ -78,7 +79,7 @@ pub struct RunReport {
     /// Items injected by section kind, e.g. skills → the selected skill names.
     pub injected: BTreeMap<SectionKind, Vec<String>>,
     /// Items providers chose but did not send (a skill past the cap or over the budget).
-    pub left_out: Vec<crate::report::LeftOut>,
+    pub left_out: Vec<crate::context::LeftOut>,
     /// Tokens of the first request of the run.
     pub tokens: TokenReport,
     /// Tokens the baseline would have sent for the same message — every skill in full, as the

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::agent::Thread;
+use super::thread::Thread;
 use crate::error::Result;
 
 /// A saved session, as listed.
