@@ -403,22 +403,15 @@ impl Config {
         Ok(())
     }
 
-    /// `[memory] extract`, the project's over the user's (default on).
+    /// `[memory] extract` (default on). Off in either file wins: a cloned project must not
+    /// turn back on what its user turned off.
     pub(crate) fn extract_memories(&self) -> bool {
-        self.project
-            .memory
-            .extract
-            .or(self.user.memory.extract)
-            .unwrap_or(true)
+        ![self.project.memory.extract, self.user.memory.extract].contains(&Some(false))
     }
 
-    /// `[learn] enabled`, the project's over the user's (default on).
+    /// `[learn] enabled` (default on); off in either file wins, as for extraction.
     pub(crate) fn learn_enabled(&self) -> bool {
-        self.project
-            .learn
-            .enabled
-            .or(self.user.learn.enabled)
-            .unwrap_or(true)
+        ![self.project.learn.enabled, self.user.learn.enabled].contains(&Some(false))
     }
 
     /// `[chat] history_tokens`, the project's over the user's.

@@ -733,6 +733,32 @@ fn memory_extraction_at_the_session_end_can_be_switched_off() {
 }
 
 #[test]
+fn a_project_cannot_turn_back_on_what_the_user_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    // The user's file (the isolated `CTXKIT_CONFIG`) turns both off; the project's turns them on.
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[memory]\nextract = false\n[learn]\nenabled = false\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join(".ctxkit")).unwrap();
+    std::fs::write(
+        dir.path().join(".ctxkit/config.toml"),
+        "[memory]\nextract = true\n[learn]\nenabled = true\n",
+    )
+    .unwrap();
+    let (addr, bodies) = model_server(vec![(200, "Bonjour Alice!"), (200, "{\"memories\": []}")]);
+    let base = format!("http://{addr}/v1");
+    let o = ctxkit_in(
+        dir.path(),
+        &["chat", "--model", "openai:test-model", "--base-url", &base],
+        "say bonjour to Alice\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(bodies.lock().unwrap().len(), 1, "the user's off wins");
+}
+
+#[test]
 fn a_chat_with_claude_caches_its_stable_prefix_and_pairs_tool_results_by_id() {
     let skills = skills_dir();
     let dir = tempfile::tempdir().unwrap();
