@@ -119,13 +119,20 @@ impl SkillIndex {
     }
 }
 
-/// A skill's globs as one set (the first [`MAX_PER_SKILL`] that compile); `None` when none
+/// A skill's globs as one set (of the first [`MAX_PER_SKILL`], those that compile); `None` when none
 /// does.
 fn glob_set(globs: &[String]) -> Option<RegexSet> {
     let patterns: Vec<String> = globs
         .iter()
         .take(MAX_PER_SKILL)
         .filter_map(|g| glob_regex(g))
+        // One that does not compile (`[z-a]`) is dropped alone, not with the rest.
+        .filter(|p| {
+            regex::RegexBuilder::new(p)
+                .size_limit(MAX_GLOB_BYTES)
+                .build()
+                .is_ok()
+        })
         .collect();
     if patterns.is_empty() {
         return None;
@@ -229,5 +236,11 @@ mod tests {
         for bad in ["", "../x/*.ts", "a/../../b", "{a,b", &"x".repeat(300)] {
             assert_eq!(glob_regex(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_glob_that_does_not_compile_leaves_the_others_working() {
+        let set = glob_set(&["[z-a].ts".to_string(), "**/*.tsx".to_string()]).unwrap();
+        assert!(set.is_match("src/App.tsx"));
     }
 }

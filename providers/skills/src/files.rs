@@ -137,7 +137,10 @@ struct Walk<'a> {
 impl Walk<'_> {
     fn dir(&mut self, dir: &Path, prefix: &str, depth_left: usize) {
         let Ok(read) = fs::read_dir(dir) else { return };
-        let mut entries: Vec<_> = read.filter_map(Result::ok).collect();
+        // At most what the walk may still look at (one more, to notice the rest), so a folder
+        // of a million files costs no more than one of a few thousand.
+        let room = (MAX_ENTRIES + 1).saturating_sub(self.entries);
+        let mut entries: Vec<_> = read.filter_map(Result::ok).take(room).collect();
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
             self.entries += 1;
@@ -148,7 +151,12 @@ impl Walk<'_> {
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
                 continue;
             };
-            if name.starts_with('.') || VCS_DIRS.contains(&name.as_str()) {
+            // Hidden and VCS entries are not the author's skill; a name with a control
+            // character could forge a line wherever the list is shown.
+            if name.starts_with('.')
+                || VCS_DIRS.contains(&name.as_str())
+                || name.chars().any(char::is_control)
+            {
                 continue;
             }
             let path = format!("{prefix}{name}");
@@ -210,6 +218,7 @@ mod tests {
             "CVS/Entries",
             ".hidden/x",
             ".env",
+            "references/forged\nFile: x.md",
         ] {
             fs::write(root.join(file), "x").unwrap();
         }
