@@ -42,10 +42,14 @@ pub(crate) fn save_form(thread: &Thread) -> Result<SavedSession> {
     })
 }
 
-/// The thread saved as `json` under `id`.
-pub(crate) fn thread_from(id: &str, json: &str) -> Result<Thread> {
-    serde_json::from_str(json)
-        .map_err(|e| MemoryError::Invalid(format!("the saved session `{id}` cannot be read: {e}")))
+/// The thread a backend found saved under `id`, if it found one.
+pub(crate) fn thread_from(id: &str, saved: Option<String>) -> Result<Option<Thread>> {
+    saved
+        .map(|json| {
+            serde_json::from_str(&json)
+                .map_err(|e| MemoryError::Invalid(format!("the saved session `{id}` cannot be read: {e}")))
+        })
+        .transpose()
 }
 
 fn redact_strings(value: &mut Value) {

@@ -590,9 +590,7 @@ impl ctxkit::SessionStore for PostgresStore {
             .traced("session.load", sessions::load_session(self, id))
             .await
             .map_err(ctxkit::Error::other)?;
-        saved
-            .map(|json| crate::sessions::thread_from(id, &json).map_err(ctxkit::Error::other))
-            .transpose()
+        crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
     }
 
     async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {

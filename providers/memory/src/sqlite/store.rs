@@ -286,9 +286,7 @@ impl ctxkit::SessionStore for SqliteMemoryStore {
             .blocking("session.load", move |db| db.load_session(&key))
             .await
             .map_err(ctxkit::Error::other)?;
-        saved
-            .map(|json| crate::sessions::thread_from(id, &json).map_err(ctxkit::Error::other))
-            .transpose()
+        crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
     }
 
     async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
