@@ -49,7 +49,8 @@ pub(crate) struct ChatArgs {
     #[arg(long, value_name = "TOKENS")]
     pub history_tokens: Option<usize>,
     /// Resume the conversation saved under ID in the memory database (or start one under
-    /// it); it is saved after every message, secrets redacted. `ctxkit sessions` lists them.
+    /// it); it is saved after every message, secrets redacted, and /new starts it afresh.
+    /// `ctxkit sessions` lists them.
     #[arg(long, value_name = "ID", conflicts_with = "no_memory")]
     pub session: Option<String>,
     /// An MCP server whose tools the agent may call, as a command line ("npx -y some-server"),
@@ -295,8 +296,12 @@ impl Chat<'_> {
     /// `/new`: end this conversation (its session end runs) and start another.
     async fn new_conversation(&mut self, out: &mut impl Write) -> Result<(), CliError> {
         let ended = self.agent.end_session(&mut self.thread).await;
-        // A new conversation either way: the old one's end was attempted.
-        self.thread = Thread::new();
+        // A new conversation either way: the old one's end was attempted. A named session
+        // keeps its name: the new conversation replaces it from its first message.
+        self.thread = match &self.args.session {
+            Some(id) => Thread::with_id(id),
+            None => Thread::new(),
+        };
         self.last = None;
         if let Err(e) = ended {
             session_end_failed(&e);

@@ -1693,6 +1693,15 @@ fn chat_resumes_a_session_kept_without_its_secrets_and_sessions_lists_shows_and_
     let shown = stdout(&ctxkit_in(dir.path(), &["sessions", "show", "s1"], ""));
     assert!(shown.starts_with("user: my token is [REDACTED"), "{shown}");
     assert!(!shown.contains(key), "{shown}");
+    // /new starts the named session afresh rather than saving one under a new name.
+    let fresh = ctxkit_in(dir.path(), &["chat", "--session", "s1"], "/new\nfresh start\n");
+    assert!(fresh.status.success(), "{}", stderr(&fresh));
+    let sessions = json_lines(&ctxkit_in(dir.path(), &["sessions", "list", "--json"], ""));
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(
+        (sessions[0]["id"].as_str(), sessions[0]["turns"].as_u64()),
+        (Some("s1"), Some(1))
+    );
     assert!(ctxkit_in(dir.path(), &["sessions", "delete", "s1"], "")
         .status
         .success());
