@@ -47,6 +47,8 @@ pub(crate) struct CtxkitServer {
     watch: Option<Duration>,
     /// The skills last announced to this session's client (see [`skills::fingerprint`]).
     listed: Arc<Mutex<Vec<(String, String, bool)>>>,
+    /// The Skills-extension entries, built once per change and shared by every session.
+    entries: Arc<skills::Entries>,
 }
 
 impl CtxkitServer {
@@ -65,6 +67,7 @@ impl CtxkitServer {
             tool_router: Self::router(),
             watch: None,
             listed: Arc::new(Mutex::new(listed)),
+            entries: Arc::default(),
         }
     }
 
@@ -254,10 +257,17 @@ impl ServerHandler for CtxkitServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let index = self.index();
-        let (skill, path) = skills::by_uri(&index, &request.uri).ok_or_else(|| {
-            ErrorData::resource_not_found("no skill resource has that URI; resources/list gives them", None)
-        })?;
-        Ok(ReadResourceResult::new(vec![skills::contents(skill, &path, &request.uri)?]).into())
+        let contents = blocking(move || {
+            let (skill, path) = skills::by_uri(&index, &request.uri).ok_or_else(|| {
+                ErrorData::resource_not_found(
+                    "no skill resource has that URI; resources/list gives them",
+                    None,
+                )
+            })?;
+            skills::contents(skill, &path, &request.uri)
+        })
+        .await??;
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn list_prompts(
@@ -293,10 +303,9 @@ impl ServerHandler for CtxkitServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
         one_page(request)?;
-        let index = self.index();
-        Ok(ListSkillsResult::with_all_items(
-            index.ranked().filter_map(skills::extension_entry).collect(),
-        ))
+        let (index, entries) = (self.index(), self.entries.clone());
+        let all = blocking(move || entries.all(&index)).await?;
+        Ok(ListSkillsResult::with_all_items(all))
     }
 
     async fn get_skill(
@@ -304,10 +313,17 @@ impl ServerHandler for CtxkitServer {
         request: GetSkillRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, ErrorData> {
-        let index = self.index();
-        skills::skill_by_uri(&index, &request.uri)
-            .and_then(skills::extension_entry)
+        let (index, entries) = (self.index(), self.entries.clone());
+        blocking(move || skills::skill_by_uri(&index, &request.uri).and_then(|s| entries.one(s)))
+            .await?
             .map(GetSkillResult::new)
             .ok_or_else(|| not_found("no skill has that URI; skills/list gives them"))
     }
+}
+
+/// Run file reading off the protocol's tasks.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ErrorData> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("reading the skills failed ({e})"), None))
 }

@@ -8,6 +8,10 @@
 //! has no files to publish; it is served as one `SKILL.md` rendered from the index, with
 //! the name and description it was loaded with.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
 use base64::Engine;
 use ctxkit_skills::{Skill, SkillFile, SkillFileError, SkillIndex};
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -154,45 +158,104 @@ fn not_listed() -> ErrorData {
     )
 }
 
-/// A Skills-extension (SEP-2640) entry: the frontmatter as the author wrote it and every
-/// file with its digest (a file that cannot be read now is left out); a skill served
-/// rendered has its name and description and the one rendered file.
-pub(super) fn extension_entry(skill: &Skill) -> Option<rmcp::model::Skill> {
+/// The Skills-extension (SEP-2640) entries last built, by skill file, with what each was built
+/// from: an entry is rebuilt only when its skill or one of its files changed (by size and
+/// modification time, as a listing sees them), so `skills/list` reads and hashes a file once,
+/// not on every request. Shared by every session of a server; it keeps the entries of the
+/// last listing and nothing else.
+#[derive(Default)]
+pub(crate) struct Entries(Mutex<HashMap<PathBuf, Built>>);
+
+/// One skill's entry and what it was built from.
+struct Built {
+    hash: String,
+    files: Vec<SkillFile>,
+    entry: rmcp::model::Skill,
+}
+
+impl Entries {
+    /// Every skill's entry, in catalog order (blocking: it may read files).
+    pub(super) fn all(&self, index: &SkillIndex) -> Vec<rmcp::model::Skill> {
+        let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = HashMap::new();
+        let entries = index
+            .ranked()
+            .filter_map(|skill| {
+                let built = entry(skill, &mut memo)?;
+                let entry = built.entry.clone();
+                kept.insert(skill.path.clone(), built);
+                Some(entry)
+            })
+            .collect();
+        *memo = kept;
+        entries
+    }
+
+    /// One skill's entry (blocking: it may read files).
+    pub(super) fn one(&self, skill: &Skill) -> Option<rmcp::model::Skill> {
+        let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let built = entry(skill, &mut memo)?;
+        let entry = built.entry.clone();
+        memo.insert(skill.path.clone(), built);
+        Some(entry)
+    }
+}
+
+/// A skill's entry: the one in `memo` when nothing it was built from changed, else a new one.
+fn entry(skill: &Skill, memo: &mut HashMap<PathBuf, Built>) -> Option<Built> {
     let uri = uri(skill)?;
-    let mut frontmatter = SkillFrontmatter::new(skill.name.clone(), skill.description.clone());
-    let resources = match published(skill) {
-        // Listed once to decide, then walked once more as each file is read.
-        Some(_) => {
-            let mut fields = skill.frontmatter_fields().unwrap_or_default();
-            // Name and description are always there: the author's, else the ones ctxkit
-            // loaded the skill with (a name from the folder).
-            for (key, field) in [
-                ("name", &mut frontmatter.name),
-                ("description", &mut frontmatter.description),
-            ] {
-                if let Some(serde_json::Value::String(value)) = fields.remove(key) {
-                    *field = value;
-                }
-            }
-            frontmatter.extra = fields;
-            skill
-                .read_files()
-                .filter_map(|(f, bytes)| match bytes {
-                    Ok(bytes) => Some(SkillResource::from_bytes(file_uri(skill, &f.path), &bytes)),
-                    Err(e) => {
-                        tracing::warn!(skill = %skill.name, file = %f.path, "skill file left out of its entry: {e}");
-                        None
-                    }
-                })
-                .collect()
-        }
-        None => vec![SkillResource::from_bytes(uri.clone(), skill_md(skill).as_bytes())],
+    let Some(files) = published(skill) else {
+        let rendered = vec![SkillResource::from_bytes(uri.clone(), skill_md(skill).as_bytes())];
+        let entry = rmcp::model::Skill::new(uri, served_frontmatter(skill), SkillResources::Files(rendered));
+        return Some(Built {
+            hash: skill.hash.clone(),
+            files: Vec::new(),
+            entry,
+        });
     };
-    Some(rmcp::model::Skill::new(
-        uri,
-        frontmatter,
-        SkillResources::Files(resources),
-    ))
+    if let Some(built) = memo.remove(&skill.path) {
+        if built.hash == skill.hash && built.files == files {
+            return Some(built);
+        }
+    }
+    let mut frontmatter = served_frontmatter(skill);
+    let mut fields = skill.frontmatter_fields().unwrap_or_default();
+    // The name is the one the skill is served under, which its URI ends in; the author's
+    // description when it is one string, else the one ctxkit loaded.
+    fields.remove("name");
+    if let Some(serde_json::Value::String(description)) = fields.remove("description") {
+        frontmatter.description = description;
+    }
+    frontmatter.extra = fields;
+    let mut read = Vec::new();
+    let mut whole = true;
+    let resources = skill
+        .read_files()
+        .filter_map(|(f, bytes)| {
+            let resource = match bytes {
+                Ok(bytes) => Some(SkillResource::from_bytes(file_uri(skill, &f.path), &bytes)),
+                Err(e) => {
+                    tracing::warn!(skill = %skill.name, file = %f.path, "skill file left out of its entry: {e}");
+                    whole = false;
+                    None
+                }
+            };
+            read.push(f);
+            resource
+        })
+        .collect();
+    let entry = rmcp::model::Skill::new(uri, frontmatter, SkillResources::Files(resources));
+    Some(Built {
+        hash: skill.hash.clone(),
+        // A file that could not be read is tried again next time.
+        files: if whole { read } else { Vec::new() },
+        entry,
+    })
+}
+
+/// The name and description ctxkit loaded the skill with.
+fn served_frontmatter(skill: &Skill) -> SkillFrontmatter {
+    SkillFrontmatter::new(skill.name.clone(), skill.description.clone())
 }
 
 /// Every skill meant to be invoked as `/name`, as a prompt with an optional request.

@@ -11,7 +11,7 @@ use ctxkit_memory::{
 };
 use ctxkit_secrets::redact;
 use ctxkit_skills::render::{self, Limits, Rest};
-use ctxkit_skills::Mode;
+use ctxkit_skills::{Mode, SkillFileError};
 use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::JsonObject;
@@ -355,11 +355,11 @@ impl CtxkitServer {
             None => skill.body.to_string(),
             Some(file) => {
                 // A path longer than any listed one names nothing.
-                let bytes = bounded("file", file, MAX_PATH_CHARS)
-                    .and_then(|file| skill.read_file(file).map_err(|e| e.to_string()))?;
-                String::from_utf8(bytes).map_err(|_| {
-                    "that file is not text (an image or other binary); resources/read gives its bytes"
-                        .to_string()
+                bounded("file", file, MAX_PATH_CHARS).and_then(|file| {
+                    skill.read_text_file(file).map_err(|e| match e {
+                        SkillFileError::NotText => format!("{e}; resources/read gives its bytes"),
+                        e => e.to_string(),
+                    })
                 })?
             }
         };

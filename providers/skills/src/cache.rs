@@ -24,7 +24,7 @@ use crate::parse::{MAX_PATTERNS, MAX_TRIGGERS};
 use crate::scan::{Scan, Scanned};
 
 /// Bumped whenever what a cache file holds changes shape.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 /// The largest cache file read (10,000 skills take about 20 MB).
 const MAX_CACHE_BYTES: u64 = 256 << 20;
 /// The most cache files kept in the folder (one per distinct list of roots); the least

@@ -20,8 +20,12 @@ const MAX_PER_SKILL: usize = 16;
 const MAX_GLOB_CHARS: usize = 256;
 /// Compiled size one skill's globs may take.
 const MAX_GLOB_BYTES: usize = 256 << 10;
-/// Most text one detection scans, across every skill, file and pattern.
+/// Most text one detection scans, across every skill, file and pattern (the project's file
+/// list counts once).
 const MAX_SCAN_BYTES: usize = 64 << 20;
+/// Most skills whose globs one detection matches against the project's files, in rank order:
+/// each costs a pass over the file list.
+const MAX_GLOB_SKILLS: usize = 256;
 
 /// A detect file must be a plain relative path inside the project.
 fn is_inside(file: &str) -> bool {
@@ -62,7 +66,8 @@ impl SkillIndex {
         let mut scan_left = MAX_SCAN_BYTES;
         let mut found = Vec::new();
         // The project's file list, walked once, and only when a skill has globs.
-        let mut listed: Option<(Vec<String>, usize)> = None;
+        let mut listed: Option<Vec<String>> = None;
+        let mut glob_skills = 0;
         for skill in self.ranked().filter(|s| !s.disable_model_invocation) {
             let Some(detect) = &skill.detect else { continue };
             let mut present: Vec<(PathBuf, String)> = detect
@@ -75,13 +80,21 @@ impl SkillIndex {
                 .collect();
             present.sort();
             present.dedup_by(|a, b| a.0 == b.0);
-            if let Some(globs) = glob_set(&detect.globs) {
-                let (files, bytes) = listed.get_or_insert_with(|| {
+            if !detect.globs.is_empty() {
+                glob_skills += 1;
+                if glob_skills == MAX_GLOB_SKILLS + 1 {
+                    tracing::warn!("auto-detection matches the globs of the first {MAX_GLOB_SKILLS} skills that have them; later ones are detected by files only");
+                }
+            }
+            let globs = (glob_skills <= MAX_GLOB_SKILLS)
+                .then(|| glob_set(&detect.globs))
+                .flatten();
+            if let Some(globs) = globs {
+                let files = listed.get_or_insert_with(|| {
                     let files = project_files(&project);
-                    let bytes = files.iter().map(String::len).sum();
-                    (files, bytes)
+                    scan_left = scan_left.saturating_sub(files.iter().map(String::len).sum());
+                    files
                 });
-                scan_left = scan_left.saturating_sub(*bytes);
                 if let Some(file) = files.iter().find(|f| globs.is_match(f)) {
                     present.push((project.real().join(file), file.clone()));
                 }

@@ -41,6 +41,18 @@ pub(crate) enum RootKind {
     /// Instruction files other agents keep (`AGENTS.md`, `CLAUDE.md`, Cursor rules, Copilot
     /// instructions: every [`Format`] but `SKILL.md`) in a project and its first levels.
     Conventions,
+    /// Every file a skill folder publishes: hidden and version-control entries, and names
+    /// with a control character (which could forge a line wherever a list is shown), are not
+    /// the author's skill.
+    SkillFolder,
+}
+
+/// Version-control folders whose names do not start with a dot (those are hidden anyway).
+const VCS_DIRS: &[&str] = &["CVS", "_darcs"];
+
+/// Whether a skill folder publishes an entry of this name (see [`RootKind::SkillFolder`]).
+fn publishable(name: &str) -> bool {
+    !name.starts_with('.') && !VCS_DIRS.contains(&name) && !name.chars().any(char::is_control)
 }
 
 /// A place skills are loaded from, with its source tier and priority.
@@ -147,11 +159,21 @@ impl Found {
     }
 }
 
-/// Most entries a walk looks at below one root, so a folder of millions of files (or a
-/// symlink to a huge tree inside the root) costs a bounded time.
-const MAX_ENTRIES: usize = 100_000;
-/// Longest a walk of one root may take; past it, what was found so far is kept.
-const MAX_WALK: Duration = Duration::from_secs(10);
+/// How far a walk may go: its depth, entries looked at (listed or not) and time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    pub depth: usize,
+    pub entries: usize,
+    pub time: Duration,
+}
+
+/// A skills root: a folder of millions of files (or a symlink to a huge tree inside the root)
+/// costs a bounded time; past the time, what was found so far is kept.
+const ROOT_BOUNDS: Bounds = Bounds {
+    depth: MAX_DEPTH,
+    entries: 100_000,
+    time: Duration::from_secs(10),
+};
 
 /// Walk every root and list the skill files, with a diagnostic for every problem on the way.
 ///
@@ -185,22 +207,15 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
                 continue;
             }
         };
-        let mut walk = Walk {
-            root: &confined,
-            visited: HashSet::new(),
-            diags: &mut diags,
-            files: Vec::new(),
-            kind: root.kind,
-            entries_left: MAX_ENTRIES,
-            deadline: Instant::now() + MAX_WALK,
-            stopped: false,
+        let bounds = match root.kind {
+            RootKind::Conventions => Bounds {
+                depth: CONVENTION_DEPTH,
+                ..ROOT_BOUNDS
+            },
+            _ => ROOT_BOUNDS,
         };
-        let depth = if root.kind == RootKind::Conventions {
-            CONVENTION_DEPTH
-        } else {
-            MAX_DEPTH
-        };
-        walk.dir(&root.path, depth);
+        let mut walk = Walk::new(&confined, root.kind, bounds, &mut diags);
+        walk.dir(&root.path, bounds.depth);
         folders.extend(walk.visited);
         for (path, real) in walk.files {
             // The same file reached through two roots (or a symlink) loads once.
@@ -222,37 +237,39 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
     }
 }
 
-/// Most entries a walk of a project for detection by globs looks at, and its longest time:
-/// detection runs before a thread's first answer.
-const MAX_PROJECT_ENTRIES: usize = 20_000;
-const MAX_PROJECT_WALK: Duration = Duration::from_secs(2);
+/// A project, walked for detection by globs before a thread's first answer.
+const PROJECT_BOUNDS: Bounds = Bounds {
+    depth: MAX_DEPTH,
+    entries: 20_000,
+    time: Duration::from_secs(2),
+};
 
 /// The project's files, as `/`-separated paths relative to it, for detection by globs: walked
 /// like a skills root (never through a link out, ignored folders skipped) within tighter
 /// bounds; what lies past them is not listed.
 pub(crate) fn project_files(project: &Confined) -> Vec<String> {
+    list_files(project, RootKind::Files, PROJECT_BOUNDS)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// Every regular file `kind` lists under `root` within `bounds`, as its `/`-separated path
+/// relative to the root and its real path (inside the root), in walk order.
+pub(crate) fn list_files(root: &Confined, kind: RootKind, bounds: Bounds) -> Vec<(String, PathBuf)> {
     let mut diags = Vec::new();
-    let mut walk = Walk {
-        root: project,
-        visited: HashSet::new(),
-        diags: &mut diags,
-        files: Vec::new(),
-        kind: RootKind::Files,
-        entries_left: MAX_PROJECT_ENTRIES,
-        deadline: Instant::now() + MAX_PROJECT_WALK,
-        stopped: false,
-    };
-    walk.dir(project.real(), MAX_DEPTH);
+    let mut walk = Walk::new(root, kind, bounds, &mut diags);
+    walk.dir(root.real(), bounds.depth);
     if walk.stopped {
-        tracing::debug!(project = %project.real().display(), "detection by globs saw part of the project");
+        tracing::debug!(folder = %root.real().display(), "a walk within bounds saw part of the folder");
     }
     let files = std::mem::take(&mut walk.files);
     files
         .into_iter()
-        .filter_map(|(path, _)| {
-            let relative = path.strip_prefix(project.real()).ok()?;
+        .filter_map(|(path, real)| {
+            let relative = path.strip_prefix(root.real()).ok()?;
             let parts: Option<Vec<&str>> = relative.iter().map(|c| c.to_str()).collect();
-            Some(parts?.join("/"))
+            Some((parts?.join("/"), real))
         })
         .collect()
 }
@@ -274,13 +291,28 @@ struct Walk<'a> {
     /// Each file's path as found, and its real path (inside the root).
     files: Vec<(PathBuf, PathBuf)>,
     kind: RootKind,
+    bounds: Bounds,
     entries_left: usize,
     deadline: Instant,
     /// A bound was hit and reported; the walk unwinds.
     stopped: bool,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    fn new(root: &'a Confined, kind: RootKind, bounds: Bounds, diags: &'a mut Vec<Diagnostic>) -> Self {
+        Walk {
+            root,
+            visited: HashSet::new(),
+            diags,
+            files: Vec::new(),
+            kind,
+            bounds,
+            entries_left: bounds.entries,
+            deadline: Instant::now() + bounds.time,
+            stopped: false,
+        }
+    }
+
     fn dir(&mut self, dir: &Path, depth_left: usize) {
         let real = match self.root.resolve(dir) {
             Ok(real) => real,
@@ -321,6 +353,9 @@ impl Walk<'_> {
                 return;
             }
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if self.kind == RootKind::SkillFolder && !publishable(name) {
+                continue;
+            }
             let Ok(meta) = fs::symlink_metadata(&path) else {
                 continue;
             };
@@ -342,7 +377,8 @@ impl Walk<'_> {
                 }
             };
             if real.is_dir() {
-                if depth_left > 0 && !IGNORED_DIRS.contains(&name) {
+                let ignored = self.kind != RootKind::SkillFolder && IGNORED_DIRS.contains(&name);
+                if depth_left > 0 && !ignored {
                     self.dir(&path, depth_left - 1);
                 }
             } else if wanted {
@@ -364,9 +400,9 @@ impl Walk<'_> {
             return true;
         }
         let bound = if self.entries_left == 0 {
-            format!("more than {MAX_ENTRIES} entries")
+            format!("more than {} entries", self.bounds.entries)
         } else if Instant::now() > self.deadline {
-            format!("more than {} s", MAX_WALK.as_secs())
+            format!("more than {} s", self.bounds.time.as_secs())
         } else {
             self.entries_left -= 1;
             return false;
@@ -392,7 +428,7 @@ impl Walk<'_> {
         match self.kind {
             RootKind::Skills => file_name == "SKILL.md",
             RootKind::Conventions => Format::of(path) != Format::Skill,
-            RootKind::Files => true,
+            RootKind::Files | RootKind::SkillFolder => true,
         }
     }
 }

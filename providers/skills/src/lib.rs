@@ -87,7 +87,7 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use discover::SkillRoot;
 pub use exec::{ExecOptions, HookOptions, SkillHooks, SkillTool, ToolTrust};
 pub use external::ExternalSkills;
-pub use files::{SkillFile, SkillFileError, MAX_SKILL_BYTES, MAX_SKILL_FILES};
+pub use files::{SkillFile, SkillFileError};
 pub use index::{LoadOptions, SkillIndex, SkillLibrary};
 pub use meaning::SkillMeaning;
 pub use provider::{Mode, SkillConfig, SkillContextProvider};

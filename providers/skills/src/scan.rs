@@ -66,11 +66,17 @@ impl Scan {
             diagnostics.extend(diags);
             if let Some(parsed) = parsed {
                 let root = &roots[f.root_index];
-                let tools_file = f.path.file_name().is_some_and(|n| n == "SKILL.md")
-                    && fs::symlink_metadata(f.path.with_file_name(TOOLS_FILE)).is_ok();
+                let skill_folder = f.path.file_name().is_some_and(|n| n == "SKILL.md");
+                let tools_file =
+                    skill_folder && fs::symlink_metadata(f.path.with_file_name(TOOLS_FILE)).is_ok();
+                let mut skill = parsed.with_root(root.source, root.priority);
+                if skill_folder {
+                    // Where its files are read from from now on (see `Skill::files`).
+                    skill.real_folder = f.path.parent().and_then(|dir| f.root.resolve(dir).ok());
+                }
                 skills.push(Scanned {
                     root: f.root_index,
-                    skill: parsed.with_root(root.source, root.priority),
+                    skill,
                     tools_file,
                 });
             }

@@ -253,6 +253,10 @@ pub struct Skill {
     /// The kind of file it was read from.
     #[serde(default)]
     pub format: Format,
+    /// The real path of the folder of its `SKILL.md` when discovery loaded it: its files are
+    /// read only while the folder still resolves there (see [`Skill::files`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) real_folder: Option<PathBuf>,
     /// Tools from the `tools.json` next to the file (see `docs/skill-tools.md`), validated at
     /// load; a tool whose name a higher-priority skill already uses is dropped when the index
     /// is built.

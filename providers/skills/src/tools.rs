@@ -61,10 +61,7 @@ impl Tool for ReadSkillTool {
             ))
         })?;
         if let Some(file) = args["file"].as_str() {
-            let bytes = skill.read_file(file).map_err(|e| tool_error(e.to_string()))?;
-            return String::from_utf8(bytes).map_err(|_| {
-                tool_error("that file is not text (an image or other binary), so it cannot be shown here")
-            });
+            return skill.read_text_file(file).map_err(|e| tool_error(e.to_string()));
         }
         let mut text = format!("# {}\n{}\n\n{}", skill.name, skill.description, skill.body);
         let files = skill.supporting_files();

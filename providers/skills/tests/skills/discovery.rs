@@ -210,6 +210,32 @@ fn a_cursor_rule_with_globs_is_detected_by_a_matching_file() {
     assert_eq!(index.detect_report(with.path())[0].files, ["src/ui/App.tsx"]);
 }
 
+/// A project with many Cursor rules and a long file list: the list is walked and counted once
+/// per detection, so every rule whose glob matches is detected (charged per rule, 100 rules
+/// over a 1 MB list used to stop detection part way).
+#[test]
+fn many_glob_rules_over_a_large_project_are_all_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let long = "d".repeat(200);
+    for i in 0..4_000 {
+        write(p, &format!("src/{long}/{i:0>50}.ts"), "");
+    }
+    for i in 0..100 {
+        write(
+            p,
+            &format!(".cursor/rules/rule-{i}.mdc"),
+            &format!(
+                "---\ndescription: Rule {i}\nglobs: [\"src/**/{:0>50}.ts\"]\n---\nRule {i}.\n",
+                3_999 - i
+            ),
+        );
+    }
+    let index = SkillIndex::load(&SkillRoot::project_defaults(p));
+    assert_eq!(index.len(), 100);
+    assert_eq!(index.detect(p).len(), 100);
+}
+
 /// Cursor rules and Copilot instructions load as skills beside AGENTS.md: each activation
 /// becomes ctxkit's (always, detection, selection, by name only).
 #[test]

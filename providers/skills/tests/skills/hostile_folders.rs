@@ -217,3 +217,26 @@ fn a_default_skills_folder_linking_out_of_the_project_is_skipped() {
         messages(&index)
     );
 }
+
+/// A skill folder swapped for a link out after the skill was loaded: its files are neither
+/// listed nor read (the folder is the one discovery loaded it from), until it is loaded again.
+#[test]
+fn a_skill_folder_swapped_for_a_link_out_after_loading_is_not_read() {
+    let (dir, root, _) = fixture();
+    write(&root, "good/references/api.md", "API notes");
+    write(
+        dir.path(),
+        "outside/references/api.md",
+        "OPENAI_API_KEY=sk-not-for-you",
+    );
+    write(dir.path(), "outside/SKILL.md", &skill_md("good"));
+    let index = SkillIndex::load(&[SkillRoot::new(&root, Source::Project)]);
+    let skill = index.get("good").unwrap();
+    assert_eq!(skill.read_file("references/api.md").unwrap(), b"API notes");
+
+    fs::rename(root.join("good"), dir.path().join("moved")).unwrap();
+    symlink(dir.path().join("outside"), root.join("good")).unwrap();
+    assert!(skill.files().is_empty());
+    assert!(skill.read_file("references/api.md").is_err());
+    assert_eq!(skill.read_files().count(), 0);
+}
