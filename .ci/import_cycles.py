@@ -3,9 +3,14 @@
 
 Each `.rs` file under a crate's `src/` is a module. A module depends on another when it names
 it in a path (`crate::a::b`, `super::b`, or a child module declared with `mod b;` and used as
-`b::…`). Imports of an ancestor (a child using what its parent defines) are the normal shape of
-a Rust module tree and are not edges; everything else must form no cycle. Test modules
-(`#[cfg(test)] mod tests`) and comments are ignored.
+`b::…` other than in a `pub use` re-export). Test modules (`#[cfg(test)] mod tests`) and
+comments are ignored; inside an inline `mod x { … }` block, `super` is the file's own module.
+
+Two checks:
+- between modules that are not each other's ancestors, no cycle at all;
+- a child that uses what one of its ancestors defines while that ancestor (or a module it
+  reaches) uses the child is a child → parent loop. Each is reported; the ones kept are listed
+  in `KEPT` with the reason, and any other fails.
 
 Usage: .ci/import_cycles.py [WORKSPACE_ROOT]
 """
@@ -31,19 +36,27 @@ def module_of(src, path):
     return tuple(parts)
 
 
+def block_end(text, j):
+    """Where the `{ … }` block whose body starts at `j` ends."""
+    depth = 1
+    while j < len(text) and depth:
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        j += 1
+    return j
+
+
 def strip(text):
-    """The text without comments and `#[cfg(test)]` modules."""
+    """The text without comments and `#[cfg(test)]` modules; in other inline modules, `super`
+    written as `self` (it names the file's module)."""
     text = re.sub(r"//[^\n]*", "", text)
     out, i = [], 0
-    for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text):
+    for m in re.finditer(r"(#\[cfg\(test\)\]\s*)?(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text):
         if m.start() < i:
             continue
         out.append(text[i:m.start()])
-        depth, j = 1, m.end()
-        while j < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-        i = j
+        i = block_end(text, m.end())
+        if not m.group(1):
+            out.append(re.sub(r"(?<![\w:])super::", "self::", text[m.start():i]))
     out.append(text[i:])
     return "".join(out)
 
@@ -85,12 +98,29 @@ def edges_of(src):
                 target = next((tuple(path[:k]) for k in range(len(path), -1, -1) if tuple(path[:k]) in mods), None)
                 if target is not None and target != m:
                     edges[m].add(target)
+        used = re.sub(r"^\s*pub(?:\([^)]*\))?\s+use\s[^;]*;", "", text, flags=re.M)
         for child in re.findall(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text, re.M):
-            if m + (child,) in mods and re.search(r"(?<![\w:])" + child + r"::", text):
+            if m + (child,) in mods and re.search(r"(?<![\w:])" + child + r"::", used):
                 edges[m].add(m + (child,))
-    for m in edges:
-        edges[m] = {n for n in edges[m] if not (len(n) < len(m) and m[: len(n)] == n)}
     return edges
+
+
+def is_ancestor(a, m):
+    return len(a) < len(m) and m[: len(a)] == a
+
+
+def without_ancestors(edges):
+    return {m: {n for n in out if not is_ancestor(n, m)} for m, out in edges.items()}
+
+
+def child_parent_loops(edges):
+    """Each (child, ancestor) edge that closes a loop: the ancestor reaches the child back."""
+    loops = []
+    for component in cycles(edges):
+        inside = set(component)
+        for m in component:
+            loops += [(m, a) for a in edges[m] if a in inside and is_ancestor(a, m)]
+    return sorted(loops)
 
 
 def cycles(edges):
@@ -126,14 +156,39 @@ def cycles(edges):
     return found
 
 
+# Child → parent loops kept, by crate folder, with why.
+KEPT = {
+    "providers/skills/src": {
+        ("matcher::patterns", "matcher"): "the pattern half of the matcher names a trigger by the "
+        "matcher's own id for it (`TriggerRef`), which both halves share",
+        ("parse::foreign", "parse"): "Cursor and Copilot files are read by the same `Parser` "
+        "(its diagnostics, its YAML reading) as SKILL.md; foreign formats extend it",
+    },
+    "providers/memory/src": {
+        ("eval::baseline", "eval"): "the baseline ranks the evaluation's own records "
+        "(`EvalMemory`); it exists only as a part of the evaluation",
+    },
+}
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     failed = False
     for src in crates(root):
-        for component in cycles(edges_of(src)):
+        crate = os.path.relpath(src, root)
+        edges = edges_of(src)
+        for component in cycles(without_ancestors(edges)):
             failed = True
             names = ", ".join(sorted("::".join(c) or "crate root" for c in component))
-            print(f"{os.path.relpath(src, root)}: modules import each other: {names}")
+            print(f"{crate}: modules import each other: {names}")
+        for child, parent in child_parent_loops(edges):
+            pair = ("::".join(child), "::".join(parent) or "crate root")
+            why = KEPT.get(crate, {}).get(pair)
+            if why is None:
+                failed = True
+                print(f"{crate}: {pair[0]} uses its parent {pair[1]}, which uses it: move what both use to a module of its own, or explain it in KEPT")
+            else:
+                print(f"{crate}: kept child → parent loop {pair[0]} → {pair[1]}: {why}")
     if failed:
         sys.exit(1)
     print("no import cycles")

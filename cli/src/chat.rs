@@ -75,7 +75,7 @@ pub(crate) struct ChatArgs {
 
 /// `--help`: how chat fails, then the exit codes every command shows.
 fn after_long_help() -> String {
-    format!("{CHAT_HELP}\n\n{}", crate::EXIT_CODES)
+    format!("{CHAT_HELP}\n\n{}", crate::error::EXIT_CODES)
 }
 
 /// Start the MCP servers of `--mcp` and of the user config; one that cannot start is an error

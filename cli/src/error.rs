@@ -9,6 +9,9 @@ use std::fmt;
 
 use ctxkit_secrets::{redact, redact_url};
 
+/// What each exit code means, shown under every command's help and chat's `/help`.
+pub(crate) const EXIT_CODES: &str = "Exit codes: 0 success (also when standard output is closed early, as by `| head`); 1 an error (one sentence on stderr) or, for `skills validate`, a skipped skill; 2 bad command-line usage.\nSet CTXKIT_LOG=info (or debug) to see provider and model spans on stderr.";
+
 /// An error for the user: one sentence, printed to stderr (unless already reported).
 #[derive(Debug)]
 pub(crate) struct CliError {

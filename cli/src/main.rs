@@ -28,8 +28,7 @@ mod user_config;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-const EXIT_CODES: &str = "Exit codes: 0 success (also when standard output is closed early, as by `| head`); 1 an error (one sentence on stderr) or, for `skills validate`, a skipped skill; 2 bad command-line usage.\nSet CTXKIT_LOG=info (or debug) to see provider and model spans on stderr.";
+use error::EXIT_CODES;
 
 #[derive(Parser, Debug)]
 #[command(name = "ctxkit", version, about = "Decide what context an LLM agent sends with every request.", after_help = EXIT_CODES)]

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::messages::{cut, from_pairs};
-use crate::{runtime, CtxkitError};
+use crate::runtime::{runtime, CtxkitError};
 
 /// The memories of one project. Every call that reads or writes the database releases the GIL.
 #[pyclass(frozen, module = "ctxkit")]

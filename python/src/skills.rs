@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::messages::from_pairs;
-use crate::{runtime, CtxkitError};
+use crate::runtime::{runtime, CtxkitError};
 
 /// The skills found under some folders, matched against messages by their triggers.
 ///

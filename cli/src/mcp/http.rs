@@ -12,7 +12,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::replay::Replay;
-use super::CtxkitServer;
+use super::server::CtxkitServer;
 use crate::error::CliError;
 
 /// The path the endpoint is served at.

@@ -10,16 +10,7 @@ use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::Served;
-use crate::error::CliError;
-
-/// A new random token for this process's forms.
-pub(super) fn new_token() -> Result<String, CliError> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|e| CliError::new(format!("cannot draw a random token for the page's forms: {e}")))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
+use super::served::Served;
 
 /// Refuse a request for another host, and a write from elsewhere or to a read-only server;
 /// set the headers every answer carries.

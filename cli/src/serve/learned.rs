@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::guard::forged;
 use super::pages::{error_page, write_form};
-use super::Served;
+use super::served::Served;
 
 /// The project's proposed skills (none without memory, or when the store cannot say). Only
 /// plain names: a name goes into a form's address, where `../` would aim the button elsewhere.

@@ -13,8 +13,7 @@ use serde::Deserialize;
 
 use super::guard::forged;
 use super::pages::{error_page, page, write_form};
-use super::Served;
-use crate::error::CliError;
+use super::served::Served;
 use crate::memory::{format_rfc3339, Store};
 
 /// Memories per page: a store of 10,000 stays a few hundred pages.
@@ -377,11 +376,4 @@ pub(super) async fn prune(State(served): State<Arc<Served>>, Form(form): Form<To
         Ok(_) => Redirect::to("/memory").into_response(),
         Err(e) => refused(e),
     }
-}
-
-/// Opening the store can fail only for a reason worth one sentence. With `--read-only` it is
-/// opened for reading only (and a database that does not exist is none). The page's lists and
-/// every "Try a message" share this one store.
-pub(super) fn open(served_options: &crate::setup::RequestOptions) -> Result<Option<Store>, CliError> {
-    served_options.open_memory()
 }

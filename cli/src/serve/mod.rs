@@ -10,21 +10,18 @@ mod learned;
 mod markdown;
 mod memory;
 mod pages;
+mod served;
 mod skills;
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
+use std::sync::Arc;
 
 use axum::routing::{get, post};
 use axum::Router;
 use clap::Args;
-use ctxkit::MemoCounter;
 
+use self::served::Served;
 use crate::error::CliError;
-use crate::memory::Store;
-use crate::setup::{follow_toggles, token_counter, Loaded, RequestOptions};
+use crate::setup::RequestOptions;
 
 #[derive(Args, Debug)]
 pub(crate) struct ServeArgs {
@@ -37,73 +34,6 @@ pub(crate) struct ServeArgs {
     /// and memories, and change them unless --read-only.
     #[arg(long)]
     pub allow_remote: bool,
-}
-
-/// What every request reads: the options the server was started with and what they load,
-/// reloaded after a change.
-pub(crate) struct Served {
-    options: RequestOptions,
-    /// The project folder: its `.ctxkit/config.toml` is read and written.
-    dir: PathBuf,
-    loaded: RwLock<Arc<Loaded>>,
-    scanned: RwLock<SystemTime>,
-    counter: Arc<MemoCounter>,
-    /// Sent with every form and required back with every write: another site cannot read it.
-    token: String,
-    /// `Host` values a request may carry (`None`: any, for `--allow-remote`).
-    hosts: Option<Vec<String>>,
-    /// The project memory, unless memory is off.
-    memory: Option<Store>,
-    /// The project memories are scoped to.
-    project: String,
-}
-
-impl Served {
-    /// Load what `options` name in the project folder `dir`, for a server answering at `addr`.
-    pub(crate) fn new(
-        options: RequestOptions,
-        dir: PathBuf,
-        addr: SocketAddr,
-    ) -> Result<Arc<Served>, CliError> {
-        let loaded = options.load_in(&dir)?;
-        let hosts = addr
-            .ip()
-            .is_loopback()
-            .then(|| vec![addr.to_string(), format!("localhost:{}", addr.port())]);
-        let memory = memory::open(&options)?;
-        let project = options.project()?;
-        Ok(Arc::new(Served {
-            memory,
-            project,
-            options,
-            dir,
-            loaded: RwLock::new(Arc::new(loaded)),
-            scanned: RwLock::new(SystemTime::now()),
-            counter: token_counter(),
-            token: guard::new_token()?,
-            hosts,
-        }))
-    }
-
-    /// The config and library in force, with the skills the config turns off now set aside
-    /// (a toggle made in a terminal shows on the next page).
-    fn loaded(&self) -> Arc<Loaded> {
-        let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner()).clone();
-        follow_toggles(&loaded.library, &self.dir);
-        loaded
-    }
-
-    /// Read the config and rescan the skill folders, after a toggle or on request.
-    fn reload(&self) -> Result<(), CliError> {
-        let loaded = Arc::new(self.options.load_in(&self.dir)?);
-        *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = loaded;
-        *self.scanned.write().unwrap_or_else(|e| e.into_inner()) = SystemTime::now();
-        Ok(())
-    }
-
-    fn read_only(&self) -> bool {
-        self.options.read_only
-    }
 }
 
 /// Every route of the page.

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::guard::forged;
 use super::markdown::to_html;
 use super::pages::{error_page, page, write_form};
-use super::Served;
+use super::served::Served;
 use crate::context_cmd::{decide, Decision};
 use crate::error::CliError;
 use crate::user_config::{toggle_skill, Layer};

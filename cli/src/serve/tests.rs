@@ -9,7 +9,8 @@ use axum::Router;
 use clap::Parser;
 use tower::ServiceExt;
 
-use super::{router, Served};
+use super::router;
+use super::served::Served;
 use crate::setup::RequestOptions;
 
 const ADDR: &str = "127.0.0.1:7878";
