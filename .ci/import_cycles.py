@@ -6,11 +6,14 @@ it in a path (`crate::a::b`, `super::b`, or a child module declared with `mod b;
 `b::…` other than in a `pub use` re-export). Test modules (`#[cfg(test)] mod tests`) and
 comments are ignored; inside an inline `mod x { … }` block, `super` is the file's own module.
 
-Two checks:
+Three checks:
 - between modules that are not each other's ancestors, no cycle at all;
 - a child that uses what one of its ancestors defines while that ancestor (or a module it
   reaches) uses the child is a child → parent loop. Each is reported; the ones kept are listed
-  in `KEPT` with the reason, and any other fails.
+  in `KEPT` with the reason, and any other fails;
+- a crate whose docs draw its layers (a "# Layering" section in `lib.rs` with a `text` block:
+  module names on the left, what they do on the right) names every top-level module in it, and
+  each module uses only modules on lower lines, so the drawing stays true.
 
 Usage: .ci/import_cycles.py [WORKSPACE_ROOT]
 """
@@ -156,6 +159,43 @@ def cycles(edges):
     return found
 
 
+def layers(src):
+    """Each top-level module's row in the crate's layer table (0 at the top), or None."""
+    lib = os.path.join(src, "lib.rs")
+    if not os.path.exists(lib):
+        return None
+    found = re.search(r"//! # Layering.*?//! ```text\n(.*?)//! ```", open(lib, encoding="utf-8").read(), re.S)
+    if not found:
+        return None
+    rows, row, column = {}, -1, None
+    for line in found.group(1).splitlines():
+        body = line[4:] if line.startswith("//! ") else ""
+        if column is None:
+            gap = re.search(r"\S\s{2,}\S", body)
+            column = gap.end() - 1 if gap else len(body)
+        names = body[:column]
+        if not names.startswith(" "):
+            row += 1
+        for name in re.findall(r"\w+", names):
+            rows[name] = row
+    return rows
+
+
+def layer_problems(src, edges):
+    """Modules missing from the layer table, and uses of a module on the same or a higher row."""
+    rows = layers(src)
+    if rows is None:
+        return []
+    top = {m[0] for m in edges if m}
+    problems = [f"{m} is not in the layer table of lib.rs" for m in sorted(top - set(rows))]
+    problems += [f"the layer table names {m}, which is no module" for m in sorted(set(rows) - top)]
+    uses = {(m[0], n[0]) for m, out in edges.items() for n in out if m and n and m[0] != n[0]}
+    for m, n in sorted(uses):
+        if m in rows and n in rows and rows[n] <= rows[m]:
+            problems.append(f"{m} uses {n}, which the layer table draws on {'the same line' if rows[n] == rows[m] else 'a higher line'}")
+    return problems
+
+
 # Child → parent loops kept, by crate folder, with why.
 KEPT = {
     "providers/skills/src": {
@@ -181,6 +221,9 @@ def main():
             failed = True
             names = ", ".join(sorted("::".join(c) or "crate root" for c in component))
             print(f"{crate}: modules import each other: {names}")
+        for problem in layer_problems(src, edges):
+            failed = True
+            print(f"{crate}: {problem}")
         for child, parent in child_parent_loops(edges):
             pair = ("::".join(child), "::".join(parent) or "crate root")
             why = KEPT.get(crate, {}).get(pair)

@@ -36,18 +36,21 @@
 //! ```text
 //! eval                          routing quality: labelled requests through selection, scored
 //! provider                      inject skills into each request, within a token budget
-//! render                        skills as text under a budget (tokens or a host's characters)
+//! render, meaning               skills as text under a budget (tokens or a host's characters);
+//!                               skills by meaning, with an embedding model (opt-in)
 //! select, detect, exec, tools   pick skills; detect projects; run skill tools and hooks;
 //!                               read_skill
 //! external                      external-skills.json -> roots with overrides
 //! watch                         hot reload: swap in a changed index
 //! index                         one deduplicated, ranked, compiled snapshot; the library
-//! discover, matcher, rank       find skill files; compile triggers; weigh the words skills offer
-//! meaning                       skills by meaning, with an embedding model (opt-in)
-//! parse                         SKILL.md, Cursor and Copilot text -> Skill; spec checks
-//! files                         a skill's folder: its files, listed and read confined
+//! cache                         the on-disk index cache: a scan reused while nothing changed
+//! scan                          find, read and parse every skill file under the roots
+//! parse, files                  SKILL.md, Cursor and Copilot text -> Skill; spec checks; a skill's
+//!                               folder: its files, listed and read confined
+//! discover, matcher, rank       walk a folder, never out of it; compile triggers; weigh the
+//!                               words skills offer
 //! skill                         the data model: Skill, Source, Triggers, Detect
-//! descriptor                    tools.json text -> ToolSpec
+//! body, descriptor              a skill's text, read from the cache when used; tools.json -> ToolSpec
 //! diagnostic, confined, inflect problems for authors; reads that never leave a folder; the
 //!                               forms a trigger also matches
 //! ```
