@@ -130,7 +130,7 @@ impl Skill {
 
     /// Every file of [`Skill::files`] with its bytes, each read as the iterator reaches it:
     /// one walk of the folder however many files it has. What is read counts against
-    /// [`MAX_SKILL_BYTES`] as it arrives, so files that grew after the listing are refused
+    /// the 16 MiB a skill may publish as it arrives, so files that grew after the listing are refused
     /// past it.
     pub fn read_files(&self) -> impl Iterator<Item = (SkillFile, Result<Vec<u8>, SkillFileError>)> + '_ {
         let root = self.folder();
