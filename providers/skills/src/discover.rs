@@ -62,6 +62,8 @@ pub struct SkillRoot {
     pub(crate) within: Option<PathBuf>,
     /// What the operator's config sets for this root's skills.
     pub(crate) overrides: Option<std::sync::Arc<crate::skill::Overrides>>,
+    /// Its own standing files are left out: an agent sends them as standing instructions.
+    pub(crate) standing: bool,
 }
 
 impl SkillRoot {
@@ -75,6 +77,7 @@ impl SkillRoot {
             optional: false,
             within: None,
             overrides: None,
+            standing: false,
         }
     }
 
@@ -100,6 +103,15 @@ impl SkillRoot {
     /// must not lead out of the project; one that does is skipped with a warning.
     pub fn within(mut self, outer: &Path) -> Self {
         self.within = Some(outer.to_path_buf());
+        self
+    }
+
+    /// The same root without its own [`STANDING_FILES`](crate::STANDING_FILES) (`AGENTS.md`,
+    /// `CLAUDE.md` in the folder itself; those further down stay skills): an agent that sends
+    /// them as [`StandingInstructions`](crate::StandingInstructions) must not send them as
+    /// skills too. Only a conventions root holds them.
+    pub fn without_standing(mut self) -> Self {
+        self.standing = true;
         self
     }
 
@@ -191,6 +203,7 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
             diags: &mut diags,
             files: Vec::new(),
             kind: root.kind,
+            standing: root.standing.then_some(root.path.as_path()),
             entries_left: MAX_ENTRIES,
             deadline: Instant::now() + MAX_WALK,
             stopped: false,
@@ -238,6 +251,7 @@ pub(crate) fn project_files(project: &Confined) -> Vec<String> {
         diags: &mut diags,
         files: Vec::new(),
         kind: RootKind::Files,
+        standing: None,
         entries_left: MAX_PROJECT_ENTRIES,
         deadline: Instant::now() + MAX_PROJECT_WALK,
         stopped: false,
@@ -274,6 +288,8 @@ struct Walk<'a> {
     /// Each file's path as found, and its real path (inside the root).
     files: Vec<(PathBuf, PathBuf)>,
     kind: RootKind,
+    /// The folder whose own standing files are not wanted.
+    standing: Option<&'a Path>,
     entries_left: usize,
     deadline: Instant,
     /// A bound was hit and reported; the walk unwinds.
@@ -391,7 +407,11 @@ impl Walk<'_> {
     fn wants(&self, path: &Path, file_name: &str) -> bool {
         match self.kind {
             RootKind::Skills => file_name == "SKILL.md",
-            RootKind::Conventions => Format::of(path) != Format::Skill,
+            RootKind::Conventions => {
+                Format::of(path) != Format::Skill
+                    && !(self.standing.is_some_and(|root| path.parent() == Some(root))
+                        && crate::STANDING_FILES.contains(&file_name))
+            }
             RootKind::Files => true,
         }
     }

@@ -47,6 +47,8 @@
 //! parse                         SKILL.md, Cursor and Copilot text -> Skill; spec checks
 //! files                         a skill's folder: its files, listed and read confined
 //! skill                         the data model: Skill, Source, Triggers, Detect
+//! standing                      a project's AGENTS.md and CLAUDE.md, read confined and cut to
+//!                               a budget: standing instructions, not skills
 //! descriptor                    tools.json text -> ToolSpec
 //! diagnostic, confined, inflect problems for authors; reads that never leave a folder; the
 //!                               forms a trigger also matches
@@ -77,6 +79,7 @@ pub mod render;
 mod scan;
 mod select;
 mod skill;
+mod standing;
 mod tools;
 mod watch;
 
@@ -96,6 +99,7 @@ pub use select::{
     DEFAULT_MEANING_FLOOR, MEANING_WEIGHT, MEANING_ZERO, PAST_THE_CAP, TRIGGER_WEIGHT,
 };
 pub use skill::{Detect, Format, Skill, Source, Triggers};
+pub use standing::{StandingInstructions, STANDING_FILES};
 
 /// Every public type can be shared across threads: a library is reloaded while requests run,
 /// and an agent holds the provider behind an `Arc`. Checked at compile time.
@@ -127,6 +131,7 @@ const _: () = {
     send_sync::<SkillRoot>();
     send_sync::<SkillTool>();
     send_sync::<Source>();
+    send_sync::<StandingInstructions>();
     send_sync::<ToolSpec>();
     send_sync::<ToolTrust>();
     send_sync::<Triggers>();
