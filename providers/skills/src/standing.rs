@@ -97,9 +97,10 @@ fn within(text: &str, name: &str, room: usize, budget: usize, counter: &dyn Toke
         return text.to_string();
     }
     let marker = |rest: &str| {
+        let lines = rest.lines().filter(|l| !l.trim().is_empty()).count().max(1);
+        let plural = if lines == 1 { "" } else { "s" };
         format!(
-            "[… {} more lines of {name} left out: standing instructions are cut at {budget} tokens; read {name} for the rest]",
-            rest.lines().filter(|l| !l.trim().is_empty()).count().max(1),
+            "[… {lines} more line{plural} of {name} left out: standing instructions are cut at {budget} tokens; read {name} for the rest]"
         )
     };
     let room = room.saturating_sub(counter.count(&marker(text)) + 2);
