@@ -282,14 +282,13 @@ impl RequestOptions {
     }
 
     /// The most tokens of standing instructions: none with `--instructions`, else
-    /// `--instructions-tokens`, the config's, or the default.
+    /// `--instructions-tokens`, else the config's (see [`Config::standing_tokens`]).
     fn standing_tokens(&self, config: &Config) -> usize {
         if self.instructions.is_some() {
             return 0;
         }
         self.instructions_tokens
-            .or(config.standing_tokens())
-            .unwrap_or(StandingInstructions::DEFAULT_TOKENS)
+            .unwrap_or_else(|| config.standing_tokens(StandingInstructions::DEFAULT_TOKENS))
     }
 
     /// The agent's instructions: `--instructions FILE`, else the standing instructions of the

@@ -432,12 +432,11 @@ impl Config {
         self.project.chat.history_tokens.or(self.user.chat.history_tokens)
     }
 
-    /// `[instructions] max_tokens`, the project's over the user's.
-    pub(crate) fn standing_tokens(&self) -> Option<usize> {
-        self.project
-            .instructions
-            .max_tokens
-            .or(self.user.instructions.max_tokens)
+    /// `[instructions] max_tokens`: the user's (else `default`), which the project's may lower
+    /// but not raise, since the project also writes the files it bounds.
+    pub(crate) fn standing_tokens(&self, default: usize) -> usize {
+        let user = self.user.instructions.max_tokens.unwrap_or(default);
+        self.project.instructions.max_tokens.map_or(user, |p| p.min(user))
     }
 
     /// The MCP servers the user configured for `ctxkit chat`.

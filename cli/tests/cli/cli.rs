@@ -2144,11 +2144,22 @@ fn standing_instructions_are_cut_to_their_budget_with_a_marker_or_turned_off() {
     let tokens = v["stats"]["by_section"]["instructions"].as_u64().unwrap();
     assert!(tokens <= 160, "{tokens}");
     assert!(v["system"].as_str().unwrap().contains("cut at 100 tokens"));
-    // So does the project's config; 0 sends none, and the files are skills again.
+    // The project's config cannot raise it (it wrote the files); the user's can.
+    let cut_at = |v: &Value, tokens: &str| {
+        let system = v["system"].as_str().unwrap();
+        system.contains(&format!("cut at {tokens} tokens"))
+    };
+    let project_config = dir.path().join(".ctxkit/config.toml");
+    support::write(&project_config, "[instructions]\nmax_tokens = 100000\n");
+    assert!(cut_at(&context_in(dir.path(), &[], "hi"), "8000"));
     support::write(
-        &dir.path().join(".ctxkit/config.toml"),
-        "[instructions]\nmax_tokens = 0\n",
+        &dir.path().join("config.toml"),
+        "[instructions]\nmax_tokens = 100000\n",
     );
+    let v = context_in(dir.path(), &[], "hi");
+    assert!(!cut_at(&v, "100000") && v["system"].as_str().unwrap().contains("Rule 1999"));
+    // The project's config may lower it; 0 sends none, and the files are skills again.
+    support::write(&project_config, "[instructions]\nmax_tokens = 0\n");
     let v = context_in(dir.path(), &["--mode", "hybrid"], "hi");
     let system = v["system"].as_str().unwrap();
     assert!(!system.starts_with("Rule 0"), "{system}");
