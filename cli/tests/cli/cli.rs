@@ -2186,3 +2186,48 @@ fn an_agents_md_linking_out_of_the_project_is_not_sent() {
     );
     assert!(!err.contains("sk-not-for-you"), "{err}");
 }
+
+#[test]
+fn chat_sends_the_standing_instructions_in_claudes_cached_system_block_every_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    project_with_standing_instructions(dir.path());
+    let usage = serde_json::json!({"input_tokens": 20, "output_tokens": 1});
+    let (addr, exchanges) = stand_in(move |_, _| {
+        let text = serde_json::json!({"type": "text", "text": "D'accord."});
+        (200, anthropic_events(vec![text], usage.clone()))
+    });
+    let mut command = isolated(dir.path());
+    command
+        .env("ANTHROPIC_API_KEY", "sk-ant-cli-secret-1")
+        .current_dir(dir.path())
+        .args([
+            "chat",
+            "--no-memory",
+            "--mode",
+            "triggered",
+            "--model",
+            "anthropic:claude-test",
+        ])
+        .args(["--base-url", &format!("http://{addr}")]);
+    let o = run_with_stdin(&mut command, b"hi\nsay bonjour\n");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let exchanges = exchanges.lock().unwrap();
+    assert_eq!(exchanges.len(), 2, "two messages, no extraction without memory");
+    let first = &exchanges[0].body["system"];
+    let stable = &first[0];
+    assert_eq!(stable["cache_control"], serde_json::json!({"type": "ephemeral"}));
+    assert!(
+        stable["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# House rules\nAlways answer in French.\n\n# Claude notes\n"),
+        "{first}"
+    );
+    // The second message fires a skill, after the breakpoint; the cached block is unchanged.
+    let second = &exchanges[1].body["system"];
+    assert_eq!(&second[0], stable);
+    assert!(
+        second[1]["text"].as_str().unwrap().contains("GREET-BODY"),
+        "{second}"
+    );
+}
