@@ -107,6 +107,15 @@ impl Preview<'_> {
         self.0.request.messages.iter().skip(skip)
     }
 
+    /// Characters at the start of the system text that stay the same from one request to
+    /// the next (instructions, stable context, catalog): what prompt caches keep.
+    fn stable_chars(&self) -> usize {
+        let stable = self.0.request.stable_prefix;
+        self.system()
+            .and_then(|s| s.get(..stable))
+            .map_or(0, |s| s.chars().count())
+    }
+
     fn tokens_full(&self) -> usize {
         self.0.report.tokens_full.unwrap_or(self.0.report.tokens.total)
     }
@@ -135,6 +144,7 @@ impl Preview<'_> {
         });
         json!({
             "system": self.system().unwrap_or(""),
+            "stable_chars": self.stable_chars(),
             "messages": self.messages().collect::<Vec<_>>(),
             "tools": self.0.request.tools,
             "stats": stats,

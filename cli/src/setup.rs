@@ -4,8 +4,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use ctxkit::{Agent, AgentBuilder, Assembly, BpeCounter, ChatModel, MemoCounter, Phase};
-use ctxkit_skills::{LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source};
+use ctxkit::{Agent, AgentBuilder, Assembly, BpeCounter, ChatModel, MemoCounter, Phase, TokenCounter};
+use ctxkit_skills::{
+    LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
+    StandingInstructions,
+};
 
 use crate::error::CliError;
 use crate::memory::open::{
@@ -144,10 +147,12 @@ pub(crate) fn follow_toggles(library: &SkillLibrary, dir: &Path) {
     }
 }
 
-/// What a command that assembles requests loads once: the config and the skill library.
+/// What a command that assembles requests loads once: the config and the skill library, and
+/// the project folder whose standing instructions its agents send.
 pub(crate) struct Loaded {
     pub config: Config,
     pub library: Arc<SkillLibrary>,
+    pub dir: PathBuf,
 }
 
 /// Options of every command that assembles a request.
@@ -157,9 +162,15 @@ pub(crate) struct RequestOptions {
     /// the current directory.
     #[arg(long = "skills", value_name = "[TIER:]DIR")]
     pub skills: Vec<TierDir>,
-    /// A file with the agent's base instructions (e.g. AGENTS.md); default: a short built-in prompt.
+    /// A file with the agent's instructions, sent instead of the project's AGENTS.md and
+    /// CLAUDE.md and the built-in prompt (those two files then stay skills).
     #[arg(long, value_name = "FILE")]
     pub instructions: Option<PathBuf>,
+    /// The most tokens of the project's AGENTS.md and CLAUDE.md opening every request, cut
+    /// with a marker past it; 0 sends neither (default: the config's `[instructions]
+    /// max_tokens`, else 8,000).
+    #[arg(long, value_name = "N", conflicts_with = "instructions")]
+    pub instructions_tokens: Option<usize>,
     /// How skills are injected: full, triggered, on-demand or hybrid (default: the config's
     /// `[skills] mode`, else hybrid).
     #[arg(long, value_parser = parse_mode)]
@@ -234,14 +245,27 @@ impl RequestOptions {
 
     /// [`load`](Self::load) with `dir`'s config in place of the current directory's, and the
     /// learned skills as last synced.
+    /// The project's standing instructions, when they are sent, are not loaded as skills.
     pub(crate) fn load_in(&self, dir: &Path) -> Result<Loaded, CliError> {
         let config = Config::load(dir)?;
         let learned = match self.memory_db()? {
             Some(db) => crate::learned::root(&db, &self.project()?),
             None => None,
         };
-        let library = self.skill_dirs().library(&config, learned)?;
-        Ok(Loaded { config, library })
+        let standing = self.standing_tokens(&config) > 0;
+        let roots = self
+            .skill_dirs()
+            .roots()?
+            .into_iter()
+            .map(|root| if standing { root.without_standing() } else { root })
+            .chain(learned)
+            .collect();
+        let library = load_library(roots, &config);
+        Ok(Loaded {
+            config,
+            library,
+            dir: dir.to_path_buf(),
+        })
     }
 
     /// Write the project's accepted learned skills where [`load_in`](Self::load_in) finds
@@ -257,10 +281,35 @@ impl RequestOptions {
         config.skill_config(self.mode, None).mode
     }
 
-    pub(crate) fn instructions(&self) -> Result<String, CliError> {
-        match &self.instructions {
-            None => Ok(DEFAULT_INSTRUCTIONS.to_string()),
-            Some(path) => crate::text_file::read_text(path),
+    /// The most tokens of standing instructions: none with `--instructions`, else
+    /// `--instructions-tokens`, else the config's (see [`Config::standing_tokens`]).
+    fn standing_tokens(&self, config: &Config) -> usize {
+        if self.instructions.is_some() {
+            return 0;
+        }
+        self.instructions_tokens
+            .unwrap_or_else(|| config.standing_tokens(StandingInstructions::DEFAULT_TOKENS))
+    }
+
+    /// The agent's instructions: `--instructions FILE`, else the standing instructions of the
+    /// project in `loaded` (its `AGENTS.md`, then `CLAUDE.md`, cut to their budget) before
+    /// the built-in prompt. The one text every command's agent opens its requests with.
+    pub(crate) fn instructions(
+        &self,
+        loaded: &Loaded,
+        counter: &dyn TokenCounter,
+    ) -> Result<String, CliError> {
+        if let Some(path) = &self.instructions {
+            return crate::text_file::read_text(path);
+        }
+        let standing = StandingInstructions::read(&loaded.dir, self.standing_tokens(&loaded.config), counter);
+        for d in &standing.diagnostics {
+            tracing::warn!("{d}");
+        }
+        if standing.text.is_empty() {
+            Ok(DEFAULT_INSTRUCTIONS.to_string())
+        } else {
+            Ok(format!("{}\n\n{DEFAULT_INSTRUCTIONS}", standing.text))
         }
     }
 
@@ -324,19 +373,20 @@ impl RequestOptions {
     /// tools of mounted MCP servers, ready for a command to add its own limits and build.
     pub(crate) fn agent(
         &self,
-        Loaded { config, library }: &Loaded,
+        loaded: &Loaded,
         mode: Mode,
         model: Arc<dyn ChatModel>,
         counter: &Arc<MemoCounter>,
         mcp_servers: Vec<ctxkit::mcp::McpTools>,
         memory: Option<&Store>,
     ) -> Result<AgentBuilder, CliError> {
+        let Loaded { config, library, .. } = loaded;
         let skills = self.skills_provider(config, library, mode, counter)?;
         // The hooks of the skills selected in each run, for the skills trusted like tools.
         let skill_hooks = skills.hooks(config.hook_options());
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());
         let mut builder = Agent::builder()
-            .instructions(self.instructions()?)
+            .instructions(self.instructions(loaded, counter.as_ref())?)
             .model(model)
             .token_counter(counter.clone())
             .project(self.project()?)

@@ -41,6 +41,9 @@
 //!
 //! [chat]
 //! history_tokens = 32000             # the most tokens of conversation sent (0: no bound)
+//!
+//! [instructions]
+//! max_tokens = 8000                  # the most tokens of AGENTS.md + CLAUDE.md sent (0: none)
 //! ```
 
 use std::path::{Component, Path, PathBuf};
@@ -74,6 +77,16 @@ struct ConfigFile {
     memory: MemorySection,
     #[serde(default)]
     chat: ChatSection,
+    #[serde(default)]
+    instructions: InstructionsSection,
+}
+
+/// The project's standing instructions (its own `AGENTS.md` and `CLAUDE.md`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InstructionsSection {
+    /// The most tokens of them sent with every request (0: none).
+    max_tokens: Option<usize>,
 }
 
 /// `ctxkit chat`.
@@ -417,6 +430,13 @@ impl Config {
     /// `[chat] history_tokens`, the project's over the user's.
     pub(crate) fn history_tokens(&self) -> Option<usize> {
         self.project.chat.history_tokens.or(self.user.chat.history_tokens)
+    }
+
+    /// `[instructions] max_tokens`: the user's (else `default`), which the project's may lower
+    /// but not raise, since the project also writes the files it bounds.
+    pub(crate) fn standing_tokens(&self, default: usize) -> usize {
+        let user = self.user.instructions.max_tokens.unwrap_or(default);
+        self.project.instructions.max_tokens.map_or(user, |p| p.min(user))
     }
 
     /// The MCP servers the user configured for `ctxkit chat`.

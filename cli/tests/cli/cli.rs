@@ -1993,3 +1993,241 @@ fn chat_mounts_the_mcp_servers_of_the_flag_and_of_the_user_config() {
         &[],
     );
 }
+
+/// A project with standing instructions and a skill of its own, in `dir`.
+fn project_with_standing_instructions(dir: &Path) {
+    support::write(
+        &dir.join("AGENTS.md"),
+        "# House rules\nAlways answer in French.\n",
+    );
+    support::write(
+        &dir.join("CLAUDE.md"),
+        "# Claude notes\nRun cargo fmt before committing.\n",
+    );
+    support::write(
+        &dir.join("skills/greet/SKILL.md"),
+        "---\nname: greet\ndescription: Greetings\ntriggers: [bonjour]\n---\nGREET-BODY\n",
+    );
+}
+
+/// `context --json` in `dir` for `message`, with `args` before it.
+fn context_in(dir: &Path, args: &[&str], message: &str) -> Value {
+    let mut all = vec!["context", "--no-memory", "--json"];
+    all.extend_from_slice(args);
+    all.push(message);
+    let o = ctxkit_in(dir, &all, "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(stdout(&o).trim()).unwrap()
+}
+
+/// Everything a request sends as text: the system text and every message.
+fn everything_sent(v: &Value) -> String {
+    let messages = v["messages"].as_array().unwrap().iter();
+    std::iter::once(v["system"].as_str().unwrap())
+        .chain(messages.map(|m| m["content"].as_str().unwrap()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn agents_md_and_claude_md_open_every_request_once_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    project_with_standing_instructions(dir.path());
+    let standing =
+        "# House rules\nAlways answer in French.\n\n# Claude notes\nRun cargo fmt before committing.";
+    let modes: [&[&str]; 5] = [
+        &["--mode", "triggered"],
+        &["--mode", "hybrid"],
+        &["--mode", "full"],
+        &["--mode", "on-demand"],
+        &["--mode", "hybrid", "--lazy"],
+    ];
+    for mode in modes {
+        // The message's words are the files' own: as skills, they would be picked.
+        let v = context_in(dir.path(), mode, "what are the house rules and the claude notes?");
+        let system = v["system"].as_str().unwrap();
+        let lazy = mode.contains(&"--lazy");
+        let opening = if lazy {
+            format!("[System Prompt]\n{standing}")
+        } else {
+            standing.to_string()
+        };
+        assert!(system.starts_with(&opening), "{mode:?}: {system}");
+        // Sent once: not also a skill, in the catalog or selected.
+        let sent = everything_sent(&v);
+        for text in ["House rules", "Claude notes", "cargo fmt"] {
+            assert_eq!(sent.matches(text).count(), 1, "{mode:?}: {text} in {sent}");
+        }
+        let selected = v["selected"].to_string();
+        assert!(
+            !selected.contains("AGENTS") && !selected.contains("CLAUDE"),
+            "{mode:?}: {selected}"
+        );
+        if !lazy {
+            // In the stable prefix prompt caches keep.
+            let stable = v["stable_chars"].as_u64().unwrap() as usize;
+            assert!(stable >= standing.chars().count(), "{mode:?}: {stable}");
+        }
+    }
+    // The stable part is the same whatever the message selects.
+    let prefix = |v: &Value| -> String {
+        let stable = v["stable_chars"].as_u64().unwrap() as usize;
+        v["system"].as_str().unwrap().chars().take(stable).collect()
+    };
+    let plain = context_in(dir.path(), &["--mode", "triggered"], "hi");
+    let greet = context_in(dir.path(), &["--mode", "triggered"], "say bonjour");
+    assert!(
+        greet["system"].as_str().unwrap().contains("GREET-BODY"),
+        "{greet}"
+    );
+    assert!(prefix(&plain).starts_with(standing));
+    assert_eq!(prefix(&plain), prefix(&greet));
+}
+
+#[test]
+fn an_instructions_file_overrides_the_standing_instructions_which_stay_skills() {
+    let dir = tempfile::tempdir().unwrap();
+    project_with_standing_instructions(dir.path());
+    let mine = dir.path().join("mine.md");
+    support::write(&mine, "Answer in haiku.");
+    let v = context_in(
+        dir.path(),
+        &["--mode", "hybrid", "--instructions", mine.to_str().unwrap()],
+        "hi",
+    );
+    let system = v["system"].as_str().unwrap();
+    assert!(system.starts_with("Answer in haiku.\n\n"), "{system}");
+    assert!(!system.contains("Always answer in French"), "{system}");
+    // As before standing instructions: the files are skills, in the hybrid catalog.
+    assert!(system.contains("- AGENTS: House rules"), "{system}");
+    // A budget for a file the user chose is a usage error.
+    let o = ctxkit_in(
+        dir.path(),
+        &[
+            "context",
+            "--instructions",
+            mine.to_str().unwrap(),
+            "--instructions-tokens",
+            "5",
+            "hi",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn standing_instructions_are_cut_to_their_budget_with_a_marker_or_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    project_with_standing_instructions(dir.path());
+    let rules: String = (0..2_000)
+        .map(|i| format!("Rule {i}: keep the code tidy.\n"))
+        .collect();
+    support::write(&dir.path().join("AGENTS.md"), &rules);
+    // The default budget (8,000 tokens) cuts a file of about 20,000.
+    let v = context_in(dir.path(), &["--mode", "triggered"], "hi");
+    let system = v["system"].as_str().unwrap();
+    assert!(system.starts_with("Rule 0: keep the code tidy.\n"), "{system}");
+    assert!(!system.contains("Rule 1999"));
+    assert!(
+        system.contains("more lines of AGENTS.md left out: standing instructions are cut at 8000 tokens; read AGENTS.md for the rest]"),
+        "{system}"
+    );
+    let tokens = v["stats"]["by_section"]["instructions"].as_u64().unwrap();
+    assert!((7_000..=8_200).contains(&tokens), "{tokens}");
+    // The flag sets the budget.
+    let v = context_in(
+        dir.path(),
+        &["--mode", "triggered", "--instructions-tokens", "100"],
+        "hi",
+    );
+    let tokens = v["stats"]["by_section"]["instructions"].as_u64().unwrap();
+    assert!(tokens <= 160, "{tokens}");
+    assert!(v["system"].as_str().unwrap().contains("cut at 100 tokens"));
+    // The project's config cannot raise it (it wrote the files); the user's can.
+    let cut_at = |v: &Value, tokens: &str| {
+        let system = v["system"].as_str().unwrap();
+        system.contains(&format!("cut at {tokens} tokens"))
+    };
+    let project_config = dir.path().join(".ctxkit/config.toml");
+    support::write(&project_config, "[instructions]\nmax_tokens = 100000\n");
+    assert!(cut_at(&context_in(dir.path(), &[], "hi"), "8000"));
+    support::write(
+        &dir.path().join("config.toml"),
+        "[instructions]\nmax_tokens = 100000\n",
+    );
+    let v = context_in(dir.path(), &[], "hi");
+    assert!(!cut_at(&v, "100000") && v["system"].as_str().unwrap().contains("Rule 1999"));
+    // The project's config may lower it; 0 sends none, and the files are skills again.
+    support::write(&project_config, "[instructions]\nmax_tokens = 0\n");
+    let v = context_in(dir.path(), &["--mode", "hybrid"], "hi");
+    let system = v["system"].as_str().unwrap();
+    assert!(!system.starts_with("Rule 0"), "{system}");
+    assert!(system.contains("- CLAUDE: Claude notes"), "{system}");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_agents_md_linking_out_of_the_project_is_not_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    support::write(&dir.path().join("secret.txt"), "OPENAI_API_KEY=sk-not-for-you\n");
+    std::fs::create_dir_all(&project).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), project.join("AGENTS.md")).unwrap();
+    let mut command = isolated(&project);
+    command.env("CTXKIT_LOG", "warn").current_dir(&project);
+    let o = run_with_stdin(command.args(["context", "--no-memory", "--json", "hi"]), b"");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("sk-not-for-you"), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("AGENTS.md") && err.contains("not sent as standing instructions"),
+        "{err}"
+    );
+    assert!(!err.contains("sk-not-for-you"), "{err}");
+}
+
+#[test]
+fn chat_sends_the_standing_instructions_in_claudes_cached_system_block_every_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    project_with_standing_instructions(dir.path());
+    let usage = serde_json::json!({"input_tokens": 20, "output_tokens": 1});
+    let (addr, exchanges) = stand_in(move |_, _| {
+        let text = serde_json::json!({"type": "text", "text": "D'accord."});
+        (200, anthropic_events(vec![text], usage.clone()))
+    });
+    let mut command = isolated(dir.path());
+    command
+        .env("ANTHROPIC_API_KEY", "sk-ant-cli-secret-1")
+        .current_dir(dir.path())
+        .args([
+            "chat",
+            "--no-memory",
+            "--mode",
+            "triggered",
+            "--model",
+            "anthropic:claude-test",
+        ])
+        .args(["--base-url", &format!("http://{addr}")]);
+    let o = run_with_stdin(&mut command, b"hi\nsay bonjour\n");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let exchanges = exchanges.lock().unwrap();
+    assert_eq!(exchanges.len(), 2, "two messages, no extraction without memory");
+    let first = &exchanges[0].body["system"];
+    let stable = &first[0];
+    assert_eq!(stable["cache_control"], serde_json::json!({"type": "ephemeral"}));
+    assert!(
+        stable["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("# House rules\nAlways answer in French.\n\n# Claude notes\n"),
+        "{first}"
+    );
+    // The second message fires a skill, after the breakpoint; the cached block is unchanged.
+    let second = &exchanges[1].body["system"];
+    assert_eq!(&second[0], stable);
+    assert!(
+        second[1]["text"].as_str().unwrap().contains("GREET-BODY"),
+        "{second}"
+    );
+}

@@ -976,3 +976,34 @@ fn a_skill_the_project_config_disables_is_not_injected_by_the_hook() {
     );
     assert!(context_of(&o, "UserPromptSubmit").contains("GREET-BODY"));
 }
+
+#[test]
+fn the_hook_never_adds_the_standing_instructions_its_host_loads_itself() {
+    let m = Machine::new();
+    std::fs::write(
+        m.project().join("AGENTS.md"),
+        "# Agent notes\nAGENTS-STANDING-TEXT\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.project().join("CLAUDE.md"),
+        "# Claude notes\nCLAUDE-STANDING-TEXT\n",
+    )
+    .unwrap();
+    let start = context_of(
+        &m.hook("claude-code", &[], m.start("s1", "startup")),
+        "SessionStart",
+    );
+    let prompt = context_of(
+        &m.hook(
+            "claude-code",
+            &[],
+            m.prompt("UserPromptSubmit", "s1", "Say bonjour to Alice"),
+        ),
+        "UserPromptSubmit",
+    );
+    assert!(start.contains("HOUSE-STYLE-BODY") && prompt.contains("GREET-BODY"));
+    for context in [start, prompt] {
+        assert!(!context.contains("STANDING-TEXT"), "{context}");
+    }
+}

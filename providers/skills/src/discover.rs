@@ -74,6 +74,8 @@ pub struct SkillRoot {
     pub(crate) within: Option<PathBuf>,
     /// What the operator's config sets for this root's skills.
     pub(crate) overrides: Option<std::sync::Arc<crate::skill::Overrides>>,
+    /// Its own standing files are left out: an agent sends them as standing instructions.
+    pub(crate) standing: bool,
 }
 
 impl SkillRoot {
@@ -87,6 +89,7 @@ impl SkillRoot {
             optional: false,
             within: None,
             overrides: None,
+            standing: false,
         }
     }
 
@@ -112,6 +115,15 @@ impl SkillRoot {
     /// must not lead out of the project; one that does is skipped with a warning.
     pub fn within(mut self, outer: &Path) -> Self {
         self.within = Some(outer.to_path_buf());
+        self
+    }
+
+    /// The same root without its own [`STANDING_FILES`](crate::STANDING_FILES) (`AGENTS.md`,
+    /// `CLAUDE.md` in the folder itself; those further down stay skills): an agent that sends
+    /// them as [`StandingInstructions`](crate::StandingInstructions) must not send them as
+    /// skills too. Only a conventions root holds them.
+    pub fn without_standing(mut self) -> Self {
+        self.standing = true;
         self
     }
 
@@ -215,6 +227,7 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
             _ => ROOT_BOUNDS,
         };
         let mut walk = Walk::new(&confined, root.kind, bounds, &mut diags);
+        walk.standing = root.standing.then_some(root.path.as_path());
         walk.dir(&root.path, bounds.depth);
         folders.extend(walk.visited);
         for (path, real) in walk.files {
@@ -292,6 +305,8 @@ struct Walk<'a> {
     files: Vec<(PathBuf, PathBuf)>,
     kind: RootKind,
     bounds: Bounds,
+    /// The folder whose own standing files are not wanted.
+    standing: Option<&'a Path>,
     entries_left: usize,
     deadline: Instant,
     /// A bound was hit and reported; the walk unwinds.
@@ -307,6 +322,7 @@ impl<'a> Walk<'a> {
             files: Vec::new(),
             kind,
             bounds,
+            standing: None,
             entries_left: bounds.entries,
             deadline: Instant::now() + bounds.time,
             stopped: false,
@@ -427,7 +443,11 @@ impl<'a> Walk<'a> {
     fn wants(&self, path: &Path, file_name: &str) -> bool {
         match self.kind {
             RootKind::Skills => file_name == "SKILL.md",
-            RootKind::Conventions => Format::of(path) != Format::Skill,
+            RootKind::Conventions => {
+                Format::of(path) != Format::Skill
+                    && !(self.standing.is_some_and(|root| path.parent() == Some(root))
+                        && crate::STANDING_FILES.contains(&file_name))
+            }
             RootKind::Files | RootKind::SkillFolder => true,
         }
     }

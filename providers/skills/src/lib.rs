@@ -50,7 +50,9 @@
 //! discover, matcher, rank       walk a folder, never out of it; compile triggers; weigh the
 //!                               words skills offer
 //! skill                         the data model: Skill, Source, Triggers, Detect
-//! body, descriptor              a skill's text, read from the cache when used; tools.json -> ToolSpec
+//! body, descriptor, standing    a skill's text, read from the cache when used; tools.json ->
+//!                               ToolSpec; a project's AGENTS.md and CLAUDE.md, read confined
+//!                               and cut to a budget: standing instructions, not skills
 //! diagnostic, confined, inflect problems for authors; reads that never leave a folder; the
 //!                               forms a trigger also matches
 //! ```
@@ -80,6 +82,7 @@ pub mod render;
 mod scan;
 mod select;
 mod skill;
+mod standing;
 mod tools;
 mod watch;
 
@@ -99,6 +102,7 @@ pub use select::{
     DEFAULT_MEANING_FLOOR, MEANING_WEIGHT, MEANING_ZERO, PAST_THE_CAP, TRIGGER_WEIGHT,
 };
 pub use skill::{Detect, Format, Skill, Source, Triggers};
+pub use standing::{StandingInstructions, STANDING_FILES};
 
 /// Every public type can be shared across threads: a library is reloaded while requests run,
 /// and an agent holds the provider behind an `Arc`. Checked at compile time.
@@ -130,6 +134,7 @@ const _: () = {
     send_sync::<SkillRoot>();
     send_sync::<SkillTool>();
     send_sync::<Source>();
+    send_sync::<StandingInstructions>();
     send_sync::<ToolSpec>();
     send_sync::<ToolTrust>();
     send_sync::<Triggers>();

@@ -18,3 +18,4 @@ mod parse;
 mod property;
 mod provider;
 mod skill_tools;
+mod standing;
