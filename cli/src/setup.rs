@@ -244,8 +244,8 @@ impl RequestOptions {
     }
 
     /// [`load`](Self::load) with `dir`'s config in place of the current directory's, and the
-    /// learned skills as last synced.
-    /// The project's standing instructions, when they are sent, are not loaded as skills.
+    /// learned skills as last synced. The project's standing instructions, when they are sent,
+    /// are not loaded as skills.
     pub(crate) fn load_in(&self, dir: &Path) -> Result<Loaded, CliError> {
         let config = Config::load(dir)?;
         let learned = match self.memory_db()? {
