@@ -23,9 +23,9 @@ use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
 use ctxkit_skills::render::{Budgeted, Limits, Measure, Rest};
 use ctxkit_skills::{Reason, Skill, SkillContextProvider, SkillRoot, Source};
 
+use super::args::EventArgs;
 use super::event::EventKind;
 use super::session::SessionState;
-use super::EventArgs;
 use crate::error::CliError;
 use crate::memory::open::{memory_db_path, normalize_project, open_store_for_hook};
 use crate::setup::{load_library, SkillDirs};
@@ -108,7 +108,7 @@ pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Opt
                 // Descriptions not embedded yet are embedded in the background, for the
                 // next prompts, rather than for seconds in this one.
                 if skills.meaning().is_some_and(|m| m.pending() > 0) {
-                    super::finish_loading_later(request.cwd);
+                    finish_loading_later(request.cwd);
                 }
             }
         }
@@ -239,7 +239,7 @@ pub(super) fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextPr
 /// [`load_skills`] on a thread of its own, waited for until the request's deadline, less
 /// [`ANSWER_TIME`] to build the answer. `None` when the skills were not loaded by then (a
 /// first scan of a huge or hostile repository): the hook answers without them, and the
-/// loading is finished in the background ([`super::finish_loading_later`]) and saved in the
+/// loading is finished in the background ([`finish_loading_later`]) and saved in the
 /// cache, so the next event answers in full.
 fn load_skills_by(request: &Request<'_>, args: &EventArgs) -> Result<Option<SkillContextProvider>, CliError> {
     let (sender, receiver) = std::sync::mpsc::channel();
@@ -261,7 +261,7 @@ fn load_skills_by(request: &Request<'_>, args: &EventArgs) -> Result<Option<Skil
                 "ctxkit hook: the skills were not loaded within the deadline; answering without them \
                  while they finish loading in the background"
             );
-            super::finish_loading_later(request.cwd);
+            finish_loading_later(request.cwd);
             Ok(None)
         }
     }
@@ -375,4 +375,30 @@ async fn pinned_memories(args: EventArgs, project: String) -> Result<Found, CliE
         )
     });
     Ok(Found { text, store })
+}
+
+/// Start `ctxkit hook HOST … --finish-loading CWD` detached from this process and its group:
+/// it loads the project's skills with no deadline, which saves them in the index cache, embeds
+/// the skill descriptions `[skills] semantic` lacks, and prints nothing. Without a cache
+/// folder nothing would be kept, so nothing is started.
+fn finish_loading_later(cwd: &std::path::Path) {
+    if crate::places::cache_dir().is_none() {
+        return;
+    }
+    let started = std::env::current_exe().and_then(|exe| {
+        let mut command = std::process::Command::new(exe);
+        command
+            .args(std::env::args_os().skip(1))
+            .arg("--finish-loading")
+            .arg(cwd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command.spawn()
+    });
+    if let Err(e) = started {
+        eprintln!("ctxkit hook: cannot finish loading the skills in the background: {e}");
+    }
 }

@@ -12,6 +12,7 @@
 //! A hook must never block the user's prompt: every problem with the input or the setup is one
 //! line on standard error and exit code 0 with nothing on standard output, unless `--strict`.
 
+mod args;
 mod claude_code;
 mod codex;
 mod context;
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use self::args::EventArgs;
 use self::event::{Event, Host};
 use crate::confined_file::ConfinedFile;
 use crate::error::CliError;
@@ -48,49 +50,6 @@ enum HookCommand {
     Install(InstallArgs),
     /// Remove ctxkit's hook entries from a host's settings (nothing else is touched).
     Uninstall(InstallArgs),
-}
-
-/// Options of every event command.
-#[derive(Args, Debug, Clone)]
-pub(crate) struct EventArgs {
-    /// A folder of skills (repeatable). Default: the project roots under the event's `cwd`
-    /// (.claude/skills, skills/, .skills/, .agents/skills/, convention files) plus the user's
-    /// ~/.claude/skills.
-    #[arg(long = "skills", value_name = "[TIER:]DIR")]
-    pub skills: Vec<crate::setup::TierDir>,
-    /// The memory database, a SQLite file or a postgres:// URL (default: $CTXKIT_MEMORY_DB, else ctxkit/memory.db in the user's
-    /// data directory).
-    #[arg(long, value_name = "DB", conflicts_with = "no_memory")]
-    pub memory: Option<PathBuf>,
-    /// Inject no project memories and carry out no memory commands.
-    #[arg(long)]
-    pub no_memory: bool,
-    /// The most characters printed on stdout (the host cuts longer output to a preview).
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(200..=1_000_000))]
-    pub budget: u64,
-    /// The most skills sent per prompt, always-on and detected ones included (default: the
-    /// config's, else 3).
-    #[arg(long)]
-    pub max_skills: Option<usize>,
-    /// Seconds from the start until the answer is printed, whatever is still loading (the
-    /// hosts give a hook 10 s at most, then drop it). Skills still loading then are finished in
-    /// the background and cached, so the next events answer in full.
-    #[arg(long, default_value_t = 5.0, value_name = "SECONDS", value_parser = parse_deadline)]
-    pub deadline: f64,
-    /// Exit 1 on bad input or setup instead of 0 (for tests; a host hook must not fail).
-    #[arg(long)]
-    pub strict: bool,
-    /// Internal: load the skills of this project folder into the cache, with no deadline and
-    /// no output (what a hook that ran out of time starts in the background).
-    #[arg(long, hide = true, value_name = "DIR")]
-    pub finish_loading: Option<PathBuf>,
-}
-
-fn parse_deadline(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(s) if (0.1..=600.0).contains(&s) => Ok(s),
-        _ => Err("expected a number of seconds from 0.1 to 600".into()),
-    }
 }
 
 #[derive(Args, Debug)]
@@ -141,32 +100,6 @@ fn settings_file(args: &InstallArgs) -> Result<ConfinedFile, CliError> {
             .map_err(|e| CliError::caused_by(format!("cannot read the current directory: {e}"), e))?,
     };
     Ok(ConfinedFile::new(project, ".claude/settings.json"))
-}
-
-/// Start `ctxkit hook HOST … --finish-loading CWD` detached from this process and its group:
-/// it loads the project's skills with no deadline, which saves them in the index cache, embeds
-/// the skill descriptions `[skills] semantic` lacks, and prints nothing. Without a cache
-/// folder nothing would be kept, so nothing is started.
-fn finish_loading_later(cwd: &std::path::Path) {
-    if crate::places::cache_dir().is_none() {
-        return;
-    }
-    let started = std::env::current_exe().and_then(|exe| {
-        let mut command = std::process::Command::new(exe);
-        command
-            .args(std::env::args_os().skip(1))
-            .arg("--finish-loading")
-            .arg(cwd)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        command.spawn()
-    });
-    if let Err(e) = started {
-        eprintln!("ctxkit hook: cannot finish loading the skills in the background: {e}");
-    }
 }
 
 /// The `--finish-loading` run: load the skills, and embed the descriptions `[skills] semantic`
