@@ -48,6 +48,7 @@ use crate::store::MemoryStore;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 use crate::vectors::Vectors;
+use crate::write::{Done, Op};
 use ctxkit_secrets::redact_url;
 
 /// Connections a store keeps open at most.
@@ -286,25 +287,24 @@ impl PostgresStore {
 
     /// Delete every memory of a project (each recorded in the history), returning how many.
     pub async fn clear(&self, project: &str) -> Result<usize> {
-        self.traced("clear", write::clear(self, project)).await
+        self.write("clear", Op::clear(project)).await
     }
 
     /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`;
     /// returns how many changed.
     pub async fn decay(&self, project: &str) -> Result<usize> {
-        self.traced("decay", write::decay(self, project)).await
+        self.write("decay", Op::decay(project)).await
     }
 
     /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
     pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        self.traced("prune", write::prune(self, project, min_importance))
-            .await
+        self.write("prune", Op::prune(project, min_importance)).await
     }
 
     /// Merge memories more than 0.90 similar into the most important of them; returns how
     /// many were merged away.
     pub async fn compact(&self, project: &str) -> Result<usize> {
-        self.traced("compact", write::compact(self, project)).await
+        self.write("compact", Op::compact(project)).await
     }
 
     /// Give up to `limit` memories of a project that have no vector of the model given to
@@ -327,6 +327,15 @@ impl PostgresStore {
     /// Counts for a project: memories by category, accesses, episodes, history entries.
     pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.traced("stats", search::stats(self, project)).await
+    }
+
+    /// Run a checked write ([`Op`]) in a span naming it; `op` is the check's answer.
+    async fn write<T: TryFrom<Done, Error = MemoryError>>(
+        &self,
+        call: &'static str,
+        op: Result<Op>,
+    ) -> Result<T> {
+        self.traced(call, async { write::run(self, op?).await }).await
     }
 
     /// Run one store call in a span naming it, with the URL attached to its errors.
@@ -476,14 +485,15 @@ fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
 #[async_trait]
 impl MemoryStore for PostgresStore {
     async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        self.traced("add_many", write::add_many(self, entries)).await
+        self.write("add_many", Op::add_many(entries)).await
     }
     async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
-        self.traced("upsert", write::upsert(self, entry)).await
+        self.write("upsert", Op::upsert(entry)).await
     }
     async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-        self.traced_redacted("update", write::update(self, id, update))
+        self.write("update", Op::update(id, update))
             .await
+            .map(|v| self.redacted(v))
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         self.traced("get", search::get(self, id)).await
@@ -498,11 +508,14 @@ impl MemoryStore for PostgresStore {
         self.traced("touch", write::touch(self, ids)).await
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        self.traced_redacted("delete", write::delete(self, id)).await
+        self.write("delete", Ok(Op::delete(id)))
+            .await
+            .map(|v| self.redacted(v))
     }
     async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        self.traced_redacted("forget", write::forget(self, project, query))
+        self.write("forget", Op::forget(project, query))
             .await
+            .map(|v| self.redacted(v))
     }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         self.traced_redacted("history", history::history(self, project, memory_id))
@@ -513,11 +526,12 @@ impl MemoryStore for PostgresStore {
             .await
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.traced_redacted("undo", write::undo(self, project, history_id))
+        self.write("undo", Ok(Op::undo(project, history_id)))
             .await
+            .map(|v| self.redacted(v))
     }
     async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.traced("add_episode", write::add_episode(self, record)).await
+        self.write("add_episode", Op::add_episode(record)).await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
         self.traced("episodes", episodes::episodes(self, project, limit))
@@ -555,7 +569,10 @@ impl MemoryStore for PostgresStore {
         self.traced("export", transfer::export(self, project)).await
     }
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
-        self.traced("import", write::import(self, records, project)).await
+        self.traced("import", async {
+            write::import(self, Op::import(records, project)?).await
+        })
+        .await
     }
 
     /// Decay then prune; nothing on a store opened read-only.
@@ -571,7 +588,7 @@ impl MemoryStore for PostgresStore {
     // A single add compares with its neighbours (what it supersedes) as on SQLite; the
     // others are one query each instead of a whole list or history.
     async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
-        self.traced("add", write::add(self, entry)).await
+        self.write("add", Op::add(entry)).await
     }
     async fn count(&self, project: &str) -> Result<usize> {
         self.traced("count", search::count(self, project)).await

@@ -5,7 +5,7 @@ use rusqlite::params;
 use super::rows::row_to_episode;
 use super::MemoryDb;
 use crate::error::Result;
-use crate::rules::{check_episode, check_state, state_value};
+use crate::rules::{check_state, state_value};
 use crate::types::*;
 
 impl MemoryDb {
@@ -14,10 +14,7 @@ impl MemoryDb {
     /// Record what happened in a run. Secrets are refused like in memories; redact first
     /// ([`ctxkit_secrets::redact`]) when the text comes from a conversation.
     pub(crate) fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        let project_path = check_episode(&new)?;
-        self.write_rows(None, async |rows, now| {
-            crate::write::add_episode(rows, new, project_path, now).await
-        })
+        self.run(crate::write::Op::add_episode(new)?)
     }
 
     /// The latest episodic records of a project, newest first.

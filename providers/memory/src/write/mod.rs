@@ -19,15 +19,17 @@
 mod import;
 mod maintenance;
 mod memories;
+mod op;
 mod undo;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-pub(crate) use import::import;
-pub(crate) use maintenance::{clear, compact, decay, prune};
-pub(crate) use memories::{add, add_many, delete, forget, update, upsert};
-pub(crate) use undo::undo;
+use import::import;
+use maintenance::{clear, compact, decay, prune};
+use memories::{add, add_many, delete, forget, update, upsert};
+pub(crate) use op::{Done, Locks, Op};
+use undo::undo;
 
 use crate::decide;
 use crate::error::Result;
@@ -231,7 +233,7 @@ fn deletion<'a>(old: &'a MemoryEntry, reason: &'a str, at: i64) -> Change<'a> {
 }
 
 /// Store an episodic record (checked by the caller, for `project`) under a fresh id.
-pub(crate) async fn add_episode(
+async fn add_episode(
     rows: &mut impl Rows,
     new: NewEpisodicRecord,
     project: String,
