@@ -85,6 +85,7 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod backend;
 mod clock;
 mod commands;
 mod decide;

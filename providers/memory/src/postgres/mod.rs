@@ -40,12 +40,12 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
+use crate::backend::{maintenance, Backend, LearnedRule};
 use crate::decide::{ReadRedactor, Redact};
 use crate::error::{MemoryError, Result};
-use crate::learned::{LearnedChange, LearnedSkill};
+use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
-use crate::store::MemoryStore;
-use crate::transfer::{ExportRecord, ImportReport};
+use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::vectors::Vectors;
 use crate::write::{Done, Op};
@@ -260,15 +260,6 @@ impl PostgresStore {
         self.inner.redactor.redacted(value)
     }
 
-    /// A call traced by [`traced`](Self::traced) whose answer is redacted.
-    async fn traced_redacted<T: Redact>(
-        &self,
-        call: &'static str,
-        fut: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        self.traced(call, fut).await.map(|v| self.redacted(v))
-    }
-
     /// With a model configured, the vectors of `contents`, computed before the write's
     /// transaction, on the blocking pool (embedding is arithmetic, not I/O).
     async fn vectors<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Result<Option<Vectors>> {
@@ -287,24 +278,24 @@ impl PostgresStore {
 
     /// Delete every memory of a project (each recorded in the history), returning how many.
     pub async fn clear(&self, project: &str) -> Result<usize> {
-        self.write("clear", Op::clear(project)).await
+        maintenance::clear(self, project).await
     }
 
     /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`;
     /// returns how many changed.
     pub async fn decay(&self, project: &str) -> Result<usize> {
-        self.write("decay", Op::decay(project)).await
+        maintenance::decay(self, project).await
     }
 
     /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
     pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        self.write("prune", Op::prune(project, min_importance)).await
+        maintenance::prune(self, project, min_importance).await
     }
 
     /// Merge memories more than 0.90 similar into the most important of them; returns how
     /// many were merged away.
     pub async fn compact(&self, project: &str) -> Result<usize> {
-        self.write("compact", Op::compact(project)).await
+        maintenance::compact(self, project).await
     }
 
     /// Give up to `limit` memories of a project that have no vector of the model given to
@@ -327,15 +318,6 @@ impl PostgresStore {
     /// Counts for a project: memories by category, accesses, episodes, history entries.
     pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.traced("stats", search::stats(self, project)).await
-    }
-
-    /// Run a checked write ([`Op`]) in a span naming it; `op` is the check's answer.
-    async fn write<T: TryFrom<Done, Error = MemoryError>>(
-        &self,
-        call: &'static str,
-        op: Result<Op>,
-    ) -> Result<T> {
-        self.traced(call, async { write::run(self, op?).await }).await
     }
 
     /// Run one store call in a span naming it, with the URL attached to its errors.
@@ -483,17 +465,15 @@ fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
 }
 
 #[async_trait]
-impl MemoryStore for PostgresStore {
-    async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        self.write("add_many", Op::add_many(entries)).await
+impl Backend for PostgresStore {
+    fn is_read_only(&self) -> bool {
+        self.inner.options.is_read_only()
     }
-    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
-        self.write("upsert", Op::upsert(entry)).await
+    fn redactor(&self) -> &ReadRedactor {
+        &self.inner.redactor
     }
-    async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-        self.write("update", Op::update(id, update))
-            .await
-            .map(|v| self.redacted(v))
+    async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
+        self.traced(call, write::run(self, op)).await
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         self.traced("get", search::get(self, id)).await
@@ -501,44 +481,33 @@ impl MemoryStore for PostgresStore {
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
         self.traced("list", search::list(self, project, &options)).await
     }
+    async fn count(&self, project: &str) -> Result<usize> {
+        self.traced("count", search::count(self, project)).await
+    }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
         self.traced("search", search::search(self, &request)).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         self.traced("touch", write::touch(self, ids)).await
     }
-    async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        self.write("delete", Ok(Op::delete(id)))
-            .await
-            .map(|v| self.redacted(v))
-    }
-    async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        self.write("forget", Op::forget(project, query))
-            .await
-            .map(|v| self.redacted(v))
-    }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        self.traced_redacted("history", history::history(self, project, memory_id))
+        self.traced("history", history::history(self, project, memory_id))
             .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        self.traced_redacted("project_history", history::project_history(self, project, limit))
+        self.traced("project_history", history::project_history(self, project, limit))
             .await
     }
-    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.write("undo", Ok(Op::undo(project, history_id)))
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        self.traced("history_entry", history::history_entry(self, project, history_id))
             .await
-            .map(|v| self.redacted(v))
-    }
-    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.write("add_episode", Op::add_episode(record)).await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
         self.traced("episodes", episodes::episodes(self, project, limit))
             .await
     }
-    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-        self.traced("set_state", episodes::set_state(self, project, key, &value))
+    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
+        self.traced("set_state", episodes::put_state(self, &project, &key, &json))
             .await
     }
     async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
@@ -553,49 +522,20 @@ impl MemoryStore for PostgresStore {
         self.traced("learned_skills", learned::learned_skills(self, project))
             .await
     }
-    async fn change_learned_skill(
+    async fn change_learned(
         &self,
         project: &str,
         name: &str,
-        change: LearnedChange,
+        rule: LearnedRule,
     ) -> Result<Option<LearnedSkill>> {
         self.traced(
             "change_learned_skill",
-            learned::change_learned_skill(self, project, name, change),
+            learned::change_learned_skill(self, project, name, rule),
         )
         .await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         self.traced("export", transfer::export(self, project)).await
-    }
-    async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
-        self.traced("import", async {
-            write::import(self, Op::import(records, project)?).await
-        })
-        .await
-    }
-
-    /// Decay then prune; nothing on a store opened read-only.
-    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
-        if self.inner.options.is_read_only() {
-            return Ok(MaintenanceReport::default());
-        }
-        let decayed = self.decay(project).await?;
-        let pruned = self.prune(project, prune_below).await?;
-        Ok(MaintenanceReport { decayed, pruned })
-    }
-
-    // A single add compares with its neighbours (what it supersedes) as on SQLite; the
-    // others are one query each instead of a whole list or history.
-    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
-        self.write("add", Op::add(entry)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
-        self.traced("count", search::count(self, project)).await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        self.traced_redacted("history_entry", history::history_entry(self, project, history_id))
-            .await
     }
 }
 

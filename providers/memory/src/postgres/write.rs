@@ -6,23 +6,28 @@ use super::writer::write_rows;
 use super::{write_tx, PostgresStore};
 use crate::error::{MemoryError, Result};
 use crate::rules::{check_project, MAX_ACCESS_COUNT};
-use crate::transfer::ImportReport;
 use crate::write::{Done, Locks, Op};
 
-/// Run a checked write in one transaction, its vectors computed first.
-pub(super) async fn run<T: TryFrom<Done, Error = MemoryError>>(store: &PostgresStore, op: Op) -> Result<T> {
+/// Run a checked write in one transaction, its vectors computed first; a large import then
+/// brings the planner's statistics up to date.
+pub(super) async fn run(store: &PostgresStore, op: Op) -> Result<Done> {
     let vectors = store.vectors(op.contents()).await?;
     let projects = match op.locks() {
         Locks::Projects(projects) => projects.into_iter().map(str::to_owned).collect(),
         Locks::OfMemory(id) => vec![project_of(store, id).await?],
     };
-    write_rows!(
+    let done = write_rows!(
         store,
         projects.iter().map(String::as_str),
         vectors,
         |rows, now| { op.run(&mut rows, now).await? }
-    )?
-    .try_into()
+    )?;
+    if let Done::Imported(report) = &done {
+        if report.memories_added >= ANALYZE_AFTER {
+            analyze(store).await;
+        }
+    }
+    Ok(done)
 }
 
 /// The project a memory id belongs to, read before its project's lock is taken (a memory
@@ -34,16 +39,6 @@ async fn project_of(store: &PostgresStore, id: &str) -> Result<String> {
         .await?;
     row.map(|r| r.get(0))
         .ok_or_else(|| MemoryError::NotFound(id.to_string()))
-}
-
-/// Import records in one transaction (all or nothing), holding the lock of every project
-/// they touch; a large import brings the planner's statistics up to date.
-pub(super) async fn import(store: &PostgresStore, op: Op) -> Result<ImportReport> {
-    let report: ImportReport = run(store, op).await?;
-    if report.memories_added >= ANALYZE_AFTER {
-        analyze(store).await;
-    }
-    Ok(report)
 }
 
 /// From how many memories an import brings the planner's statistics up to date itself.

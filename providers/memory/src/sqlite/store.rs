@@ -7,12 +7,14 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use super::MemoryDb;
+use crate::backend::{maintenance, Backend, LearnedRule};
+use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
-use crate::learned::{LearnedChange, LearnedSkill};
+use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
-use crate::store::MemoryStore;
-use crate::transfer::{ExportRecord, ImportReport};
+use crate::transfer::ExportRecord;
 use crate::types::*;
+use crate::write::{Done, Op};
 
 /// The SQLite store: one database file, shared by threads and processes. Clones share one
 /// connection pool and its caches. Every call runs on tokio's blocking pool, so the async
@@ -67,29 +69,24 @@ impl SqliteMemoryStore {
 
     /// Delete every memory of a project (each recorded in the history), returning how many.
     pub async fn clear(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("clear", move |db| db.clear(&project)).await
+        maintenance::clear(self, project).await
     }
 
     /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
     /// so stale memories sink below fresh ones; returns how many changed.
     pub async fn decay(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("decay", move |db| db.decay(&project)).await
+        maintenance::decay(self, project).await
     }
 
     /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
     pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("prune", move |db| db.prune(&project, min_importance))
-            .await
+        maintenance::prune(self, project, min_importance).await
     }
 
     /// Merge memories more than 0.90 similar into the most important of them; returns how
     /// many were merged away.
     pub async fn compact(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("compact", move |db| db.compact(&project)).await
+        maintenance::compact(self, project).await
     }
 
     /// Give up to `limit` memories of a project that have no vector of the model given to
@@ -137,17 +134,15 @@ impl SqliteMemoryStore {
 }
 
 #[async_trait]
-impl MemoryStore for SqliteMemoryStore {
-    async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        self.blocking("add_many", move |db| db.add_many(entries)).await
+impl Backend for SqliteMemoryStore {
+    fn is_read_only(&self) -> bool {
+        self.db.is_read_only()
     }
-    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
-        self.blocking("upsert", move |db| db.upsert(entry)).await
+    fn redactor(&self) -> &ReadRedactor {
+        self.db.redactor()
     }
-    async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-        let id = id.to_string();
-        self.blocking("update", move |db| db.update(&id, update).map(|e| db.redacted(e)))
-            .await
+    async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
+        self.blocking(call, move |db| db.write_op(&op)).await
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         let id = id.to_string();
@@ -157,6 +152,10 @@ impl MemoryStore for SqliteMemoryStore {
         let project = project.to_string();
         self.blocking("list", move |db| db.list(&project, &options)).await
     }
+    async fn count(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking("count", move |db| db.count(&project)).await
+    }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
         self.blocking("search", move |db| db.search(&request)).await
     }
@@ -164,41 +163,19 @@ impl MemoryStore for SqliteMemoryStore {
         let ids = ids.to_vec();
         self.blocking("touch", move |db| db.touch(&ids)).await
     }
-    async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        let id = id.to_string();
-        self.blocking("delete", move |db| db.delete(&id).map(|e| db.redacted(e)))
-            .await
-    }
-    async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        let (project, query) = (project.to_string(), query.to_string());
-        self.blocking("forget", move |db| {
-            db.forget(&project, &query).map(|e| db.redacted(e))
-        })
-        .await
-    }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         let (project, id) = (project.to_string(), memory_id.to_string());
-        self.blocking("history", move |db| {
-            db.history(&project, &id).map(|h| db.redacted(h))
-        })
-        .await
+        self.blocking("history", move |db| db.history(&project, &id))
+            .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking("project_history", move |db| {
-            db.project_history(&project, limit).map(|h| db.redacted(h))
-        })
-        .await
+        self.blocking("project_history", move |db| db.project_history(&project, limit))
+            .await
     }
-    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking("undo", move |db| {
-            db.undo(&project, history_id).map(|e| db.redacted(e))
-        })
-        .await
-    }
-    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.blocking("add_episode", move |db| db.add_episode(record))
+        self.blocking("history_entry", move |db| db.history_entry(&project, history_id))
             .await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
@@ -206,9 +183,8 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking("episodes", move |db| db.episodes(&project, limit))
             .await
     }
-    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-        let (project, key) = (project.to_string(), key.to_string());
-        self.blocking("set_state", move |db| db.set_state(&project, &key, &value))
+    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
+        self.blocking("set_state", move |db| db.put_state(&project, &key, &json))
             .await
     }
     async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
@@ -226,15 +202,15 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking("learned_skills", move |db| db.learned_skills(&project))
             .await
     }
-    async fn change_learned_skill(
+    async fn change_learned(
         &self,
         project: &str,
         name: &str,
-        change: LearnedChange,
+        rule: LearnedRule,
     ) -> Result<Option<LearnedSkill>> {
         let (project, name) = (project.to_string(), name.to_string());
         self.blocking("change_learned_skill", move |db| {
-            db.change_learned_skill(&project, &name, change)
+            db.change_learned_skill(&project, &name, &rule)
         })
         .await
     }
@@ -242,38 +218,6 @@ impl MemoryStore for SqliteMemoryStore {
         let project = project.map(str::to_string);
         self.blocking("export", move |db| db.export(project.as_deref()))
             .await
-    }
-    async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
-        let project = project.map(str::to_string);
-        self.blocking("import", move |db| db.import(&records, project.as_deref()))
-            .await
-    }
-
-    /// Decay then prune; nothing on a read-only database.
-    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
-        if self.is_read_only() {
-            return Ok(MaintenanceReport::default());
-        }
-        let decayed = self.decay(project).await?;
-        let pruned = self.prune(project, prune_below).await?;
-        Ok(MaintenanceReport { decayed, pruned })
-    }
-
-    // The SQLite core answers these directly: one query instead of a whole list or history,
-    // and errors worded for one memory rather than a batch of one.
-    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
-        self.blocking("add", move |db| db.add(entry)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("count", move |db| db.count(&project)).await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        let project = project.to_string();
-        self.blocking("history_entry", move |db| {
-            db.history_entry(&project, history_id).map(|h| db.redacted(h))
-        })
-        .await
     }
 }
 

@@ -28,7 +28,9 @@ use std::sync::Arc;
 use import::import;
 use maintenance::{clear, compact, decay, prune};
 use memories::{add, add_many, delete, forget, update, upsert};
-pub(crate) use op::{Done, Locks, Op};
+#[cfg(feature = "postgres")]
+pub(crate) use op::Locks;
+pub(crate) use op::{Done, Op};
 use undo::undo;
 
 use crate::decide;

@@ -33,6 +33,7 @@ pub(crate) enum Op {
 
 /// Whose locks a write takes: the projects it names, or the project of the memory it changes
 /// (which a backend that locks by project reads first; a memory never changes project).
+#[cfg(feature = "postgres")]
 pub(crate) enum Locks<'a> {
     Projects(Vec<&'a str>),
     OfMemory(&'a str),
@@ -108,6 +109,7 @@ impl Op {
     }
 
     /// Whose locks the write takes.
+    #[cfg(feature = "postgres")]
     pub(crate) fn locks(&self) -> Locks<'_> {
         match self {
             Op::Add(c, _) | Op::Upsert(c, _) => Locks::Projects(vec![c.project_path.as_str()]),
