@@ -2,7 +2,7 @@
 //!
 //! What is the same for every database is written here once, in the [`MemoryStore`] every
 //! backend gets: the input checks and the secret check (once per write, when its [`Op`] is
-//! made), the redaction of what a write or the history hands back, maintenance, the rule of
+//! made), the redaction of what a write or the history hands back, [`Maintenance`], the rule of
 //! learned skills and the check of `project:` state. A backend only runs an [`Op`] over its
 //! [`Rows`](crate::write::Rows) in one transaction and answers the reads with its SQL, each in
 //! a span naming the call (`memory.sqlite`, `memory.pg`). A third backend writes SQL, not
@@ -15,8 +15,9 @@ use async_trait::async_trait;
 use crate::decide::ReadRedactor;
 use crate::error::Result;
 use crate::learned::{apply, LearnedChange, LearnedSkill};
+use crate::records::MemoryStats;
 use crate::rules::check_state;
-use crate::store::MemoryStore;
+use crate::store::{Maintenance, MemoryStore};
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 use crate::write::{Done, Op};
@@ -72,6 +73,12 @@ pub(crate) trait Backend: Send + Sync {
     ) -> Result<Option<LearnedSkill>>;
     /// Everything of a project (or of all) as records.
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
+    /// Vectors for up to `limit` memories of a project that lack one; how many.
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Stored terms for up to `limit` memories of a project written without them; how many.
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Counts for a project.
+    async fn stats(&self, project: &str) -> Result<MemoryStats>;
 }
 
 /// Run `op` (the check's answer) and turn its answer into the caller's type.
@@ -83,25 +90,31 @@ async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = crate::error::Memor
     backend.write(call, op?).await?.try_into()
 }
 
-/// The maintenance every store has beside [`MemoryStore`], written once over [`Backend`].
-pub(crate) mod maintenance {
-    use super::{write, Backend, Op, Result};
-
-    /// Delete every memory of a project (each recorded in the history), returning how many.
-    pub(crate) async fn clear(b: &impl Backend, project: &str) -> Result<usize> {
-        write(b, "clear", Op::clear(project)).await
+#[async_trait]
+impl<B: Backend> Maintenance for B {
+    fn is_read_only(&self) -> bool {
+        Backend::is_read_only(self)
     }
-    /// Lower the importance of memories not accessed lately; returns how many changed.
-    pub(crate) async fn decay(b: &impl Backend, project: &str) -> Result<usize> {
-        write(b, "decay", Op::decay(project)).await
+    async fn clear(&self, project: &str) -> Result<usize> {
+        write(self, "clear", Op::clear(project)).await
     }
-    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
-    pub(crate) async fn prune(b: &impl Backend, project: &str, min_importance: f32) -> Result<usize> {
-        write(b, "prune", Op::prune(project, min_importance)).await
+    async fn decay(&self, project: &str) -> Result<usize> {
+        write(self, "decay", Op::decay(project)).await
     }
-    /// Merge memories more than 0.90 similar; returns how many were merged away.
-    pub(crate) async fn compact(b: &impl Backend, project: &str) -> Result<usize> {
-        write(b, "compact", Op::compact(project)).await
+    async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
+        write(self, "prune", Op::prune(project, min_importance)).await
+    }
+    async fn compact(&self, project: &str) -> Result<usize> {
+        write(self, "compact", Op::compact(project)).await
+    }
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        Backend::embed_missing(self, project, limit).await
+    }
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
+        Backend::fill_terms(self, project, limit).await
+    }
+    async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        Backend::stats(self, project).await
     }
 }
 
@@ -188,11 +201,11 @@ impl<B: Backend> MemoryStore for B {
 
     /// Decay then prune; nothing on a store that cannot be written.
     async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
-        if self.is_read_only() {
+        if Backend::is_read_only(self) {
             return Ok(MaintenanceReport::default());
         }
-        let decayed = maintenance::decay(self, project).await?;
-        let pruned = maintenance::prune(self, project, prune_below).await?;
+        let decayed = Maintenance::decay(self, project).await?;
+        let pruned = Maintenance::prune(self, project, prune_below).await?;
         Ok(MaintenanceReport { decayed, pruned })
     }
 

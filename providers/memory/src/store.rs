@@ -120,6 +120,38 @@ pub trait MemoryStore: Send + Sync {
     }
 }
 
+/// The upkeep a memory database needs from time to time, beside [`MemoryStore`]: what
+/// `ctxkit memory compact|reindex|stats|clear` run. Both stores have it; a command holds an
+/// `Arc<dyn Maintenance>` whichever backend it opened.
+#[async_trait]
+pub trait Maintenance: MemoryStore {
+    /// Whether writes are refused: reads work, searches do not count accesses, and every
+    /// write fails with [`MemoryError::ReadOnly`].
+    fn is_read_only(&self) -> bool;
+    /// Delete every memory of a project (each recorded in the history), returning how many.
+    async fn clear(&self, project: &str) -> Result<usize>;
+    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
+    /// so stale memories sink below fresh ones; returns how many changed.
+    async fn decay(&self, project: &str) -> Result<usize>;
+    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
+    async fn prune(&self, project: &str, min_importance: f32) -> Result<usize>;
+    /// Merge memories more than 0.90 similar into the most important of them; returns how
+    /// many were merged away.
+    async fn compact(&self, project: &str) -> Result<usize>;
+    /// Give up to `limit` memories of a project that have no vector of the model given to
+    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) (written before it was
+    /// configured, or by another model) their vector; returns how many it gave one, 0 once
+    /// every memory has one. Call it until it returns 0 to reindex a project.
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Store the terms of up to `limit` memories of a project that were written before this
+    /// version stored each memory's terms with it; returns how many, 0 once every memory has
+    /// them. Until then a search tokenizes those memories when it reads them, as before (the
+    /// same results, a little slower). Call it until it returns 0 after an upgrade.
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Counts for a project: memories by category, accesses, episodes, history entries.
+    async fn stats(&self, project: &str) -> Result<MemoryStats>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

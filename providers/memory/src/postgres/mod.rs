@@ -40,11 +40,12 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
-use crate::backend::{maintenance, Backend, LearnedRule};
+use crate::backend::{Backend, LearnedRule};
 use crate::decide::{ReadRedactor, Redact};
 use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
+use crate::records::MemoryStats;
 use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::vectors::Vectors;
@@ -75,9 +76,8 @@ const RETRYABLE: [&str; 3] = ["40001", "40P01", "23505"];
 /// # Ok(()) }
 /// ```
 ///
-/// Besides [`MemoryStore`], it has the maintenance of the SQLite store ([`decay`](Self::decay),
-/// [`prune`](Self::prune), [`compact`](Self::compact), [`clear`](Self::clear)) and its
-/// [`stats`](Self::stats).
+/// Besides [`MemoryStore`], it has the upkeep of [`Maintenance`](crate::Maintenance), as the
+/// SQLite store does.
 #[derive(Clone)]
 pub struct PostgresStore {
     inner: Arc<Inner>,
@@ -274,50 +274,6 @@ impl PostgresStore {
         tokio::task::spawn_blocking(move || Some(semantic.prepare(contents.iter().map(String::as_str))))
             .await
             .map_err(|e| MemoryError::Task(format!("embedding the memories stopped: {e}")))
-    }
-
-    /// Delete every memory of a project (each recorded in the history), returning how many.
-    pub async fn clear(&self, project: &str) -> Result<usize> {
-        maintenance::clear(self, project).await
-    }
-
-    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`;
-    /// returns how many changed.
-    pub async fn decay(&self, project: &str) -> Result<usize> {
-        maintenance::decay(self, project).await
-    }
-
-    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
-    pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        maintenance::prune(self, project, min_importance).await
-    }
-
-    /// Merge memories more than 0.90 similar into the most important of them; returns how
-    /// many were merged away.
-    pub async fn compact(&self, project: &str) -> Result<usize> {
-        maintenance::compact(self, project).await
-    }
-
-    /// Give up to `limit` memories of a project that have no vector of the model given to
-    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) their vector; returns how
-    /// many it gave one, 0 once every memory has one. Call it until it returns 0 to reindex.
-    pub async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("embed_missing", write::embed_missing(self, project, limit))
-            .await
-    }
-
-    /// Store the terms of up to `limit` memories of a project that were written before this
-    /// version stored each memory's terms with it; returns how many, 0 once every memory has
-    /// them. Until then a search tokenizes those memories when it reads them, as before (the
-    /// same results, a little slower). Call it until it returns 0 after an upgrade.
-    pub async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("fill_terms", write::fill_terms(self, project, limit))
-            .await
-    }
-
-    /// Counts for a project: memories by category, accesses, episodes, history entries.
-    pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        self.traced("stats", search::stats(self, project)).await
     }
 
     /// Run one store call in a span naming it, with the URL attached to its errors.
@@ -536,6 +492,17 @@ impl Backend for PostgresStore {
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         self.traced("export", transfer::export(self, project)).await
+    }
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        self.traced("embed_missing", write::embed_missing(self, project, limit))
+            .await
+    }
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
+        self.traced("fill_terms", write::fill_terms(self, project, limit))
+            .await
+    }
+    async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        self.traced("stats", search::stats(self, project)).await
     }
 }
 

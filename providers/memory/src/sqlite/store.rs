@@ -7,11 +7,12 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use super::MemoryDb;
-use crate::backend::{maintenance, Backend, LearnedRule};
+use crate::backend::{Backend, LearnedRule};
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
+use crate::records::MemoryStats;
 use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::write::{Done, Op};
@@ -21,9 +22,8 @@ use crate::write::{Done, Op};
 /// runtime never waits on disk ([`OpenOptions::blocking_pool`] can run them on the caller's
 /// thread instead).
 ///
-/// Besides [`MemoryStore`], it has the maintenance a SQLite file needs from time to time
-/// ([`decay`](Self::decay), [`prune`](Self::prune), [`compact`](Self::compact),
-/// [`clear`](Self::clear)) and its [`stats`](Self::stats).
+/// Besides [`MemoryStore`], it has the upkeep of [`Maintenance`](crate::Maintenance)
+/// (decay, prune, compact, clear, reindexing, stats).
 ///
 /// ```
 /// use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
@@ -65,54 +65,6 @@ impl SqliteMemoryStore {
     pub async fn warm_up(&self, project: &str) -> Result<()> {
         let project = project.to_string();
         self.blocking("warm_up", move |db| db.warm_up(&project)).await
-    }
-
-    /// Delete every memory of a project (each recorded in the history), returning how many.
-    pub async fn clear(&self, project: &str) -> Result<usize> {
-        maintenance::clear(self, project).await
-    }
-
-    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
-    /// so stale memories sink below fresh ones; returns how many changed.
-    pub async fn decay(&self, project: &str) -> Result<usize> {
-        maintenance::decay(self, project).await
-    }
-
-    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
-    pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        maintenance::prune(self, project, min_importance).await
-    }
-
-    /// Merge memories more than 0.90 similar into the most important of them; returns how
-    /// many were merged away.
-    pub async fn compact(&self, project: &str) -> Result<usize> {
-        maintenance::compact(self, project).await
-    }
-
-    /// Give up to `limit` memories of a project that have no vector of the model given to
-    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) (written before it was
-    /// configured, or by another model) their vector; returns how many it gave one, 0 once
-    /// every memory has one. Call it until it returns 0 to reindex a project.
-    pub async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("embed_missing", move |db| db.embed_missing(&project, limit))
-            .await
-    }
-
-    /// Store the terms of up to `limit` memories of a project that were written before this
-    /// version stored each memory's terms with it; returns how many, 0 once every memory has
-    /// them. Until then a search tokenizes those memories when it reads them, as before (the
-    /// same results, a little slower). Call it until it returns 0 after an upgrade.
-    pub async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("fill_terms", move |db| db.fill_terms(&project, limit))
-            .await
-    }
-
-    /// Counts for a project: memories by category, accesses, episodes, history entries.
-    pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        let project = project.to_string();
-        self.blocking("stats", move |db| db.stats(&project)).await
     }
 
     /// Run one store call on tokio's blocking pool (or, when the options say so, right here),
@@ -218,6 +170,20 @@ impl Backend for SqliteMemoryStore {
         let project = project.map(str::to_string);
         self.blocking("export", move |db| db.export(project.as_deref()))
             .await
+    }
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking("embed_missing", move |db| db.embed_missing(&project, limit))
+            .await
+    }
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking("fill_terms", move |db| db.fill_terms(&project, limit))
+            .await
+    }
+    async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        let project = project.to_string();
+        self.blocking("stats", move |db| db.stats(&project)).await
     }
 }
 
