@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::learned::{apply, LearnedChange, LearnedSkill};
 use crate::records::MemoryStats;
 use crate::rules::check_state;
-use crate::store::{Maintenance, MemoryStore};
+use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 use crate::write::{Done, Op};
@@ -119,6 +119,44 @@ impl<B: Backend> Maintenance for B {
 }
 
 #[async_trait]
+impl<B: Backend> RunStore for B {
+    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
+        write(self, "add_episode", Op::add_episode(record)).await
+    }
+    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
+        Backend::episodes(self, project, limit).await
+    }
+    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
+        let (project, json) = check_state(project, key, &value)?;
+        self.put_state(project, key.to_owned(), json).await
+    }
+    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
+        Backend::remove_state(self, project, key).await
+    }
+    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+        Backend::state_entries(self, project).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> LearnedSkillStore for B {
+    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
+        Backend::learned_skills(self, project).await
+    }
+    async fn change_learned_skill(
+        &self,
+        project: &str,
+        name: &str,
+        change: LearnedChange,
+    ) -> Result<Option<LearnedSkill>> {
+        let (owner, skill) = (project.to_owned(), name.to_owned());
+        let rule: LearnedRule =
+            Arc::new(move |current, now| apply(&owner, &skill, current, change.clone(), now));
+        self.change_learned(project, name, rule).await
+    }
+}
+
+#[async_trait]
 impl<B: Backend> MemoryStore for B {
     async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
         write(self, "add_many", Op::add_many(entries)).await
@@ -161,36 +199,6 @@ impl<B: Backend> MemoryStore for B {
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
         let undone = write(self, "undo", Ok(Op::undo(project, history_id))).await;
         undone.map(|e| self.redactor().redacted(e))
-    }
-    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        write(self, "add_episode", Op::add_episode(record)).await
-    }
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-        Backend::episodes(self, project, limit).await
-    }
-    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-        let (project, json) = check_state(project, key, &value)?;
-        self.put_state(project, key.to_owned(), json).await
-    }
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        Backend::remove_state(self, project, key).await
-    }
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        Backend::state_entries(self, project).await
-    }
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        Backend::learned_skills(self, project).await
-    }
-    async fn change_learned_skill(
-        &self,
-        project: &str,
-        name: &str,
-        change: LearnedChange,
-    ) -> Result<Option<LearnedSkill>> {
-        let (owner, skill) = (project.to_owned(), name.to_owned());
-        let rule: LearnedRule =
-            Arc::new(move |current, now| apply(&owner, &skill, current, change.clone(), now));
-        self.change_learned(project, name, rule).await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         Backend::export(self, project).await

@@ -128,7 +128,7 @@ pub use options::{OpenOptions, SearchIndex};
 pub use postgres::{is_postgres_url, PostgresStore};
 pub use provider::MemoryContextProvider;
 pub use sqlite::SqliteMemoryStore;
-pub use store::{Maintenance, MemoryStore};
+pub use store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 pub use types::{
     ListOptions, ListOrder, MemoryCategory, MemoryEntry, MemorySearchRequest, MemorySearchResult,
     MemoryUpdate, NewMemoryEntry, UpsertResult,
