@@ -76,7 +76,7 @@ const RETRYABLE: [&str; 3] = ["40001", "40P01", "23505"];
 /// # Ok(()) }
 /// ```
 ///
-/// Besides [`MemoryStore`], it has the upkeep of [`Maintenance`](crate::Maintenance), as the
+/// Besides [`MemoryStore`](crate::MemoryStore), it has the upkeep of [`Maintenance`](crate::Maintenance), as the
 /// SQLite store does.
 #[derive(Clone)]
 pub struct PostgresStore {

@@ -22,7 +22,7 @@ use crate::write::{Done, Op};
 /// runtime never waits on disk ([`OpenOptions::blocking_pool`] can run them on the caller's
 /// thread instead).
 ///
-/// Besides [`MemoryStore`], it has the upkeep of [`Maintenance`](crate::Maintenance)
+/// Besides [`MemoryStore`](crate::MemoryStore), it has the upkeep of [`Maintenance`](crate::Maintenance)
 /// (decay, prune, compact, clear, reindexing, stats).
 ///
 /// ```
