@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::learned::{apply, LearnedChange, LearnedSkill};
 use crate::records::MemoryStats;
 use crate::rules::check_state;
+use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
@@ -79,7 +80,54 @@ pub(crate) trait Backend: Send + Sync {
     async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize>;
     /// Counts for a project.
     async fn stats(&self, project: &str) -> Result<MemoryStats>;
+
+    /// The stored form of a saved thread.
+    async fn load_session(&self, id: &str) -> Result<Option<String>>;
+    /// Save a thread's stored form under its id.
+    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()>;
+    /// The saved threads.
+    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>>;
+    /// Delete a saved thread; true when it existed.
+    async fn delete_session(&self, id: &str) -> Result<bool>;
 }
+
+/// `ctxkit::SessionStore` over a backend's session rows, redacted (see the crate's threat
+/// model). The trait is the core's, so it cannot be implemented for every backend at once:
+/// each backend names itself here.
+macro_rules! session_store {
+    ($store:ty) => {
+        /// Sessions in the memory database, redacted (see the crate's threat model).
+        #[async_trait::async_trait]
+        impl ctxkit::SessionStore for $store {
+            async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
+                let saved = $crate::backend::Backend::load_session(self, id)
+                    .await
+                    .map_err(ctxkit::Error::other)?;
+                $crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
+            }
+
+            async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
+                let saved = $crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
+                $crate::backend::Backend::save_session(self, thread.id(), saved)
+                    .await
+                    .map_err(ctxkit::Error::other)
+            }
+
+            async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
+                $crate::backend::Backend::list_sessions(self)
+                    .await
+                    .map_err(ctxkit::Error::other)
+            }
+
+            async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+                $crate::backend::Backend::delete_session(self, id)
+                    .await
+                    .map_err(ctxkit::Error::other)
+            }
+        }
+    };
+}
+pub(crate) use session_store;
 
 /// Run `op` (the check's answer) and turn its answer into the caller's type.
 async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = crate::error::MemoryError>>(

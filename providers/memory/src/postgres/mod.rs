@@ -46,6 +46,7 @@ use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
 use crate::records::MemoryStats;
+use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::vectors::Vectors;
@@ -504,35 +505,21 @@ impl Backend for PostgresStore {
     async fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.traced("stats", search::stats(self, project)).await
     }
-}
-
-/// Sessions in the memory database, redacted (see the crate's threat model).
-#[async_trait]
-impl ctxkit::SessionStore for PostgresStore {
-    async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
-        let saved = self
-            .traced("session.load", sessions::load_session(self, id))
+    async fn load_session(&self, id: &str) -> Result<Option<String>> {
+        self.traced("session.load", sessions::load_session(self, id))
             .await
-            .map_err(ctxkit::Error::other)?;
-        crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
     }
-
-    async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
-        let saved = crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
-        self.traced("session.save", sessions::save_session(self, thread.id(), &saved))
+    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
+        self.traced("session.save", sessions::save_session(self, id, &saved))
             .await
-            .map_err(ctxkit::Error::other)
     }
-
-    async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
-        self.traced("session.list", sessions::list_sessions(self))
-            .await
-            .map_err(ctxkit::Error::other)
+    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
+        self.traced("session.list", sessions::list_sessions(self)).await
     }
-
-    async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+    async fn delete_session(&self, id: &str) -> Result<bool> {
         self.traced("session.delete", sessions::delete_session(self, id))
             .await
-            .map_err(ctxkit::Error::other)
     }
 }
+
+crate::backend::session_store!(PostgresStore);

@@ -13,6 +13,7 @@ use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
 use crate::records::MemoryStats;
+use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::write::{Done, Op};
@@ -185,38 +186,24 @@ impl Backend for SqliteMemoryStore {
         let project = project.to_string();
         self.blocking("stats", move |db| db.stats(&project)).await
     }
-}
-
-/// Sessions in the memory database, redacted (see the crate's threat model).
-#[async_trait]
-impl ctxkit::SessionStore for SqliteMemoryStore {
-    async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
-        let key = id.to_string();
-        let saved = self
-            .blocking("session.load", move |db| db.load_session(&key))
+    async fn load_session(&self, id: &str) -> Result<Option<String>> {
+        let id = id.to_string();
+        self.blocking("session.load", move |db| db.load_session(&id))
             .await
-            .map_err(ctxkit::Error::other)?;
-        crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
     }
-
-    async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
-        let saved = crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
-        let id = thread.id().to_string();
+    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
+        let id = id.to_string();
         self.blocking("session.save", move |db| db.save_session(&id, &saved))
             .await
-            .map_err(ctxkit::Error::other)
     }
-
-    async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
-        self.blocking("session.list", |db| db.list_sessions())
-            .await
-            .map_err(ctxkit::Error::other)
+    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
+        self.blocking("session.list", |db| db.list_sessions()).await
     }
-
-    async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+    async fn delete_session(&self, id: &str) -> Result<bool> {
         let id = id.to_string();
         self.blocking("session.delete", move |db| db.delete_session(&id))
             .await
-            .map_err(ctxkit::Error::other)
     }
 }
+
+crate::backend::session_store!(SqliteMemoryStore);
