@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ctxkit::ChatModel;
-use ctxkit_memory::records::MemoryStats;
 use ctxkit_memory::{
-    is_postgres_url, MemoryContextProvider, MemoryExtractor, MemoryHook, MemoryStore, OpenOptions,
-    PostgresStore, SearchIndex, SqliteMemoryStore,
+    is_postgres_url, Maintenance, MemoryContextProvider, MemoryExtractor, MemoryHook, MemoryStore,
+    OpenOptions, PostgresStore, SearchIndex, SqliteMemoryStore,
 };
 
 use crate::error::CliError;
@@ -23,95 +22,47 @@ pub(crate) fn normalize_project(project: &str) -> String {
     }
 }
 
-/// A memory store of either backend, with the maintenance both have. Its [`MemoryStore`]
-/// methods are reached through `Deref`.
-#[derive(Clone, Debug)]
-pub(crate) enum Store {
-    Sqlite(SqliteMemoryStore),
-    Postgres(PostgresStore),
+/// The memory store a command opened, whichever backend: its [`MemoryStore`] and
+/// [`Maintenance`] methods are reached through `Deref`, its sessions through
+/// [`sessions`](Self::sessions).
+#[derive(Clone)]
+pub(crate) struct Store {
+    store: Arc<dyn Maintenance>,
+    sessions: Arc<dyn ctxkit::SessionStore>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
 }
 
 impl std::ops::Deref for Store {
-    type Target = dyn MemoryStore;
+    type Target = dyn Maintenance;
 
     fn deref(&self) -> &Self::Target {
-        match self {
-            Store::Sqlite(s) => s,
-            Store::Postgres(s) => s,
-        }
+        &*self.store
     }
 }
 
 impl Store {
+    /// A backend's store, seen both ways.
+    fn of<S: Maintenance + ctxkit::SessionStore + 'static>(store: S) -> Self {
+        let store = Arc::new(store);
+        Store {
+            store: store.clone(),
+            sessions: store,
+        }
+    }
+
     /// The store as a shared trait object (for providers, hooks and the MCP server).
     pub(crate) fn shared(&self) -> Arc<dyn MemoryStore> {
-        match self {
-            Store::Sqlite(s) => Arc::new(s.clone()),
-            Store::Postgres(s) => Arc::new(s.clone()),
-        }
+        self.store.clone()
     }
 
     /// The store as the agent's session store (`chat --session`, `ctxkit sessions`).
     pub(crate) fn sessions(&self) -> Arc<dyn ctxkit::SessionStore> {
-        match self {
-            Store::Sqlite(s) => Arc::new(s.clone()),
-            Store::Postgres(s) => Arc::new(s.clone()),
-        }
-    }
-
-    /// Whether the database could only be opened for reading (a SQLite file or folder the
-    /// process may not write; a PostgreSQL server says so only when written).
-    pub(crate) fn is_read_only(&self) -> bool {
-        matches!(self, Store::Sqlite(s) if s.is_read_only())
-    }
-
-    pub(crate) async fn decay(&self, project: &str) -> ctxkit_memory::Result<usize> {
-        match self {
-            Store::Sqlite(s) => s.decay(project).await,
-            Store::Postgres(s) => s.decay(project).await,
-        }
-    }
-
-    pub(crate) async fn prune(&self, project: &str, min: f32) -> ctxkit_memory::Result<usize> {
-        match self {
-            Store::Sqlite(s) => s.prune(project, min).await,
-            Store::Postgres(s) => s.prune(project, min).await,
-        }
-    }
-
-    pub(crate) async fn compact(&self, project: &str) -> ctxkit_memory::Result<usize> {
-        match self {
-            Store::Sqlite(s) => s.compact(project).await,
-            Store::Postgres(s) => s.compact(project).await,
-        }
-    }
-
-    pub(crate) async fn clear(&self, project: &str) -> ctxkit_memory::Result<usize> {
-        match self {
-            Store::Sqlite(s) => s.clear(project).await,
-            Store::Postgres(s) => s.clear(project).await,
-        }
-    }
-
-    pub(crate) async fn embed_missing(&self, project: &str, limit: usize) -> ctxkit_memory::Result<usize> {
-        match self {
-            Store::Sqlite(s) => s.embed_missing(project, limit).await,
-            Store::Postgres(s) => s.embed_missing(project, limit).await,
-        }
-    }
-
-    pub(crate) async fn fill_terms(&self, project: &str, limit: usize) -> ctxkit_memory::Result<usize> {
-        match self {
-            Store::Sqlite(s) => s.fill_terms(project, limit).await,
-            Store::Postgres(s) => s.fill_terms(project, limit).await,
-        }
-    }
-
-    pub(crate) async fn stats(&self, project: &str) -> ctxkit_memory::Result<MemoryStats> {
-        match self {
-            Store::Sqlite(s) => s.stats(project).await,
-            Store::Postgres(s) => s.stats(project).await,
-        }
+        self.sessions.clone()
     }
 }
 
@@ -186,8 +137,8 @@ pub(crate) fn skill_learner(
 /// use), else a SQLite file.
 fn open_location(db: &Path, options: OpenOptions) -> Result<Store, CliError> {
     match server_url(db)? {
-        Some(url) => Ok(Store::Postgres(PostgresStore::open_with(url, options)?)),
-        None => Ok(Store::Sqlite(SqliteMemoryStore::open_with(db, options)?)),
+        Some(url) => Ok(Store::of(PostgresStore::open_with(url, options)?)),
+        None => Ok(Store::of(SqliteMemoryStore::open_with(db, options)?)),
     }
 }
 

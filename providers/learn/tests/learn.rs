@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ctxkit::{Agent, Message, ScriptedModel, Thread, Tool, ToolCall};
 use ctxkit_learn::{LearnOptions, Learned, SkillLearner, ToolUse, Trajectory};
-use ctxkit_memory::{LearnedStatus, MemoryStore, SqliteMemoryStore};
+use ctxkit_memory::{LearnedSkillStore, LearnedStatus, SqliteMemoryStore};
 use ctxkit_skills::{SkillLibrary, SkillRoot, Source};
 use serde_json::json;
 

@@ -126,7 +126,7 @@ impl LearnedSkill {
 }
 
 /// One change to a project's learned skill, applied atomically by
-/// [`MemoryStore::change_learned_skill`](crate::MemoryStore::change_learned_skill).
+/// [`LearnedSkillStore::change_learned_skill`](crate::LearnedSkillStore::change_learned_skill).
 #[derive(Clone, Debug, PartialEq)]
 pub enum LearnedChange {
     /// Store a new proposal; a skill of that name already kept is refined instead (the

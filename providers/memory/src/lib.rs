@@ -5,8 +5,9 @@
 //!
 //! - [`SqliteMemoryStore`] keeps them in one SQLite file (WAL, `BEGIN IMMEDIATE` writes, a
 //!   search index of impact-ordered postings, a history of every change), opened with [`OpenOptions`]
-//!   and [`SearchIndex`]. It implements [`MemoryStore`], the async trait the rest of the crate
-//!   sees; implement it to keep memories elsewhere.
+//!   and [`SearchIndex`]. It implements [`MemoryStore`] (memories, over [`RunStore`] for
+//!   episodes and state and [`LearnedSkillStore`] for learned skills), the async traits the rest
+//!   of the crate sees, and [`Maintenance`] (upkeep); implement them to keep memories elsewhere.
 //! - `PostgresStore` (feature `postgres`) keeps them on a PostgreSQL server shared by many
 //!   machines, with the same behaviour: the validation ([secrets](ctxkit_secrets) included), decisions and
 //!   ranking are one implementation both backends call.
@@ -36,18 +37,23 @@
 //! # Layering
 //!
 //! Each module uses only modules on lower lines. Every write is written once, in `write`, over a
-//! small row-level interface that each backend implements on one of its transactions; a
-//! backend adds only its rows, its schema and its own search:
+//! small row-level interface that each backend implements on one of its transactions, and the
+//! store's traits are implemented once, in `backend`, over the seam a backend implements (run a
+//! checked write, answer the reads); a backend adds only its rows, its schema, its SQL and its
+//! own search:
 //!
 //! ```text
 //! provider, hook, eval, records      inject memories per request; session start and end;
 //!                                    measure retrieval; what the store keeps besides memories
 //! extraction                         learn memories from a finished session
-//! sqlite, postgres                   the backends: rows, schema, search; each runs `write`
-//!                                    in one transaction
-//! write                              every write, once: add, upsert, supersede, update,
-//!                                    forget, undo, import, decay, prune, compact, clear
-//! store                              the MemoryStore trait
+//! sqlite, postgres                   the backends: rows, schema, search, the reads' SQL;
+//!                                    each runs a write's `Op` in one transaction
+//! backend                            the seam (`Backend`) and the store's traits written once
+//!                                    over it: checks, redaction, upkeep, learned skills' rule
+//! write                              every write, once, as a checked `Op`: add, upsert,
+//!                                    supersede, update, forget, undo, import, decay, prune,
+//!                                    compact, clear
+//! store                              MemoryStore, RunStore, LearnedSkillStore, Maintenance
 //! decide, transfer                   what a write changes; the export format, import checks
 //! supersede, rules, retrieval,       when a memory replaces another; input checks; ranking;
 //!   commands                         "remember …" / "forget …"
@@ -85,6 +91,7 @@
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
+mod backend;
 mod clock;
 mod commands;
 mod decide;
@@ -127,7 +134,7 @@ pub use options::{OpenOptions, SearchIndex};
 pub use postgres::{is_postgres_url, PostgresStore};
 pub use provider::MemoryContextProvider;
 pub use sqlite::SqliteMemoryStore;
-pub use store::MemoryStore;
+pub use store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 pub use types::{
     ListOptions, ListOrder, MemoryCategory, MemoryEntry, MemorySearchRequest, MemorySearchResult,
     MemoryUpdate, NewMemoryEntry, UpsertResult,

@@ -111,6 +111,11 @@ pub(crate) struct CheckedUpdate {
 }
 
 impl CheckedUpdate {
+    /// The new content, when the update changes it.
+    pub(crate) fn content(&self) -> Option<&str> {
+        self.content.as_deref()
+    }
+
     /// `old` with the update applied (timestamps untouched). Changing the content keeps the
     /// keywords unless new ones are given; an empty keyword list derives them from the content.
     pub(crate) fn apply(self, old: &MemoryEntry) -> MemoryEntry {

@@ -1,5 +1,7 @@
-//! The async [`MemoryStore`] trait: what the provider, the extractor and the hook see of a
-//! store, whichever backend keeps the memories.
+//! What the provider, the extractor, the learner and the hook see of a store, whichever
+//! backend keeps the memories, one trait per concern: [`MemoryStore`] (memories, with
+//! [`RunStore`] and [`LearnedSkillStore`] as supertraits, so an `Arc<dyn MemoryStore>` still
+//! reaches every method) and [`Maintenance`] (upkeep).
 
 use async_trait::async_trait;
 
@@ -8,8 +10,51 @@ use crate::learned::{LearnedChange, LearnedSkill};
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 
-/// Where memories live. Implement it to put them elsewhere (a shared server database); the
-/// provider, the extractor and the hook only see this trait.
+/// What happened in runs: episodic records and the persisted `project:` state of a thread.
+/// Every write refuses text that looks like a secret ([`MemoryError::Secret`]).
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Record what happened in a run.
+    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord>;
+    /// The latest episodic records of a project, newest first.
+    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
+    /// Persist a `project:` state value, so the next session of the project starts with it.
+    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()>;
+    /// Remove a persisted state value; true when it existed.
+    async fn remove_state(&self, project: &str, key: &str) -> Result<bool>;
+    /// Every persisted `project:` state value of a project.
+    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>>;
+}
+
+/// The project's learned skills (the library `ctxkit-learn` keeps), each changed by one rule ([`LearnedChange`]) in one transaction. The defaults keep none, so a store that
+/// does not keep them implements it with an empty `impl`.
+#[async_trait]
+pub trait LearnedSkillStore: Send + Sync {
+    /// The project's learned skills (every status), by name. The default keeps none.
+    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
+        let _ = project;
+        Ok(Vec::new())
+    }
+
+    /// Change one learned skill of `project` atomically (read, [`LearnedChange`] applied,
+    /// written in one transaction); returns it as stored, `None` once removed. The default
+    /// refuses: a store that keeps learned skills overrides both methods.
+    async fn change_learned_skill(
+        &self,
+        project: &str,
+        name: &str,
+        change: LearnedChange,
+    ) -> Result<Option<LearnedSkill>> {
+        let _ = (project, name, change);
+        Err(MemoryError::Invalid(
+            "this memory store does not keep learned skills".into(),
+        ))
+    }
+}
+
+/// Where memories live. Implement it (and its supertraits [`RunStore`] and
+/// [`LearnedSkillStore`]) to put them elsewhere (a shared server database); the provider, the
+/// extractor and the hook only see this trait.
 ///
 /// The required methods are what a backend has to own: each is one atomic change or one read
 /// of its rows, and the ones that compare texts (`upsert`, `search`, `forget`) rank with the
@@ -19,7 +64,7 @@ use crate::types::*;
 /// Every write refuses text that looks like a secret ([`MemoryError::Secret`]), checking each
 /// field as given; history and undo only ever see the entries of the project they are given.
 #[async_trait]
-pub trait MemoryStore: Send + Sync {
+pub trait MemoryStore: RunStore + LearnedSkillStore {
     /// Add several memories atomically: all are stored or none. Identical content in the same
     /// project is [`MemoryError::Duplicate`].
     async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>>;
@@ -48,16 +93,6 @@ pub trait MemoryStore: Send + Sync {
     /// Put a memory of `project` back as it was before one of the project's history entries;
     /// `None` when the undo deleted it (an undone insert).
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>>;
-    /// Record what happened in a run.
-    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord>;
-    /// The latest episodic records of a project, newest first.
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
-    /// Persist a `project:` state value, so the next session of the project starts with it.
-    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()>;
-    /// Remove a persisted state value; true when it existed.
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool>;
-    /// Every persisted `project:` state value of a project.
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>>;
     /// Everything of a project (or of all projects) as records, to move memories elsewhere.
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
     /// Import records, optionally moving them into one project. Records are checked like any
@@ -69,27 +104,6 @@ pub trait MemoryStore: Send + Sync {
     async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
         let _ = (project, prune_below);
         Ok(MaintenanceReport::default())
-    }
-
-    /// The project's learned skills (every status), by name. The default keeps none.
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        let _ = project;
-        Ok(Vec::new())
-    }
-
-    /// Change one learned skill of `project` atomically (read, [`LearnedChange`] applied,
-    /// written in one transaction); returns it as stored, `None` once removed. The default
-    /// refuses: a store that keeps learned skills overrides both methods.
-    async fn change_learned_skill(
-        &self,
-        project: &str,
-        name: &str,
-        change: LearnedChange,
-    ) -> Result<Option<LearnedSkill>> {
-        let _ = (project, name, change);
-        Err(MemoryError::Invalid(
-            "this memory store does not keep learned skills".into(),
-        ))
     }
 
     /// Add one memory: [`add_many`](Self::add_many) of one.
@@ -120,6 +134,38 @@ pub trait MemoryStore: Send + Sync {
     }
 }
 
+/// The upkeep a memory database needs from time to time, beside [`MemoryStore`]: what
+/// `ctxkit memory compact|reindex|stats|clear` run. Both stores have it; a command holds an
+/// `Arc<dyn Maintenance>` whichever backend it opened.
+#[async_trait]
+pub trait Maintenance: MemoryStore {
+    /// Whether writes are refused: reads work, searches do not count accesses, and every
+    /// write fails with [`MemoryError::ReadOnly`].
+    fn is_read_only(&self) -> bool;
+    /// Delete every memory of a project (each recorded in the history), returning how many.
+    async fn clear(&self, project: &str) -> Result<usize>;
+    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
+    /// so stale memories sink below fresh ones; returns how many changed.
+    async fn decay(&self, project: &str) -> Result<usize>;
+    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
+    async fn prune(&self, project: &str, min_importance: f32) -> Result<usize>;
+    /// Merge memories more than 0.90 similar into the most important of them; returns how
+    /// many were merged away.
+    async fn compact(&self, project: &str) -> Result<usize>;
+    /// Give up to `limit` memories of a project that have no vector of the model given to
+    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) (written before it was
+    /// configured, or by another model) their vector; returns how many it gave one, 0 once
+    /// every memory has one. Call it until it returns 0 to reindex a project.
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Store the terms of up to `limit` memories of a project that were written before this
+    /// version stored each memory's terms with it; returns how many, 0 once every memory has
+    /// them. Until then a search tokenizes those memories when it reads them, as before (the
+    /// same results, a little slower). Call it until it returns 0 after an upgrade.
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Counts for a project: memories by category, accesses, episodes, history entries.
+    async fn stats(&self, project: &str) -> Result<MemoryStats>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +173,27 @@ mod tests {
 
     /// A backend with only the required methods, so the provided ones run their defaults.
     struct RequiredOnly(SqliteMemoryStore);
+
+    #[async_trait]
+    impl RunStore for RequiredOnly {
+        async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
+            self.0.add_episode(record).await
+        }
+        async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
+            self.0.episodes(project, limit).await
+        }
+        async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
+            self.0.set_state(project, key, value).await
+        }
+        async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
+            self.0.remove_state(project, key).await
+        }
+        async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+            self.0.state_entries(project).await
+        }
+    }
+
+    impl LearnedSkillStore for RequiredOnly {}
 
     #[async_trait]
     impl MemoryStore for RequiredOnly {
@@ -165,21 +232,6 @@ mod tests {
         }
         async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
             self.0.undo(project, history_id).await
-        }
-        async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-            self.0.add_episode(record).await
-        }
-        async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-            self.0.episodes(project, limit).await
-        }
-        async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-            self.0.set_state(project, key, value).await
-        }
-        async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-            self.0.remove_state(project, key).await
-        }
-        async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-            self.0.state_entries(project).await
         }
         async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
             self.0.export(project).await

@@ -3,7 +3,7 @@
 use super::rows::{row_to_episode, EPISODE_COLS};
 use super::{read_tx, write_tx, PostgresStore};
 use crate::error::Result;
-use crate::rules::{check_state, state_value};
+use crate::rules::state_value;
 use crate::types::*;
 
 pub(super) async fn episodes(
@@ -26,14 +26,8 @@ pub(super) async fn episodes(
     })
 }
 
-pub(super) async fn set_state(
-    store: &PostgresStore,
-    project: &str,
-    key: &str,
-    value: &serde_json::Value,
-) -> Result<()> {
-    let (project, json) = check_state(project, key, value)?;
-    write_tx!(store, [project.as_str()], |tx, now| {
+pub(super) async fn put_state(store: &PostgresStore, project: &str, key: &str, json: &str) -> Result<()> {
+    write_tx!(store, [project], |tx, now| {
         tx.execute(
             "INSERT INTO project_state (project_path, key, value, updated_at) VALUES ($1, $2, $3, $4)
              ON CONFLICT (project_path, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at

@@ -2,8 +2,9 @@
 //! the project's advisory lock.
 
 use super::{read_tx, write_tx, PostgresStore};
+use crate::backend::LearnedRule;
 use crate::error::Result;
-use crate::learned::{apply, from_record, to_record, LearnedChange, LearnedSkill};
+use crate::learned::{from_record, to_record, LearnedSkill};
 
 pub(super) async fn learned_skills(store: &PostgresStore, project: &str) -> Result<Vec<LearnedSkill>> {
     read_tx!(store, |tx| {
@@ -32,7 +33,7 @@ pub(super) async fn change_learned_skill(
     store: &PostgresStore,
     project: &str,
     name: &str,
-    change: LearnedChange,
+    rule: LearnedRule,
 ) -> Result<Option<LearnedSkill>> {
     write_tx!(store, [project], |tx, now| {
         let current = tx
@@ -45,7 +46,7 @@ pub(super) async fn change_learned_skill(
             .transpose()?
             .map(|record| from_record(&record))
             .transpose()?;
-        let after = apply(project, name, current, change.clone(), now)?;
+        let after = rule(current, now)?;
         match &after {
             Some(skill) => {
                 tx.execute(

@@ -40,14 +40,17 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
+use crate::backend::{Backend, LearnedRule};
 use crate::decide::{ReadRedactor, Redact};
 use crate::error::{MemoryError, Result};
-use crate::learned::{LearnedChange, LearnedSkill};
+use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
-use crate::store::MemoryStore;
-use crate::transfer::{ExportRecord, ImportReport};
+use crate::records::MemoryStats;
+use crate::sessions::SavedSession;
+use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::vectors::Vectors;
+use crate::write::{Done, Op};
 use ctxkit_secrets::redact_url;
 
 /// Connections a store keeps open at most.
@@ -74,9 +77,8 @@ const RETRYABLE: [&str; 3] = ["40001", "40P01", "23505"];
 /// # Ok(()) }
 /// ```
 ///
-/// Besides [`MemoryStore`], it has the maintenance of the SQLite store ([`decay`](Self::decay),
-/// [`prune`](Self::prune), [`compact`](Self::compact), [`clear`](Self::clear)) and its
-/// [`stats`](Self::stats).
+/// Besides [`MemoryStore`](crate::MemoryStore), it has the upkeep of [`Maintenance`](crate::Maintenance), as the
+/// SQLite store does.
 #[derive(Clone)]
 pub struct PostgresStore {
     inner: Arc<Inner>,
@@ -259,15 +261,6 @@ impl PostgresStore {
         self.inner.redactor.redacted(value)
     }
 
-    /// A call traced by [`traced`](Self::traced) whose answer is redacted.
-    async fn traced_redacted<T: Redact>(
-        &self,
-        call: &'static str,
-        fut: impl std::future::Future<Output = Result<T>>,
-    ) -> Result<T> {
-        self.traced(call, fut).await.map(|v| self.redacted(v))
-    }
-
     /// With a model configured, the vectors of `contents`, computed before the write's
     /// transaction, on the blocking pool (embedding is arithmetic, not I/O).
     async fn vectors<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Result<Option<Vectors>> {
@@ -282,51 +275,6 @@ impl PostgresStore {
         tokio::task::spawn_blocking(move || Some(semantic.prepare(contents.iter().map(String::as_str))))
             .await
             .map_err(|e| MemoryError::Task(format!("embedding the memories stopped: {e}")))
-    }
-
-    /// Delete every memory of a project (each recorded in the history), returning how many.
-    pub async fn clear(&self, project: &str) -> Result<usize> {
-        self.traced("clear", write::clear(self, project)).await
-    }
-
-    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`;
-    /// returns how many changed.
-    pub async fn decay(&self, project: &str) -> Result<usize> {
-        self.traced("decay", write::decay(self, project)).await
-    }
-
-    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
-    pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        self.traced("prune", write::prune(self, project, min_importance))
-            .await
-    }
-
-    /// Merge memories more than 0.90 similar into the most important of them; returns how
-    /// many were merged away.
-    pub async fn compact(&self, project: &str) -> Result<usize> {
-        self.traced("compact", write::compact(self, project)).await
-    }
-
-    /// Give up to `limit` memories of a project that have no vector of the model given to
-    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) their vector; returns how
-    /// many it gave one, 0 once every memory has one. Call it until it returns 0 to reindex.
-    pub async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("embed_missing", write::embed_missing(self, project, limit))
-            .await
-    }
-
-    /// Store the terms of up to `limit` memories of a project that were written before this
-    /// version stored each memory's terms with it; returns how many, 0 once every memory has
-    /// them. Until then a search tokenizes those memories when it reads them, as before (the
-    /// same results, a little slower). Call it until it returns 0 after an upgrade.
-    pub async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("fill_terms", write::fill_terms(self, project, limit))
-            .await
-    }
-
-    /// Counts for a project: memories by category, accesses, episodes, history entries.
-    pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        self.traced("stats", search::stats(self, project)).await
     }
 
     /// Run one store call in a span naming it, with the URL attached to its errors.
@@ -474,16 +422,15 @@ fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
 }
 
 #[async_trait]
-impl MemoryStore for PostgresStore {
-    async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        self.traced("add_many", write::add_many(self, entries)).await
+impl Backend for PostgresStore {
+    fn is_read_only(&self) -> bool {
+        self.inner.options.is_read_only()
     }
-    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
-        self.traced("upsert", write::upsert(self, entry)).await
+    fn redactor(&self) -> &ReadRedactor {
+        &self.inner.redactor
     }
-    async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-        self.traced_redacted("update", write::update(self, id, update))
-            .await
+    async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
+        self.traced(call, write::run(self, op)).await
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         self.traced("get", search::get(self, id)).await
@@ -491,40 +438,33 @@ impl MemoryStore for PostgresStore {
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
         self.traced("list", search::list(self, project, &options)).await
     }
+    async fn count(&self, project: &str) -> Result<usize> {
+        self.traced("count", search::count(self, project)).await
+    }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
         self.traced("search", search::search(self, &request)).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         self.traced("touch", write::touch(self, ids)).await
     }
-    async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        self.traced_redacted("delete", write::delete(self, id)).await
-    }
-    async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        self.traced_redacted("forget", write::forget(self, project, query))
-            .await
-    }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        self.traced_redacted("history", history::history(self, project, memory_id))
+        self.traced("history", history::history(self, project, memory_id))
             .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        self.traced_redacted("project_history", history::project_history(self, project, limit))
+        self.traced("project_history", history::project_history(self, project, limit))
             .await
     }
-    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.traced_redacted("undo", write::undo(self, project, history_id))
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        self.traced("history_entry", history::history_entry(self, project, history_id))
             .await
-    }
-    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.traced("add_episode", write::add_episode(self, record)).await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
         self.traced("episodes", episodes::episodes(self, project, limit))
             .await
     }
-    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-        self.traced("set_state", episodes::set_state(self, project, key, &value))
+    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
+        self.traced("set_state", episodes::put_state(self, &project, &key, &json))
             .await
     }
     async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
@@ -539,76 +479,47 @@ impl MemoryStore for PostgresStore {
         self.traced("learned_skills", learned::learned_skills(self, project))
             .await
     }
-    async fn change_learned_skill(
+    async fn change_learned(
         &self,
         project: &str,
         name: &str,
-        change: LearnedChange,
+        rule: LearnedRule,
     ) -> Result<Option<LearnedSkill>> {
         self.traced(
             "change_learned_skill",
-            learned::change_learned_skill(self, project, name, change),
+            learned::change_learned_skill(self, project, name, rule),
         )
         .await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         self.traced("export", transfer::export(self, project)).await
     }
-    async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
-        self.traced("import", write::import(self, records, project)).await
-    }
-
-    /// Decay then prune; nothing on a store opened read-only.
-    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
-        if self.inner.options.is_read_only() {
-            return Ok(MaintenanceReport::default());
-        }
-        let decayed = self.decay(project).await?;
-        let pruned = self.prune(project, prune_below).await?;
-        Ok(MaintenanceReport { decayed, pruned })
-    }
-
-    // A single add compares with its neighbours (what it supersedes) as on SQLite; the
-    // others are one query each instead of a whole list or history.
-    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
-        self.traced("add", write::add(self, entry)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
-        self.traced("count", search::count(self, project)).await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        self.traced_redacted("history_entry", history::history_entry(self, project, history_id))
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        self.traced("embed_missing", write::embed_missing(self, project, limit))
             .await
     }
-}
-
-/// Sessions in the memory database, redacted (see the crate's threat model).
-#[async_trait]
-impl ctxkit::SessionStore for PostgresStore {
-    async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
-        let saved = self
-            .traced("session.load", sessions::load_session(self, id))
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
+        self.traced("fill_terms", write::fill_terms(self, project, limit))
             .await
-            .map_err(ctxkit::Error::other)?;
-        crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
     }
-
-    async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
-        let saved = crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
-        self.traced("session.save", sessions::save_session(self, thread.id(), &saved))
+    async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        self.traced("stats", search::stats(self, project)).await
+    }
+    async fn load_session(&self, id: &str) -> Result<Option<String>> {
+        self.traced("session.load", sessions::load_session(self, id))
             .await
-            .map_err(ctxkit::Error::other)
     }
-
-    async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
-        self.traced("session.list", sessions::list_sessions(self))
+    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
+        self.traced("session.save", sessions::save_session(self, id, &saved))
             .await
-            .map_err(ctxkit::Error::other)
     }
-
-    async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
+        self.traced("session.list", sessions::list_sessions(self)).await
+    }
+    async fn delete_session(&self, id: &str) -> Result<bool> {
         self.traced("session.delete", sessions::delete_session(self, id))
             .await
-            .map_err(ctxkit::Error::other)
     }
 }
+
+crate::backend::session_store!(PostgresStore);

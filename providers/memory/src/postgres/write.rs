@@ -1,14 +1,34 @@
-//! The writes of the PostgreSQL store: each checks its input, then runs the shared write
-//! ([`crate::write`]) in one transaction holding the advisory locks of the projects it
-//! touches, so concurrent writers of a project take turns.
+//! The writes of the PostgreSQL store: each is an [`Op`] (checked when made) run in one
+//! transaction holding the advisory locks of the projects it touches, so concurrent writers
+//! of a project take turns.
 
 use super::writer::write_rows;
 use super::{write_tx, PostgresStore};
 use crate::error::{MemoryError, Result};
-use crate::rules::{check_batch, check_importance, check_new, check_project, check_update, MAX_ACCESS_COUNT};
-use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
-use crate::types::*;
-use crate::write;
+use crate::rules::{check_project, MAX_ACCESS_COUNT};
+use crate::write::{Done, Locks, Op};
+
+/// Run a checked write in one transaction, its vectors computed first; a large import then
+/// brings the planner's statistics up to date.
+pub(super) async fn run(store: &PostgresStore, op: Op) -> Result<Done> {
+    let vectors = store.vectors(op.contents()).await?;
+    let projects = match op.locks() {
+        Locks::Projects(projects) => projects.into_iter().map(str::to_owned).collect(),
+        Locks::OfMemory(id) => vec![project_of(store, id).await?],
+    };
+    let done = write_rows!(
+        store,
+        projects.iter().map(String::as_str),
+        vectors,
+        |rows, now| { op.run(&mut rows, now).await? }
+    )?;
+    if let Done::Imported(report) = &done {
+        if report.memories_added >= ANALYZE_AFTER {
+            analyze(store).await;
+        }
+    }
+    Ok(done)
+}
 
 /// The project a memory id belongs to, read before its project's lock is taken (a memory
 /// never changes project, so it is still right once the lock is held).
@@ -19,145 +39,6 @@ async fn project_of(store: &PostgresStore, id: &str) -> Result<String> {
         .await?;
     row.map(|r| r.get(0))
         .ok_or_else(|| MemoryError::NotFound(id.to_string()))
-}
-
-pub(super) async fn add(store: &PostgresStore, new: NewMemoryEntry) -> Result<MemoryEntry> {
-    let checked = check_new(&new)?;
-    let project = checked.project_path.clone();
-    let vectors = store.vectors([checked.content.as_str()]).await?;
-    write_rows!(store, [project.as_str()], vectors, |rows, now| {
-        write::add(&mut rows, checked.clone(), &new.supersedes, now).await?
-    })
-}
-
-pub(super) async fn add_many(
-    store: &PostgresStore,
-    entries: Vec<NewMemoryEntry>,
-) -> Result<Vec<MemoryEntry>> {
-    let checked = check_batch(entries)?;
-    let projects: Vec<&str> = checked.iter().map(|(c, _)| c.project_path.as_str()).collect();
-    let vectors = store
-        .vectors(checked.iter().map(|(c, _)| c.content.as_str()))
-        .await?;
-    write_rows!(store, projects.iter().copied(), vectors, |rows, now| {
-        write::add_many(&mut rows, checked.clone(), now).await?
-    })
-}
-
-pub(super) async fn update(store: &PostgresStore, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-    let vectors = store.vectors(update.content.as_deref()).await?;
-    let update = check_update(update)?;
-    let project = project_of(store, id).await?;
-    write_rows!(store, [project.as_str()], vectors, |rows, now| {
-        write::update(&mut rows, id, update.clone(), now).await?
-    })
-}
-
-pub(super) async fn upsert(store: &PostgresStore, new: NewMemoryEntry) -> Result<UpsertResult> {
-    let checked = check_new(&new)?;
-    let project = checked.project_path.clone();
-    let vectors = store.vectors([checked.content.as_str()]).await?;
-    write_rows!(store, [project.as_str()], vectors, |rows, now| {
-        write::upsert(&mut rows, checked.clone(), &new.supersedes, now).await?
-    })
-}
-
-pub(super) async fn delete(store: &PostgresStore, id: &str) -> Result<MemoryEntry> {
-    let project = project_of(store, id).await?;
-    write_rows!(
-        store,
-        [project.as_str()],
-        store.vectors([]).await?,
-        |rows, now| { write::delete(&mut rows, id, now).await? }
-    )
-}
-
-pub(super) async fn forget(store: &PostgresStore, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-    let project = check_project(project)?;
-    write_rows!(
-        store,
-        [project.as_str()],
-        store.vectors([]).await?,
-        |rows, now| { write::forget(&mut rows, &project, query, now).await? }
-    )
-}
-
-pub(super) async fn undo(
-    store: &PostgresStore,
-    project: &str,
-    history_id: i64,
-) -> Result<Option<MemoryEntry>> {
-    write_rows!(store, [project], store.vectors([]).await?, |rows, now| {
-        write::undo(&mut rows, project, history_id, now).await?
-    })
-}
-
-pub(super) async fn clear(store: &PostgresStore, project: &str) -> Result<usize> {
-    let project = check_project(project)?;
-    write_rows!(
-        store,
-        [project.as_str()],
-        store.vectors([]).await?,
-        |rows, now| { write::clear(&mut rows, &project, now).await? }
-    )
-}
-
-pub(super) async fn decay(store: &PostgresStore, project: &str) -> Result<usize> {
-    let project = check_project(project)?;
-    write_rows!(
-        store,
-        [project.as_str()],
-        store.vectors([]).await?,
-        |rows, now| { write::decay(&mut rows, &project, now).await? }
-    )
-}
-
-pub(super) async fn prune(store: &PostgresStore, project: &str, min_importance: f32) -> Result<usize> {
-    let project = check_project(project)?;
-    let min_importance = check_importance(min_importance)?;
-    write_rows!(
-        store,
-        [project.as_str()],
-        store.vectors([]).await?,
-        |rows, now| { write::prune(&mut rows, &project, min_importance, now).await? }
-    )
-}
-
-pub(super) async fn compact(store: &PostgresStore, project: &str) -> Result<usize> {
-    let project = check_project(project)?;
-    write_rows!(
-        store,
-        [project.as_str()],
-        store.vectors([]).await?,
-        |rows, now| { write::compact(&mut rows, &project, now).await? }
-    )
-}
-
-/// Import records in one transaction (all or nothing), holding the lock of every project
-/// they touch.
-pub(super) async fn import(
-    store: &PostgresStore,
-    records: Vec<ExportRecord>,
-    project: Option<&str>,
-) -> Result<ImportReport> {
-    let plan = ImportPlan::new(records, project)?;
-    let projects: Vec<&str> = plan
-        .memories
-        .iter()
-        .map(|m| m.project_path.as_str())
-        .chain(plan.episodes.iter().map(|e| e.project_path.as_str()))
-        .chain(plan.history.iter().map(|h| h.project_path.as_str()))
-        .collect();
-    let vectors = store
-        .vectors(plan.memories.iter().map(|m| m.content.as_str()))
-        .await?;
-    let report = write_rows!(store, projects.iter().copied(), vectors, |rows, now| {
-        write::import(&mut rows, &plan, now).await?
-    })?;
-    if report.memories_added >= ANALYZE_AFTER {
-        analyze(store).await;
-    }
-    Ok(report)
 }
 
 /// From how many memories an import brings the planner's statistics up to date itself.
@@ -178,13 +59,6 @@ async fn analyze(store: &PostgresStore) {
     if let Err(e) = done.await {
         tracing::warn!(error = %e, "cannot update the planner's statistics after an import");
     }
-}
-
-pub(super) async fn add_episode(store: &PostgresStore, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
-    let project = crate::rules::check_episode(&new)?;
-    write_rows!(store, [project.as_str()], None, |rows, now| {
-        write::add_episode(&mut rows, new.clone(), project.clone(), now).await?
-    })
 }
 
 /// Vectors for up to `limit` memories of a project that lack one of the configured model.

@@ -5,7 +5,7 @@ use rusqlite::params;
 use super::rows::row_to_episode;
 use super::MemoryDb;
 use crate::error::Result;
-use crate::rules::{check_episode, check_state, state_value};
+use crate::rules::state_value;
 use crate::types::*;
 
 impl MemoryDb {
@@ -13,11 +13,9 @@ impl MemoryDb {
 
     /// Record what happened in a run. Secrets are refused like in memories; redact first
     /// ([`ctxkit_secrets::redact`]) when the text comes from a conversation.
+    #[cfg(test)]
     pub(crate) fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        let project_path = check_episode(&new)?;
-        self.write_rows(None, async |rows, now| {
-            crate::write::add_episode(rows, new, project_path, now).await
-        })
+        self.run(crate::write::Op::add_episode(new)?)
     }
 
     /// The latest episodic records of a project, newest first.
@@ -37,8 +35,14 @@ impl MemoryDb {
     // ----- project: state (a thread's `project:` keys, kept across sessions) ------------
 
     /// Persist one `project:` state value; secrets are refused.
+    #[cfg(test)]
     pub(crate) fn set_state(&self, project: &str, key: &str, value: &serde_json::Value) -> Result<()> {
-        let (project, json) = check_state(project, key, value)?;
+        let (project, json) = crate::rules::check_state(project, key, value)?;
+        self.put_state(&project, key, &json)
+    }
+
+    /// Persist one checked `project:` state value (its JSON).
+    pub(crate) fn put_state(&self, project: &str, key: &str, json: &str) -> Result<()> {
         self.write(|tx, now| {
             tx.prepare_cached(
                 "INSERT INTO project_state(project_path, key, value, updated_at) VALUES (?1, ?2, ?3, ?4)

@@ -3,8 +3,9 @@
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::MemoryDb;
+use crate::backend::LearnedRule;
 use crate::error::Result;
-use crate::learned::{apply, from_record, to_record, LearnedChange, LearnedSkill};
+use crate::learned::{from_record, to_record, LearnedSkill};
 
 impl MemoryDb {
     /// The project's learned skills, by name; none in a database older than the table (a
@@ -25,12 +26,12 @@ impl MemoryDb {
         })
     }
 
-    /// Apply `change` to one learned skill in one write transaction.
+    /// Apply `rule` to one learned skill in one write transaction.
     pub(crate) fn change_learned_skill(
         &self,
         project: &str,
         name: &str,
-        change: LearnedChange,
+        rule: &LearnedRule,
     ) -> Result<Option<LearnedSkill>> {
         self.write(|tx, now| {
             let current = tx
@@ -39,7 +40,7 @@ impl MemoryDb {
                 .optional()?
                 .map(|record| from_record(&record))
                 .transpose()?;
-            let after = apply(project, name, current, change, now)?;
+            let after = rule(current, now)?;
             match &after {
                 Some(skill) => {
                     tx.prepare_cached(

@@ -73,6 +73,11 @@ impl MemoryDb {
         self.inner.redacted.redact(e);
     }
 
+    /// What redacts secrets in memories read back.
+    pub(crate) fn redactor(&self) -> &crate::decide::ReadRedactor {
+        &self.inner.redacted
+    }
+
     /// `value` with every memory and history entry in it redacted (see [`Redact`]).
     pub(super) fn redacted<T: Redact>(&self, value: T) -> T {
         self.inner.redacted.redacted(value)

@@ -7,21 +7,24 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use super::MemoryDb;
+use crate::backend::{Backend, LearnedRule};
+use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
-use crate::learned::{LearnedChange, LearnedSkill};
+use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
-use crate::store::MemoryStore;
-use crate::transfer::{ExportRecord, ImportReport};
+use crate::records::MemoryStats;
+use crate::sessions::SavedSession;
+use crate::transfer::ExportRecord;
 use crate::types::*;
+use crate::write::{Done, Op};
 
 /// The SQLite store: one database file, shared by threads and processes. Clones share one
 /// connection pool and its caches. Every call runs on tokio's blocking pool, so the async
 /// runtime never waits on disk ([`OpenOptions::blocking_pool`] can run them on the caller's
 /// thread instead).
 ///
-/// Besides [`MemoryStore`], it has the maintenance a SQLite file needs from time to time
-/// ([`decay`](Self::decay), [`prune`](Self::prune), [`compact`](Self::compact),
-/// [`clear`](Self::clear)) and its [`stats`](Self::stats).
+/// Besides [`MemoryStore`](crate::MemoryStore), it has the upkeep of [`Maintenance`](crate::Maintenance)
+/// (decay, prune, compact, clear, reindexing, stats).
 ///
 /// ```
 /// use ctxkit_memory::{MemoryCategory, MemoryStore, NewMemoryEntry, SqliteMemoryStore};
@@ -65,59 +68,6 @@ impl SqliteMemoryStore {
         self.blocking("warm_up", move |db| db.warm_up(&project)).await
     }
 
-    /// Delete every memory of a project (each recorded in the history), returning how many.
-    pub async fn clear(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("clear", move |db| db.clear(&project)).await
-    }
-
-    /// Lower the importance of memories not accessed lately, `importance × 0.95^(days / 7)`,
-    /// so stale memories sink below fresh ones; returns how many changed.
-    pub async fn decay(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("decay", move |db| db.decay(&project)).await
-    }
-
-    /// Delete memories below an importance (which must lie in 0.0-1.0); returns how many.
-    pub async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("prune", move |db| db.prune(&project, min_importance))
-            .await
-    }
-
-    /// Merge memories more than 0.90 similar into the most important of them; returns how
-    /// many were merged away.
-    pub async fn compact(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("compact", move |db| db.compact(&project)).await
-    }
-
-    /// Give up to `limit` memories of a project that have no vector of the model given to
-    /// [`OpenOptions::embeddings`](crate::OpenOptions::embeddings) (written before it was
-    /// configured, or by another model) their vector; returns how many it gave one, 0 once
-    /// every memory has one. Call it until it returns 0 to reindex a project.
-    pub async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("embed_missing", move |db| db.embed_missing(&project, limit))
-            .await
-    }
-
-    /// Store the terms of up to `limit` memories of a project that were written before this
-    /// version stored each memory's terms with it; returns how many, 0 once every memory has
-    /// them. Until then a search tokenizes those memories when it reads them, as before (the
-    /// same results, a little slower). Call it until it returns 0 after an upgrade.
-    pub async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("fill_terms", move |db| db.fill_terms(&project, limit))
-            .await
-    }
-
-    /// Counts for a project: memories by category, accesses, episodes, history entries.
-    pub async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        let project = project.to_string();
-        self.blocking("stats", move |db| db.stats(&project)).await
-    }
-
     /// Run one store call on tokio's blocking pool (or, when the options say so, right here),
     /// in a span naming it.
     async fn blocking<T, F>(&self, call: &'static str, f: F) -> Result<T>
@@ -137,17 +87,15 @@ impl SqliteMemoryStore {
 }
 
 #[async_trait]
-impl MemoryStore for SqliteMemoryStore {
-    async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        self.blocking("add_many", move |db| db.add_many(entries)).await
+impl Backend for SqliteMemoryStore {
+    fn is_read_only(&self) -> bool {
+        self.db.is_read_only()
     }
-    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
-        self.blocking("upsert", move |db| db.upsert(entry)).await
+    fn redactor(&self) -> &ReadRedactor {
+        self.db.redactor()
     }
-    async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-        let id = id.to_string();
-        self.blocking("update", move |db| db.update(&id, update).map(|e| db.redacted(e)))
-            .await
+    async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
+        self.blocking(call, move |db| db.write_op(&op)).await
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
         let id = id.to_string();
@@ -157,6 +105,10 @@ impl MemoryStore for SqliteMemoryStore {
         let project = project.to_string();
         self.blocking("list", move |db| db.list(&project, &options)).await
     }
+    async fn count(&self, project: &str) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking("count", move |db| db.count(&project)).await
+    }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
         self.blocking("search", move |db| db.search(&request)).await
     }
@@ -164,41 +116,19 @@ impl MemoryStore for SqliteMemoryStore {
         let ids = ids.to_vec();
         self.blocking("touch", move |db| db.touch(&ids)).await
     }
-    async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        let id = id.to_string();
-        self.blocking("delete", move |db| db.delete(&id).map(|e| db.redacted(e)))
-            .await
-    }
-    async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        let (project, query) = (project.to_string(), query.to_string());
-        self.blocking("forget", move |db| {
-            db.forget(&project, &query).map(|e| db.redacted(e))
-        })
-        .await
-    }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         let (project, id) = (project.to_string(), memory_id.to_string());
-        self.blocking("history", move |db| {
-            db.history(&project, &id).map(|h| db.redacted(h))
-        })
-        .await
+        self.blocking("history", move |db| db.history(&project, &id))
+            .await
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking("project_history", move |db| {
-            db.project_history(&project, limit).map(|h| db.redacted(h))
-        })
-        .await
+        self.blocking("project_history", move |db| db.project_history(&project, limit))
+            .await
     }
-    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         let project = project.to_string();
-        self.blocking("undo", move |db| {
-            db.undo(&project, history_id).map(|e| db.redacted(e))
-        })
-        .await
-    }
-    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.blocking("add_episode", move |db| db.add_episode(record))
+        self.blocking("history_entry", move |db| db.history_entry(&project, history_id))
             .await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
@@ -206,9 +136,8 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking("episodes", move |db| db.episodes(&project, limit))
             .await
     }
-    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-        let (project, key) = (project.to_string(), key.to_string());
-        self.blocking("set_state", move |db| db.set_state(&project, &key, &value))
+    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
+        self.blocking("set_state", move |db| db.put_state(&project, &key, &json))
             .await
     }
     async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
@@ -226,15 +155,15 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking("learned_skills", move |db| db.learned_skills(&project))
             .await
     }
-    async fn change_learned_skill(
+    async fn change_learned(
         &self,
         project: &str,
         name: &str,
-        change: LearnedChange,
+        rule: LearnedRule,
     ) -> Result<Option<LearnedSkill>> {
         let (project, name) = (project.to_string(), name.to_string());
         self.blocking("change_learned_skill", move |db| {
-            db.change_learned_skill(&project, &name, change)
+            db.change_learned_skill(&project, &name, &rule)
         })
         .await
     }
@@ -243,70 +172,38 @@ impl MemoryStore for SqliteMemoryStore {
         self.blocking("export", move |db| db.export(project.as_deref()))
             .await
     }
-    async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
-        let project = project.map(str::to_string);
-        self.blocking("import", move |db| db.import(&records, project.as_deref()))
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        let project = project.to_string();
+        self.blocking("embed_missing", move |db| db.embed_missing(&project, limit))
             .await
     }
-
-    /// Decay then prune; nothing on a read-only database.
-    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
-        if self.is_read_only() {
-            return Ok(MaintenanceReport::default());
-        }
-        let decayed = self.decay(project).await?;
-        let pruned = self.prune(project, prune_below).await?;
-        Ok(MaintenanceReport { decayed, pruned })
-    }
-
-    // The SQLite core answers these directly: one query instead of a whole list or history,
-    // and errors worded for one memory rather than a batch of one.
-    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
-        self.blocking("add", move |db| db.add(entry)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
         let project = project.to_string();
-        self.blocking("count", move |db| db.count(&project)).await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        let project = project.to_string();
-        self.blocking("history_entry", move |db| {
-            db.history_entry(&project, history_id).map(|h| db.redacted(h))
-        })
-        .await
-    }
-}
-
-/// Sessions in the memory database, redacted (see the crate's threat model).
-#[async_trait]
-impl ctxkit::SessionStore for SqliteMemoryStore {
-    async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
-        let key = id.to_string();
-        let saved = self
-            .blocking("session.load", move |db| db.load_session(&key))
+        self.blocking("fill_terms", move |db| db.fill_terms(&project, limit))
             .await
-            .map_err(ctxkit::Error::other)?;
-        crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
     }
-
-    async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
-        let saved = crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
-        let id = thread.id().to_string();
+    async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        let project = project.to_string();
+        self.blocking("stats", move |db| db.stats(&project)).await
+    }
+    async fn load_session(&self, id: &str) -> Result<Option<String>> {
+        let id = id.to_string();
+        self.blocking("session.load", move |db| db.load_session(&id))
+            .await
+    }
+    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
+        let id = id.to_string();
         self.blocking("session.save", move |db| db.save_session(&id, &saved))
             .await
-            .map_err(ctxkit::Error::other)
     }
-
-    async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
-        self.blocking("session.list", |db| db.list_sessions())
-            .await
-            .map_err(ctxkit::Error::other)
+    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
+        self.blocking("session.list", |db| db.list_sessions()).await
     }
-
-    async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+    async fn delete_session(&self, id: &str) -> Result<bool> {
         let id = id.to_string();
         self.blocking("session.delete", move |db| db.delete_session(&id))
             .await
-            .map_err(ctxkit::Error::other)
     }
 }
+
+crate::backend::session_store!(SqliteMemoryStore);

@@ -1,115 +1,104 @@
-//! The writes of the SQLite store: each checks its input, then runs the shared write
-//! ([`crate::write`]) in one `BEGIN IMMEDIATE` transaction.
+//! The writes of the SQLite store: each is an [`Op`] (checked when made) run in one
+//! `BEGIN IMMEDIATE` transaction.
 
 use rusqlite::params;
 
 use super::{json_array, rows, MemoryDb};
-use crate::error::Result;
-use crate::rules::{check_batch, check_importance, check_new, check_project, check_update, MAX_ACCESS_COUNT};
+use crate::error::{MemoryError, Result};
+use crate::rules::{check_project, MAX_ACCESS_COUNT};
 use crate::sketches::Touched;
-use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
 use crate::types::*;
 use crate::vectors::no_model;
-use crate::write;
+use crate::write::{Done, Op};
 
+/// The writes one call each, for the tests and the evaluation of the blocking core (the
+/// store runs [`Op`]s through [`MemoryDb::write_op`]).
 impl MemoryDb {
+    /// Run a checked write in one transaction, its vectors computed first.
+    pub(crate) fn run<T: TryFrom<Done, Error = MemoryError>>(&self, op: Op) -> Result<T> {
+        self.write_op(&op)?.try_into()
+    }
+
+    /// [`run`](Self::run), answering with the op's own kind.
+    pub(crate) fn write_op(&self, op: &Op) -> Result<Done> {
+        let vectors = self.vectors(op.contents());
+        self.write_rows(vectors, async |rows, now| op.run(rows, now).await)
+    }
+
     /// Add a memory, marking the older memories it contradicts as superseded.
     pub(crate) fn add(&self, new: NewMemoryEntry) -> Result<MemoryEntry> {
-        let checked = check_new(&new)?;
-        let vectors = self.vectors([checked.content.as_str()]);
-        self.write_rows(vectors, async |rows, now| {
-            write::add(rows, checked, &new.supersedes, now).await
-        })
+        self.run(Op::add(new)?)
     }
 
     /// Add several memories in one transaction: all are stored or none.
+    #[cfg(test)]
     pub(crate) fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
-        let checked = check_batch(entries)?;
-        let vectors = self.vectors(checked.iter().map(|(c, _)| c.content.as_str()));
-        self.write_rows(vectors, async |rows, now| {
-            write::add_many(rows, checked, now).await
-        })
+        self.run(Op::add_many(entries)?)
     }
 
     /// Change fields of a memory.
+    #[cfg(test)]
     pub(crate) fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
-        let vectors = self.vectors(update.content.as_deref());
-        let update = check_update(update)?;
-        self.write_rows(vectors, async |rows, now| {
-            write::update(rows, id, update, now).await
-        })
+        self.run(Op::update(id, update)?)
     }
 
     /// Insert, merge into a memory more than 0.85 similar, or skip an identical one.
+    #[cfg(test)]
     pub(crate) fn upsert(&self, new: NewMemoryEntry) -> Result<UpsertResult> {
-        let checked = check_new(&new)?;
-        let vectors = self.vectors([checked.content.as_str()]);
-        self.write_rows(vectors, async |rows, now| {
-            write::upsert(rows, checked, &new.supersedes, now).await
-        })
+        self.run(Op::upsert(new)?)
     }
 
     /// Delete a memory, returning it.
+    #[cfg(test)]
     pub(crate) fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        self.write_rows(self.vectors([]), async |rows, now| {
-            write::delete(rows, id, now).await
-        })
+        self.run(Op::delete(id))
     }
 
     /// Delete the memories of a project that best match `query`, returning them.
+    #[cfg(test)]
     pub(crate) fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
-        let project = check_project(project)?;
-        self.write_rows(self.vectors([]), async |rows, now| {
-            write::forget(rows, &project, query, now).await
-        })
+        self.run(Op::forget(project, query)?)
     }
 
     /// Delete every memory of a project, returning how many there were.
+    #[cfg(test)]
     pub(crate) fn clear(&self, project: &str) -> Result<usize> {
-        let project = check_project(project)?;
-        self.write_rows(self.vectors([]), async |rows, now| {
-            write::clear(rows, &project, now).await
-        })
+        self.run(Op::clear(project)?)
     }
 
     /// Put a memory of `project` back as it was before history entry `history_id`.
+    #[cfg(test)]
     pub(crate) fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        self.write_rows(self.vectors([]), async |rows, now| {
-            write::undo(rows, project, history_id, now).await
-        })
+        self.run(Op::undo(project, history_id))
     }
 
     /// Lower the importance of memories not accessed lately; returns how many changed.
+    #[cfg(test)]
     pub(crate) fn decay(&self, project: &str) -> Result<usize> {
-        let project = check_project(project)?;
-        self.write_rows(self.vectors([]), async |rows, now| {
-            write::decay(rows, &project, now).await
-        })
+        self.run(Op::decay(project)?)
     }
 
     /// Delete the memories of a project whose importance is below `min_importance` (which
     /// must lie in 0.0-1.0, like every importance); returns how many.
+    #[cfg(test)]
     pub(crate) fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
-        let project = check_project(project)?;
-        let min_importance = check_importance(min_importance)?;
-        self.write_rows(self.vectors([]), async |rows, now| {
-            write::prune(rows, &project, min_importance, now).await
-        })
+        self.run(Op::prune(project, min_importance)?)
     }
 
     /// Merge memories of a project more than 0.90 similar; returns how many were merged away.
+    #[cfg(test)]
     pub(crate) fn compact(&self, project: &str) -> Result<usize> {
-        let project = check_project(project)?;
-        self.write_rows(self.vectors([]), async |rows, now| {
-            write::compact(rows, &project, now).await
-        })
+        self.run(Op::compact(project)?)
     }
 
     /// Import records in one transaction (all or nothing).
-    pub(crate) fn import(&self, records: &[ExportRecord], project: Option<&str>) -> Result<ImportReport> {
-        let plan = ImportPlan::new(records.to_vec(), project)?;
-        let vectors = self.vectors(plan.memories.iter().map(|m| m.content.as_str()));
-        self.write_rows(vectors, async |rows, now| write::import(rows, &plan, now).await)
+    #[cfg(test)]
+    pub(crate) fn import(
+        &self,
+        records: &[crate::transfer::ExportRecord],
+        project: Option<&str>,
+    ) -> Result<crate::transfer::ImportReport> {
+        self.run(Op::import(records.to_vec(), project)?)
     }
 
     /// Give up to `limit` memories of a project that lack a vector of the configured model

@@ -3,31 +3,35 @@
 //! A write reads what it needs through [`Rows`] — a backend's open write transaction, seen as
 //! rows — asks [`crate::decide`] what to change, and applies each change as one row operation
 //! and its history entry. A backend implements [`Rows`] (a dozen row-level reads and writes,
-//! and its own search for similar memories) and runs these functions in one transaction; it
-//! never decides anything itself, so SQLite and PostgreSQL make the same changes from the same
+//! and its own search for similar memories) and runs a checked [`Op`] over them in one
+//! transaction; it never decides anything itself, so SQLite and PostgreSQL make the same changes from the same
 //! rows, and a fix here reaches both.
 //!
 //! ```text
-//!   store call ──► rules (check) ──► write::* ──► decide (what changes)
-//!                                       │
-//!                                       ▼
-//!                                 Rows (one transaction)
-//!                                 ├─ sqlite::SqliteRows
-//!                                 └─ postgres::PgRows
+//!   store call ──► Op (rules: check) ──► backend ──► Op::run ──► write::* ──► decide
+//!                                                                   │
+//!                                                                   ▼
+//!                                                                 Rows (one transaction)
+//!                                                                   ├─ sqlite::SqliteRows
+//!                                                                   └─ postgres::PgRows
 //! ```
 
 mod import;
 mod maintenance;
 mod memories;
+mod op;
 mod undo;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-pub(crate) use import::import;
-pub(crate) use maintenance::{clear, compact, decay, prune};
-pub(crate) use memories::{add, add_many, delete, forget, update, upsert};
-pub(crate) use undo::undo;
+use import::import;
+use maintenance::{clear, compact, decay, prune};
+use memories::{add, add_many, delete, forget, update, upsert};
+#[cfg(feature = "postgres")]
+pub(crate) use op::Locks;
+pub(crate) use op::{Done, Op};
+use undo::undo;
 
 use crate::decide;
 use crate::error::Result;
@@ -231,7 +235,7 @@ fn deletion<'a>(old: &'a MemoryEntry, reason: &'a str, at: i64) -> Change<'a> {
 }
 
 /// Store an episodic record (checked by the caller, for `project`) under a fresh id.
-pub(crate) async fn add_episode(
+async fn add_episode(
     rows: &mut impl Rows,
     new: NewEpisodicRecord,
     project: String,

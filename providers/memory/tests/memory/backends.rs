@@ -738,7 +738,9 @@ suite!(
 mod postgres_only {
     use super::support::{pg, Backend};
     use ctxkit_memory::eval::EvalSet;
-    use ctxkit_memory::{MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry, PostgresStore};
+    use ctxkit_memory::{
+        Maintenance, MemoryCategory, MemorySearchRequest, MemoryStore, NewMemoryEntry, PostgresStore,
+    };
 
     /// Every query of the labelled evaluation set returns the same memories, in the same
     /// order, with the same scores, on both backends, and on PostgreSQL after moving the

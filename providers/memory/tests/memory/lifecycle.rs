@@ -8,7 +8,7 @@ use ctxkit::{Agent, ContextProvider, Message, RunInfo, ScriptedModel, SectionKin
 use ctxkit_memory::records::{ExportRecord, HistoryAction, NewEpisodicRecord, RecordType};
 use ctxkit_memory::{
     ListOptions, ManualClock, MemoryCategory, MemoryContextProvider, MemoryHook, MemorySearchRequest,
-    MemoryStore, MemoryUpdate, NewMemoryEntry, OpenOptions, SearchIndex, SqliteMemoryStore,
+    MemoryStore, MemoryUpdate, NewMemoryEntry, OpenOptions, RunStore, SearchIndex, SqliteMemoryStore,
 };
 use proptest::prelude::*;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ctxkit_memory::records::MemoryStats;
 #[cfg(feature = "postgres")]
 use ctxkit_memory::PostgresStore;
-use ctxkit_memory::{ManualClock, MemoryStore, OpenOptions, Result, SqliteMemoryStore};
+use ctxkit_memory::{Maintenance, ManualClock, MemoryStore, OpenOptions, Result, SqliteMemoryStore};
 
 /// Noon on 14 November 2023 (UTC): where every test's clock starts.
 pub(crate) const START: i64 = 1_700_000_000_000;

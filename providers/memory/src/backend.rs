@@ -1,0 +1,280 @@
+//! [`Backend`]: the seam between the one memory store and a database.
+//!
+//! What is the same for every database is written here once, in the [`MemoryStore`] every
+//! backend gets: the input checks and the secret check (once per write, when its [`Op`] is
+//! made), the redaction of what a write or the history hands back, [`Maintenance`], the rule of
+//! learned skills and the check of `project:` state. A backend only runs an [`Op`] over its
+//! [`Rows`](crate::write::Rows) in one transaction and answers the reads with its SQL, each in
+//! a span naming the call (`memory.sqlite`, `memory.pg`). A third backend writes SQL, not
+//! logic.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::decide::ReadRedactor;
+use crate::error::Result;
+use crate::learned::{apply, LearnedChange, LearnedSkill};
+use crate::records::MemoryStats;
+use crate::rules::check_state;
+use crate::sessions::SavedSession;
+use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
+use crate::transfer::{ExportRecord, ImportReport};
+use crate::types::*;
+use crate::write::{Done, Op};
+
+/// How a learned skill changes: its stored form (if any) and the time, to what to store
+/// (`None` removes it). A backend calls it inside its write transaction, perhaps more than once.
+pub(crate) type LearnedRule =
+    Arc<dyn Fn(Option<LearnedSkill>, i64) -> Result<Option<LearnedSkill>> + Send + Sync>;
+
+/// What a database does for the memory store: run checked writes, answer reads.
+#[async_trait]
+pub(crate) trait Backend: Send + Sync {
+    /// Whether writes are refused (then maintenance does nothing).
+    fn is_read_only(&self) -> bool;
+    /// Redacts secrets in what is read back, reporting each memory once.
+    fn redactor(&self) -> &ReadRedactor;
+    /// Run a checked write in one transaction (vectors first, the projects' locks held).
+    async fn write(&self, call: &'static str, op: Op) -> Result<Done>;
+
+    /// A memory by id, redacted.
+    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>>;
+    /// Memories of a project, filtered and paged, redacted.
+    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>>;
+    /// How many memories a project has.
+    async fn count(&self, project: &str) -> Result<usize>;
+    /// Relevant memories, best first, redacted; counts accesses unless told not to.
+    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>>;
+    /// Count an access to these memories, saturating.
+    async fn touch(&self, ids: &[String]) -> Result<()>;
+    /// Every change to a memory of `project`, oldest first.
+    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>>;
+    /// The latest changes in a project, newest first.
+    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>>;
+    /// One history entry of `project`.
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>>;
+    /// The latest episodic records of a project, newest first.
+    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
+    /// Store a checked `project:` state value (its JSON).
+    async fn put_state(&self, project: String, key: String, json: String) -> Result<()>;
+    /// Remove a state value; true when it existed.
+    async fn remove_state(&self, project: &str, key: &str) -> Result<bool>;
+    /// Every state value of a project, by key.
+    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>>;
+    /// The project's learned skills, by name.
+    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>>;
+    /// Read one learned skill, apply `rule`, store (or delete) what it returns, in one
+    /// write transaction.
+    async fn change_learned(
+        &self,
+        project: &str,
+        name: &str,
+        rule: LearnedRule,
+    ) -> Result<Option<LearnedSkill>>;
+    /// Everything of a project (or of all) as records.
+    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
+    /// Vectors for up to `limit` memories of a project that lack one; how many.
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Stored terms for up to `limit` memories of a project written without them; how many.
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Counts for a project.
+    async fn stats(&self, project: &str) -> Result<MemoryStats>;
+
+    /// The stored form of a saved thread.
+    async fn load_session(&self, id: &str) -> Result<Option<String>>;
+    /// Save a thread's stored form under its id.
+    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()>;
+    /// The saved threads.
+    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>>;
+    /// Delete a saved thread; true when it existed.
+    async fn delete_session(&self, id: &str) -> Result<bool>;
+}
+
+/// `ctxkit::SessionStore` over a backend's session rows, redacted (see the crate's threat
+/// model). The trait is the core's, so it cannot be implemented for every backend at once:
+/// each backend names itself here.
+macro_rules! session_store {
+    ($store:ty) => {
+        /// Sessions in the memory database, redacted (see the crate's threat model).
+        #[async_trait::async_trait]
+        impl ctxkit::SessionStore for $store {
+            async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
+                let saved = $crate::backend::Backend::load_session(self, id)
+                    .await
+                    .map_err(ctxkit::Error::other)?;
+                $crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
+            }
+
+            async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
+                let saved = $crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
+                $crate::backend::Backend::save_session(self, thread.id(), saved)
+                    .await
+                    .map_err(ctxkit::Error::other)
+            }
+
+            async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
+                $crate::backend::Backend::list_sessions(self)
+                    .await
+                    .map_err(ctxkit::Error::other)
+            }
+
+            async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
+                $crate::backend::Backend::delete_session(self, id)
+                    .await
+                    .map_err(ctxkit::Error::other)
+            }
+        }
+    };
+}
+pub(crate) use session_store;
+
+/// Run `op` (the check's answer) and turn its answer into the caller's type.
+async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = crate::error::MemoryError>>(
+    backend: &B,
+    call: &'static str,
+    op: Result<Op>,
+) -> Result<T> {
+    backend.write(call, op?).await?.try_into()
+}
+
+#[async_trait]
+impl<B: Backend> Maintenance for B {
+    fn is_read_only(&self) -> bool {
+        Backend::is_read_only(self)
+    }
+    async fn clear(&self, project: &str) -> Result<usize> {
+        write(self, "clear", Op::clear(project)).await
+    }
+    async fn decay(&self, project: &str) -> Result<usize> {
+        write(self, "decay", Op::decay(project)).await
+    }
+    async fn prune(&self, project: &str, min_importance: f32) -> Result<usize> {
+        write(self, "prune", Op::prune(project, min_importance)).await
+    }
+    async fn compact(&self, project: &str) -> Result<usize> {
+        write(self, "compact", Op::compact(project)).await
+    }
+    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
+        Backend::embed_missing(self, project, limit).await
+    }
+    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
+        Backend::fill_terms(self, project, limit).await
+    }
+    async fn stats(&self, project: &str) -> Result<MemoryStats> {
+        Backend::stats(self, project).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> RunStore for B {
+    async fn add_episode(&self, record: NewEpisodicRecord) -> Result<EpisodicRecord> {
+        write(self, "add_episode", Op::add_episode(record)).await
+    }
+    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
+        Backend::episodes(self, project, limit).await
+    }
+    async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
+        let (project, json) = check_state(project, key, &value)?;
+        self.put_state(project, key.to_owned(), json).await
+    }
+    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
+        Backend::remove_state(self, project, key).await
+    }
+    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+        Backend::state_entries(self, project).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> LearnedSkillStore for B {
+    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
+        Backend::learned_skills(self, project).await
+    }
+    async fn change_learned_skill(
+        &self,
+        project: &str,
+        name: &str,
+        change: LearnedChange,
+    ) -> Result<Option<LearnedSkill>> {
+        let (owner, skill) = (project.to_owned(), name.to_owned());
+        let rule: LearnedRule =
+            Arc::new(move |current, now| apply(&owner, &skill, current, change.clone(), now));
+        self.change_learned(project, name, rule).await
+    }
+}
+
+#[async_trait]
+impl<B: Backend> MemoryStore for B {
+    async fn add_many(&self, entries: Vec<NewMemoryEntry>) -> Result<Vec<MemoryEntry>> {
+        write(self, "add_many", Op::add_many(entries)).await
+    }
+    async fn upsert(&self, entry: NewMemoryEntry) -> Result<UpsertResult> {
+        write(self, "upsert", Op::upsert(entry)).await
+    }
+    async fn update(&self, id: &str, update: MemoryUpdate) -> Result<MemoryEntry> {
+        let updated = write(self, "update", Op::update(id, update)).await;
+        updated.map(|e| self.redactor().redacted(e))
+    }
+    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+        Backend::get(self, id).await
+    }
+    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
+        Backend::list(self, project, options).await
+    }
+    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+        Backend::search(self, request).await
+    }
+    async fn touch(&self, ids: &[String]) -> Result<()> {
+        Backend::touch(self, ids).await
+    }
+    async fn delete(&self, id: &str) -> Result<MemoryEntry> {
+        let deleted = write(self, "delete", Ok(Op::delete(id))).await;
+        deleted.map(|e| self.redactor().redacted(e))
+    }
+    async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
+        let forgotten = write(self, "forget", Op::forget(project, query)).await;
+        forgotten.map(|e| self.redactor().redacted(e))
+    }
+    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
+        let history = Backend::history(self, project, memory_id).await;
+        history.map(|h| self.redactor().redacted(h))
+    }
+    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
+        let history = Backend::project_history(self, project, limit).await;
+        history.map(|h| self.redactor().redacted(h))
+    }
+    async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
+        let undone = write(self, "undo", Ok(Op::undo(project, history_id))).await;
+        undone.map(|e| self.redactor().redacted(e))
+    }
+    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
+        Backend::export(self, project).await
+    }
+    async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
+        write(self, "import", Op::import(records, project)).await
+    }
+
+    /// Decay then prune; nothing on a store that cannot be written.
+    async fn maintain(&self, project: &str, prune_below: f32) -> Result<MaintenanceReport> {
+        if Backend::is_read_only(self) {
+            return Ok(MaintenanceReport::default());
+        }
+        let decayed = Maintenance::decay(self, project).await?;
+        let pruned = Maintenance::prune(self, project, prune_below).await?;
+        Ok(MaintenanceReport { decayed, pruned })
+    }
+
+    // A single add compares with its neighbours (what it supersedes) and words its errors
+    // for one memory; the others are one query each instead of a whole list or history.
+    async fn add(&self, entry: NewMemoryEntry) -> Result<MemoryEntry> {
+        write(self, "add", Op::add(entry)).await
+    }
+    async fn count(&self, project: &str) -> Result<usize> {
+        Backend::count(self, project).await
+    }
+    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
+        let entry = Backend::history_entry(self, project, history_id).await;
+        entry.map(|h| self.redactor().redacted(h))
+    }
+}

@@ -1,0 +1,195 @@
+//! [`Op`]: one write as data — checked when it is made, run by a backend in one transaction.
+//!
+//! Every write of both backends begins the same way: check the input (secrets first, once),
+//! compute the vectors of what it will store before the transaction, take the locks of the
+//! projects it touches, then run the shared write over [`Rows`]. The checks and the choice of
+//! write live here, so a backend only says how it runs an [`Op`] in a transaction.
+
+use super::Rows;
+use crate::error::{MemoryError, Result};
+use crate::rules::{
+    check_batch, check_episode, check_importance, check_new, check_project, check_update, Checked,
+    CheckedUpdate,
+};
+use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
+use crate::types::*;
+
+/// A checked write, waiting for its transaction.
+pub(crate) enum Op {
+    Add(Checked, Vec<String>),
+    AddMany(Vec<(Checked, Vec<String>)>),
+    Upsert(Checked, Vec<String>),
+    Update(String, CheckedUpdate),
+    Delete(String),
+    Forget(String, String),
+    Undo(String, i64),
+    Clear(String),
+    Decay(String),
+    Prune(String, f32),
+    Compact(String),
+    Import(ImportPlan),
+    AddEpisode(NewEpisodicRecord, String),
+}
+
+/// Whose locks a write takes: the projects it names, or the project of the memory it changes
+/// (which a backend that locks by project reads first; a memory never changes project).
+#[cfg(feature = "postgres")]
+pub(crate) enum Locks<'a> {
+    Projects(Vec<&'a str>),
+    OfMemory(&'a str),
+}
+
+impl Op {
+    /// Add a memory, marking the older memories it contradicts as superseded.
+    pub(crate) fn add(new: NewMemoryEntry) -> Result<Self> {
+        Ok(Op::Add(check_new(&new)?, new.supersedes))
+    }
+    /// Add several memories: all or none.
+    pub(crate) fn add_many(entries: Vec<NewMemoryEntry>) -> Result<Self> {
+        Ok(Op::AddMany(check_batch(entries)?))
+    }
+    /// Insert, merge into a memory more than 0.85 similar, or skip an identical one.
+    pub(crate) fn upsert(new: NewMemoryEntry) -> Result<Self> {
+        Ok(Op::Upsert(check_new(&new)?, new.supersedes))
+    }
+    /// Change fields of a memory.
+    pub(crate) fn update(id: &str, update: MemoryUpdate) -> Result<Self> {
+        Ok(Op::Update(id.to_owned(), check_update(update)?))
+    }
+    /// Delete a memory.
+    pub(crate) fn delete(id: &str) -> Self {
+        Op::Delete(id.to_owned())
+    }
+    /// Delete the memories of a project that best match `query`.
+    pub(crate) fn forget(project: &str, query: &str) -> Result<Self> {
+        Ok(Op::Forget(check_project(project)?, query.to_owned()))
+    }
+    /// Put a memory of `project` back as it was before a history entry.
+    pub(crate) fn undo(project: &str, history_id: i64) -> Self {
+        Op::Undo(project.to_owned(), history_id)
+    }
+    /// Delete every memory of a project.
+    pub(crate) fn clear(project: &str) -> Result<Self> {
+        Ok(Op::Clear(check_project(project)?))
+    }
+    /// Lower the importance of memories not accessed lately.
+    pub(crate) fn decay(project: &str) -> Result<Self> {
+        Ok(Op::Decay(check_project(project)?))
+    }
+    /// Delete the memories of a project below an importance (which must lie in 0.0-1.0).
+    pub(crate) fn prune(project: &str, min_importance: f32) -> Result<Self> {
+        Ok(Op::Prune(
+            check_project(project)?,
+            check_importance(min_importance)?,
+        ))
+    }
+    /// Merge memories of a project more than 0.90 similar.
+    pub(crate) fn compact(project: &str) -> Result<Self> {
+        Ok(Op::Compact(check_project(project)?))
+    }
+    /// Import records, optionally moving them into one project.
+    pub(crate) fn import(records: Vec<ExportRecord>, project: Option<&str>) -> Result<Self> {
+        Ok(Op::Import(ImportPlan::new(records, project)?))
+    }
+    /// Record what happened in a run.
+    pub(crate) fn add_episode(new: NewEpisodicRecord) -> Result<Self> {
+        let project = check_episode(&new)?;
+        Ok(Op::AddEpisode(new, project))
+    }
+
+    /// What the write will store, to embed before its transaction.
+    pub(crate) fn contents(&self) -> Vec<&str> {
+        match self {
+            Op::Add(c, _) | Op::Upsert(c, _) => vec![c.content.as_str()],
+            Op::AddMany(batch) => batch.iter().map(|(c, _)| c.content.as_str()).collect(),
+            Op::Update(_, u) => u.content().into_iter().collect(),
+            Op::Import(plan) => plan.memories.iter().map(|m| m.content.as_str()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whose locks the write takes.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn locks(&self) -> Locks<'_> {
+        match self {
+            Op::Add(c, _) | Op::Upsert(c, _) => Locks::Projects(vec![c.project_path.as_str()]),
+            Op::AddMany(batch) => {
+                Locks::Projects(batch.iter().map(|(c, _)| c.project_path.as_str()).collect())
+            }
+            Op::Update(id, _) | Op::Delete(id) => Locks::OfMemory(id),
+            Op::Forget(p, _)
+            | Op::Undo(p, _)
+            | Op::Clear(p)
+            | Op::Decay(p)
+            | Op::Prune(p, _)
+            | Op::Compact(p)
+            | Op::AddEpisode(_, p) => Locks::Projects(vec![p.as_str()]),
+            Op::Import(plan) => Locks::Projects(
+                plan.memories
+                    .iter()
+                    .map(|m| m.project_path.as_str())
+                    .chain(plan.episodes.iter().map(|e| e.project_path.as_str()))
+                    .chain(plan.history.iter().map(|h| h.project_path.as_str()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Run the shared write over a backend's open transaction. It may run more than once (a
+    /// backend retries a transaction that lost a race), so it reads the op without using it up.
+    pub(crate) async fn run(&self, rows: &mut impl Rows, now: i64) -> Result<Done> {
+        use super as w;
+        Ok(match self {
+            Op::Add(c, named) => Done::Entry(w::add(rows, c.clone(), named, now).await?),
+            Op::AddMany(batch) => Done::Entries(w::add_many(rows, batch.clone(), now).await?),
+            Op::Upsert(c, named) => Done::Upserted(w::upsert(rows, c.clone(), named, now).await?),
+            Op::Update(id, u) => Done::Entry(w::update(rows, id, u.clone(), now).await?),
+            Op::Delete(id) => Done::Entry(w::delete(rows, id, now).await?),
+            Op::Forget(p, query) => Done::Entries(w::forget(rows, p, query, now).await?),
+            Op::Undo(p, history_id) => Done::Undone(w::undo(rows, p, *history_id, now).await?),
+            Op::Clear(p) => Done::Count(w::clear(rows, p, now).await?),
+            Op::Decay(p) => Done::Count(w::decay(rows, p, now).await?),
+            Op::Prune(p, below) => Done::Count(w::prune(rows, p, *below, now).await?),
+            Op::Compact(p) => Done::Count(w::compact(rows, p, now).await?),
+            Op::Import(plan) => Done::Imported(w::import(rows, plan, now).await?),
+            Op::AddEpisode(new, p) => Done::Episode(w::add_episode(rows, new.clone(), p.clone(), now).await?),
+        })
+    }
+}
+
+/// What an [`Op`] returns; turned back into the caller's type with `try_into`.
+pub(crate) enum Done {
+    Entry(MemoryEntry),
+    Entries(Vec<MemoryEntry>),
+    Upserted(UpsertResult),
+    Undone(Option<MemoryEntry>),
+    Count(usize),
+    Imported(ImportReport),
+    Episode(EpisodicRecord),
+}
+
+/// `TryFrom<Done>` for each answer: an [`Op`] always answers with its own kind, so the error
+/// only guards the match.
+macro_rules! answers {
+    ($($variant:ident($ty:ty)),* $(,)?) => {$(
+        impl TryFrom<Done> for $ty {
+            type Error = MemoryError;
+            fn try_from(done: Done) -> Result<$ty> {
+                match done {
+                    Done::$variant(v) => Ok(v),
+                    _ => Err(MemoryError::Invalid("the write answered with another kind".into())),
+                }
+            }
+        }
+    )*};
+}
+
+answers!(
+    Entry(MemoryEntry),
+    Entries(Vec<MemoryEntry>),
+    Upserted(UpsertResult),
+    Undone(Option<MemoryEntry>),
+    Count(usize),
+    Imported(ImportReport),
+    Episode(EpisodicRecord),
+);
