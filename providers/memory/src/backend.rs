@@ -15,11 +15,11 @@ use async_trait::async_trait;
 use crate::decide::ReadRedactor;
 use crate::error::Result;
 use crate::learned::{apply, LearnedChange, LearnedSkill};
-use crate::records::MemoryStats;
 use crate::rules::check_state;
 use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::transfer::{ExportRecord, ImportReport};
+use crate::types::MemoryStats;
 use crate::types::*;
 use crate::write::{Done, Op};
 

@@ -43,22 +43,25 @@
 //! own search:
 //!
 //! ```text
-//! provider, hook, eval, records      inject memories per request; session start and end;
-//!                                    measure retrieval; what the store keeps besides memories
+//! eval                               measure retrieval on a labelled set, on SQLite
+//! provider, hook, records            inject memories per request; session start and end; what the
+//!                                    store keeps besides memories
+//! sqlite, postgres                   the backends: rows, schema, search, the reads' SQL; each runs a
+//!                                    write's `Op` in one transaction
 //! extraction                         learn memories from a finished session
-//! sqlite, postgres                   the backends: rows, schema, search, the reads' SQL;
-//!                                    each runs a write's `Op` in one transaction
-//! backend                            the seam (`Backend`) and the store's traits written once
-//!                                    over it: checks, redaction, upkeep, learned skills' rule
-//! write                              every write, once, as a checked `Op`: add, upsert,
-//!                                    supersede, update, forget, undo, import, decay, prune,
-//!                                    compact, clear
+//! backend                            the seam (`Backend`) and the store's traits written once over it:
+//!                                    checks, redaction, upkeep, learned skills' rule
+//! write                              every write, once, as a checked `Op`: add, upsert, supersede,
+//!                                    update, forget, undo, import, decay, prune, compact, clear
 //! store                              MemoryStore, RunStore, LearnedSkillStore, Maintenance
-//! decide, transfer                   what a write changes; the export format, import checks
-//! supersede, rules, retrieval,       when a memory replaces another; input checks; ranking;
-//!   commands                         "remember …" / "forget …"
-//! text, types, options, ids         terms; the data model; opening options
-//! clock, error                       time; errors
+//! decide, transfer, postings         what a write changes; the export format, import checks; the
+//!                                    candidate index beside the rows
+//! learned, supersede, retrieval      learned skills and their changes; when a memory replaces
+//!                                    another; ranking
+//! rules, options, commands           input checks; opening options; "remember …" / "forget …"
+//! sketches, text                     a first pass over sentence vectors; terms
+//! sessions, types, vectors           saved conversations, redacted; the data model; sentence vectors
+//! clock, error, ids                  time; errors; short random ids
 //! ```
 //!
 //! Timestamps are Unix milliseconds (UTC); give [`OpenOptions::clock`] a [`ManualClock`] to

@@ -12,9 +12,9 @@ use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
-use crate::records::MemoryStats;
 use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
+use crate::types::MemoryStats;
 use crate::types::*;
 use crate::write::{Done, Op};
 

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Change, Rows};
+use super::rows::{Change, Rows};
 use crate::error::Result;
 use crate::transfer::{well_formed_id, ImportPlan, ImportReport};
 use crate::types::{HistoryAction, HistoryEntry};

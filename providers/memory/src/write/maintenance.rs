@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{deletion, remove, replace, Change, Rows, Which};
+use super::rows::{deletion, remove, replace, Change, Rows, Which};
 use crate::decide::{self, absorbed_survivor, plan_compaction};
 use crate::error::Result;
 use crate::text::term_set;

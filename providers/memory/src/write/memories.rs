@@ -1,7 +1,7 @@
 //! Adding, merging, changing and removing memories: add, add_many, upsert, update, delete,
 //! forget, and the supersession an added memory brings.
 
-use super::{deletion, insert, remove, replace, Change, Rows, Similar};
+use super::rows::{deletion, insert, remove, replace, Change, Rows, Similar};
 use crate::decide::{self, may_supersede, merge_changes_nothing, merge_into};
 use crate::error::{MemoryError, Result};
 use crate::rules::{numbered, Checked, CheckedUpdate, MERGE_SIMILARITY};

@@ -5,7 +5,8 @@
 //! projects it touches, then run the shared write over [`Rows`]. The checks and the choice of
 //! write live here, so a backend only says how it runs an [`Op`] in a transaction.
 
-use super::Rows;
+use super::rows::{add_episode, Rows};
+use super::{import, maintenance, memories, undo};
 use crate::error::{MemoryError, Result};
 use crate::rules::{
     check_batch, check_episode, check_importance, check_new, check_project, check_update, Checked,
@@ -138,21 +139,20 @@ impl Op {
     /// Run the shared write over a backend's open transaction. It may run more than once (a
     /// backend retries a transaction that lost a race), so it reads the op without using it up.
     pub(crate) async fn run(&self, rows: &mut impl Rows, now: i64) -> Result<Done> {
-        use super as w;
         Ok(match self {
-            Op::Add(c, named) => Done::Entry(w::add(rows, c.clone(), named, now).await?),
-            Op::AddMany(batch) => Done::Entries(w::add_many(rows, batch.clone(), now).await?),
-            Op::Upsert(c, named) => Done::Upserted(w::upsert(rows, c.clone(), named, now).await?),
-            Op::Update(id, u) => Done::Entry(w::update(rows, id, u.clone(), now).await?),
-            Op::Delete(id) => Done::Entry(w::delete(rows, id, now).await?),
-            Op::Forget(p, query) => Done::Entries(w::forget(rows, p, query, now).await?),
-            Op::Undo(p, history_id) => Done::Undone(w::undo(rows, p, *history_id, now).await?),
-            Op::Clear(p) => Done::Count(w::clear(rows, p, now).await?),
-            Op::Decay(p) => Done::Count(w::decay(rows, p, now).await?),
-            Op::Prune(p, below) => Done::Count(w::prune(rows, p, *below, now).await?),
-            Op::Compact(p) => Done::Count(w::compact(rows, p, now).await?),
-            Op::Import(plan) => Done::Imported(w::import(rows, plan, now).await?),
-            Op::AddEpisode(new, p) => Done::Episode(w::add_episode(rows, new.clone(), p.clone(), now).await?),
+            Op::Add(c, named) => Done::Entry(memories::add(rows, c.clone(), named, now).await?),
+            Op::AddMany(batch) => Done::Entries(memories::add_many(rows, batch.clone(), now).await?),
+            Op::Upsert(c, named) => Done::Upserted(memories::upsert(rows, c.clone(), named, now).await?),
+            Op::Update(id, u) => Done::Entry(memories::update(rows, id, u.clone(), now).await?),
+            Op::Delete(id) => Done::Entry(memories::delete(rows, id, now).await?),
+            Op::Forget(p, query) => Done::Entries(memories::forget(rows, p, query, now).await?),
+            Op::Undo(p, history_id) => Done::Undone(undo::undo(rows, p, *history_id, now).await?),
+            Op::Clear(p) => Done::Count(maintenance::clear(rows, p, now).await?),
+            Op::Decay(p) => Done::Count(maintenance::decay(rows, p, now).await?),
+            Op::Prune(p, below) => Done::Count(maintenance::prune(rows, p, *below, now).await?),
+            Op::Compact(p) => Done::Count(maintenance::compact(rows, p, now).await?),
+            Op::Import(plan) => Done::Imported(import::import(rows, plan, now).await?),
+            Op::AddEpisode(new, p) => Done::Episode(add_episode(rows, new.clone(), p.clone(), now).await?),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Undo: a memory put back as it was before one of its history entries.
 
 use super::memories::refuse_duplicate;
-use super::{deletion, insert, remove, replace, Change, Rows};
+use super::rows::{deletion, insert, remove, replace, Change, Rows};
 use crate::decide;
 use crate::error::{MemoryError, Result};
 use crate::rules;
