@@ -7,7 +7,7 @@ use clap::Args;
 use ctxkit::{Agent, AgentBuilder, Assembly, BpeCounter, ChatModel, MemoCounter, Phase, TokenCounter};
 use ctxkit_skills::{
     LoadOptions, Mode, SkillConfig, SkillContextProvider, SkillLibrary, SkillRoot, Source,
-    StandingInstructions,
+    StandingInstructions, STANDING_FILES,
 };
 
 use crate::error::CliError;
@@ -257,7 +257,13 @@ impl RequestOptions {
             .skill_dirs()
             .roots()?
             .into_iter()
-            .map(|root| if standing { root.without_standing() } else { root })
+            .map(|root| {
+                if standing {
+                    root.leaving_out(&STANDING_FILES)
+                } else {
+                    root
+                }
+            })
             .chain(learned)
             .collect();
         let library = load_library(roots, &config);

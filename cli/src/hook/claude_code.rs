@@ -30,6 +30,10 @@ impl Host for ClaudeCode {
     fn answer(&self, event_name: &str, context: &str) -> serde_json::Value {
         hook_specific_output(event_name, context)
     }
+
+    fn own_instructions(&self) -> &'static [&'static str] {
+        &["CLAUDE.md"]
+    }
 }
 
 /// The answer shape Claude Code defined and Codex and Gemini CLI adopted.

@@ -30,4 +30,8 @@ impl Host for Codex {
     fn answer(&self, event_name: &str, context: &str) -> serde_json::Value {
         hook_specific_output(event_name, context)
     }
+
+    fn own_instructions(&self) -> &'static [&'static str] {
+        &["AGENTS.md"]
+    }
 }

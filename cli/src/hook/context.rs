@@ -46,6 +46,8 @@ pub(super) struct Request<'a> {
     pub session_id: Option<&'a str>,
     /// The project: canonical, an existing folder.
     pub cwd: &'a Path,
+    /// The project's instruction files the host loads itself ([`Host::own_instructions`](super::event::Host::own_instructions)).
+    pub own_instructions: &'static [&'static str],
     /// Characters the context may take, as JSON-escaped text.
     pub budget: usize,
     /// When the answer must be printed, with whatever is ready.
@@ -204,9 +206,10 @@ fn warn_on_error(result: Result<Option<String>, CliError>) -> Option<String> {
 }
 
 /// The skill roots: `--skills` folders, else the project's default roots plus the user's
-/// `~/.claude/skills` in the user tier; and the project's accepted learned skills as the
-/// session start last wrote them, unless memory is off.
-fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
+/// `~/.claude/skills` in the user tier, without the instruction files the host loads itself;
+/// and the project's accepted learned skills as the session start last wrote them, unless
+/// memory is off.
+fn roots(args: &EventArgs, cwd: &Path, own: &'static [&'static str]) -> Result<Vec<SkillRoot>, CliError> {
     let mut roots = if args.skills.is_empty() {
         let mut roots = SkillRoot::project_defaults(cwd);
         if let Some(home) = dirs::home_dir() {
@@ -219,6 +222,7 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
         }
         .roots()?
     };
+    roots = roots.into_iter().map(|root| root.leaving_out(own)).collect();
     if let (false, Ok(db)) = (args.no_memory, memory_db_path(args.memory.as_deref())) {
         roots.extend(crate::learned::root(
             &db,
@@ -230,9 +234,13 @@ fn roots(args: &EventArgs, cwd: &Path) -> Result<Vec<SkillRoot>, CliError> {
 
 /// The event's project's skill provider under its config: the skills as `roots` finds them,
 /// selected as every other command selects them (auto-detection, `disabled`, `max_skills`).
-pub(super) fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextProvider, CliError> {
+pub(super) fn load_skills(
+    cwd: &Path,
+    args: &EventArgs,
+    own_instructions: &'static [&'static str],
+) -> Result<SkillContextProvider, CliError> {
     let config = Config::load(cwd)?;
-    let library = load_library(roots(args, cwd)?, &config);
+    let library = load_library(roots(args, cwd, own_instructions)?, &config);
     crate::embeddings::skill_provider(&config, library, config.skill_config(None, args.max_skills), true)
 }
 
@@ -243,11 +251,11 @@ pub(super) fn load_skills(cwd: &Path, args: &EventArgs) -> Result<SkillContextPr
 /// cache, so the next event answers in full.
 fn load_skills_by(request: &Request<'_>, args: &EventArgs) -> Result<Option<SkillContextProvider>, CliError> {
     let (sender, receiver) = std::sync::mpsc::channel();
-    let (cwd, thread_args) = (request.cwd.to_path_buf(), args.clone());
+    let (cwd, thread_args, own) = (request.cwd.to_path_buf(), args.clone(), request.own_instructions);
     std::thread::Builder::new()
         .name("ctxkit-hook-skills".into())
         .spawn(move || {
-            let _ = sender.send(load_skills(&cwd, &thread_args));
+            let _ = sender.send(load_skills(&cwd, &thread_args, own));
         })
         .map_err(|e| CliError::caused_by(format!("cannot start loading the skills: {e}"), e))?;
     let wait = request

@@ -111,6 +111,9 @@ pub(crate) trait Host {
     fn event_type(&self, event_name: &str, source: Option<&str>) -> Option<EventType>;
     /// The answer printed on stdout for `event_name` carrying `context`.
     fn answer(&self, event_name: &str, context: &str) -> serde_json::Value;
+    /// The project's instruction files the host loads itself, which the hook never sends
+    /// again as skills.
+    fn own_instructions(&self) -> &'static [&'static str];
 }
 
 /// Parse and check one event for `host`.

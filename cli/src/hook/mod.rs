@@ -105,7 +105,7 @@ fn settings_file(args: &InstallArgs) -> Result<ConfinedFile, CliError> {
 /// The `--finish-loading` run: load the skills, and embed the descriptions `[skills] semantic`
 /// needs, unless another such run holds the lock (one at a time per cache folder: every
 /// prompt during a long first scan would start one).
-fn finish_loading(cwd: &std::path::Path, args: &EventArgs) {
+fn finish_loading(cwd: &std::path::Path, args: &EventArgs, host: &dyn Host) {
     let Some(cache) = crate::places::cache_dir() else {
         return;
     };
@@ -119,7 +119,7 @@ fn finish_loading(cwd: &std::path::Path, args: &EventArgs) {
     if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         return;
     }
-    if let Ok(skills) = context::load_skills(cwd, args) {
+    if let Ok(skills) = context::load_skills(cwd, args, host.own_instructions()) {
         if let Some(meaning) = skills.meaning() {
             meaning.prepare(&skills.library().snapshot());
         }
@@ -130,7 +130,7 @@ fn finish_loading(cwd: &std::path::Path, args: &EventArgs) {
 /// Read one event, answer it; any problem is one stderr line and, unless `--strict`, exit 0.
 async fn answer_event(host: &dyn Host, args: &EventArgs) -> Result<(), CliError> {
     if let Some(cwd) = &args.finish_loading {
-        finish_loading(cwd, args);
+        finish_loading(cwd, args, host);
         return Ok(());
     }
     let answered = respond(host, args).await;
@@ -168,6 +168,7 @@ async fn respond(host: &dyn Host, args: &EventArgs) -> Result<Option<serde_json:
         kind,
         session_id: session_id.as_deref(),
         cwd: &cwd,
+        own_instructions: host.own_instructions(),
         budget,
         deadline,
     };

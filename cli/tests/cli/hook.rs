@@ -1007,3 +1007,40 @@ fn the_hook_never_adds_the_standing_instructions_its_host_loads_itself() {
         assert!(!context.contains("STANDING-TEXT"), "{context}");
     }
 }
+
+/// Each host loads one instruction file itself (Claude Code `CLAUDE.md`, Codex `AGENTS.md`):
+/// the hook never sends that one again as a skill, while the other stays a skill its words
+/// can select.
+#[test]
+fn the_hook_leaves_out_the_instruction_file_its_host_loads_itself() {
+    let m = Machine::new();
+    std::fs::write(
+        m.project().join("CLAUDE.md"),
+        "# Deployment checklist\nRun fly deploy with the staging flag first.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        m.project().join("AGENTS.md"),
+        "# Deployment checklist for agents\nRun fly deploy with the staging flag first.\n",
+    )
+    .unwrap();
+    for (host, own, other) in [
+        ("claude-code", "CLAUDE.md", "AGENTS.md"),
+        ("codex", "AGENTS.md", "CLAUDE.md"),
+    ] {
+        let context = context_of(
+            &m.hook(
+                host,
+                &["--no-memory"],
+                m.prompt(
+                    "UserPromptSubmit",
+                    host,
+                    "walk me through the deployment checklist",
+                ),
+            ),
+            "UserPromptSubmit",
+        );
+        assert!(context.contains(&format!("/{other}")), "{host}: {context}");
+        assert!(!context.contains(&format!("/{own}")), "{host}: {context}");
+    }
+}

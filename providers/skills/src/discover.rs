@@ -74,8 +74,8 @@ pub struct SkillRoot {
     pub(crate) within: Option<PathBuf>,
     /// What the operator's config sets for this root's skills.
     pub(crate) overrides: Option<std::sync::Arc<crate::skill::Overrides>>,
-    /// Its own standing files are left out: an agent sends them as standing instructions.
-    pub(crate) standing: bool,
+    /// Files of the root's own folder not loaded (see [`SkillRoot::leaving_out`]).
+    pub(crate) left_out: &'static [&'static str],
 }
 
 impl SkillRoot {
@@ -89,7 +89,7 @@ impl SkillRoot {
             optional: false,
             within: None,
             overrides: None,
-            standing: false,
+            left_out: &[],
         }
     }
 
@@ -118,12 +118,13 @@ impl SkillRoot {
         self
     }
 
-    /// The same root without its own [`STANDING_FILES`](crate::STANDING_FILES) (`AGENTS.md`,
-    /// `CLAUDE.md` in the folder itself; those further down stay skills): an agent that sends
-    /// them as [`StandingInstructions`](crate::StandingInstructions) must not send them as
-    /// skills too. Only a conventions root holds them.
-    pub fn without_standing(mut self) -> Self {
-        self.standing = true;
+    /// The same root without the convention files named `files` in the folder itself (those
+    /// further down stay skills): what the agent already sends another way is not sent as a
+    /// skill too. An agent that sends [`StandingInstructions`](crate::StandingInstructions)
+    /// leaves out [`STANDING_FILES`](crate::STANDING_FILES); a hook, the file its host loads
+    /// itself (`CLAUDE.md` for Claude Code). Only a conventions root holds such files.
+    pub fn leaving_out(mut self, files: &'static [&'static str]) -> Self {
+        self.left_out = files;
         self
     }
 
@@ -227,7 +228,7 @@ pub(crate) fn discover(roots: &[SkillRoot]) -> Discovery {
             _ => ROOT_BOUNDS,
         };
         let mut walk = Walk::new(&confined, root.kind, bounds, &mut diags);
-        walk.standing = root.standing.then_some(root.path.as_path());
+        walk.left_out = (root.path.as_path(), root.left_out);
         walk.dir(&root.path, bounds.depth);
         folders.extend(walk.visited);
         for (path, real) in walk.files {
@@ -305,8 +306,8 @@ struct Walk<'a> {
     files: Vec<(PathBuf, PathBuf)>,
     kind: RootKind,
     bounds: Bounds,
-    /// The folder whose own standing files are not wanted.
-    standing: Option<&'a Path>,
+    /// A folder, and the files of its own not wanted.
+    left_out: (&'a Path, &'static [&'static str]),
     entries_left: usize,
     deadline: Instant,
     /// A bound was hit and reported; the walk unwinds.
@@ -322,7 +323,7 @@ impl<'a> Walk<'a> {
             files: Vec::new(),
             kind,
             bounds,
-            standing: None,
+            left_out: (root.real(), &[]),
             entries_left: bounds.entries,
             deadline: Instant::now() + bounds.time,
             stopped: false,
@@ -445,8 +446,7 @@ impl<'a> Walk<'a> {
             RootKind::Skills => file_name == "SKILL.md",
             RootKind::Conventions => {
                 Format::of(path) != Format::Skill
-                    && !(self.standing.is_some_and(|root| path.parent() == Some(root))
-                        && crate::STANDING_FILES.contains(&file_name))
+                    && !(path.parent() == Some(self.left_out.0) && self.left_out.1.contains(&file_name))
             }
             RootKind::Files | RootKind::SkillFolder => true,
         }

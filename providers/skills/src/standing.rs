@@ -14,7 +14,7 @@ use crate::confined::{Confined, ReadProblem};
 use crate::diagnostic::Diagnostic;
 
 /// The files read as standing instructions, in the order they are sent. A conventions root
-/// whose standing files are left out ([`SkillRoot::without_standing`](crate::SkillRoot::without_standing))
+/// whose standing files are left out ([`SkillRoot::leaving_out`](crate::SkillRoot::leaving_out))
 /// does not load these two as skills.
 pub const STANDING_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 

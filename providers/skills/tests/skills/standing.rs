@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ctxkit::{ApproxCounter, TokenCounter};
-use ctxkit_skills::{SkillIndex, SkillRoot, Source, StandingInstructions};
+use ctxkit_skills::{SkillIndex, SkillRoot, Source, StandingInstructions, STANDING_FILES};
 
 fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
     let path = root.join(rel);
@@ -125,6 +125,6 @@ fn a_root_without_standing_files_keeps_every_other_convention_file() {
     // The project's AGENTS.md wins the name over the one in docs/.
     let all = names(&[SkillRoot::conventions(p, Source::Project)]);
     assert_eq!(all, paths(&["AGENTS.md", "CLAUDE.md", "GEMINI.md"]));
-    let left = names(&[SkillRoot::conventions(p, Source::Project).without_standing()]);
+    let left = names(&[SkillRoot::conventions(p, Source::Project).leaving_out(&STANDING_FILES)]);
     assert_eq!(left, paths(&["GEMINI.md", "docs/AGENTS.md"]));
 }
