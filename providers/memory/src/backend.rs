@@ -19,7 +19,6 @@ use crate::rules::check_state;
 use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::transfer::{ExportRecord, ImportReport};
-use crate::types::MemoryStats;
 use crate::types::*;
 use crate::write::{Done, Op};
 

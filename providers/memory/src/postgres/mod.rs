@@ -47,7 +47,6 @@ use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
 use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
-use crate::types::MemoryStats;
 use crate::types::*;
 use crate::vectors::Vectors;
 use crate::write::{Done, Op};

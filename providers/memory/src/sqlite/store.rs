@@ -14,7 +14,6 @@ use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
 use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
-use crate::types::MemoryStats;
 use crate::types::*;
 use crate::write::{Done, Op};
 
