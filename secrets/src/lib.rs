@@ -107,12 +107,8 @@ const fn token(
     keywords: &'static [&'static str],
 ) -> Rule {
     Rule {
-        name,
-        description,
-        pattern,
-        keywords,
-        value: Value::Any,
         glued: true,
+        ..rule(name, description, pattern, keywords)
     }
 }
 
@@ -124,12 +120,8 @@ const fn valued(
     value: Value,
 ) -> Rule {
     Rule {
-        name,
-        description,
-        pattern,
-        keywords,
         value,
-        glued: false,
+        ..rule(name, description, pattern, keywords)
     }
 }
 
