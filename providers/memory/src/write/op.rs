@@ -157,31 +157,26 @@ impl Op {
     }
 }
 
-/// What an [`Op`] returns; turned back into the caller's type with `try_into`.
-pub(crate) enum Done {
-    Entry(MemoryEntry),
-    Entries(Vec<MemoryEntry>),
-    Upserted(UpsertResult),
-    Undone(Option<MemoryEntry>),
-    Count(usize),
-    Imported(ImportReport),
-    Episode(EpisodicRecord),
-}
-
-/// `TryFrom<Done>` for each answer: an [`Op`] always answers with its own kind, so the error
-/// only guards the match.
+/// What an [`Op`] returns, one variant per answer type, and `TryFrom<Done>` for each: an
+/// [`Op`] always answers with its own kind, so the error only guards the match.
 macro_rules! answers {
-    ($($variant:ident($ty:ty)),* $(,)?) => {$(
-        impl TryFrom<Done> for $ty {
-            type Error = MemoryError;
-            fn try_from(done: Done) -> Result<$ty> {
-                match done {
-                    Done::$variant(v) => Ok(v),
-                    _ => Err(MemoryError::Invalid("the write answered with another kind".into())),
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        /// What an [`Op`] returns; turned back into the caller's type with `try_into`.
+        pub(crate) enum Done {
+            $($variant($ty)),*
+        }
+        $(
+            impl TryFrom<Done> for $ty {
+                type Error = MemoryError;
+                fn try_from(done: Done) -> Result<$ty> {
+                    match done {
+                        Done::$variant(v) => Ok(v),
+                        _ => Err(MemoryError::Invalid("the write answered with another kind".into())),
+                    }
                 }
             }
-        }
-    )*};
+        )*
+    };
 }
 
 answers!(
