@@ -27,7 +27,7 @@ pub enum Placement {
 /// What a section holds: the key of token accounting ([`TokenReport`](crate::agent::TokenReport)) and of
 /// what a run injected ([`RunReport`](crate::agent::RunReport)). The built-in kinds are constants; a
 /// provider of your own names its kind with [`SectionKind::new`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct SectionKind(Cow<'static, str>);
 
@@ -80,6 +80,11 @@ pub struct Section {
     pub placement: Placement,
     /// What it carries, by name (selected skills, memory ids), for reports.
     pub items: Vec<String>,
+    /// The version of each item (a content hash, a time of change), in the order of `items`,
+    /// so a conversation is sent an item again only when it changed
+    /// ([`SentOnce`](crate::provider::SentOnce)); empty when the provider does not version them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<String>,
 }
 
 impl Section {
@@ -91,6 +96,7 @@ impl Section {
             text: text.into(),
             placement: Placement::Stable,
             items: Vec::new(),
+            versions: Vec::new(),
         }
     }
 
@@ -105,6 +111,12 @@ impl Section {
     /// Name what the section carries.
     pub fn with_items(mut self, items: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.items = items.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Name what the section carries, each item with its version (see [`Section::versions`]).
+    pub fn with_versioned_items(mut self, items: impl IntoIterator<Item = (String, String)>) -> Self {
+        (self.items, self.versions) = items.into_iter().unzip();
         self
     }
 }
@@ -230,8 +242,9 @@ impl Context {
         }
     }
 
-    /// Add another contribution's parts after this one's: how composition merges providers.
-    pub(crate) fn append(&mut self, other: &mut Context) {
+    /// Add another contribution's parts after this one's: how composition merges providers,
+    /// and how a host that runs providers one after another (to share a budget) joins them.
+    pub fn append(&mut self, other: &mut Context) {
         self.sections.append(&mut other.sections);
         self.extend_catalog(std::mem::take(&mut other.catalog));
         self.messages.append(&mut other.messages);

@@ -291,6 +291,7 @@ impl Agent {
             state: thread.state.clone(),
             token_budget: self.limits.context_tokens,
             phase: self.phase,
+            ..RunInfo::default()
         }
     }
 

@@ -14,6 +14,9 @@
 //! exactly one.
 
 mod compose;
+mod once;
+
+pub use once::{Sent, SentOnce, SentRecord};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +53,19 @@ pub struct RunInfo {
     /// provider can offer what fits it; `None` when the host does not say, which means every
     /// phase.
     pub phase: Option<Phase>,
+    /// What the conversation was already sent, when the provider wears [`SentOnce`]: a
+    /// provider leaves out the items it holds in the same version.
+    pub sent: Option<Arc<Sent>>,
+    /// Characters, as a host's JSON counts them, for what a provider rendering for an agent
+    /// host injects (a host caps what a hook adds); `None` for no such budget.
+    pub char_budget: Option<usize>,
+}
+
+impl RunInfo {
+    /// Whether the conversation already holds this version of `item` (see [`SentOnce`]).
+    pub fn was_sent(&self, kind: &crate::context::SectionKind, item: &str, version: &str) -> bool {
+        self.sent.as_ref().is_some_and(|s| s.contains(kind, item, version))
+    }
 }
 
 /// A phase of a host's work, for context meant for one kind of step: a skill for writing
@@ -259,6 +275,11 @@ pub trait ProviderExt: ContextProvider + Sized {
             ..self.policy()
         };
         WithPolicy { inner: self, policy }
+    }
+
+    /// Send each item once per conversation of `record` (see [`SentOnce`]).
+    fn sent_once(self, record: SentRecord) -> SentOnce<Self> {
+        SentOnce::new(self, record)
     }
 }
 

@@ -1,27 +1,34 @@
 //! The one function every host shares: from a checked event to the text put in front of the
-//! model, within a character budget.
+//! model, within a character budget. The hook assembles nothing itself: it composes the
+//! providers an agent uses and joins what they contribute as an agent's request does
+//! ([`Context::system_text`]: stable sections, then those chosen for the message).
 //!
-//! - A prompt: the skills its triggers fire (minus those this session already has, unless they
-//!   changed), the project memories relevant to it, and memory commands in it carried out
-//!   through [`MemoryContextProvider`] (secrets refused there, as on every write path).
-//! - A session start: the always-on context — `always: true` skills and the project's pinned
-//!   memories (importance ≥ 0.8). No skill catalog: every host already lists its skills.
-//! - A compaction: nothing is printed; the session's record is cleared so the next prompt sends
-//!   its skills again.
+//! - A prompt: the project memories relevant to it, with memory commands in it carried out
+//!   ([`MemoryContextProvider`], secrets refused there as on every write path), then the skills
+//!   it selects ([`SkillContextProvider`] rendering for a host, [`RenderProfile::Host`]).
+//! - A session start: the always-on context — the project's essentials and most important
+//!   memories (importance ≥ 0.8), `always: true` skills and those the project's files detect.
+//!   No skill catalog: every host already lists its skills.
+//! - A compaction: nothing is printed; the session's record is cleared so what was sent is
+//!   sent again.
+//!
+//! Both providers wear the sent-once layer ([`ProviderExt::sent_once`]) over the session's
+//! record, kept in a file between events ([`SessionState`]): what the session already holds
+//! in the same version is left out before a provider fills its budget.
 //!
 //! The budget counts characters as they appear in the host's JSON (escapes included), so the
-//! whole answer fits in it. A skill longer than [`LONG_BODY_CHARS`], or one that does not fit
-//! whole, is sent as its start plus the path of its `SKILL.md`, which the agent can read itself.
+//! whole answer fits in it: the memories are sent when they fit, and the skills get the room
+//! they leave.
 
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxkit::{Message, RunInfo};
-use ctxkit_memory::{ListOptions, ListOrder, MemoryContextProvider, MemoryStore};
-use ctxkit_skills::render::{Budgeted, Limits, Measure, Rest};
-use ctxkit_skills::{Reason, Skill, SkillContextProvider, SkillRoot, Source};
+use ctxkit::{Context, ContextProvider, Message, ProviderExt, RunInfo, Sent, SentRecord};
+use ctxkit_memory::{MemoryContextProvider, MemoryStore};
+use ctxkit_skills::render::Measure;
+use ctxkit_skills::{Mode, RenderProfile, SkillConfig, SkillContextProvider, SkillRoot, Source};
 
 use super::args::EventArgs;
 use super::event::EventKind;
@@ -31,12 +38,8 @@ use crate::memory::open::{memory_db_path, normalize_project, open_store_for_hook
 use crate::setup::{load_library, SkillDirs};
 use crate::user_config::Config;
 
-/// Bodies longer than this are sent as their start and the file's path.
-pub(super) const LONG_BODY_CHARS: usize = 6_000;
-/// Memories at least this important are pinned: sent at every session start.
+/// Memories at least this important come at every session start.
 const PINNED_IMPORTANCE: f32 = 0.8;
-/// The most pinned memories sent at a session start.
-const MAX_PINNED: usize = 10;
 /// A session id longer than this is not recorded with remembered memories.
 const MAX_SESSION_ID_CHARS: usize = 128;
 
@@ -58,67 +61,94 @@ pub(super) struct Request<'a> {
 pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Option<String>, CliError> {
     let cache = crate::places::cache_dir();
     let mut session = SessionState::load(cache.as_deref(), request.session_id);
-    let project = normalize_project(&request.cwd.to_string_lossy());
-    let mut text = Budgeted::new(request.budget, Measure::JsonChars);
-    match &request.kind {
-        EventKind::Compacting => {
-            session.clear();
-        }
-        EventKind::SessionStart { fresh } => {
-            if *fresh {
-                session.clear();
-            }
-            let pinned =
-                (!args.no_memory).then(|| beside(pinned_memories(args.clone(), project), request.deadline));
-            let skills = load_skills_by(request, args)?;
-            if let Some(pinned) = pinned {
-                if let Some(pinned) = warn_on_error(pinned.await) {
-                    text.push(&pinned);
-                }
-            }
-            // What belongs to the project rather than to a prompt: `always` skills and those
-            // its files auto-detect.
-            if let Some(skills) = skills {
-                add_skills(&mut text, &mut session, &skills, request.cwd, "", |r| {
-                    matches!(r, Reason::Always | Reason::Detected)
-                });
-            }
-        }
-        EventKind::Prompt(prompt) => {
-            let (no_memory, cwd) = (args.no_memory, request.cwd.to_path_buf());
-            crate::embeddings::embed_ahead(prompt, move || {
-                !no_memory || Config::load(&cwd).is_ok_and(|c| c.semantic_skills())
-            });
-            let memories = (!args.no_memory).then(|| {
-                let session_id = request.session_id.map(str::to_string);
-                beside(
-                    prompt_memories(args.clone(), project, prompt.clone(), session_id),
-                    request.deadline,
-                )
-            });
-            let skills = load_skills_by(request, args)?;
-            if let Some(memories) = memories {
-                if let Some(memories) = warn_on_error(memories.await) {
-                    text.push(&memories);
-                }
-            }
-            // `always` skills belong to the session start, not to every prompt.
-            if let Some(skills) = skills {
-                add_skills(&mut text, &mut session, &skills, request.cwd, prompt, |r| {
-                    r != Reason::Always
-                });
-                // Descriptions not embedded yet are embedded in the background, for the
-                // next prompts, rather than for seconds in this one.
-                if skills.meaning().is_some_and(|m| m.pending() > 0) {
-                    finish_loading_later(request.cwd);
-                }
-            }
-        }
+    // What the event asks for (a session start is an empty message), and whether the model
+    // forgot what it was sent.
+    let (asked, forgotten) = match &request.kind {
+        EventKind::Compacting => (None, true),
+        EventKind::SessionStart { fresh } => (Some(""), *fresh),
+        EventKind::Prompt(prompt) => (Some(prompt.as_str()), false),
+    };
+    if forgotten {
+        session.sent = Sent::default();
     }
+    let context = match asked {
+        Some(message) => Some(compose(request, args, &mut session.sent, message).await?),
+        None => None,
+    };
     if let Err(e) = session.save() {
         eprintln!("ctxkit hook: the session record was not saved: {e}");
     }
-    Ok(text.finish())
+    Ok(context.and_then(|c| c.system_text()))
+}
+
+/// What the memory and skill providers contribute for `message` (empty at a session start),
+/// each wearing the sent-once layer over what the session was `sent`, which is brought up to
+/// date; within the request's budget.
+async fn compose(
+    request: &Request<'_>,
+    args: &EventArgs,
+    sent: &mut Sent,
+    message: &str,
+) -> Result<Context, CliError> {
+    let start = matches!(request.kind, EventKind::SessionStart { .. });
+    let project = normalize_project(&request.cwd.to_string_lossy());
+    let thread_id = request
+        .session_id
+        .filter(|s| s.chars().count() <= MAX_SESSION_ID_CHARS)
+        .unwrap_or_default()
+        .to_string();
+    let record = SentRecord::new();
+    record.restore(&thread_id, std::mem::take(sent));
+    let run = RunInfo {
+        thread_id: thread_id.clone(),
+        project: Some(project),
+        char_budget: Some(request.budget),
+        ..RunInfo::default()
+    };
+    if !start {
+        let (no_memory, cwd) = (args.no_memory, request.cwd.to_path_buf());
+        crate::embeddings::embed_ahead(message, move || {
+            !no_memory || Config::load(&cwd).is_ok_and(|c| c.semantic_skills())
+        });
+    }
+    // The memory part keeps its own copy of the record: what it sent counts only when its
+    // text is used (it may answer after the hook stopped waiting for it).
+    let memory_record = SentRecord::new();
+    memory_record.restore(&thread_id, record.get(&thread_id));
+    let memories = (!args.no_memory).then(|| {
+        let part = memory_part(args.clone(), run.clone(), message.to_string(), memory_record.clone(), start);
+        beside(part, request.deadline)
+    });
+    let skills = load_skills_by(request, args)?;
+    let mut context = Context::new();
+    let mut room = request.budget;
+    if let Some(memories) = memories {
+        if let Some(mut found) = warn_on_error(memories.await) {
+            let cost = found.system_text().map_or(0, |t| Measure::JsonChars.cost(&t));
+            if cost > 0 && cost <= room {
+                // The skills follow after a blank line.
+                room = (room - cost).saturating_sub(Measure::JsonChars.cost("\n\n"));
+                context.append(&mut found);
+                record.restore(&thread_id, memory_record.get(&thread_id));
+            }
+        }
+    }
+    if let Some(skills) = skills.map(Arc::new) {
+        let run = RunInfo {
+            char_budget: Some(room),
+            ..run
+        };
+        let provider = skills.clone().sent_once(record.clone());
+        let mut found = provider.invoking(&[Message::user(message)], &run).await?;
+        context.append(&mut found);
+        // Descriptions not embedded yet are embedded in the background, for the next
+        // prompts, rather than for seconds in this one.
+        if !start && skills.meaning().is_some_and(|m| m.pending() > 0) {
+            finish_loading_later(request.cwd);
+        }
+    }
+    *sent = record.get(&thread_id);
+    Ok(context)
 }
 
 /// The longest the hook waits for the memory part, from when it starts (and never past the
@@ -127,10 +157,10 @@ pub(super) async fn build(request: &Request<'_>, args: &EventArgs) -> Result<Opt
 /// the 10 s connect timeout).
 const MEMORY_WAIT: Duration = Duration::from_secs(2);
 
-/// What a memory part found, and the store it used: closed after the text is handed over,
-/// so that closing (SQLite copies its log back into the database) overlaps the answer.
+/// What a memory part contributed, and the store it used: closed after the context is handed
+/// over, so that closing (SQLite copies its log back into the database) overlaps the answer.
 struct Found {
-    text: Option<String>,
+    context: Context,
     store: Arc<dyn MemoryStore>,
 }
 
@@ -153,7 +183,7 @@ pub(super) fn wait_for_memory() {
 /// two rather than for both, and for the memory part at most [`MEMORY_WAIT`] or until
 /// `deadline`. A memory part given up on is left running on its own runtime; the process ends
 /// without waiting for it, and a write it had not committed is rolled back.
-fn beside<F>(memory: F, deadline: Instant) -> impl Future<Output = Result<Option<String>, CliError>>
+fn beside<F>(memory: F, deadline: Instant) -> impl Future<Output = Result<Context, CliError>>
 where
     F: Future<Output = Result<Found, CliError>> + Send + 'static,
 {
@@ -174,7 +204,7 @@ where
                 }
             };
             let (result, store) = match runtime.block_on(memory) {
-                Ok(found) => (Ok(found.text), Some(found.store)),
+                Ok(found) => (Ok(found.context), Some(found.store)),
                 Err(e) => (Err(e), None),
             };
             // The hook may have stopped waiting.
@@ -198,11 +228,10 @@ where
 }
 
 /// A failure of an optional part (memory) is one line on stderr, not a failed hook.
-fn warn_on_error(result: Result<Option<String>, CliError>) -> Option<String> {
-    result.unwrap_or_else(|e| {
-        eprintln!("ctxkit hook: project memory skipped: {}", e.message());
-        None
-    })
+fn warn_on_error(result: Result<Context, CliError>) -> Option<Context> {
+    result
+        .map_err(|e| eprintln!("ctxkit hook: project memory skipped: {}", e.message()))
+        .ok()
 }
 
 /// The skill roots: `--skills` folders, else the project's default roots plus the user's
@@ -233,7 +262,8 @@ fn roots(args: &EventArgs, cwd: &Path, own: &'static [&'static str]) -> Result<V
 }
 
 /// The event's project's skill provider under its config: the skills as `roots` finds them,
-/// selected as every other command selects them (auto-detection, `disabled`, `max_skills`).
+/// selected as every other command selects them (auto-detection, `disabled`, `max_skills`),
+/// rendered for a host.
 pub(super) fn load_skills(
     cwd: &Path,
     args: &EventArgs,
@@ -241,7 +271,12 @@ pub(super) fn load_skills(
 ) -> Result<SkillContextProvider, CliError> {
     let config = Config::load(cwd)?;
     let library = load_library(roots(args, cwd, own_instructions)?, &config);
-    crate::embeddings::skill_provider(&config, library, config.skill_config(None, args.max_skills), true)
+    let skill_config = SkillConfig {
+        mode: Mode::Triggered,
+        profile: RenderProfile::Host,
+        ..config.skill_config(None, args.max_skills)
+    };
+    crate::embeddings::skill_provider(&config, library, skill_config, true)
 }
 
 /// [`load_skills`] on a thread of its own, waited for until the request's deadline, less
@@ -278,46 +313,17 @@ fn load_skills_by(request: &Request<'_>, args: &EventArgs) -> Result<Option<Skil
 /// Time kept, before the deadline, for selecting skills and printing the answer.
 const ANSWER_TIME: Duration = Duration::from_millis(250);
 
-/// Add the skills `message` selects (those whose reason passes `keep`) that this session has
-/// not been sent in this version, as far as the budget allows; record what was added.
-fn add_skills(
-    text: &mut Budgeted<'_>,
-    session: &mut SessionState,
-    skills: &SkillContextProvider,
-    project: &Path,
-    message: &str,
-    keep: impl Fn(Reason) -> bool,
-) {
-    let index = skills.library().snapshot();
-    let messages = [Message::user(message)];
-    let picked: Vec<&Skill> = skills
-        .select(&index, &messages, Some(&project.to_string_lossy()), None, None)
-        .into_iter()
-        .filter(|selection| keep(selection.reason))
-        .map(|selection| &index.skills()[selection.skill])
-        .filter(|skill| !session.was_sent(&skill.name, &skill.hash))
-        .collect();
-    let long = Limits {
-        lines: usize::MAX,
-        chars: LONG_BODY_CHARS,
-    };
-    let sent = text.skills(SKILLS_INTRO, picked.iter().copied(), long, Rest::File, true);
-    for skill in picked.iter().filter(|s| sent.contains(&s.name)) {
-        session.mark_sent(&skill.name, &skill.hash);
-    }
-}
-
-const SKILLS_INTRO: &str =
-    "ctxkit selected these skills for this request by their triggers, their meaning or this project's files; follow them where they apply.";
-
-/// The memories relevant to `prompt`, after carrying out a memory command in it. The provider
-/// does both: `invoking` finds the memories (and says when a "remember" was refused for a
-/// secret), `run_finished` stores or forgets and counts what was shown.
-async fn prompt_memories(
+/// The memory provider's contribution for `message`, wearing the sent-once layer over
+/// `record`: at a session start (an empty message) the essentials and the most important
+/// memories, at a prompt those relevant to it, after a memory command in it is carried out.
+/// The provider does both: `invoking` finds the memories (and says when a "remember" was
+/// refused for a secret), `run_finished` stores or forgets and counts what was shown.
+async fn memory_part(
     args: EventArgs,
-    project: String,
-    prompt: String,
-    session_id: Option<String>,
+    run: RunInfo,
+    message: String,
+    record: SentRecord,
+    start: bool,
 ) -> Result<Found, CliError> {
     // Every memory read is redacted: the secret rules' automaton is built while the database
     // opens, rather than when the first memories come back (if no thread can be started, the
@@ -327,62 +333,34 @@ async fn prompt_memories(
         .spawn(ctxkit_secrets::prepare);
     let opened = open_store_for_hook(args.memory.as_deref())?;
     let store: Arc<dyn MemoryStore> = opened.shared();
-    let provider = MemoryContextProvider::new(store.clone())
+    let project = run.project.clone().unwrap_or_default();
+    if start {
+        // The session's prompts load the accepted learned skills from the folder written here.
+        let db = memory_db_path(args.memory.as_deref())?;
+        if let Err(e) = crate::learned::sync(&*store, &db, &project).await {
+            eprintln!(
+                "ctxkit hook: the learned skills may be out of date: {}",
+                e.message()
+            );
+        }
+    }
+    let mut provider = MemoryContextProvider::new(store.clone())
         .with_project(&project)
         .without_episodes()
         .without_state();
+    if start {
+        provider = provider.with_min_importance(PINNED_IMPORTANCE);
+    }
     // A database the hook may only read still gives its memories; what it would write is left.
-    let provider = if opened.is_read_only() {
+    if opened.is_read_only() {
         eprintln!(
             "ctxkit hook: memory database {} is read-only: memories are read, their use is not counted and memory commands are not carried out",
             crate::printable::printable(&memory_db_path(args.memory.as_deref())?.display().to_string())
         );
-        provider.read_only()
-    } else {
-        provider
-    };
-    let run = RunInfo {
-        thread_id: session_id
-            .filter(|s| s.chars().count() <= MAX_SESSION_ID_CHARS)
-            .unwrap_or_default()
-            .to_string(),
-        project: Some(project),
-        ..RunInfo::default()
-    };
-    let text = ctxkit::run_once(&provider, &prompt, &run).await?.instructions();
-    Ok(Found { text, store })
-}
-
-/// The project's pinned memories, most important first.
-async fn pinned_memories(args: EventArgs, project: String) -> Result<Found, CliError> {
-    let store = open_store_for_hook(args.memory.as_deref())?.shared();
-    // The session's prompts load the accepted learned skills from the folder written here.
-    let db = memory_db_path(args.memory.as_deref())?;
-    if let Err(e) = crate::learned::sync(&*store, &db, &project).await {
-        eprintln!(
-            "ctxkit hook: the learned skills may be out of date: {}",
-            e.message()
-        );
+        provider = provider.read_only();
     }
-    let options = ListOptions {
-        limit: MAX_PINNED,
-        order: ListOrder::Importance,
-        ..ListOptions::default()
-    };
-    let pinned: Vec<String> = store
-        .list(&project, options)
-        .await?
-        .iter()
-        .filter(|m| m.importance >= PINNED_IMPORTANCE)
-        .map(|m| format!("- {} {}", m.category.badge(), m.content.trim()))
-        .collect();
-    let text = (!pinned.is_empty()).then(|| {
-        format!(
-            "## Project memory\nWhat the user asked to keep in mind in this project:\n{}",
-            pinned.join("\n")
-        )
-    });
-    Ok(Found { text, store })
+    let context = ctxkit::run_once(&provider.sent_once(record), &message, &run).await?;
+    Ok(Found { context, store })
 }
 
 /// Start `ctxkit hook HOST … --finish-loading CWD` detached from this process and its group:

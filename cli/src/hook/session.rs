@@ -1,40 +1,32 @@
-//! What a session was already sent, so a skill goes into the conversation once, not with every
-//! prompt. One small JSON file per session in `<cache>/sessions/`; it is a cache: a missing,
-//! unreadable or corrupt file only means skills are sent again.
+//! What a session was already sent, so a skill or a memory goes into the conversation once,
+//! not with every prompt. One small JSON file per session in `<cache>/sessions/` holding the
+//! session's [`Sent`] record; it is a cache: a missing, unreadable or corrupt file only means
+//! things are sent again.
 //!
 //! The session id comes from the event and is hostile input: it becomes a file name only
 //! through [`file_name`] (safe characters, bounded length, a hash when anything was changed),
 //! so `../../x` or `/etc/passwd` names a file inside the sessions folder like any other id.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use ctxkit::Sent;
 
 /// The most session files kept; the least recently written go first.
 const MAX_SESSIONS: usize = 256;
 /// The most bytes read from one state file.
 const MAX_STATE_BYTES: u64 = 256 << 10;
-/// The most skills remembered per session; past it the session starts over (re-sending is
-/// harmless, an unbounded file is not).
-const MAX_SKILLS: usize = 1024;
 /// The longest session id kept as it is in a file name.
 const MAX_ID_CHARS: usize = 64;
-
-#[derive(Default, Serialize, Deserialize)]
-struct Stored {
-    /// Skill name → content hash of the version sent.
-    skills: BTreeMap<String, String>,
-}
 
 /// One session's record of what was sent.
 pub(super) struct SessionState {
     /// `None` when there is no session id or no cache folder: nothing is remembered.
     path: Option<PathBuf>,
-    stored: Stored,
+    /// What was sent, item by item with its version (bounded by [`Sent`] itself).
+    pub(super) sent: Sent,
 }
 
 impl SessionState {
@@ -43,26 +35,8 @@ impl SessionState {
         let path = cache
             .zip(session_id)
             .map(|(cache, id)| cache.join("sessions").join(file_name(id)));
-        let stored = path.as_deref().and_then(read).unwrap_or_default();
-        SessionState { path, stored }
-    }
-
-    /// Forget everything sent: the model's context was emptied.
-    pub(super) fn clear(&mut self) {
-        self.stored.skills.clear();
-    }
-
-    /// Whether this version of the skill was already sent in this session.
-    pub(super) fn was_sent(&self, name: &str, hash: &str) -> bool {
-        self.stored.skills.get(name).is_some_and(|h| h == hash)
-    }
-
-    /// Record that this version of the skill was sent.
-    pub(super) fn mark_sent(&mut self, name: &str, hash: &str) {
-        if self.stored.skills.len() >= MAX_SKILLS && !self.stored.skills.contains_key(name) {
-            self.stored.skills.clear();
-        }
-        self.stored.skills.insert(name.to_string(), hash.to_string());
+        let sent = path.as_deref().and_then(read).unwrap_or_default();
+        SessionState { path, sent }
     }
 
     /// Write the state atomically (a temporary file renamed over the old one), then drop the
@@ -74,14 +48,14 @@ impl SessionState {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        tmp.write_all(&serde_json::to_vec(&self.stored)?)?;
+        tmp.write_all(&serde_json::to_vec(&self.sent)?)?;
         tmp.persist(path).map_err(|e| e.error)?;
         prune(dir, path);
         Ok(())
     }
 }
 
-fn read(path: &Path) -> Option<Stored> {
+fn read(path: &Path) -> Option<Sent> {
     // Only a regular file: a FIFO planted in the cache must not hang the hook.
     if !std::fs::symlink_metadata(path).ok()?.is_file() {
         return None;
@@ -165,18 +139,35 @@ mod tests {
         assert_ne!(file_name("a/b"), file_name("a_b"));
     }
 
+    /// What a session was sent: a skill `name` in version `hash`.
+    fn sent(name: &str, hash: &str) -> Sent {
+        let mut sent = Sent::default();
+        let section = ctxkit::Section::per_message(ctxkit::SectionKind::SKILLS, "text")
+            .with_versioned_items([(name.to_string(), hash.to_string())]);
+        sent.record(&ctxkit::Context::new().with_section(section));
+        sent
+    }
+
     #[test]
     fn state_round_trips_and_a_corrupt_file_is_an_empty_state() {
         let dir = tempfile::tempdir().unwrap();
         let mut state = SessionState::load(Some(dir.path()), Some("s1"));
-        assert!(!state.was_sent("greet", "h1"));
-        state.mark_sent("greet", "h1");
+        assert!(state.sent.is_empty());
+        state.sent = sent("greet", "h1");
         state.save().unwrap();
         let again = SessionState::load(Some(dir.path()), Some("s1"));
-        assert!(again.was_sent("greet", "h1"));
-        assert!(!again.was_sent("greet", "h2"));
+        assert_eq!(again.sent, sent("greet", "h1"));
         std::fs::write(dir.path().join("sessions/s1.json"), "{garbage").unwrap();
-        assert!(!SessionState::load(Some(dir.path()), Some("s1")).was_sent("greet", "h1"));
+        assert!(SessionState::load(Some(dir.path()), Some("s1")).sent.is_empty());
+    }
+
+    /// A record written before memories were recorded (skill name to hash) still reads.
+    #[test]
+    fn a_record_of_skills_alone_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sessions")).unwrap();
+        std::fs::write(dir.path().join("sessions/s1.json"), r#"{"skills":{"greet":"h1"}}"#).unwrap();
+        assert_eq!(SessionState::load(Some(dir.path()), Some("s1")).sent, sent("greet", "h1"));
     }
 
     #[test]
@@ -184,7 +175,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for i in 0..MAX_SESSIONS + 5 {
             let mut s = SessionState::load(Some(dir.path()), Some(&format!("s{i}")));
-            s.mark_sent("k", "h");
+            s.sent = sent("k", "h");
             s.save().unwrap();
         }
         let count = std::fs::read_dir(dir.path().join("sessions")).unwrap().count();

@@ -116,6 +116,28 @@ fn render_lines(
     (text, ids)
 }
 
+/// Whether the conversation already holds `entry` as it is now ([`RunInfo::sent`]), as an
+/// essential or as a relevant memory: its version is the time it last changed.
+fn was_sent(run: &RunInfo, entry: &MemoryEntry) -> bool {
+    run.sent.is_some()
+        && [SectionKind::ESSENTIALS, SectionKind::MEMORIES]
+            .iter()
+            .any(|kind| run.was_sent(kind, &entry.id, &entry.updated_at.to_string()))
+}
+
+/// The rendered `ids` of `entries`, each with its version (see [`was_sent`]).
+fn versioned(entries: &[MemoryEntry], ids: Vec<String>) -> Vec<(String, String)> {
+    ids.into_iter()
+        .map(|id| {
+            let version = entries
+                .iter()
+                .find(|e| e.id == id)
+                .map_or_else(String::new, |e| e.updated_at.to_string());
+            (id, version)
+        })
+        .collect()
+}
+
 /// The tokens a request has left, and how they are counted.
 #[derive(Clone, Copy)]
 struct TokensLeft<'a> {
@@ -454,16 +476,20 @@ impl MemoryContextProvider {
     async fn essentials_section(
         &self,
         project: &str,
+        run: &RunInfo,
         tokens: Option<TokensLeft<'_>>,
     ) -> ctxkit::Result<Option<Section>> {
-        let essentials = self.essentials(project).await.map_err(|e| self.err(e))?;
+        let mut essentials = self.essentials(project).await.map_err(|e| self.err(e))?;
+        essentials.retain(|e| !was_sent(run, e));
         let lines: Vec<(String, String)> = essentials
             .iter()
             .map(|e| (e.id.clone(), memory_line(e)))
             .collect();
         let head = format!("{ESSENTIALS_HEADING}\n{ESSENTIALS_INTRO}\n");
         let (text, ids) = render_lines(&head, &lines, self.essential_chars, tokens.map(TokensLeft::pair));
-        Ok((!text.is_empty()).then(|| Section::stable(SectionKind::ESSENTIALS, text).with_items(ids)))
+        Ok((!text.is_empty()).then(|| {
+            Section::stable(SectionKind::ESSENTIALS, text).with_versioned_items(versioned(&essentials, ids))
+        }))
     }
 
     /// `## Project Memory`: the memories relevant to `message` (or what a "what do you
@@ -474,13 +500,14 @@ impl MemoryContextProvider {
         message: &str,
         command: Option<&MemoryCommand>,
         taken: &[String],
+        run: &RunInfo,
         tokens: Option<TokensLeft<'_>>,
     ) -> ctxkit::Result<Option<Section>> {
         let mut entries = self
             .select(project, message, command)
             .await
             .map_err(|e| self.err(e))?;
-        entries.retain(|e| !taken.contains(&e.id));
+        entries.retain(|e| !taken.contains(&e.id) && !was_sent(run, e));
         let refs: Vec<&MemoryEntry> = entries.iter().collect();
         let (mut text, ids) = render_memories(&refs, self.max_chars, tokens.map(TokensLeft::pair));
         let notes = command_notes(message, command, ids.is_empty());
@@ -491,7 +518,9 @@ impl MemoryContextProvider {
             text.push_str("\n\n");
             text.push_str(&note);
         }
-        Ok((!text.is_empty()).then(|| Section::per_message(SectionKind::MEMORIES, text).with_items(ids)))
+        Ok((!text.is_empty()).then(|| {
+            Section::per_message(SectionKind::MEMORIES, text).with_versioned_items(versioned(&entries, ids))
+        }))
     }
 
     /// `## Past Runs`: earlier runs similar to `message`, in what the memories left.
@@ -674,7 +703,7 @@ impl ContextProvider for MemoryContextProvider {
             left: b,
             counter: &*self.counter,
         });
-        let essentials = self.essentials_section(&project, tokens).await?;
+        let essentials = self.essentials_section(&project, run, tokens).await?;
         let taken = essentials.as_ref().map_or(&[][..], |s| &s.items[..]);
         let memories = self
             .memories_section(
@@ -682,6 +711,7 @@ impl ContextProvider for MemoryContextProvider {
                 &user.content,
                 command.as_ref(),
                 taken,
+                run,
                 spent(&mut tokens, &essentials),
             )
             .await?;

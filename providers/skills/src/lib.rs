@@ -96,7 +96,7 @@ pub use external::ExternalSkills;
 pub use files::{SkillFile, SkillFileError};
 pub use index::{LoadOptions, SkillIndex, SkillLibrary};
 pub use meaning::SkillMeaning;
-pub use provider::{Mode, SkillConfig, SkillContextProvider};
+pub use provider::{Mode, RenderProfile, SkillConfig, SkillContextProvider};
 pub use select::{
     Evidence, NearMiss, Ranking, Reason, SelectOptions, Selection, DEFAULT_CUT, DEFAULT_FLOOR,
     DEFAULT_MEANING_FLOOR, MEANING_WEIGHT, MEANING_ZERO, PAST_THE_CAP, TRIGGER_WEIGHT,
@@ -122,6 +122,7 @@ const _: () = {
     send_sync::<NearMiss>();
     send_sync::<Ranking>();
     send_sync::<Reason>();
+    send_sync::<RenderProfile>();
     send_sync::<SelectOptions>();
     send_sync::<Selection>();
     send_sync::<Severity>();

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use ctxkit::{
-    BpeCounter, CatalogEntry, Context, ContextProvider, LeftOut, Message, Phase, Result, Role, RunInfo,
+    latest_user_message, BpeCounter, CatalogEntry, Context, ContextProvider, LeftOut, Message, Phase, Result, Role,
+    RunInfo,
     Section, SectionKind, TokenCounter, Tool, ToolRestriction,
 };
 
@@ -16,7 +17,7 @@ use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks
 use crate::index::{SkillIndex, SkillLibrary};
 use crate::meaning::{Described, SkillMeaning};
 use crate::render::{skill_block, Budgeted, Limits, Measure, Rest};
-use crate::select::{Ranking, SelectOptions, Selection};
+use crate::select::{Ranking, Reason, SelectOptions, Selection};
 use crate::skill::Skill;
 use crate::tools::{ReadSkillTool, ReadSkillsTool};
 
@@ -71,6 +72,22 @@ impl FromStr for Mode {
     }
 }
 
+/// Who reads what the provider renders.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RenderProfile {
+    /// A request this library sends: a token budget, and `read_skill` for the rest of a body
+    /// that was cut.
+    #[default]
+    Request,
+    /// An agent host that adds the text to its own request (`ctxkit hook`): only the selected
+    /// skills' bodies (the host lists its skills and runs its own tools), within
+    /// [`RunInfo::char_budget`] counted as the host's JSON counts them; a body longer than
+    /// 6,000 characters, or one that does not fit whole, is sent as its start and the path of
+    /// its `SKILL.md`, which the host's agent reads itself. `always` skills come only for an
+    /// empty message, the host's session start, since its transcript keeps them.
+    Host,
+}
+
 impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -99,6 +116,8 @@ pub struct SkillConfig {
     /// Whether and how skills' own tools (`tools.json`) are offered and run. By default no
     /// skill is trusted, so none is offered.
     pub tools: ExecOptions,
+    /// Who reads the rendered skills (default [`RenderProfile::Request`]).
+    pub profile: RenderProfile,
 }
 
 impl SkillConfig {
@@ -118,12 +137,17 @@ impl Default for SkillConfig {
             catalog_tokens: 2_000,
             counter: Arc::new(BpeCounter),
             tools: ExecOptions::default(),
+            profile: RenderProfile::Request,
         }
     }
 }
 
 const FULL_INTRO: &str = "You have access to the following skills. Use them when relevant.";
 const TRIGGERED_INTRO: &str = "The following skills apply to this request. Follow them when relevant.";
+const HOST_INTRO: &str =
+    "ctxkit selected these skills for this request by their triggers, their meaning or this project's files; follow them where they apply.";
+/// Bodies longer than this are sent to a host as their start and the file's path.
+const HOST_BODY_CHARS: usize = 6_000;
 const CATALOG_INTRO: &str = "Skills are available on demand. When one clearly applies, call the `read_skill` tool with its name to load its full instructions before following it.";
 
 /// A skill rendered for injection, with its token count.
@@ -504,13 +528,16 @@ impl SkillContextProvider {
         budget: usize,
         run: &RunInfo,
     ) -> Context {
+        if self.config.profile == RenderProfile::Host {
+            return render_for_host(unsent(index, selected, run), run);
+        }
         let mut caches = self.caches();
         let mut ctx = Context::new();
         let mut left = budget;
 
         if self.config.mode == Mode::Full {
             let skills = index.ranked().filter(|s| s.serves(run.phase));
-            let blocks = skills.map(|skill| (skill.name.clone(), self.block(skill, &mut caches)));
+            let blocks = skills.map(|skill| (skill, self.block(skill, &mut caches)));
             left = self.fit(
                 FULL_INTRO,
                 blocks,
@@ -541,7 +568,7 @@ impl SkillContextProvider {
                 ctx.tools.extend(self.tools.iter().cloned());
             }
             if self.config.mode.has_selection() {
-                left = self.render_selected(index, selected, left, &mut caches, &mut ctx);
+                left = self.render_selected(index, selected, left, run, &mut caches, &mut ctx);
             }
         }
         if run.baseline {
@@ -552,18 +579,18 @@ impl SkillContextProvider {
         ctx
     }
 
-    /// The bodies and tools of the selected skills, within `left` tokens; returns what is left.
+    /// The bodies (but those the conversation holds) and tools of the selected skills, within
+    /// `left` tokens; returns what is left.
     fn render_selected(
         &self,
         index: &Arc<SkillIndex>,
         selected: &[Selection],
         mut left: usize,
+        run: &RunInfo,
         caches: &mut Caches,
         ctx: &mut Context,
     ) -> usize {
-        let blocks = selected
-            .iter()
-            .map(|s| (s.name.clone(), self.block(&index.skills()[s.skill], caches)));
+        let blocks = unsent(index, selected, run).map(|skill| (skill, self.block(skill, caches)));
         left = self.fit(
             TRIGGERED_INTRO,
             blocks,
@@ -590,10 +617,10 @@ impl SkillContextProvider {
     /// Add a section of the `blocks` that fit in `left` tokens, led by `intro`; returns what is
     /// left. Blocks are counted once per snapshot (cached), so only the intro and the blank
     /// lines between blocks are counted here.
-    fn fit(
+    fn fit<'s>(
         &self,
         intro: &str,
-        blocks: impl Iterator<Item = (String, Arc<Block>)>,
+        blocks: impl Iterator<Item = (&'s Skill, Arc<Block>)>,
         left: usize,
         kind: SectionKind,
         section: fn(SectionKind, String) -> Section,
@@ -603,25 +630,25 @@ impl SkillContextProvider {
         if !text.push_costing(intro, self.intro_tokens()) {
             return left;
         }
-        let mut names = Vec::new();
-        for (name, block) in blocks {
+        let mut items = Vec::new();
+        for (skill, block) in blocks {
             if text.push_costing(&block.text, block.tokens) {
-                names.push(name);
+                items.push((skill.name.clone(), skill.hash.clone()));
             } else {
-                tracing::debug!(skill = %name, tokens = block.tokens, "skill cut by the token budget");
+                tracing::debug!(skill = %skill.name, tokens = block.tokens, "skill cut by the token budget");
                 ctx.left_out.push(LeftOut {
                     kind: kind.clone(),
-                    name,
+                    name: skill.name.clone(),
                     why: "over the token budget".into(),
                 });
             }
         }
-        if names.is_empty() {
+        if items.is_empty() {
             return left;
         }
         let rest = text.left();
         if let Some(text) = text.finish() {
-            ctx.sections.push(section(kind, text).with_items(names));
+            ctx.sections.push(section(kind, text).with_versioned_items(items));
         }
         rest
     }
@@ -638,11 +665,17 @@ impl SkillContextProvider {
         messages: &[Message],
         run: &RunInfo,
     ) -> (Context, Vec<Selection>) {
-        let Ranking { selected, near } = if self.config.mode.has_selection() {
+        let Ranking { mut selected, near } = if self.config.mode.has_selection() {
             self.ranking(index, messages, run.project.as_deref(), run.phase, None, 0)
         } else {
             Ranking::default()
         };
+        // A host sends the always-on skills at its session start (an empty message), not
+        // with each prompt.
+        let prompt = latest_user_message(messages).is_some_and(|m| !m.content.trim().is_empty());
+        if self.config.profile == RenderProfile::Host && prompt {
+            selected.retain(|s| s.reason != Reason::Always);
+        }
         let budget = match (self.config.token_budget, run.token_budget) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(usize::MAX),
@@ -656,6 +689,44 @@ impl SkillContextProvider {
         }));
         (ctx, selected)
     }
+}
+
+/// The selected skills but those the conversation already holds in this version
+/// ([`RunInfo::sent`]).
+fn unsent<'a>(
+    index: &'a SkillIndex,
+    selected: &'a [Selection],
+    run: &'a RunInfo,
+) -> impl Iterator<Item = &'a Skill> + 'a {
+    selected
+        .iter()
+        .map(|s| &index.skills()[s.skill])
+        .filter(|skill| !run.was_sent(&SectionKind::SKILLS, &skill.name, &skill.hash))
+}
+
+/// The [`RenderProfile::Host`] rendering: `skills` as blocks within the run's character
+/// budget, cut to the room left rather than left out when a few hundred characters remain.
+fn render_for_host<'a>(skills: impl Iterator<Item = &'a Skill>, run: &RunInfo) -> Context {
+    let skills: Vec<&Skill> = skills.collect();
+    let mut text = Budgeted::new(run.char_budget.unwrap_or(usize::MAX), Measure::JsonChars);
+    let long = Limits {
+        lines: usize::MAX,
+        chars: HOST_BODY_CHARS,
+    };
+    let added = text.skills(HOST_INTRO, skills.iter().copied(), long, Rest::File, true);
+    let (sent, over): (Vec<&Skill>, Vec<&Skill>) = skills.into_iter().partition(|s| added.contains(&s.name));
+    let mut ctx = Context::new();
+    ctx.left_out.extend(over.into_iter().map(|skill| LeftOut {
+        kind: SectionKind::SKILLS,
+        name: skill.name.clone(),
+        why: "over the character budget".into(),
+    }));
+    if let Some(text) = text.finish() {
+        let items = sent.into_iter().map(|s| (s.name.clone(), s.hash.clone()));
+        ctx.sections
+            .push(Section::per_message(SectionKind::SKILLS, text).with_versioned_items(items));
+    }
+    ctx
 }
 
 #[async_trait]
