@@ -69,8 +69,8 @@ pub use message::{latest_user_message, FunctionCall, Message, Role, ToolCall};
 pub use model::http;
 pub use model::{ChatModel, DryRunModel, ModelReply, ModelRequest, RequestMeta, ScriptedModel, Usage};
 pub use provider::{
-    run_once, ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, Sent, SentOnce, SentRecord, ThreadInfo,
-    WithPolicy,
+    run_once, ContextProvider, Phase, Policy, ProviderExt, RunInfo, RunOutcome, Sent, SentOnce, SentRecord,
+    ThreadInfo, WithPolicy,
 };
 pub use report::{Outcome, ProviderReport};
 pub use restrict::ToolRestriction;

@@ -64,7 +64,9 @@ pub struct RunInfo {
 impl RunInfo {
     /// Whether the conversation already holds this version of `item` (see [`SentOnce`]).
     pub fn was_sent(&self, kind: &crate::context::SectionKind, item: &str, version: &str) -> bool {
-        self.sent.as_ref().is_some_and(|s| s.contains(kind, item, version))
+        self.sent
+            .as_ref()
+            .is_some_and(|s| s.contains(kind, item, version))
     }
 }
 

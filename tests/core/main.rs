@@ -9,3 +9,4 @@ mod e2e;
 mod http_models;
 #[cfg(feature = "mcp")]
 mod mcp_npm;
+mod once;

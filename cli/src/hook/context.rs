@@ -116,7 +116,13 @@ async fn compose(
     let memory_record = SentRecord::new();
     memory_record.restore(&thread_id, record.get(&thread_id));
     let memories = (!args.no_memory).then(|| {
-        let part = memory_part(args.clone(), run.clone(), message.to_string(), memory_record.clone(), start);
+        let part = memory_part(
+            args.clone(),
+            run.clone(),
+            message.to_string(),
+            memory_record.clone(),
+            start,
+        );
         beside(part, request.deadline)
     });
     let skills = load_skills_by(request, args)?;

@@ -3,9 +3,10 @@
 //! adds what the process prints, in the host's protocol, to the model's context.
 //!
 //! - [`event`] reads and checks the event (bounded, untrusted);
-//! - [`context`] is the one function that decides the text: the skills a prompt fires, the
-//!   project memories, memory commands carried out, the always-on context at session start;
-//! - [`session`] remembers per session which skills were already sent;
+//! - [`context`] is the one function that decides the text, by composing the memory and skill
+//!   providers: the memories and skills a prompt calls for, memory commands carried out, the
+//!   always-on context at session start;
+//! - [`session`] keeps per session what was already sent (the skills and memories);
 //! - [`claude_code`], [`codex`], [`gemini`] map their host's event names and format its answer;
 //! - [`install`] writes the hook entries into Claude Code's `settings.json`.
 //!

@@ -166,8 +166,15 @@ mod tests {
     fn a_record_of_skills_alone_still_reads() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("sessions")).unwrap();
-        std::fs::write(dir.path().join("sessions/s1.json"), r#"{"skills":{"greet":"h1"}}"#).unwrap();
-        assert_eq!(SessionState::load(Some(dir.path()), Some("s1")).sent, sent("greet", "h1"));
+        std::fs::write(
+            dir.path().join("sessions/s1.json"),
+            r#"{"skills":{"greet":"h1"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            SessionState::load(Some(dir.path()), Some("s1")).sent,
+            sent("greet", "h1")
+        );
     }
 
     #[test]

@@ -443,6 +443,40 @@ fn memory_commands_are_carried_out_and_pinned_memories_come_at_session_start() {
     assert!(!m.memories().contains("Tabs are forbidden"));
 }
 
+/// Memories wear the same sent-once layer as skills: a session is sent a memory once (at its
+/// start, or with the first prompt it is relevant to), again after a compaction. A session
+/// start sends the important memories as the memory provider renders them for an agent.
+#[test]
+fn memories_are_sent_once_per_session_and_again_after_a_compaction() {
+    let m = Machine::new();
+    let remember = m.prompt("UserPromptSubmit", "s1", "remember that we deploy on Fridays");
+    assert!(m.hook("claude-code", &[], remember).status.success());
+    let ask = |session: &str| {
+        m.hook(
+            "claude-code",
+            &[],
+            m.prompt("UserPromptSubmit", session, "when do we deploy?"),
+        )
+    };
+    assert!(context_of(&ask("s1"), "UserPromptSubmit").contains("We deploy on Fridays"));
+    assert_eq!(stdout(&ask("s1")), "", "this session holds it already");
+    assert!(context_of(&ask("s2"), "UserPromptSubmit").contains("We deploy on Fridays"));
+
+    let start = context_of(
+        &m.hook("claude-code", &[], m.start("s3", "startup")),
+        "SessionStart",
+    );
+    assert!(
+        start.starts_with(
+            "## Project Memory\nThe following facts were learned from previous sessions:\n\n- [FACT] We deploy on Fridays\n\n"
+        ),
+        "{start}"
+    );
+    assert_eq!(stdout(&ask("s3")), "", "sent at the session start");
+    let compacted = m.hook("claude-code", &[], m.start("s3", "compact"));
+    assert!(context_of(&compacted, "SessionStart").contains("We deploy on Fridays"));
+}
+
 #[test]
 fn the_answer_fits_the_budget_and_long_skills_point_to_their_file() {
     let m = Machine::new();

@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use ctxkit::{
-    latest_user_message, BpeCounter, CatalogEntry, Context, ContextProvider, LeftOut, Message, Phase, Result, Role,
-    RunInfo,
-    Section, SectionKind, TokenCounter, Tool, ToolRestriction,
+    latest_user_message, BpeCounter, CatalogEntry, Context, ContextProvider, LeftOut, Message, Phase, Result,
+    Role, RunInfo, Section, SectionKind, TokenCounter, Tool, ToolRestriction,
 };
 
 use crate::exec::{ActiveHooks, ActiveSkill, ExecOptions, HookOptions, SkillHooks, SkillTool};

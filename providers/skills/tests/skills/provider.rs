@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use common::{skill, skill_with_body};
 use ctxkit::{ApproxCounter, ContextProvider, Message, Placement, RunInfo, SectionKind, TokenCounter};
-use ctxkit_skills::{Mode, SkillConfig, SkillContextProvider, SkillLibrary};
+use ctxkit_skills::{Mode, RenderProfile, SkillConfig, SkillContextProvider, SkillLibrary};
 use serde_json::json;
 
 fn library() -> Arc<SkillLibrary> {
@@ -370,4 +370,72 @@ async fn a_skill_with_files_names_them_and_read_skill_reads_one_by_its_listed_pa
             .to_string();
         assert!(err.contains("the skill has no file at that path"), "{bad}: {err}");
     }
+}
+
+/// What a host's hook gets: only the selected bodies, within the run's JSON characters, a
+/// long body cut with the path of its file, `always` skills only at the session start (an
+/// empty message), and nothing the conversation already holds in the same version.
+#[tokio::test]
+async fn the_host_profile_renders_for_a_transcript_within_characters() {
+    let lib = Arc::new(SkillLibrary::from_index(common::index(vec![
+        skill("greet", "[hello]", ""),
+        skill("house", "[]", "always: true\n"),
+        skill_with_body("wall", "[wall]", "", &"a \"quoted\" line\n".repeat(1_000)),
+    ])));
+    let p = SkillContextProvider::new(
+        lib,
+        SkillConfig {
+            mode: Mode::Triggered,
+            profile: RenderProfile::Host,
+            ..Default::default()
+        },
+    );
+    let host = |budget: usize| RunInfo {
+        char_budget: Some(budget),
+        ..Default::default()
+    };
+    let items = |ctx: &ctxkit::Context| ctx.sections.first().map(|s| s.items.clone()).unwrap_or_default();
+    let at = |message: &str, run: RunInfo| {
+        let p = &p;
+        let message = message.to_string();
+        async move { p.invoking(&[Message::user(message)], &run).await.unwrap() }
+    };
+
+    let start = at("", host(10_000)).await;
+    assert_eq!(
+        items(&start),
+        ["house"],
+        "always-on skills come at the session start"
+    );
+    let prompt = at("hello", host(10_000)).await;
+    assert_eq!(items(&prompt), ["greet"], "and not with each prompt");
+    assert!(
+        prompt.tools.is_empty() && prompt.catalog.is_empty(),
+        "the host lists and runs its own"
+    );
+
+    let wall = at("hello wall", host(3_000)).await;
+    let text = wall.system_text().unwrap();
+    assert!(ctxkit_skills::render::Measure::JsonChars.cost(&text) <= 3_000);
+    assert!(
+        text.contains("more characters not shown. The whole skill is in "),
+        "{text}"
+    );
+    assert_eq!(items(&wall), ["wall"], "cut to the room it had");
+    assert_eq!(wall.sections[0].versions.len(), 1, "each item with its version");
+    let left: Vec<(&str, &str)> = wall
+        .left_out
+        .iter()
+        .map(|l| (l.name.as_str(), l.why.as_str()))
+        .collect();
+    assert_eq!(left, [("greet", "over the character budget")]);
+
+    // What the conversation holds in this version is left out before the budget is filled.
+    let mut sent = ctxkit::Sent::default();
+    sent.record(&prompt);
+    let held = RunInfo {
+        sent: Some(Arc::new(sent)),
+        ..host(10_000)
+    };
+    assert_eq!(items(&at("hello wall", held).await), ["wall"]);
 }
