@@ -132,10 +132,11 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
     let agents = Mode::ALL
         .iter()
         .map(|&mode| -> Result<Agent, CliError> {
+            let skills = request.skills_provider(&loaded.config, &loaded.library, mode, &counter)?;
             Ok(request
                 .agent(
                     &loaded,
-                    mode,
+                    Arc::new(skills),
                     Arc::new(DryRunModel),
                     &counter,
                     Vec::new(),

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Args;
 use ctxkit::{Agent, Limits, RunReport, SectionKind, Thread};
@@ -113,11 +114,15 @@ pub(crate) async fn run(args: ChatArgs) -> Result<(), CliError> {
     let counter = token_counter();
     let servers = mount_servers(&args, &loaded.config).await?;
     let memory = args.request.open_memory()?;
+    let mode = args.request.mode(&loaded.config);
+    let skills = args
+        .request
+        .skills_provider(&loaded.config, &loaded.library, mode, &counter)?;
     let agent = args
         .request
         .agent(
             &loaded,
-            args.request.mode(&loaded.config),
+            Arc::new(skills),
             model,
             &counter,
             servers,

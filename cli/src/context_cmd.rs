@@ -64,18 +64,26 @@ pub(crate) async fn decide(
     message: &str,
 ) -> Result<Decision, CliError> {
     let mode = options.mode(&loaded.config);
+    let skills = Arc::new(options.skills_provider(&loaded.config, &loaded.library, mode, counter)?);
     let agent = options
-        .agent(loaded, mode, Arc::new(DryRunModel), counter, Vec::new(), memory)?
+        .agent(
+            loaded,
+            skills.clone(),
+            Arc::new(DryRunModel),
+            counter,
+            Vec::new(),
+            memory,
+        )?
         .report_baseline()
         .build()?;
     let (request, report) = agent.preview(&Thread::new(), message).await?;
     // Why the skills were chosen, and what auto-detection found in the project: asked of the
-    // same decision the agent's provider made, on the same snapshot.
+    // provider the agent used, on the same snapshot (its detection and description vectors
+    // are computed once).
     let project = options.project()?;
     let index = loaded.library.snapshot();
-    let Ranking { selected, near } = options
-        .skills_provider(&loaded.config, &loaded.library, mode, counter)?
-        .explain(&index, &[Message::user(message)], Some(&project), None, None);
+    let Ranking { selected, near } =
+        skills.explain(&index, &[Message::user(message)], Some(&project), None, None);
     let detected = index.detect_report(std::path::Path::new(&project));
     Ok(Decision {
         request,

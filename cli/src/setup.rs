@@ -375,19 +375,19 @@ impl RequestOptions {
         crate::embeddings::skill_provider(config, library.clone(), skill_config, false)
     }
 
-    /// An agent over `library` in `mode`, with project memory unless `--no-memory` and the
-    /// tools of mounted MCP servers, ready for a command to add its own limits and build.
+    /// An agent with `skills` (from [`Self::skills_provider`], kept by a command that also
+    /// explains their choice), project memory unless `--no-memory` and the tools of mounted
+    /// MCP servers, ready for a command to add its own limits and build.
     pub(crate) fn agent(
         &self,
         loaded: &Loaded,
-        mode: Mode,
+        skills: Arc<SkillContextProvider>,
         model: Arc<dyn ChatModel>,
         counter: &Arc<MemoCounter>,
         mcp_servers: Vec<ctxkit::mcp::McpTools>,
         memory: Option<&Store>,
     ) -> Result<AgentBuilder, CliError> {
         let Loaded { config, library, .. } = loaded;
-        let skills = self.skills_provider(config, library, mode, counter)?;
         // The hooks of the skills selected in each run, for the skills trusted like tools.
         let skill_hooks = skills.hooks(config.hook_options());
         let (model_name, extraction_model) = (model.name().to_string(), model.clone());
