@@ -8,24 +8,19 @@
 //! a span naming the call (`memory.sqlite`, `memory.pg`). A third backend writes SQL, not
 //! logic.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
 use crate::decide::ReadRedactor;
 use crate::error::Result;
-use crate::learned::{apply, LearnedChange, LearnedSkill};
-use crate::rules::check_state;
+use crate::learned::{LearnedChange, LearnedSkill};
+use crate::options::OpenOptions;
+use crate::rules::check_project;
 use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
+use crate::vectors::no_model;
 use crate::write::{Done, Op};
-
-/// How a learned skill changes: its stored form (if any) and the time, to what to store
-/// (`None` removes it). A backend calls it inside its write transaction, perhaps more than once.
-pub(crate) type LearnedRule =
-    Arc<dyn Fn(Option<LearnedSkill>, i64) -> Result<Option<LearnedSkill>> + Send + Sync>;
 
 /// What a database does for the memory store: run checked writes, answer reads.
 #[async_trait]
@@ -34,6 +29,8 @@ pub(crate) trait Backend: Send + Sync {
     fn is_read_only(&self) -> bool;
     /// Redacts secrets in what is read back, reporting each memory once.
     fn redactor(&self) -> &ReadRedactor;
+    /// The options it was opened with.
+    fn options(&self) -> &OpenOptions;
     /// Run a checked write in one transaction (vectors first, the projects' locks held).
     async fn write(&self, call: &'static str, op: Op) -> Result<Done>;
 
@@ -55,28 +52,14 @@ pub(crate) trait Backend: Send + Sync {
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>>;
     /// The latest episodic records of a project, newest first.
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
-    /// Store a checked `project:` state value (its JSON).
-    async fn put_state(&self, project: String, key: String, json: String) -> Result<()>;
-    /// Remove a state value; true when it existed.
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool>;
     /// Every state value of a project, by key.
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>>;
     /// The project's learned skills, by name.
     async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>>;
-    /// Read one learned skill, apply `rule`, store (or delete) what it returns, in one
-    /// write transaction.
-    async fn change_learned(
-        &self,
-        project: &str,
-        name: &str,
-        rule: LearnedRule,
-    ) -> Result<Option<LearnedSkill>>;
     /// Everything of a project (or of all) as records.
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
-    /// Vectors for up to `limit` memories of a project that lack one; how many.
-    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize>;
-    /// Stored terms for up to `limit` memories of a project written without them; how many.
-    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize>;
+    /// Up to `limit` rows (`num`, content) of a project without a sound vector of `model`.
+    async fn missing_vectors(&self, project: &str, model: &str, limit: usize) -> Result<Vec<(i64, String)>>;
     /// Counts for a project.
     async fn stats(&self, project: &str) -> Result<MemoryStats>;
 
@@ -155,10 +138,16 @@ impl<B: Backend> Maintenance for B {
         write(self, "compact", Op::compact(project)).await
     }
     async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        Backend::embed_missing(self, project, limit).await
+        let project = check_project(project)?;
+        let semantic = self.options().semantic().ok_or_else(no_model)?;
+        let missing = self.missing_vectors(&project, semantic.model_id(), limit).await?;
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        write(self, "embed_missing", Ok(Op::set_vectors(project, missing))).await
     }
     async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        Backend::fill_terms(self, project, limit).await
+        write(self, "fill_terms", Op::fill_terms(project, limit)).await
     }
     async fn stats(&self, project: &str) -> Result<MemoryStats> {
         Backend::stats(self, project).await
@@ -174,11 +163,12 @@ impl<B: Backend> RunStore for B {
         Backend::episodes(self, project, limit).await
     }
     async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-        let (project, json) = check_state(project, key, &value)?;
-        self.put_state(project, key.to_owned(), json).await
+        write::<_, bool>(self, "set_state", Op::set_state(project, key, &value))
+            .await
+            .map(drop)
     }
     async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        Backend::remove_state(self, project, key).await
+        write(self, "remove_state", Op::remove_state(project, key)).await
     }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         Backend::state_entries(self, project).await
@@ -196,10 +186,8 @@ impl<B: Backend> LearnedSkillStore for B {
         name: &str,
         change: LearnedChange,
     ) -> Result<Option<LearnedSkill>> {
-        let (owner, skill) = (project.to_owned(), name.to_owned());
-        let rule: LearnedRule =
-            Arc::new(move |current, now| apply(&owner, &skill, current, change.clone(), now));
-        self.change_learned(project, name, rule).await
+        let op = Op::change_learned(project, name, change);
+        write(self, "change_learned_skill", op).await
     }
 }
 
@@ -228,7 +216,7 @@ impl<B: Backend> MemoryStore for B {
         Backend::touch(self, ids).await
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        let deleted = write(self, "delete", Ok(Op::delete(id))).await;
+        let deleted = write(self, "delete", Op::delete(id)).await;
         deleted.map(|e| self.redactor().redacted(e))
     }
     async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
@@ -244,7 +232,7 @@ impl<B: Backend> MemoryStore for B {
         history.map(|h| self.redactor().redacted(h))
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        let undone = write(self, "undo", Ok(Op::undo(project, history_id))).await;
+        let undone = write(self, "undo", Op::undo(project, history_id)).await;
         undone.map(|e| self.redactor().redacted(e))
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {

@@ -1,7 +1,9 @@
 //! Episodic records and persisted `project:` state on PostgreSQL.
 
 use super::rows::{row_to_episode, EPISODE_COLS};
-use super::{read_tx, write_tx, PostgresStore};
+use deadpool_postgres::Transaction;
+
+use super::{read_tx, PostgresStore};
 use crate::error::Result;
 use crate::rules::state_value;
 use crate::types::*;
@@ -26,18 +28,6 @@ pub(super) async fn episodes(
     })
 }
 
-pub(super) async fn put_state(store: &PostgresStore, project: &str, key: &str, json: &str) -> Result<()> {
-    write_tx!(store, [project], |tx, now| {
-        tx.execute(
-            "INSERT INTO project_state (project_path, key, value, updated_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (project_path, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-             WHERE project_state.value <> excluded.value",
-            &[&project, &key, &json, &now],
-        )
-        .await?;
-    })
-}
-
 pub(super) async fn state_entries(
     store: &PostgresStore,
     project: &str,
@@ -57,13 +47,29 @@ pub(super) async fn state_entries(
     })
 }
 
-pub(super) async fn remove_state(store: &PostgresStore, project: &str, key: &str) -> Result<bool> {
-    write_tx!(store, [project], |tx, _now| {
-        tx.execute(
-            "DELETE FROM project_state WHERE project_path = $1 AND key = $2",
-            &[&project, &key],
-        )
-        .await?
-            > 0
-    })
+/// Store a `project:` state value's JSON at `now`, or (`None`) delete it; whether a row changed.
+pub(super) async fn set_state(
+    tx: &Transaction<'_>,
+    project: &str,
+    key: &str,
+    json: Option<&str>,
+    now: i64,
+) -> Result<bool> {
+    let changed = match json {
+        Some(json) => tx
+            .execute(
+                "INSERT INTO project_state (project_path, key, value, updated_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (project_path, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                 WHERE project_state.value <> excluded.value",
+                &[&project, &key, &json, &now],
+            )
+            .await?,
+        None => tx
+            .execute(
+                "DELETE FROM project_state WHERE project_path = $1 AND key = $2",
+                &[&project, &key],
+            )
+            .await?,
+    };
+    Ok(changed > 0)
 }

@@ -1,10 +1,11 @@
 //! Learned skills: one row per project and name, changed by [`crate::learned::apply`] under
 //! the project's advisory lock.
 
-use super::{read_tx, write_tx, PostgresStore};
-use crate::backend::LearnedRule;
+use deadpool_postgres::Transaction;
+
+use super::{read_tx, PostgresStore};
 use crate::error::Result;
-use crate::learned::{from_record, to_record, LearnedSkill};
+use crate::learned::{from_record, LearnedSkill};
 
 pub(super) async fn learned_skills(store: &PostgresStore, project: &str) -> Result<Vec<LearnedSkill>> {
     read_tx!(store, |tx| {
@@ -29,41 +30,39 @@ pub(super) async fn learned_skills(store: &PostgresStore, project: &str) -> Resu
     })
 }
 
-pub(super) async fn change_learned_skill(
-    store: &PostgresStore,
+/// The stored form of one learned skill.
+pub(super) async fn record(tx: &Transaction<'_>, project: &str, name: &str) -> Result<Option<String>> {
+    let row = tx
+        .query_opt(
+            "SELECT record FROM skill_library WHERE project_path = $1 AND name = $2",
+            &[&project, &name],
+        )
+        .await?;
+    Ok(row.map(|r| r.try_get(0)).transpose()?)
+}
+
+/// Store one learned skill's stored form at `now`, or (`None`) delete it.
+pub(super) async fn set_record(
+    tx: &Transaction<'_>,
     project: &str,
     name: &str,
-    rule: LearnedRule,
-) -> Result<Option<LearnedSkill>> {
-    write_tx!(store, [project], |tx, now| {
-        let current = tx
-            .query_opt(
-                "SELECT record FROM skill_library WHERE project_path = $1 AND name = $2",
+    record: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    match record {
+        Some(record) => tx
+            .execute(
+                "INSERT INTO skill_library (project_path, name, record, updated_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (project_path, name) DO UPDATE SET record = excluded.record, updated_at = excluded.updated_at",
+                &[&project, &name, &record, &now],
+            )
+            .await?,
+        None => tx
+            .execute(
+                "DELETE FROM skill_library WHERE project_path = $1 AND name = $2",
                 &[&project, &name],
             )
-            .await?
-            .map(|row| row.try_get::<_, String>(0))
-            .transpose()?
-            .map(|record| from_record(&record))
-            .transpose()?;
-        let after = rule(current, now)?;
-        match &after {
-            Some(skill) => {
-                tx.execute(
-                    "INSERT INTO skill_library (project_path, name, record, updated_at) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (project_path, name) DO UPDATE SET record = excluded.record, updated_at = excluded.updated_at",
-                    &[&project, &name, &to_record(skill)?, &now],
-                )
-                .await?;
-            }
-            None => {
-                tx.execute(
-                    "DELETE FROM skill_library WHERE project_path = $1 AND name = $2",
-                    &[&project, &name],
-                )
-                .await?;
-            }
-        }
-        after
-    })
+            .await?,
+    };
+    Ok(())
 }

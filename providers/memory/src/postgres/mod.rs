@@ -40,7 +40,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
-use crate::backend::{Backend, LearnedRule};
+use crate::backend::Backend;
 use crate::decide::{ReadRedactor, Redact};
 use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
@@ -428,6 +428,9 @@ impl Backend for PostgresStore {
     fn redactor(&self) -> &ReadRedactor {
         &self.inner.redactor
     }
+    fn options(&self) -> &OpenOptions {
+        &self.inner.options
+    }
     async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
         self.traced(call, write::run(self, op)).await
     }
@@ -462,14 +465,6 @@ impl Backend for PostgresStore {
         self.traced("episodes", episodes::episodes(self, project, limit))
             .await
     }
-    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
-        self.traced("set_state", episodes::put_state(self, &project, &key, &json))
-            .await
-    }
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        self.traced("remove_state", episodes::remove_state(self, project, key))
-            .await
-    }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         self.traced("state_entries", episodes::state_entries(self, project))
             .await
@@ -478,28 +473,16 @@ impl Backend for PostgresStore {
         self.traced("learned_skills", learned::learned_skills(self, project))
             .await
     }
-    async fn change_learned(
-        &self,
-        project: &str,
-        name: &str,
-        rule: LearnedRule,
-    ) -> Result<Option<LearnedSkill>> {
-        self.traced(
-            "change_learned_skill",
-            learned::change_learned_skill(self, project, name, rule),
-        )
-        .await
-    }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         self.traced("export", transfer::export(self, project)).await
     }
-    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("embed_missing", write::embed_missing(self, project, limit))
-            .await
-    }
-    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("fill_terms", write::fill_terms(self, project, limit))
-            .await
+    async fn missing_vectors(&self, project: &str, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
+        let missing = async {
+            read_tx!(self, |tx| {
+                rows::missing_vectors(&tx, project, model, limit).await?
+            })
+        };
+        self.traced("missing_vectors", missing).await
     }
     async fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.traced("stats", search::stats(self, project)).await

@@ -1,6 +1,6 @@
 //! Episodic records and persisted `project:` state.
 
-use rusqlite::params;
+use rusqlite::{params, Transaction};
 
 use super::rows::row_to_episode;
 use super::MemoryDb;
@@ -10,13 +10,6 @@ use crate::types::*;
 
 impl MemoryDb {
     // ----- episodic records -------------------------------------------------------------
-
-    /// Record what happened in a run. Secrets are refused like in memories; redact first
-    /// ([`ctxkit_secrets::redact`]) when the text comes from a conversation.
-    #[cfg(test)]
-    pub(crate) fn add_episode(&self, new: NewEpisodicRecord) -> Result<EpisodicRecord> {
-        self.run(crate::write::Op::add_episode(new)?)
-    }
 
     /// The latest episodic records of a project, newest first.
     pub(crate) fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
@@ -33,26 +26,6 @@ impl MemoryDb {
     }
 
     // ----- project: state (a thread's `project:` keys, kept across sessions) ------------
-
-    /// Persist one `project:` state value; secrets are refused.
-    #[cfg(test)]
-    pub(crate) fn set_state(&self, project: &str, key: &str, value: &serde_json::Value) -> Result<()> {
-        let (project, json) = crate::rules::check_state(project, key, value)?;
-        self.put_state(&project, key, &json)
-    }
-
-    /// Persist one checked `project:` state value (its JSON).
-    pub(crate) fn put_state(&self, project: &str, key: &str, json: &str) -> Result<()> {
-        self.write(|tx, now| {
-            tx.prepare_cached(
-                "INSERT INTO project_state(project_path, key, value, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(project_path, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-                 WHERE value != excluded.value",
-            )?
-            .execute(params![project, key, json, now])?;
-            Ok(())
-        })
-    }
 
     /// Every persisted state value of a project, by key.
     pub(crate) fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
@@ -72,14 +45,27 @@ impl MemoryDb {
             Ok(out)
         })
     }
+}
 
-    /// Remove a persisted state value; true when it existed.
-    pub(crate) fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        self.write(|tx, _| {
-            Ok(tx
-                .prepare_cached("DELETE FROM project_state WHERE project_path = ?1 AND key = ?2")?
-                .execute(params![project, key])?
-                > 0)
-        })
-    }
+/// Store a `project:` state value's JSON at `now`, or (`None`) delete it; whether a row changed.
+pub(super) fn set_state(
+    tx: &Transaction,
+    project: &str,
+    key: &str,
+    json: Option<&str>,
+    now: i64,
+) -> Result<bool> {
+    let changed = match json {
+        Some(json) => tx
+            .prepare_cached(
+                "INSERT INTO project_state(project_path, key, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(project_path, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                 WHERE value != excluded.value",
+            )?
+            .execute(params![project, key, json, now])?,
+        None => tx
+            .prepare_cached("DELETE FROM project_state WHERE project_path = ?1 AND key = ?2")?
+            .execute(params![project, key])?,
+    };
+    Ok(changed > 0)
 }

@@ -3,9 +3,8 @@
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::MemoryDb;
-use crate::backend::LearnedRule;
 use crate::error::Result;
-use crate::learned::{from_record, to_record, LearnedSkill};
+use crate::learned::{from_record, LearnedSkill};
 
 impl MemoryDb {
     /// The project's learned skills, by name; none in a database older than the table (a
@@ -25,38 +24,36 @@ impl MemoryDb {
             Ok(out)
         })
     }
+}
 
-    /// Apply `rule` to one learned skill in one write transaction.
-    pub(crate) fn change_learned_skill(
-        &self,
-        project: &str,
-        name: &str,
-        rule: &LearnedRule,
-    ) -> Result<Option<LearnedSkill>> {
-        self.write(|tx, now| {
-            let current = tx
-                .prepare_cached("SELECT record FROM skill_library WHERE project_path = ?1 AND name = ?2")?
-                .query_row(params![project, name], |r| r.get::<_, String>(0))
-                .optional()?
-                .map(|record| from_record(&record))
-                .transpose()?;
-            let after = rule(current, now)?;
-            match &after {
-                Some(skill) => {
-                    tx.prepare_cached(
-                        "INSERT INTO skill_library(project_path, name, record, updated_at) VALUES (?1, ?2, ?3, ?4)
-                         ON CONFLICT(project_path, name) DO UPDATE SET record = excluded.record, updated_at = excluded.updated_at",
-                    )?
-                    .execute(params![project, name, to_record(skill)?, now])?;
-                }
-                None => {
-                    tx.prepare_cached("DELETE FROM skill_library WHERE project_path = ?1 AND name = ?2")?
-                        .execute(params![project, name])?;
-                }
-            }
-            Ok(after)
-        })
-    }
+/// The stored form of one learned skill.
+pub(super) fn record(tx: &Transaction, project: &str, name: &str) -> Result<Option<String>> {
+    Ok(tx
+        .prepare_cached("SELECT record FROM skill_library WHERE project_path = ?1 AND name = ?2")?
+        .query_row(params![project, name], |r| r.get(0))
+        .optional()?)
+}
+
+/// Store one learned skill's stored form at `now`, or (`None`) delete it.
+pub(super) fn set_record(
+    tx: &Transaction,
+    project: &str,
+    name: &str,
+    record: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    match record {
+        Some(record) => tx
+            .prepare_cached(
+                "INSERT INTO skill_library(project_path, name, record, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(project_path, name) DO UPDATE SET record = excluded.record, updated_at = excluded.updated_at",
+            )?
+            .execute(params![project, name, record, now])?,
+        None => tx
+            .prepare_cached("DELETE FROM skill_library WHERE project_path = ?1 AND name = ?2")?
+            .execute(params![project, name])?,
+    };
+    Ok(())
 }
 
 fn has_table(tx: &Transaction) -> Result<bool> {

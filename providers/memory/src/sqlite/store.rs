@@ -7,7 +7,7 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use super::MemoryDb;
-use crate::backend::{Backend, LearnedRule};
+use crate::backend::Backend;
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
@@ -93,6 +93,9 @@ impl Backend for SqliteMemoryStore {
     fn redactor(&self) -> &ReadRedactor {
         self.db.redactor()
     }
+    fn options(&self) -> &OpenOptions {
+        &self.db.inner.options
+    }
     async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
         self.blocking(call, move |db| db.write_op(&op)).await
     }
@@ -135,15 +138,6 @@ impl Backend for SqliteMemoryStore {
         self.blocking("episodes", move |db| db.episodes(&project, limit))
             .await
     }
-    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
-        self.blocking("set_state", move |db| db.put_state(&project, &key, &json))
-            .await
-    }
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        let (project, key) = (project.to_string(), key.to_string());
-        self.blocking("remove_state", move |db| db.remove_state(&project, &key))
-            .await
-    }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
         let project = project.to_string();
         self.blocking("state_entries", move |db| db.state_entries(&project))
@@ -154,32 +148,17 @@ impl Backend for SqliteMemoryStore {
         self.blocking("learned_skills", move |db| db.learned_skills(&project))
             .await
     }
-    async fn change_learned(
-        &self,
-        project: &str,
-        name: &str,
-        rule: LearnedRule,
-    ) -> Result<Option<LearnedSkill>> {
-        let (project, name) = (project.to_string(), name.to_string());
-        self.blocking("change_learned_skill", move |db| {
-            db.change_learned_skill(&project, &name, &rule)
-        })
-        .await
-    }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         let project = project.map(str::to_string);
         self.blocking("export", move |db| db.export(project.as_deref()))
             .await
     }
-    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("embed_missing", move |db| db.embed_missing(&project, limit))
-            .await
-    }
-    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("fill_terms", move |db| db.fill_terms(&project, limit))
-            .await
+    async fn missing_vectors(&self, project: &str, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
+        let (project, model) = (project.to_string(), model.to_string());
+        self.blocking("missing_vectors", move |db| {
+            db.read(|tx| super::rows::missing_vectors(tx, &project, &model, limit))
+        })
+        .await
     }
     async fn stats(&self, project: &str) -> Result<MemoryStats> {
         let project = project.to_string();

@@ -15,13 +15,47 @@ use crate::rules::{MAX_ACCESS_COUNT, MERGE_SIMILARITY};
 use crate::sqlite::SqliteMemoryStore;
 use crate::store::MemoryStore;
 use crate::text::terms;
-use crate::transfer::ExportRecord;
+use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
+use crate::write::Op;
 use std::sync::Arc;
 
 const P: &str = "/work/alpha";
 const Q: &str = "/work/beta";
 const START: i64 = 1_700_000_000_000;
+
+/// The writes the tests call on the blocking core, each one checked [`Op`] run by
+/// [`MemoryDb::run`] as the store runs it.
+macro_rules! writes {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty $(= $op:expr)?;)*) => {
+        impl MemoryDb {
+            $(fn $name(&self, $($arg: $ty),*) -> Result<$out> {
+                self.run(writes!(@op $name($($arg),*) $($op)?))
+            })*
+        }
+    };
+    (@op $name:ident($($arg:ident),*)) => { Op::$name($($arg),*) };
+    (@op $name:ident($($arg:ident),*) $op:expr) => { $op };
+}
+
+writes! {
+    add_many(entries: Vec<NewMemoryEntry>) -> Vec<MemoryEntry>;
+    update(id: &str, update: MemoryUpdate) -> MemoryEntry;
+    upsert(new: NewMemoryEntry) -> UpsertResult;
+    delete(id: &str) -> MemoryEntry;
+    forget(project: &str, query: &str) -> Vec<MemoryEntry>;
+    clear(project: &str) -> usize;
+    undo(project: &str, history_id: i64) -> Option<MemoryEntry>;
+    decay(project: &str) -> usize;
+    prune(project: &str, min_importance: f32) -> usize;
+    compact(project: &str) -> usize;
+    import(records: &[ExportRecord], project: Option<&str>) -> ImportReport =
+        Op::import(records.to_vec(), project);
+    add_episode(new: NewEpisodicRecord) -> EpisodicRecord;
+    set_state(project: &str, key: &str, value: &serde_json::Value) -> bool;
+    remove_state(project: &str, key: &str) -> bool;
+    fill_terms(project: &str, limit: usize) -> usize;
+}
 
 fn open() -> (tempfile::TempDir, MemoryDb, ManualClock) {
     open_mode(SearchIndex::Off)

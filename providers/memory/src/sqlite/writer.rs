@@ -191,4 +191,28 @@ impl Rows for SqliteRows<'_> {
     async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()> {
         rows::insert_episode(self.tx, record)
     }
+
+    async fn learned(&mut self, project: &str, name: &str) -> Result<Option<String>> {
+        super::learned::record(self.tx, project, name)
+    }
+
+    async fn set_learned(&mut self, project: &str, name: &str, record: Option<&str>, now: i64) -> Result<()> {
+        super::learned::set_record(self.tx, project, name, record, now)
+    }
+
+    async fn set_state(&mut self, project: &str, key: &str, json: Option<&str>, now: i64) -> Result<bool> {
+        super::episodes::set_state(self.tx, project, key, json, now)
+    }
+
+    async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize> {
+        rows::fill_terms(self.tx, project, limit)
+    }
+
+    async fn set_vector(&mut self, project: &str, num: i64, content: &str) -> Result<()> {
+        if let Some(vectors) = &mut self.vectors {
+            rows::set_vector(self.tx, num, content, Some(vectors.of(content)))?;
+            self.touched.note(project, num);
+        }
+        Ok(())
+    }
 }

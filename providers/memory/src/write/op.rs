@@ -5,12 +5,13 @@
 //! projects it touches, then run the shared write over [`Rows`]. The checks and the choice of
 //! write live here, so a backend only says how it runs an [`Op`] in a transaction.
 
-use super::rows::{add_episode, Rows};
+use super::rows::{add_episode, change_learned, Rows};
 use super::{import, maintenance, memories, undo};
 use crate::error::{MemoryError, Result};
+use crate::learned::{LearnedChange, LearnedSkill};
 use crate::rules::{
-    check_batch, check_episode, check_importance, check_new, check_project, check_update, Checked,
-    CheckedUpdate,
+    check_batch, check_episode, check_importance, check_new, check_project, check_state, check_update,
+    Checked, CheckedUpdate,
 };
 use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
 use crate::types::*;
@@ -30,6 +31,10 @@ pub(crate) enum Op {
     Compact(String),
     Import(ImportPlan),
     AddEpisode(NewEpisodicRecord, String),
+    ChangeLearned(String, String, LearnedChange),
+    SetState(String, String, Option<String>),
+    FillTerms(String, usize),
+    SetVectors(String, Vec<(i64, String)>),
 }
 
 /// Whose locks a write takes: the projects it names, or the project of the memory it changes
@@ -58,16 +63,16 @@ impl Op {
         Ok(Op::Update(id.to_owned(), check_update(update)?))
     }
     /// Delete a memory.
-    pub(crate) fn delete(id: &str) -> Self {
-        Op::Delete(id.to_owned())
+    pub(crate) fn delete(id: &str) -> Result<Self> {
+        Ok(Op::Delete(id.to_owned()))
     }
     /// Delete the memories of a project that best match `query`.
     pub(crate) fn forget(project: &str, query: &str) -> Result<Self> {
         Ok(Op::Forget(check_project(project)?, query.to_owned()))
     }
     /// Put a memory of `project` back as it was before a history entry.
-    pub(crate) fn undo(project: &str, history_id: i64) -> Self {
-        Op::Undo(project.to_owned(), history_id)
+    pub(crate) fn undo(project: &str, history_id: i64) -> Result<Self> {
+        Ok(Op::Undo(project.to_owned(), history_id))
     }
     /// Delete every memory of a project.
     pub(crate) fn clear(project: &str) -> Result<Self> {
@@ -97,6 +102,28 @@ impl Op {
         let project = check_episode(&new)?;
         Ok(Op::AddEpisode(new, project))
     }
+    /// Change one learned skill of a project by the rule of [`crate::learned::apply`].
+    pub(crate) fn change_learned(project: &str, name: &str, change: LearnedChange) -> Result<Self> {
+        Ok(Op::ChangeLearned(project.to_owned(), name.to_owned(), change))
+    }
+    /// Persist a `project:` state value, checked like any write.
+    pub(crate) fn set_state(project: &str, key: &str, value: &serde_json::Value) -> Result<Self> {
+        let (project, json) = check_state(project, key, value)?;
+        Ok(Op::SetState(project, key.to_owned(), Some(json)))
+    }
+    /// Remove a persisted `project:` state value.
+    pub(crate) fn remove_state(project: &str, key: &str) -> Result<Self> {
+        Ok(Op::SetState(project.to_owned(), key.to_owned(), None))
+    }
+    /// Store the terms of up to `limit` memories of a project written without them.
+    pub(crate) fn fill_terms(project: &str, limit: usize) -> Result<Self> {
+        Ok(Op::FillTerms(check_project(project)?, limit))
+    }
+    /// Give rows of a project (`num`, content) the vectors of their contents, computed before
+    /// the transaction like any write's.
+    pub(crate) fn set_vectors(project: String, missing: Vec<(i64, String)>) -> Self {
+        Op::SetVectors(project, missing)
+    }
 
     /// What the write will store, to embed before its transaction.
     pub(crate) fn contents(&self) -> Vec<&str> {
@@ -105,6 +132,7 @@ impl Op {
             Op::AddMany(batch) => batch.iter().map(|(c, _)| c.content.as_str()).collect(),
             Op::Update(_, u) => u.content().into_iter().collect(),
             Op::Import(plan) => plan.memories.iter().map(|m| m.content.as_str()).collect(),
+            Op::SetVectors(_, missing) => missing.iter().map(|(_, c)| c.as_str()).collect(),
             _ => Vec::new(),
         }
     }
@@ -124,7 +152,11 @@ impl Op {
             | Op::Decay(p)
             | Op::Prune(p, _)
             | Op::Compact(p)
-            | Op::AddEpisode(_, p) => Locks::Projects(vec![p.as_str()]),
+            | Op::AddEpisode(_, p)
+            | Op::ChangeLearned(p, ..)
+            | Op::SetState(p, ..)
+            | Op::FillTerms(p, _)
+            | Op::SetVectors(p, _) => Locks::Projects(vec![p.as_str()]),
             Op::Import(plan) => Locks::Projects(
                 plan.memories
                     .iter()
@@ -153,6 +185,17 @@ impl Op {
             Op::Compact(p) => Done::Count(maintenance::compact(rows, p, now).await?),
             Op::Import(plan) => Done::Imported(import::import(rows, plan, now).await?),
             Op::AddEpisode(new, p) => Done::Episode(add_episode(rows, new.clone(), p.clone(), now).await?),
+            Op::ChangeLearned(p, name, change) => {
+                Done::Learned(change_learned(rows, p, name, change.clone(), now).await?)
+            }
+            Op::SetState(p, key, json) => Done::Flag(rows.set_state(p, key, json.as_deref(), now).await?),
+            Op::FillTerms(p, limit) => Done::Count(rows.fill_terms(p, *limit).await?),
+            Op::SetVectors(p, missing) => {
+                for (num, content) in missing {
+                    rows.set_vector(p, *num, content).await?;
+                }
+                Done::Count(missing.len())
+            }
         })
     }
 }
@@ -187,4 +230,6 @@ answers!(
     Count(usize),
     Imported(ImportReport),
     Episode(EpisodicRecord),
+    Learned(Option<LearnedSkill>),
+    Flag(bool),
 );

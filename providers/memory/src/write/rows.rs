@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::decide;
 use crate::error::Result;
+use crate::learned::{apply, from_record, to_record, LearnedChange, LearnedSkill};
 use crate::retrieval::{Candidate, Vocabulary};
 use crate::rules::episode_record;
 
@@ -152,6 +153,19 @@ pub(crate) trait Rows {
     async fn insert_history(&mut self, entry: &HistoryEntry) -> Result<()>;
     /// Store an episodic record.
     async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()>;
+
+    /// The stored form of a learned skill of `project` ([`crate::learned::to_record`]).
+    async fn learned(&mut self, project: &str, name: &str) -> Result<Option<String>>;
+    /// Store a learned skill's stored form at `now`, or (`None`) delete it.
+    async fn set_learned(&mut self, project: &str, name: &str, record: Option<&str>, now: i64) -> Result<()>;
+    /// Store a `project:` state value's JSON at `now`, or (`None`) delete it; whether a row
+    /// changed.
+    async fn set_state(&mut self, project: &str, key: &str, json: Option<&str>, now: i64) -> Result<bool>;
+    /// Store the terms of up to `limit` memories of a project written without them; how many.
+    async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize>;
+    /// Give row `num` of `project` the vector of `content` computed before the transaction, if
+    /// the row still holds that content.
+    async fn set_vector(&mut self, project: &str, num: i64, content: &str) -> Result<()>;
 }
 
 /// Insert `change.after` and record it.
@@ -216,4 +230,26 @@ pub(super) async fn add_episode(
     let record = episode_record(new, project, rows.new_episode_id().await?, now);
     rows.insert_episode(&record).await?;
     Ok(record)
+}
+
+/// Apply `change` to one learned skill of `project` by the one rule of learned skills
+/// ([`apply`]), storing or deleting what it returns.
+pub(super) async fn change_learned(
+    rows: &mut impl Rows,
+    project: &str,
+    name: &str,
+    change: LearnedChange,
+    now: i64,
+) -> Result<Option<LearnedSkill>> {
+    let current = rows.learned(project, name).await?;
+    let after = apply(
+        project,
+        name,
+        current.as_deref().map(from_record).transpose()?,
+        change,
+        now,
+    )?;
+    let record = after.as_ref().map(to_record).transpose()?;
+    rows.set_learned(project, name, record.as_deref(), now).await?;
+    Ok(after)
 }
