@@ -10,17 +10,46 @@
 
 use async_trait::async_trait;
 
-use crate::decide::ReadRedactor;
+use crate::decide::{ReadRedactor, Redact};
 use crate::error::Result;
 use crate::learned::{LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
-use crate::rules::check_project;
+use crate::postings::Filter;
+use crate::retrieval::finds_nothing;
+use crate::rules::{bumped, check_project};
 use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
+use crate::text::terms;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
-use crate::vectors::no_model;
+use crate::vectors::{no_model, QueryVector};
 use crate::write::{Done, Op};
+
+/// A search, checked: what a backend ranks in one snapshot.
+pub(crate) struct Query {
+    /// The project, checked.
+    pub(crate) project: String,
+    /// The query's terms ([`crate::text::terms`]).
+    pub(crate) terms: Vec<String>,
+    pub(crate) min_importance: f32,
+    pub(crate) categories: Option<Vec<MemoryCategory>>,
+    pub(crate) top_k: usize,
+    /// With a model, the query's vector, computed on a thread of its own while the backend
+    /// reads its candidates.
+    pub(crate) vector: Option<QueryVector>,
+    pub(crate) now: i64,
+}
+
+impl Query {
+    /// What the search's candidates are confined to.
+    pub(crate) fn filter(&self) -> Filter<'_> {
+        Filter {
+            project: &self.project,
+            min_importance: self.min_importance,
+            categories: self.categories.as_deref(),
+        }
+    }
+}
 
 /// What a database does for the memory store: run checked writes, answer reads.
 #[async_trait]
@@ -34,15 +63,15 @@ pub(crate) trait Backend: Send + Sync {
     /// Run a checked write in one transaction (vectors first, the projects' locks held).
     async fn write(&self, call: &'static str, op: Op) -> Result<Done>;
 
-    /// A memory by id, redacted.
+    /// A memory by id.
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>>;
-    /// Memories of a project, filtered and paged, redacted.
+    /// Memories of a project, filtered and paged.
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>>;
     /// How many memories a project has.
     async fn count(&self, project: &str) -> Result<usize>;
-    /// Relevant memories, best first, redacted; counts accesses unless told not to.
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>>;
-    /// Count an access to these memories, saturating.
+    /// The current memories relevant to a query, best first (ranked by [`crate::retrieval`]).
+    async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>>;
+    /// Count an access to these memories (at least one), saturating.
     async fn touch(&self, ids: &[String]) -> Result<()>;
     /// Every change to a memory of `project`, oldest first.
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>>;
@@ -204,15 +233,50 @@ impl<B: Backend> MemoryStore for B {
         updated.map(|e| self.redactor().redacted(e))
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        Backend::get(self, id).await
+        let entry = Backend::get(self, id).await;
+        entry.map(|e| self.redactor().redacted(e))
     }
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
-        Backend::list(self, project, options).await
+        let entries = Backend::list(self, project, options).await;
+        entries.map(|e| self.redactor().redacted(e))
     }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        Backend::search(self, request).await
+        let project = check_project(&request.project_path)?;
+        let terms = terms(&request.query);
+        let semantic = self.options().semantic();
+        if finds_nothing(&request, &terms, semantic.is_some()) {
+            return Ok(Vec::new());
+        }
+        let vector = semantic.map(|s| s.start_query(&request.query)).transpose()?;
+        let query = Query {
+            project,
+            terms,
+            min_importance: request.min_importance,
+            categories: request.categories,
+            top_k: request.top_k,
+            vector,
+            now: self.options().now_ms(),
+        };
+        let mut results = self.rank(query).await?;
+        for r in &mut results {
+            self.redactor().redact(&mut r.entry);
+        }
+        // A read-only database answers searches without counting them.
+        if request.touch && !results.is_empty() && !Backend::is_read_only(self) {
+            let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
+            Backend::touch(self, &ids).await?;
+            let now = self.options().now_ms();
+            for r in &mut results {
+                r.entry.access_count = bumped(r.entry.access_count);
+                r.entry.last_accessed_at = now;
+            }
+        }
+        Ok(results)
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
         Backend::touch(self, ids).await
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
@@ -236,7 +300,8 @@ impl<B: Backend> MemoryStore for B {
         undone.map(|e| self.redactor().redacted(e))
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        Backend::export(self, project).await
+        let records = Backend::export(self, project).await;
+        records.map(|r| self.redactor().redacted(r))
     }
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
         write(self, "import", Op::import(records, project)).await
@@ -263,5 +328,15 @@ impl<B: Backend> MemoryStore for B {
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         let entry = Backend::history_entry(self, project, history_id).await;
         entry.map(|h| self.redactor().redacted(h))
+    }
+}
+
+impl Redact for ExportRecord {
+    fn redact_with(&mut self, redactor: &ReadRedactor) {
+        match self {
+            ExportRecord::Memory(e) => e.redact_with(redactor),
+            ExportRecord::History(h) => h.redact_with(redactor),
+            ExportRecord::Episode(_) => {}
+        }
     }
 }

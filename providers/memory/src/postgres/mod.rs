@@ -40,8 +40,8 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
-use crate::backend::Backend;
-use crate::decide::{ReadRedactor, Redact};
+use crate::backend::{Backend, Query};
+use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
@@ -251,15 +251,6 @@ impl PostgresStore {
         Ok(())
     }
 
-    fn redact_read(&self, e: &mut MemoryEntry) {
-        self.inner.redactor.redact(e);
-    }
-
-    /// `value` with every memory and history entry in it redacted (see [`Redact`]).
-    fn redacted<T: Redact>(&self, value: T) -> T {
-        self.inner.redactor.redacted(value)
-    }
-
     /// With a model configured, the vectors of `contents`, computed before the write's
     /// transaction, on the blocking pool (embedding is arithmetic, not I/O).
     async fn vectors<'a>(&self, contents: impl IntoIterator<Item = &'a str>) -> Result<Option<Vectors>> {
@@ -443,8 +434,8 @@ impl Backend for PostgresStore {
     async fn count(&self, project: &str) -> Result<usize> {
         self.traced("count", search::count(self, project)).await
     }
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        self.traced("search", search::search(self, &request)).await
+    async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
+        self.traced("search", search::search(self, query)).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         self.traced("touch", write::touch(self, ids)).await

@@ -4,20 +4,14 @@
 use super::candidates::{candidates, rows_as_candidates};
 use super::rows::{load, select_entries, COLS};
 use super::{read_tx, sketches, PostgresStore};
+use crate::backend::Query;
 use crate::error::Result;
-use crate::postings::Filter;
-use crate::retrieval::{finds_nothing, rank, Meaning, Vocabulary};
-use crate::rules::{bumped, check_project};
-use crate::text::terms;
+use crate::retrieval::{rank, Meaning, Vocabulary};
 use crate::types::*;
 use crate::vectors::{self, Stored, SEMANTIC_CANDIDATES};
 
 pub(super) async fn get(store: &PostgresStore, id: &str) -> Result<Option<MemoryEntry>> {
-    let mut entry = read_tx!(store, |tx| { load(&tx, id).await?.map(|(_, e)| e) })?;
-    if let Some(e) = &mut entry {
-        store.redact_read(e);
-    }
-    Ok(entry)
+    read_tx!(store, |tx| { load(&tx, id).await?.map(|(_, e)| e) })
 }
 
 pub(super) async fn list(
@@ -51,13 +45,7 @@ pub(super) async fn list(
         )
         .await?
     })?;
-    Ok(rows
-        .into_iter()
-        .map(|(_, mut e)| {
-            store.redact_read(&mut e);
-            e
-        })
-        .collect())
+    Ok(rows.into_iter().map(|(_, e)| e).collect())
 }
 
 pub(super) async fn count(store: &PostgresStore, project: &str) -> Result<usize> {
@@ -72,68 +60,42 @@ pub(super) async fn count(store: &PostgresStore, project: &str) -> Result<usize>
     Ok(n as usize)
 }
 
-/// Find the current memories of a project relevant to a query, best first, ranked exactly as
-/// on SQLite; returned memories have their access counted unless the request says not to.
-pub(super) async fn search(
-    store: &PostgresStore,
-    req: &MemorySearchRequest,
-) -> Result<Vec<MemorySearchResult>> {
-    let project = check_project(&req.project_path)?;
-    let q_terms = terms(&req.query);
+/// The current memories of a project relevant to a query, best first, ranked exactly as on
+/// SQLite.
+pub(super) async fn search(store: &PostgresStore, mut query: Query) -> Result<Vec<MemorySearchResult>> {
     let semantic = store.inner.options.semantic();
-    if finds_nothing(req, &q_terms, semantic.is_some()) {
-        return Ok(Vec::new());
-    }
-    // Embedded on a thread of its own while the transaction reads the candidates.
-    let query_vector = semantic.map(|s| s.start_query(&req.query)).transpose()?;
-    let now = store.now();
-    let mut results = read_tx!(store, |tx| {
-        let filter = Filter {
-            project: &project,
-            min_importance: req.min_importance,
-            categories: req.categories.as_deref(),
-        };
+    let vector = query.vector.take();
+    let (q_terms, now, top_k) = (&query.terms, query.now, query.top_k);
+    read_tx!(store, |tx| {
+        let filter = query.filter();
         let (mut vocab, mut found) = if q_terms.is_empty() {
             (Vocabulary::default(), Vec::new())
         } else {
-            candidates(store, &tx, &filter, &q_terms).await?
+            candidates(store, &tx, &filter, q_terms).await?
         };
-        match (semantic, query_vector) {
-            (Some(semantic), Some(mut query)) => {
+        match (semantic, vector) {
+            (Some(semantic), Some(mut vector)) => {
                 // The lexical candidates, joined by the memories nearest the query by meaning.
-                let model = semantic.model_id();
+                let (project, model) = (filter.project, semantic.model_id());
                 let mut lexical: Vec<i64> = found.iter().map(|c| c.num).collect();
                 lexical.sort_unstable();
                 let mut stored = Stored::default();
-                sketches::vectors_of(&tx, &project, model, &lexical, &mut stored).await?;
+                sketches::vectors_of(&tx, project, model, &lexical, &mut stored).await?;
                 let limit = store.inner.options.max_vector_candidates();
-                let picks = sketches::first_pass(&tx, &project, model, &mut query, limit, &lexical).await?;
-                sketches::vectors_of(&tx, &project, model, &picks, &mut stored).await?;
-                let near = vectors::nearest(query.get().await?, &stored, SEMANTIC_CANDIDATES);
+                let picks = sketches::first_pass(&tx, project, model, &mut vector, limit, &lexical).await?;
+                sketches::vectors_of(&tx, project, model, &picks, &mut stored).await?;
+                let near = vectors::nearest(vector.get().await?, &stored, SEMANTIC_CANDIDATES);
                 let extra = near.not_in(found.iter().map(|c| c.num));
-                found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
+                found.extend(rows_as_candidates(&tx, &filter, q_terms, &extra, &mut vocab).await?);
                 let meaning = Meaning {
                     near: &near,
                     blend: semantic.blend,
                 };
-                rank(&q_terms, &vocab, found, Some(&meaning), now, req.top_k)
+                rank(q_terms, &vocab, found, Some(&meaning), now, top_k)
             }
-            _ => rank(&q_terms, &vocab, found, None, now, req.top_k),
+            _ => rank(q_terms, &vocab, found, None, now, top_k),
         }
-    })?;
-    for r in &mut results {
-        store.redact_read(&mut r.entry);
-    }
-    if req.touch && !results.is_empty() && !store.inner.options.is_read_only() {
-        let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
-        super::write::touch(store, &ids).await?;
-        let now = store.now();
-        for r in &mut results {
-            r.entry.access_count = bumped(r.entry.access_count);
-            r.entry.last_accessed_at = now;
-        }
-    }
-    Ok(results)
+    })
 }
 
 /// Counts for a project.

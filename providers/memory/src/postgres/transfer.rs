@@ -18,10 +18,7 @@ pub(super) async fn export(store: &PostgresStore, project: Option<&str>) -> Resu
         let mut out: Vec<ExportRecord> = select_entries(&tx, &sql, &[&project])
             .await?
             .into_iter()
-            .map(|(_, mut e)| {
-                store.redact_read(&mut e);
-                ExportRecord::Memory(e)
-            })
+            .map(|(_, e)| ExportRecord::Memory(e))
             .collect();
         let sql = format!(
             "SELECT {EPISODE_COLS} FROM episodic_records WHERE $1::text IS NULL OR project_path = $1
@@ -32,7 +29,7 @@ pub(super) async fn export(store: &PostgresStore, project: Option<&str>) -> Resu
         }
         let sql = format!("SELECT {HISTORY_COLS} FROM memory_history WHERE $1::text IS NULL OR project_path = $1 ORDER BY id");
         for h in select_history(&tx, &sql, &[&project]).await? {
-            out.push(ExportRecord::History(Box::new(store.redacted(h))));
+            out.push(ExportRecord::History(Box::new(h)));
         }
         out
     })

@@ -64,9 +64,6 @@ async fn analyze(store: &PostgresStore) {
 /// Bump access counts (saturating at [`MAX_ACCESS_COUNT`]) and last-access times. Takes the
 /// locks of the memories' projects, so a merge never writes back a count read before it.
 pub(super) async fn touch(store: &PostgresStore, ids: &[String]) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
     let projects: Vec<String> = {
         let client = store.client().await?;
         client

@@ -8,13 +8,11 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::rows::{load, select_candidates, select_entries, COLS};
 use super::{equal_if_given, index, memindex, sketches, MemoryDb};
-use crate::decide::Redact;
+use crate::backend::Query;
 use crate::error::Result;
 use crate::options::SearchIndex;
 use crate::postings::{self, Filter, Kept};
-use crate::retrieval::{finds_nothing, rank, rarest_terms, Candidate, Meaning, Vocabulary};
-use crate::rules::{bumped, check_project};
-use crate::text::terms;
+use crate::retrieval::{rank, rarest_terms, Candidate, Meaning, Vocabulary};
 use crate::types::*;
 use crate::vectors::{self, QueryVector, Semantic, Stored, SEMANTIC_CANDIDATES};
 
@@ -24,13 +22,9 @@ const MAX_INDEXED_PROJECTS: usize = 8;
 impl MemoryDb {
     // ----- reads ------------------------------------------------------------------------
 
-    /// A memory by id (secrets redacted, see [`MemoryDb::redact_read`]).
+    /// A memory by id.
     pub(crate) fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        let mut entry = self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))?;
-        if let Some(e) = &mut entry {
-            self.redact_read(e);
-        }
-        Ok(entry)
+        self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))
     }
 
     /// Memories of a project, filtered and paged; superseded ones only when asked for.
@@ -39,7 +33,7 @@ impl MemoryDb {
         let category = options.category.map(|c| c.as_str());
         let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
         let offset = i64::try_from(options.offset).unwrap_or(i64::MAX);
-        let mut entries: Vec<MemoryEntry> = self.read(|tx| {
+        self.read(|tx| {
             Ok(select_entries(
                 tx,
                 &sql,
@@ -48,11 +42,7 @@ impl MemoryDb {
             .into_iter()
             .map(|(_, e)| e)
             .collect())
-        })?;
-        for e in &mut entries {
-            self.redact_read(e);
-        }
-        Ok(entries)
+        })
     }
 
     /// How many current (not superseded) memories a project has.
@@ -67,74 +57,37 @@ impl MemoryDb {
         })
     }
 
-    /// Redact what a secret rule matches in a memory read from the database (see
-    /// [`ReadRedactor`](crate::decide::ReadRedactor)).
-    pub(super) fn redact_read(&self, e: &mut MemoryEntry) {
-        self.inner.redacted.redact(e);
-    }
-
     /// What redacts secrets in memories read back.
     pub(crate) fn redactor(&self) -> &crate::decide::ReadRedactor {
         &self.inner.redacted
     }
 
-    /// `value` with every memory and history entry in it redacted (see [`Redact`]).
-    pub(super) fn redacted<T: Redact>(&self, value: T) -> T {
-        self.inner.redacted.redacted(value)
-    }
-
-    /// Find the current memories of a project relevant to a query, best first.
+    /// The current memories of a project relevant to a query, best first.
     ///
     /// Candidates come from the project's in-memory index when there is one (caught up with
     /// the latest writes first), else from the impact-ordered postings (the query's rarest
     /// terms, at most [`OpenOptions::candidate_limit`] memories); each is scored with
     /// [`compute_relevance_score`] and only those with a cosine or keyword overlap above zero
-    /// are kept. Superseded memories are never returned. Returned memories have their access
-    /// counted unless the request says not to.
+    /// are kept. Superseded memories are never returned.
     ///
     /// [`OpenOptions::candidate_limit`]: super::OpenOptions::candidate_limit
-    pub(crate) fn search(&self, req: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        let project = check_project(&req.project_path)?;
-        let q_terms = terms(&req.query);
-        let semantic = self.inner.options.semantic();
-        if finds_nothing(req, &q_terms, semantic.is_some()) {
-            return Ok(Vec::new());
-        }
-        let query_vector = semantic.map(|s| s.start_query(&req.query)).transpose()?;
-        let now = self.now();
-        let mut results = self.read(|tx| {
-            let categories = req.categories.as_deref();
-            let filter = Filter {
-                project: &project,
-                min_importance: req.min_importance,
-                categories,
-            };
-            if let (Some(semantic), Some(q)) = (semantic, query_vector) {
-                return self.hybrid(tx, &filter, &q_terms, semantic, q, now, req.top_k);
+    pub(super) fn rank(&self, mut query: Query) -> Result<Vec<MemorySearchResult>> {
+        let vector = query.vector.take();
+        let (q_terms, now, top_k) = (&query.terms, query.now, query.top_k);
+        self.read(|tx| {
+            let filter = query.filter();
+            if let (Some(semantic), Some(q)) = (self.inner.options.semantic(), vector) {
+                return self.hybrid(tx, &filter, q_terms, semantic, q, now, top_k);
             }
-            let indexed = self.with_index(tx, &project, |ix| {
-                ix.search(tx, &q_terms, req.min_importance, categories, now, req.top_k)
+            let indexed = self.with_index(tx, &query.project, |ix| {
+                ix.search(tx, q_terms, filter.min_importance, filter.categories, now, top_k)
             })?;
             if let Some(hits) = indexed {
                 return Ok(hits);
             }
-            let (vocab, candidates) = self.candidates(tx, &filter, &q_terms)?;
-            Ok(rank(&q_terms, &vocab, candidates, None, now, req.top_k))
-        })?;
-        for r in &mut results {
-            self.redact_read(&mut r.entry);
-        }
-        // A read-only database answers searches without counting them.
-        if req.touch && !results.is_empty() && !self.is_read_only() {
-            let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
-            self.touch(&ids)?;
-            let now = self.now();
-            for r in &mut results {
-                r.entry.access_count = bumped(r.entry.access_count);
-                r.entry.last_accessed_at = now;
-            }
-        }
-        Ok(results)
+            let (vocab, candidates) = self.candidates(tx, &filter, q_terms)?;
+            Ok(rank(q_terms, &vocab, candidates, None, now, top_k))
+        })
     }
 
     /// Run `f` on the project's in-memory index brought to the version `tx` sees: caught up in

@@ -7,7 +7,7 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use super::MemoryDb;
-use crate::backend::Backend;
+use crate::backend::{Backend, Query};
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::learned::LearnedSkill;
@@ -38,6 +38,8 @@ use crate::write::{Done, Op};
 #[derive(Clone, Debug)]
 pub struct SqliteMemoryStore {
     db: MemoryDb,
+    /// Every call runs on the caller's thread, whatever the options say.
+    inline: bool,
 }
 
 impl SqliteMemoryStore {
@@ -51,6 +53,7 @@ impl SqliteMemoryStore {
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         Ok(SqliteMemoryStore {
             db: MemoryDb::open_with(path, options)?,
+            inline: false,
         })
     }
 
@@ -75,7 +78,7 @@ impl SqliteMemoryStore {
         F: FnOnce(&MemoryDb) -> Result<T> + Send + 'static,
     {
         let span = tracing::debug_span!("memory.sqlite", call);
-        if !self.db.on_blocking_pool() {
+        if self.inline || !self.db.on_blocking_pool() {
             return span.in_scope(|| f(&self.db));
         }
         let db = self.db.clone();
@@ -111,8 +114,8 @@ impl Backend for SqliteMemoryStore {
         let project = project.to_string();
         self.blocking("count", move |db| db.count(&project)).await
     }
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        self.blocking("search", move |db| db.search(&request)).await
+    async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
+        self.blocking("search", move |db| db.rank(query)).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         let ids = ids.to_vec();
@@ -185,3 +188,15 @@ impl Backend for SqliteMemoryStore {
 }
 
 crate::backend::session_store!(SqliteMemoryStore);
+
+impl MemoryDb {
+    /// The store's search, run on this thread: for the tests and the evaluation of the
+    /// blocking core.
+    pub(crate) fn search(&self, request: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+        let store = SqliteMemoryStore {
+            db: self.clone(),
+            inline: true,
+        };
+        super::writer::run_now(crate::MemoryStore::search(&store, request.clone()))
+    }
+}

@@ -24,10 +24,7 @@ impl MemoryDb {
                 params![project],
             )?
             .into_iter()
-            .map(|(_, mut e)| {
-                self.redact_read(&mut e);
-                ExportRecord::Memory(e)
-            })
+            .map(|(_, e)| ExportRecord::Memory(e))
             .collect();
             let mut stmt = tx.prepare_cached(&format!(
                 "SELECT id, project_path, session_id, record_type, task_summary, approach_summary,
@@ -42,7 +39,7 @@ impl MemoryDb {
                 "SELECT {HISTORY_COLS} FROM memory_history WHERE {scope} ORDER BY id"
             ))?;
             for h in stmt.query_map(params![project], row_to_history)? {
-                out.push(ExportRecord::History(Box::new(self.redacted(h?))));
+                out.push(ExportRecord::History(Box::new(h?)));
             }
             Ok(out)
         })

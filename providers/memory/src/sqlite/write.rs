@@ -31,9 +31,6 @@ impl MemoryDb {
     /// Bump access counts (saturating at [`MAX_ACCESS_COUNT`]) and last-access times: what a
     /// search does to what it returns.
     pub(crate) fn touch(&self, ids: &[String]) -> Result<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
         self.write_statement(|conn, now| {
             // One statement for all of them, as on PostgreSQL (a memory listed twice counts once).
             conn.prepare_cached(

@@ -51,13 +51,13 @@ impl<'a> SqliteRows<'a> {
     }
 }
 
-/// Run a write whose every await is answered at once (SQLite's [`Rows`] never waits), on the
-/// calling thread.
+/// Run a call whose every await is answered at once (SQLite's [`Rows`] never waits, nor does
+/// a store that runs its calls inline), on the calling thread.
 pub(super) fn run_now<T>(write: impl Future<Output = Result<T>>) -> Result<T> {
     match pin!(write).poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(out) => out,
         Poll::Pending => Err(MemoryError::Task(
-            "a SQLite write waited for something; it was rolled back".into(),
+            "a SQLite call waited for something; a write was rolled back".into(),
         )),
     }
 }
