@@ -12,18 +12,18 @@ use async_trait::async_trait;
 
 use crate::decide::{ReadRedactor, Redact};
 use crate::error::Result;
-use crate::learned::{LearnedChange, LearnedSkill};
+use crate::learned::{from_record, LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
 use crate::postings::Filter;
 use crate::retrieval::finds_nothing;
-use crate::rules::{bumped, check_project};
+use crate::rules::{bumped, check_project, state_value};
 use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::text::terms;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
 use crate::vectors::{no_model, QueryVector};
-use crate::write::{Done, Op};
+use crate::write::{Done, Keyed, Op};
 
 /// A search, checked: what a backend ranks in one snapshot.
 pub(crate) struct Query {
@@ -81,10 +81,8 @@ pub(crate) trait Backend: Send + Sync {
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>>;
     /// The latest episodic records of a project, newest first.
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
-    /// Every state value of a project, by key.
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>>;
-    /// The project's learned skills, by name.
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>>;
+    /// Every value of a project kept by key, by key.
+    async fn keyed(&self, of: Keyed, project: &str) -> Result<Vec<(String, String)>>;
     /// Everything of a project (or of all) as records.
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
     /// Up to `limit` rows (`num`, content) of a project without a sound vector of `model`.
@@ -200,14 +198,16 @@ impl<B: Backend> RunStore for B {
         write(self, "remove_state", Op::remove_state(project, key)).await
     }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        Backend::state_entries(self, project).await
+        let values = self.keyed(Keyed::State, project).await?;
+        Ok(values.into_iter().map(|(k, v)| (k, state_value(v))).collect())
     }
 }
 
 #[async_trait]
 impl<B: Backend> LearnedSkillStore for B {
     async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        Backend::learned_skills(self, project).await
+        let records = self.keyed(Keyed::Learned, project).await?;
+        records.iter().map(|(_, r)| from_record(r)).collect()
     }
     async fn change_learned_skill(
         &self,

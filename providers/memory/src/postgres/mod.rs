@@ -23,7 +23,7 @@
 mod candidates;
 mod episodes;
 mod history;
-mod learned;
+mod keyed;
 mod rows;
 mod schema;
 mod search;
@@ -43,13 +43,12 @@ use tracing::Instrument;
 use crate::backend::{Backend, Query};
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
-use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
 use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::vectors::Vectors;
-use crate::write::{Done, Op};
+use crate::write::{Done, Keyed, Op};
 use ctxkit_secrets::redact_url;
 
 /// Connections a store keeps open at most.
@@ -456,13 +455,9 @@ impl Backend for PostgresStore {
         self.traced("episodes", episodes::episodes(self, project, limit))
             .await
     }
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        self.traced("state_entries", episodes::state_entries(self, project))
-            .await
-    }
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        self.traced("learned_skills", learned::learned_skills(self, project))
-            .await
+    async fn keyed(&self, of: Keyed, project: &str) -> Result<Vec<(String, String)>> {
+        let values = async { read_tx!(self, |tx| { keyed::all(&tx, of, project).await? }) };
+        self.traced("keyed", values).await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         self.traced("export", transfer::export(self, project)).await

@@ -19,7 +19,7 @@ mod docs;
 mod episodes;
 mod history;
 mod index;
-mod learned;
+mod keyed;
 mod memindex;
 mod norms;
 mod rows;

@@ -10,12 +10,11 @@ use super::MemoryDb;
 use crate::backend::{Backend, Query};
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
-use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
 use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
 use crate::types::*;
-use crate::write::{Done, Op};
+use crate::write::{Done, Keyed, Op};
 
 /// The SQLite store: one database file, shared by threads and processes. Clones share one
 /// connection pool and its caches. Every call runs on tokio's blocking pool, so the async
@@ -141,15 +140,12 @@ impl Backend for SqliteMemoryStore {
         self.blocking("episodes", move |db| db.episodes(&project, limit))
             .await
     }
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+    async fn keyed(&self, of: Keyed, project: &str) -> Result<Vec<(String, String)>> {
         let project = project.to_string();
-        self.blocking("state_entries", move |db| db.state_entries(&project))
-            .await
-    }
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        let project = project.to_string();
-        self.blocking("learned_skills", move |db| db.learned_skills(&project))
-            .await
+        self.blocking("keyed", move |db| {
+            db.read(|tx| super::keyed::all(tx, of, &project))
+        })
+        .await
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
         let project = project.map(str::to_string);
@@ -190,13 +186,17 @@ impl Backend for SqliteMemoryStore {
 crate::backend::session_store!(SqliteMemoryStore);
 
 impl MemoryDb {
-    /// The store's search, run on this thread: for the tests and the evaluation of the
-    /// blocking core.
-    pub(crate) fn search(&self, request: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        let store = SqliteMemoryStore {
+    /// The store over this database, running every call on the caller's thread (driven by
+    /// [`run_now`](super::writer::run_now)): for the tests and the evaluation of the core.
+    pub(crate) fn inline(&self) -> SqliteMemoryStore {
+        SqliteMemoryStore {
             db: self.clone(),
             inline: true,
-        };
-        super::writer::run_now(crate::MemoryStore::search(&store, request.clone()))
+        }
+    }
+
+    /// The store's search, on this thread.
+    pub(crate) fn search(&self, request: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+        super::writer::run_now(crate::MemoryStore::search(&self.inline(), request.clone()))
     }
 }

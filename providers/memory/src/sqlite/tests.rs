@@ -57,6 +57,13 @@ writes! {
     fill_terms(project: &str, limit: usize) -> usize;
 }
 
+impl MemoryDb {
+    /// The store's `state_entries`, on this thread.
+    fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
+        writer::run_now(crate::RunStore::state_entries(&self.inline(), project))
+    }
+}
+
 fn open() -> (tempfile::TempDir, MemoryDb, ManualClock) {
     open_mode(SearchIndex::Off)
 }

@@ -19,7 +19,7 @@ use crate::retrieval::Vocabulary;
 use crate::sketches::Touched;
 use crate::types::*;
 use crate::vectors::Vectors;
-use crate::write::{Change, Row, Rows, Similar, Which};
+use crate::write::{Change, Keyed, Row, Rows, Similar, Which};
 
 /// One SQLite write transaction, with the store's caches.
 pub(super) struct SqliteRows<'a> {
@@ -192,16 +192,19 @@ impl Rows for SqliteRows<'_> {
         rows::insert_episode(self.tx, record)
     }
 
-    async fn learned(&mut self, project: &str, name: &str) -> Result<Option<String>> {
-        super::learned::record(self.tx, project, name)
+    async fn keyed(&mut self, of: Keyed, project: &str, key: &str) -> Result<Option<String>> {
+        super::keyed::one(self.tx, of, project, key)
     }
 
-    async fn set_learned(&mut self, project: &str, name: &str, record: Option<&str>, now: i64) -> Result<()> {
-        super::learned::set_record(self.tx, project, name, record, now)
-    }
-
-    async fn set_state(&mut self, project: &str, key: &str, json: Option<&str>, now: i64) -> Result<bool> {
-        super::episodes::set_state(self.tx, project, key, json, now)
+    async fn set_keyed(
+        &mut self,
+        of: Keyed,
+        project: &str,
+        key: &str,
+        value: Option<&str>,
+        now: i64,
+    ) -> Result<bool> {
+        super::keyed::set(self.tx, of, project, key, value, now)
     }
 
     async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize> {

@@ -59,6 +59,26 @@ impl Similar<'_> {
     }
 }
 
+/// What a project keeps by key besides its memories: two tables of text values by project and
+/// key, each value stamped with when it was written.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Keyed {
+    /// `project:` state values (JSON), by key.
+    State,
+    /// Learned skills' stored forms ([`crate::learned::to_record`]), by name.
+    Learned,
+}
+
+impl Keyed {
+    /// Its table, key column and value column.
+    pub(crate) fn columns(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Keyed::State => ("project_state", "key", "value"),
+            Keyed::Learned => ("skill_library", "name", "record"),
+        }
+    }
+}
+
 /// One change to a memory, as its history entry keeps it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Change<'a> {
@@ -154,13 +174,17 @@ pub(crate) trait Rows {
     /// Store an episodic record.
     async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()>;
 
-    /// The stored form of a learned skill of `project` ([`crate::learned::to_record`]).
-    async fn learned(&mut self, project: &str, name: &str) -> Result<Option<String>>;
-    /// Store a learned skill's stored form at `now`, or (`None`) delete it.
-    async fn set_learned(&mut self, project: &str, name: &str, record: Option<&str>, now: i64) -> Result<()>;
-    /// Store a `project:` state value's JSON at `now`, or (`None`) delete it; whether a row
-    /// changed.
-    async fn set_state(&mut self, project: &str, key: &str, json: Option<&str>, now: i64) -> Result<bool>;
+    /// One value of `project` kept by key.
+    async fn keyed(&mut self, of: Keyed, project: &str, key: &str) -> Result<Option<String>>;
+    /// Store a value kept by key at `now`, or (`None`) delete it; whether a row changed.
+    async fn set_keyed(
+        &mut self,
+        of: Keyed,
+        project: &str,
+        key: &str,
+        value: Option<&str>,
+        now: i64,
+    ) -> Result<bool>;
     /// Store the terms of up to `limit` memories of a project written without them; how many.
     async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize>;
     /// Give row `num` of `project` the vector of `content` computed before the transaction, if
@@ -241,7 +265,7 @@ pub(super) async fn change_learned(
     change: LearnedChange,
     now: i64,
 ) -> Result<Option<LearnedSkill>> {
-    let current = rows.learned(project, name).await?;
+    let current = rows.keyed(Keyed::Learned, project, name).await?;
     let after = apply(
         project,
         name,
@@ -250,6 +274,7 @@ pub(super) async fn change_learned(
         now,
     )?;
     let record = after.as_ref().map(to_record).transpose()?;
-    rows.set_learned(project, name, record.as_deref(), now).await?;
+    rows.set_keyed(Keyed::Learned, project, name, record.as_deref(), now)
+        .await?;
     Ok(after)
 }
