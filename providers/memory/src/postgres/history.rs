@@ -5,15 +5,11 @@ use tokio_postgres::Row;
 
 use super::{read_tx, PostgresStore};
 use crate::error::{MemoryError, Result};
-use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
+use crate::types::{snapshot, HistoryEntry};
 use crate::write::Change;
 
 pub(super) const HISTORY_COLS: &str =
     "id, memory_id, project_path, action, before, after, related_id, reason, at";
-
-fn json(e: Option<&MemoryEntry>) -> Option<String> {
-    e.and_then(|e| serde_json::to_string(e).ok())
-}
 
 /// Append one history entry.
 pub(super) async fn record(tx: &Transaction<'_>, change: Change<'_>) -> Result<()> {
@@ -30,8 +26,8 @@ pub(super) async fn record(tx: &Transaction<'_>, change: Change<'_>) -> Result<(
             &memory.id,
             &memory.project_path,
             &change.action.as_str(),
-            &json(change.before),
-            &json(change.after),
+            &snapshot(change.before),
+            &snapshot(change.after),
             &change.related_id,
             &change.reason,
             &change.at,
@@ -65,8 +61,8 @@ pub(super) async fn insert_history(tx: &Transaction<'_>, h: &HistoryEntry) -> Re
             &h.memory_id,
             &h.project_path,
             &h.action.as_str(),
-            &json(h.before.as_ref()),
-            &json(h.after.as_ref()),
+            &snapshot(h.before.as_ref()),
+            &snapshot(h.after.as_ref()),
             &h.related_id,
             &h.reason,
             &h.at,
@@ -85,30 +81,21 @@ pub(super) async fn insert_history(tx: &Transaction<'_>, h: &HistoryEntry) -> Re
 }
 
 pub(super) fn row_to_history(r: &Row) -> Result<HistoryEntry> {
-    let bad = |message: String| MemoryError::Server {
+    let columns = (
+        r.try_get(0)?,
+        r.try_get(1)?,
+        r.try_get(2)?,
+        r.try_get(3)?,
+        r.try_get(4)?,
+        r.try_get(5)?,
+        r.try_get(6)?,
+        r.try_get(7)?,
+        r.try_get(8)?,
+    );
+    HistoryEntry::from_columns(columns).map_err(|(_, reason)| MemoryError::Server {
         url: String::new(),
-        reason: message,
+        reason,
         sqlstate: None,
-    };
-    let action: String = r.try_get(3)?;
-    let entry = |col: usize| -> Result<Option<MemoryEntry>> {
-        let text: Option<String> = r.try_get(col)?;
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| bad(format!("history snapshot is not a memory: {e}")))
-        })
-        .transpose()
-    };
-    Ok(HistoryEntry {
-        id: r.try_get(0)?,
-        memory_id: r.try_get(1)?,
-        project_path: r.try_get(2)?,
-        action: HistoryAction::parse(&action)
-            .ok_or_else(|| bad(format!("unknown history action `{action}`")))?,
-        before: entry(4)?,
-        after: entry(5)?,
-        related_id: r.try_get(6)?,
-        reason: r.try_get(7)?,
-        at: r.try_get(8)?,
     })
 }
 

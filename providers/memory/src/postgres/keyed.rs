@@ -4,7 +4,7 @@
 use deadpool_postgres::Transaction;
 
 use crate::error::Result;
-use crate::write::Keyed;
+use crate::write::{Key, Keyed};
 
 /// Every value of a project, by key; none in a database older than the table (a read-only
 /// store does not migrate).
@@ -27,28 +27,16 @@ pub(super) async fn all(tx: &Transaction<'_>, of: Keyed, project: &str) -> Resul
 }
 
 /// One value.
-pub(super) async fn one(
-    tx: &Transaction<'_>,
-    of: Keyed,
-    project: &str,
-    name: &str,
-) -> Result<Option<String>> {
-    let (table, key, value) = of.columns();
+pub(super) async fn one(tx: &Transaction<'_>, at: Key<'_>) -> Result<Option<String>> {
+    let (table, key, value) = at.of.columns();
     let sql = format!("SELECT {value} FROM {table} WHERE project_path = $1 AND {key} = $2");
-    let row = tx.query_opt(&sql, &[&project, &name]).await?;
+    let row = tx.query_opt(&sql, &[&at.project, &at.key]).await?;
     Ok(row.map(|r| r.try_get(0)).transpose()?)
 }
 
 /// Store a value at `now`, or (`None`) delete it; whether a row changed.
-pub(super) async fn set(
-    tx: &Transaction<'_>,
-    of: Keyed,
-    project: &str,
-    name: &str,
-    new: Option<&str>,
-    now: i64,
-) -> Result<bool> {
-    let (table, key, value) = of.columns();
+pub(super) async fn set(tx: &Transaction<'_>, at: Key<'_>, new: Option<&str>, now: i64) -> Result<bool> {
+    let (table, key, value) = at.of.columns();
     let changed = match new {
         Some(new) => {
             let sql = format!(
@@ -56,11 +44,11 @@ pub(super) async fn set(
                  ON CONFLICT (project_path, {key}) DO UPDATE SET {value} = excluded.{value}, updated_at = excluded.updated_at
                  WHERE {table}.{value} <> excluded.{value}"
             );
-            tx.execute(&sql, &[&project, &name, &new, &now]).await?
+            tx.execute(&sql, &[&at.project, &at.key, &new, &now]).await?
         }
         None => {
             let sql = format!("DELETE FROM {table} WHERE project_path = $1 AND {key} = $2");
-            tx.execute(&sql, &[&project, &name]).await?
+            tx.execute(&sql, &[&at.project, &at.key]).await?
         }
     };
     Ok(changed > 0)

@@ -23,7 +23,7 @@ use crate::retrieval::Vocabulary;
 use crate::sketches::Touched;
 use crate::types::*;
 use crate::vectors::Vectors;
-use crate::write::{Change, Keyed, Row, Rows, Similar, Which};
+use crate::write::{Change, Key, Row, Rows, Similar, Which};
 
 /// One PostgreSQL write transaction, holding its projects' locks.
 pub(super) struct PgRows<'a> {
@@ -242,19 +242,12 @@ impl Rows for PgRows<'_> {
         rows::insert_episode(self.tx, record).await
     }
 
-    async fn keyed(&mut self, of: Keyed, project: &str, key: &str) -> Result<Option<String>> {
-        super::keyed::one(self.tx, of, project, key).await
+    async fn keyed(&mut self, at: Key<'_>) -> Result<Option<String>> {
+        super::keyed::one(self.tx, at).await
     }
 
-    async fn set_keyed(
-        &mut self,
-        of: Keyed,
-        project: &str,
-        key: &str,
-        value: Option<&str>,
-        now: i64,
-    ) -> Result<bool> {
-        super::keyed::set(self.tx, of, project, key, value, now).await
+    async fn set_keyed(&mut self, at: Key<'_>, value: Option<&str>, now: i64) -> Result<bool> {
+        super::keyed::set(self.tx, at, value, now).await
     }
 
     async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize> {

@@ -4,12 +4,11 @@ use rusqlite::{params, OptionalExtension, Row, Transaction};
 
 use super::MemoryDb;
 use crate::error::Result;
-use crate::types::{HistoryAction, HistoryEntry, MemoryEntry};
+use crate::types::{snapshot, HistoryEntry};
 use crate::write::Change;
 
 /// Append one history entry.
 pub(super) fn record(tx: &Transaction, change: Change<'_>) -> Result<()> {
-    let json = |e: Option<&MemoryEntry>| e.and_then(|e| serde_json::to_string(e).ok());
     let memory = change.memory();
     tx.prepare_cached(
         "INSERT INTO memory_history (memory_id, project_path, action, before, after, related_id, reason, at)
@@ -19,8 +18,8 @@ pub(super) fn record(tx: &Transaction, change: Change<'_>) -> Result<()> {
         memory.id,
         memory.project_path,
         change.action.as_str(),
-        json(change.before),
-        json(change.after),
+        snapshot(change.before),
+        snapshot(change.after),
         change.related_id,
         change.reason,
         change.at
@@ -30,7 +29,6 @@ pub(super) fn record(tx: &Transaction, change: Change<'_>) -> Result<()> {
 
 /// Store an imported history entry under its own id when that id is free, else under a new one.
 pub(super) fn insert_history(tx: &Transaction, h: &HistoryEntry) -> Result<()> {
-    let json = |e: Option<&MemoryEntry>| e.and_then(|e| serde_json::to_string(e).ok());
     let taken = tx
         .prepare_cached("SELECT 1 FROM memory_history WHERE id = ?1")?
         .query_row(params![h.id], |_| Ok(()))
@@ -45,8 +43,8 @@ pub(super) fn insert_history(tx: &Transaction, h: &HistoryEntry) -> Result<()> {
         h.memory_id,
         h.project_path,
         h.action.as_str(),
-        json(h.before.as_ref()),
-        json(h.after.as_ref()),
+        snapshot(h.before.as_ref()),
+        snapshot(h.after.as_ref()),
         h.related_id,
         h.reason,
         h.at
@@ -68,28 +66,8 @@ fn entry_in(tx: &Transaction, project: &str, history_id: i64) -> Result<Option<H
 }
 
 pub(super) fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
-    let bad = |col: usize, message: String| {
+    HistoryEntry::from_columns(r.try_into()?).map_err(|(col, message)| {
         rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
-    };
-    let action: String = r.get(3)?;
-    let entry = |col: usize| -> rusqlite::Result<Option<MemoryEntry>> {
-        let text: Option<String> = r.get(col)?;
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| bad(col, format!("history snapshot is not a memory: {e}")))
-        })
-        .transpose()
-    };
-    Ok(HistoryEntry {
-        id: r.get(0)?,
-        memory_id: r.get(1)?,
-        project_path: r.get(2)?,
-        action: HistoryAction::parse(&action)
-            .ok_or_else(|| bad(3, format!("unknown history action `{action}`")))?,
-        before: entry(4)?,
-        after: entry(5)?,
-        related_id: r.get(6)?,
-        reason: r.get(7)?,
-        at: r.get(8)?,
     })
 }
 

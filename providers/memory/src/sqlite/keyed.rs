@@ -3,7 +3,7 @@
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use crate::error::Result;
-use crate::write::Keyed;
+use crate::write::{Key, Keyed};
 
 /// Every value of a project, by key; none in a database older than the table (a read-only
 /// open does not migrate).
@@ -23,26 +23,19 @@ pub(super) fn all(tx: &Transaction, of: Keyed, project: &str) -> Result<Vec<(Str
 }
 
 /// One value.
-pub(super) fn one(tx: &Transaction, of: Keyed, project: &str, name: &str) -> Result<Option<String>> {
-    let (table, key, value) = of.columns();
+pub(super) fn one(tx: &Transaction, at: Key<'_>) -> Result<Option<String>> {
+    let (table, key, value) = at.of.columns();
     Ok(tx
         .prepare_cached(&format!(
             "SELECT {value} FROM {table} WHERE project_path = ?1 AND {key} = ?2"
         ))?
-        .query_row(params![project, name], |r| r.get(0))
+        .query_row(params![at.project, at.key], |r| r.get(0))
         .optional()?)
 }
 
 /// Store a value at `now`, or (`None`) delete it; whether a row changed.
-pub(super) fn set(
-    tx: &Transaction,
-    of: Keyed,
-    project: &str,
-    name: &str,
-    new: Option<&str>,
-    now: i64,
-) -> Result<bool> {
-    let (table, key, value) = of.columns();
+pub(super) fn set(tx: &Transaction, at: Key<'_>, new: Option<&str>, now: i64) -> Result<bool> {
+    let (table, key, value) = at.of.columns();
     let changed = match new {
         Some(new) => tx
             .prepare_cached(&format!(
@@ -50,10 +43,10 @@ pub(super) fn set(
                  ON CONFLICT(project_path, {key}) DO UPDATE SET {value} = excluded.{value}, updated_at = excluded.updated_at
                  WHERE {value} != excluded.{value}"
             ))?
-            .execute(params![project, name, new, now])?,
+            .execute(params![at.project, at.key, new, now])?,
         None => tx
             .prepare_cached(&format!("DELETE FROM {table} WHERE project_path = ?1 AND {key} = ?2"))?
-            .execute(params![project, name])?,
+            .execute(params![at.project, at.key])?,
     };
     Ok(changed > 0)
 }

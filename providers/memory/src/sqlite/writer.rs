@@ -19,7 +19,7 @@ use crate::retrieval::Vocabulary;
 use crate::sketches::Touched;
 use crate::types::*;
 use crate::vectors::Vectors;
-use crate::write::{Change, Keyed, Row, Rows, Similar, Which};
+use crate::write::{Change, Key, Row, Rows, Similar, Which};
 
 /// One SQLite write transaction, with the store's caches.
 pub(super) struct SqliteRows<'a> {
@@ -192,19 +192,12 @@ impl Rows for SqliteRows<'_> {
         rows::insert_episode(self.tx, record)
     }
 
-    async fn keyed(&mut self, of: Keyed, project: &str, key: &str) -> Result<Option<String>> {
-        super::keyed::one(self.tx, of, project, key)
+    async fn keyed(&mut self, at: Key<'_>) -> Result<Option<String>> {
+        super::keyed::one(self.tx, at)
     }
 
-    async fn set_keyed(
-        &mut self,
-        of: Keyed,
-        project: &str,
-        key: &str,
-        value: Option<&str>,
-        now: i64,
-    ) -> Result<bool> {
-        super::keyed::set(self.tx, of, project, key, value, now)
+    async fn set_keyed(&mut self, at: Key<'_>, value: Option<&str>, now: i64) -> Result<bool> {
+        super::keyed::set(self.tx, at, value, now)
     }
 
     async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize> {

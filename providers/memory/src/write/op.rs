@@ -5,7 +5,7 @@
 //! projects it touches, then run the shared write over [`Rows`]. The checks and the choice of
 //! write live here, so a backend only says how it runs an [`Op`] in a transaction.
 
-use super::rows::{add_episode, change_learned, Keyed, Rows};
+use super::rows::{add_episode, change_learned, Key, Keyed, Rows};
 use super::{import, maintenance, memories, undo};
 use crate::error::{MemoryError, Result};
 use crate::learned::{LearnedChange, LearnedSkill};
@@ -189,7 +189,12 @@ impl Op {
                 Done::Learned(change_learned(rows, p, name, change.clone(), now).await?)
             }
             Op::SetState(p, key, json) => {
-                Done::Flag(rows.set_keyed(Keyed::State, p, key, json.as_deref(), now).await?)
+                let at = Key {
+                    of: Keyed::State,
+                    project: p,
+                    key,
+                };
+                Done::Flag(rows.set_keyed(at, json.as_deref(), now).await?)
             }
             Op::FillTerms(p, limit) => Done::Count(rows.fill_terms(p, *limit).await?),
             Op::SetVectors(p, missing) => {

@@ -79,6 +79,14 @@ impl Keyed {
     }
 }
 
+/// Where a value kept by key lives: its table, its project and its key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Key<'a> {
+    pub(crate) of: Keyed,
+    pub(crate) project: &'a str,
+    pub(crate) key: &'a str,
+}
+
 /// One change to a memory, as its history entry keeps it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Change<'a> {
@@ -174,17 +182,10 @@ pub(crate) trait Rows {
     /// Store an episodic record.
     async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()>;
 
-    /// One value of `project` kept by key.
-    async fn keyed(&mut self, of: Keyed, project: &str, key: &str) -> Result<Option<String>>;
+    /// One value kept by key.
+    async fn keyed(&mut self, at: Key<'_>) -> Result<Option<String>>;
     /// Store a value kept by key at `now`, or (`None`) delete it; whether a row changed.
-    async fn set_keyed(
-        &mut self,
-        of: Keyed,
-        project: &str,
-        key: &str,
-        value: Option<&str>,
-        now: i64,
-    ) -> Result<bool>;
+    async fn set_keyed(&mut self, at: Key<'_>, value: Option<&str>, now: i64) -> Result<bool>;
     /// Store the terms of up to `limit` memories of a project written without them; how many.
     async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize>;
     /// Give row `num` of `project` the vector of `content` computed before the transaction, if
@@ -265,7 +266,12 @@ pub(super) async fn change_learned(
     change: LearnedChange,
     now: i64,
 ) -> Result<Option<LearnedSkill>> {
-    let current = rows.keyed(Keyed::Learned, project, name).await?;
+    let at = Key {
+        of: Keyed::Learned,
+        project,
+        key: name,
+    };
+    let current = rows.keyed(at).await?;
     let after = apply(
         project,
         name,
@@ -274,7 +280,6 @@ pub(super) async fn change_learned(
         now,
     )?;
     let record = after.as_ref().map(to_record).transpose()?;
-    rows.set_keyed(Keyed::Learned, project, name, record.as_deref(), now)
-        .await?;
+    rows.set_keyed(at, record.as_deref(), now).await?;
     Ok(after)
 }
