@@ -14,42 +14,16 @@ use crate::decide::{ReadRedactor, Redact};
 use crate::error::Result;
 use crate::learned::{from_record, LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
-use crate::postings::Filter;
 use crate::retrieval::finds_nothing;
 use crate::rules::{bumped, check_project, state_value};
+use crate::search::Query;
 use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::text::terms;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
-use crate::vectors::{no_model, QueryVector};
+use crate::vectors::no_model;
 use crate::write::{Done, Keyed, Op};
-
-/// A search, checked: what a backend ranks in one snapshot.
-pub(crate) struct Query {
-    /// The project, checked.
-    pub(crate) project: String,
-    /// The query's terms ([`crate::text::terms`]).
-    pub(crate) terms: Vec<String>,
-    pub(crate) min_importance: f32,
-    pub(crate) categories: Option<Vec<MemoryCategory>>,
-    pub(crate) top_k: usize,
-    /// With a model, the query's vector, computed on a thread of its own while the backend
-    /// reads its candidates.
-    pub(crate) vector: Option<QueryVector>,
-    pub(crate) now: i64,
-}
-
-impl Query {
-    /// What the search's candidates are confined to.
-    pub(crate) fn filter(&self) -> Filter<'_> {
-        Filter {
-            project: &self.project,
-            min_importance: self.min_importance,
-            categories: self.categories.as_deref(),
-        }
-    }
-}
 
 /// What a database does for the memory store: run checked writes, answer reads.
 #[async_trait]

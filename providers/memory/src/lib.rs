@@ -112,6 +112,7 @@ mod provider;
 pub mod records;
 mod retrieval;
 mod rules;
+mod search;
 mod sessions;
 mod sketches;
 mod sqlite;

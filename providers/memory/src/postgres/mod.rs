@@ -20,7 +20,6 @@
 //! - The password of the URL is never shown: errors and logs name the server by
 //!   [`redact_url`](ctxkit_secrets::redact_url).
 
-mod candidates;
 mod episodes;
 mod history;
 mod keyed;
@@ -40,10 +39,11 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
-use crate::backend::{Backend, Query};
+use crate::backend::Backend;
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::options::OpenOptions;
+use crate::search::Query;
 use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
 use crate::types::*;
@@ -176,10 +176,6 @@ impl PostgresStore {
 
     fn now(&self) -> i64 {
         self.inner.options.now_ms()
-    }
-
-    fn candidate_limit(&self) -> usize {
-        self.inner.options.max_candidates()
     }
 
     /// A pooled connection, the schema checked first; a failure to connect is one sentence

@@ -1,14 +1,19 @@
-//! Reads and search on PostgreSQL: get, list, count, search (candidates from the postings,
-//! then the crate's ranking), and stats.
+//! Reads and search on PostgreSQL: get, list, count, what a search reads ([`Snapshot`]), and
+//! stats.
 
-use super::candidates::{candidates, rows_as_candidates};
-use super::rows::{load, select_entries, COLS};
-use super::{read_tx, sketches, PostgresStore};
-use crate::backend::Query;
+use std::collections::HashMap;
+
+use deadpool_postgres::Transaction;
+
+use super::rows::{load, select_candidates, select_entries, COLS};
+use super::{read_tx, PostgresStore};
 use crate::error::Result;
-use crate::retrieval::{rank, Meaning, Vocabulary};
+use crate::options::OpenOptions;
+use crate::postings::CandidateRow;
+use crate::search::{ByMeaning, Query, Snapshot};
+use crate::sketches;
 use crate::types::*;
-use crate::vectors::{self, Stored, SEMANTIC_CANDIDATES};
+use crate::vectors::{QueryVector, Stored};
 
 pub(super) async fn get(store: &PostgresStore, id: &str) -> Result<Option<MemoryEntry>> {
     read_tx!(store, |tx| { load(&tx, id).await?.map(|(_, e)| e) })
@@ -61,40 +66,10 @@ pub(super) async fn count(store: &PostgresStore, project: &str) -> Result<usize>
 }
 
 /// The current memories of a project relevant to a query, best first, ranked exactly as on
-/// SQLite.
-pub(super) async fn search(store: &PostgresStore, mut query: Query) -> Result<Vec<MemorySearchResult>> {
-    let semantic = store.inner.options.semantic();
-    let vector = query.vector.take();
-    let (q_terms, now, top_k) = (&query.terms, query.now, query.top_k);
+/// SQLite ([`crate::search`]), in one snapshot (so document frequencies are never stale).
+pub(super) async fn search(store: &PostgresStore, query: Query) -> Result<Vec<MemorySearchResult>> {
     read_tx!(store, |tx| {
-        let filter = query.filter();
-        let (mut vocab, mut found) = if q_terms.is_empty() {
-            (Vocabulary::default(), Vec::new())
-        } else {
-            candidates(store, &tx, &filter, q_terms).await?
-        };
-        match (semantic, vector) {
-            (Some(semantic), Some(mut vector)) => {
-                // The lexical candidates, joined by the memories nearest the query by meaning.
-                let (project, model) = (filter.project, semantic.model_id());
-                let mut lexical: Vec<i64> = found.iter().map(|c| c.num).collect();
-                lexical.sort_unstable();
-                let mut stored = Stored::default();
-                sketches::vectors_of(&tx, project, model, &lexical, &mut stored).await?;
-                let limit = store.inner.options.max_vector_candidates();
-                let picks = sketches::first_pass(&tx, project, model, &mut vector, limit, &lexical).await?;
-                sketches::vectors_of(&tx, project, model, &picks, &mut stored).await?;
-                let near = vectors::nearest(vector.get().await?, &stored, SEMANTIC_CANDIDATES);
-                let extra = near.not_in(found.iter().map(|c| c.num));
-                found.extend(rows_as_candidates(&tx, &filter, q_terms, &extra, &mut vocab).await?);
-                let meaning = Meaning {
-                    near: &near,
-                    blend: semantic.blend,
-                };
-                rank(q_terms, &vocab, found, Some(&meaning), now, top_k)
-            }
-            _ => rank(q_terms, &vocab, found, None, now, top_k),
-        }
+        crate::search::search(&mut Reader { store, tx: &tx }, query).await?
     })
 }
 
@@ -130,4 +105,115 @@ pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<Memory
         let count = |i: usize| -> Result<usize> { Ok(counts.try_get::<_, i64>(i)? as usize) };
         stats.finish(count(0)?, count(1)?, count(2)?)
     })
+}
+
+/// A transaction as a search sees it.
+pub(super) struct Reader<'a> {
+    pub(super) store: &'a PostgresStore,
+    pub(super) tx: &'a Transaction<'a>,
+}
+
+impl Snapshot for Reader<'_> {
+    fn options(&self) -> &OpenOptions {
+        &self.store.inner.options
+    }
+
+    async fn docs(&mut self, project: &str) -> Result<i64> {
+        let row = self
+            .tx
+            .query_opt(
+                "SELECT docs FROM memory_projects WHERE project_path = $1",
+                &[&project],
+            )
+            .await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?.unwrap_or(0))
+    }
+
+    async fn frequencies(&mut self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
+        let stmt = self
+            .tx
+            .prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = $1 AND term = ANY($2)")
+            .await?;
+        let mut df = HashMap::new();
+        for row in self.tx.query(&stmt, &[&project, &terms]).await? {
+            let (term, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
+            df.insert(term, u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+        }
+        Ok(df)
+    }
+
+    /// One statement for every term.
+    async fn postings(
+        &mut self,
+        project: i64,
+        terms: &[&str],
+        per_term: i64,
+    ) -> Result<Vec<Vec<(i64, i64)>>> {
+        let stmt = self
+            .tx
+            .prepare_cached(
+                "SELECT t.ord, p.num, p.impact FROM unnest($2::text[]) WITH ORDINALITY AS t(term, ord)
+                 CROSS JOIN LATERAL (SELECT num, impact FROM memory_postings
+                                     WHERE project = $1 AND term = t.term
+                                     ORDER BY impact DESC, num LIMIT $3) AS p",
+            )
+            .await?;
+        let mut lists = vec![Vec::new(); terms.len()];
+        for row in self.tx.query(&stmt, &[&project, &terms, &per_term]).await? {
+            let ord: i64 = row.try_get(0)?;
+            if let Some(list) = usize::try_from(ord - 1).ok().and_then(|i| lists.get_mut(i)) {
+                list.push((row.try_get(1)?, row.try_get(2)?));
+            }
+        }
+        Ok(lists)
+    }
+
+    async fn candidate_rows(&mut self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+        select_candidates(self.tx, nums).await
+    }
+
+    async fn vectors(&mut self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
+        for row in self
+            .tx
+            .query(
+                "SELECT num, embedding FROM project_memories
+                 WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL
+                   AND num = ANY($3)",
+                &[&of.project, &of.model, &nums],
+            )
+            .await?
+        {
+            stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
+        }
+        Ok(())
+    }
+
+    /// The sketches are read first, and the query awaited, so no thread of the runtime blocks
+    /// on it.
+    async fn first_pass(
+        &mut self,
+        of: ByMeaning<'_>,
+        query: &mut QueryVector,
+        except: &[i64],
+    ) -> Result<Vec<i64>> {
+        let rows = self
+            .tx
+            .query(
+                "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
+                &[&of.project, &of.model],
+            )
+            .await?;
+        query.get().await?;
+        let limit = self.options().max_vector_candidates();
+        sketches::first_pass(limit, except, query, |offer| {
+            for row in &rows {
+                offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            }
+            Ok(())
+        })
+    }
+
+    async fn query_vector<'q>(&mut self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
+        query.get().await
+    }
 }

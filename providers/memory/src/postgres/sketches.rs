@@ -1,11 +1,10 @@
-//! `memory_sketches` on PostgreSQL: the packs a search reads first, and their upkeep by the
-//! writes ([`crate::sketches`] decides what to write), as on SQLite.
+//! `memory_sketches` on PostgreSQL: their upkeep by the writes ([`crate::sketches`] decides
+//! what to write), as on SQLite; a search reads them in [`super::search`].
 
 use deadpool_postgres::GenericClient;
 
 use crate::error::Result;
 use crate::sketches::{self, CurrentVector, Pack, PackRow, Touched};
-use crate::vectors::{QueryVector, Stored};
 
 /// Bring the packs holding the `touched` rows up to date with the rows.
 pub(super) async fn sync(client: &impl GenericClient, touched: &Touched) -> Result<()> {
@@ -91,52 +90,4 @@ pub(super) async fn build_all(client: &impl GenericClient) -> Result<()> {
         touched.note(row.try_get(0)?, row.try_get(1)?);
     }
     sync(client, &touched).await
-}
-
-/// The rows of a project whose vectors made by `model` to compare with the query exactly:
-/// the first pass over their sketches ([`sketches::first_pass`]), leaving out `except`. The
-/// query is awaited first, so no thread of the runtime blocks on it.
-pub(super) async fn first_pass(
-    client: &impl GenericClient,
-    project: &str,
-    model: &str,
-    query: &mut QueryVector,
-    limit: usize,
-    except: &[i64],
-) -> Result<Vec<i64>> {
-    let rows = client
-        .query(
-            "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
-            &[&project, &model],
-        )
-        .await?;
-    query.get().await?;
-    sketches::first_pass(limit, except, query, |offer| {
-        for row in &rows {
-            offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        }
-        Ok(())
-    })
-}
-
-/// Add the current vectors of `model` among rows `nums` of a project to `stored`.
-pub(super) async fn vectors_of(
-    client: &impl GenericClient,
-    project: &str,
-    model: &str,
-    nums: &[i64],
-    stored: &mut Stored,
-) -> Result<()> {
-    for row in client
-        .query(
-            "SELECT num, embedding FROM project_memories
-             WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL
-               AND num = ANY($3)",
-            &[&project, &model, &nums],
-        )
-        .await?
-    {
-        stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
-    }
-    Ok(())
 }

@@ -13,13 +13,14 @@ use std::sync::Arc;
 
 use deadpool_postgres::Transaction;
 
-use super::candidates::{candidates, vocabulary};
 use super::history::{self, select_history, HISTORY_COLS};
 use super::rows::{self, select_entries, Postings, TermCounts, COLS};
+use super::search::Reader;
 use super::PostgresStore;
 use crate::error::Result;
 use crate::postings::{self, Filter};
 use crate::retrieval::Vocabulary;
+use crate::search;
 use crate::sketches::Touched;
 use crate::types::*;
 use crate::vectors::Vectors;
@@ -138,13 +139,21 @@ impl Rows for PgRows<'_> {
             min_importance: 0.0,
             categories: only.as_ref().map(|c| c.as_slice()),
         };
-        let (vocab, found) = candidates(self.store, self.tx, &filter, q.terms).await?;
+        let reader = &mut Reader {
+            store: self.store,
+            tx: self.tx,
+        };
+        let (vocab, found) = search::candidates(reader, &filter, q.terms).await?;
         Ok(q.rank(&vocab, found))
     }
 
     async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
         self.flush().await?;
-        Ok(Arc::new(vocabulary(self.tx, project, needed).await?))
+        let reader = &mut Reader {
+            store: self.store,
+            tx: self.tx,
+        };
+        Ok(Arc::new(search::vocabulary(reader, project, needed).await?))
     }
 
     async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {

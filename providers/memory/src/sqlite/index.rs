@@ -2,14 +2,13 @@
 //! [`crate::postings`]), the per-project document frequencies used for IDF, and the project's
 //! counters.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::json_array;
 use crate::error::Result;
 use crate::postings::{self, project_key};
-use crate::retrieval::Vocabulary;
 use crate::text::term_set;
 use crate::types::MemoryEntry;
 
@@ -212,18 +211,6 @@ pub(crate) fn project_version(tx: &Transaction, project: &str) -> Result<Version
         .query_row(params![project], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
         .unwrap_or((0, 0)))
-}
-
-/// The vocabulary of a project as `tx` sees it, restricted to the `needed` terms: its memory
-/// count and those terms' document frequencies (a search needs the query's and its
-/// candidates' terms, a few hundred of a vocabulary that grows with the project).
-pub(crate) fn vocabulary(tx: &Transaction, project: &str, needed: &BTreeSet<String>) -> Result<Vocabulary> {
-    let docs = project_version(tx, project)?.1;
-    let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
-    Ok(Vocabulary::new(
-        docs.max(0) as u64,
-        frequencies(tx, project, &needed)?,
-    ))
 }
 
 /// The document frequencies of the `needed` terms that the project's memories hold, in one

@@ -1,20 +1,21 @@
 //! Reads and search: get, list, count, search (candidates from the postings or the in-memory index,
 //! then ranking), warm-up and stats.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
 use super::rows::{load, select_candidates, select_entries, COLS};
-use super::{equal_if_given, index, memindex, sketches, MemoryDb};
-use crate::backend::Query;
+use super::writer::run_now;
+use super::{equal_if_given, index, json_array, memindex, MemoryDb};
 use crate::error::Result;
-use crate::options::SearchIndex;
-use crate::postings::{self, Filter, Kept};
-use crate::retrieval::{rank, rarest_terms, Candidate, Meaning, Vocabulary};
+use crate::options::{OpenOptions, SearchIndex};
+use crate::postings::CandidateRow;
+use crate::search::{self, ByMeaning, Query, Snapshot};
+use crate::sketches;
 use crate::types::*;
-use crate::vectors::{self, QueryVector, Semantic, Stored, SEMANTIC_CANDIDATES};
+use crate::vectors::{QueryVector, Stored};
 
 /// At most this many projects keep an in-memory index.
 const MAX_INDEXED_PROJECTS: usize = 8;
@@ -71,22 +72,25 @@ impl MemoryDb {
     /// are kept. Superseded memories are never returned.
     ///
     /// [`OpenOptions::candidate_limit`]: super::OpenOptions::candidate_limit
-    pub(super) fn rank(&self, mut query: Query) -> Result<Vec<MemorySearchResult>> {
-        let vector = query.vector.take();
-        let (q_terms, now, top_k) = (&query.terms, query.now, query.top_k);
+    pub(super) fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
         self.read(|tx| {
-            let filter = query.filter();
-            if let (Some(semantic), Some(q)) = (self.inner.options.semantic(), vector) {
-                return self.hybrid(tx, &filter, q_terms, semantic, q, now, top_k);
+            if query.vector.is_none() {
+                let (filter, terms) = (query.filter(), &query.terms);
+                let indexed = self.with_index(tx, &query.project, |ix| {
+                    ix.search(
+                        tx,
+                        terms,
+                        filter.min_importance,
+                        filter.categories,
+                        query.now,
+                        query.top_k,
+                    )
+                })?;
+                if let Some(hits) = indexed {
+                    return Ok(hits);
+                }
             }
-            let indexed = self.with_index(tx, &query.project, |ix| {
-                ix.search(tx, q_terms, filter.min_importance, filter.categories, now, top_k)
-            })?;
-            if let Some(hits) = indexed {
-                return Ok(hits);
-            }
-            let (vocab, candidates) = self.candidates(tx, &filter, q_terms)?;
-            Ok(rank(q_terms, &vocab, candidates, None, now, top_k))
+            run_now(search::search(&mut Reader { db: self, tx }, query))
         })
     }
 
@@ -240,91 +244,6 @@ impl MemoryDb {
         })
     }
 
-    /// Candidate rows for `q_terms` from the impact-ordered postings (see
-    /// [`crate::postings`]), confined to `filter`, with the vocabulary that ranks them: the
-    /// document frequencies of the query's terms and of every candidate's terms.
-    pub(super) fn candidates(
-        &self,
-        tx: &Transaction,
-        filter: &Filter,
-        q_terms: &[String],
-    ) -> Result<(Vocabulary, Vec<Candidate>)> {
-        let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
-        let mut vocab = index::vocabulary(tx, filter.project, &q_set)?;
-        if filter.is_empty() {
-            return Ok((vocab, Vec::new()));
-        }
-        let limit = self.inner.options.max_candidates();
-        let per_term = i64::try_from(postings::per_term(limit)).unwrap_or(i64::MAX);
-        let project = postings::project_key(filter.project);
-        let mut read = tx.prepare_cached(
-            "SELECT num, impact FROM memory_postings WHERE project = ?1 AND term = ?2
-             ORDER BY impact DESC, num LIMIT ?3",
-        )?;
-        let mut lists = Vec::new();
-        for term in rarest_terms(q_terms, &vocab) {
-            let list = read
-                .query_map(params![project, term, per_term], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<(i64, i64)>>>()?;
-            lists.push((vocab.idf(term), list));
-        }
-        let merged = postings::merge(&lists);
-        let mut kept = Kept::new(filter, &q_set, limit);
-        // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
-        for round in merged.chunks(limit) {
-            kept.offer_round(round, select_candidates(tx, round)?);
-            if kept.is_full() {
-                break;
-            }
-        }
-        vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms())?);
-        Ok((vocab, kept.candidates))
-    }
-
-    /// A search by words and meaning: the lexical candidates from the postings, joined by the
-    /// memories whose sentence vectors are nearest the query's, ranked by the blend. The
-    /// candidates and the stored vectors are read while the query is being embedded.
-    #[allow(clippy::too_many_arguments)]
-    fn hybrid(
-        &self,
-        tx: &Transaction,
-        filter: &Filter,
-        q_terms: &[String],
-        semantic: &Semantic,
-        mut query: QueryVector,
-        now: i64,
-        top_k: usize,
-    ) -> Result<Vec<MemorySearchResult>> {
-        let (mut vocab, mut candidates) = if q_terms.is_empty() {
-            (Vocabulary::default(), Vec::new())
-        } else {
-            self.candidates(tx, filter, q_terms)?
-        };
-        // While the query is embedded: the lexical candidates' vectors, then the sketches.
-        let (project, model) = (filter.project, semantic.model_id());
-        let mut lexical: Vec<i64> = candidates.iter().map(|c| c.num).collect();
-        lexical.sort_unstable();
-        let mut stored = Stored::default();
-        sketches::vectors_of(tx, project, model, &lexical, &mut stored)?;
-        let limit = self.inner.options.max_vector_candidates();
-        let picks = sketches::first_pass(tx, project, model, &mut query, limit, &lexical)?;
-        sketches::vectors_of(tx, project, model, &picks, &mut stored)?;
-        let near = vectors::nearest(query.wait()?, &stored, SEMANTIC_CANDIDATES);
-        let extra = near.not_in(candidates.iter().map(|c| c.num));
-        if !extra.is_empty() {
-            let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
-            let mut kept = Kept::new(filter, &q_set, extra.len());
-            kept.offer_round(&extra, select_candidates(tx, &extra)?);
-            vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms())?);
-            candidates.extend(kept.candidates);
-        }
-        let meaning = Meaning {
-            near: &near,
-            blend: semantic.blend,
-        };
-        Ok(rank(q_terms, &vocab, candidates, Some(&meaning), now, top_k))
-    }
-
     /// Counts for a project.
     pub(crate) fn stats(&self, project: &str) -> Result<MemoryStats> {
         self.read(|tx| {
@@ -372,4 +291,91 @@ pub(super) fn list_statement(options: &ListOptions) -> String {
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A read transaction of the store as a search sees it.
+pub(super) struct Reader<'a> {
+    pub(super) db: &'a MemoryDb,
+    pub(super) tx: &'a Transaction<'a>,
+}
+
+impl Snapshot for Reader<'_> {
+    fn options(&self) -> &OpenOptions {
+        &self.db.inner.options
+    }
+
+    async fn docs(&mut self, project: &str) -> Result<i64> {
+        Ok(index::project_version(self.tx, project)?.1)
+    }
+
+    async fn frequencies(&mut self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
+        index::frequencies(self.tx, project, terms)
+    }
+
+    async fn postings(
+        &mut self,
+        project: i64,
+        terms: &[&str],
+        per_term: i64,
+    ) -> Result<Vec<Vec<(i64, i64)>>> {
+        let mut read = self.tx.prepare_cached(
+            "SELECT num, impact FROM memory_postings WHERE project = ?1 AND term = ?2
+             ORDER BY impact DESC, num LIMIT ?3",
+        )?;
+        let mut lists = Vec::new();
+        for term in terms {
+            let list = read.query_map(params![project, term, per_term], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            lists.push(list.collect::<rusqlite::Result<_>>()?);
+        }
+        Ok(lists)
+    }
+
+    async fn candidate_rows(&mut self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+        select_candidates(self.tx, nums)
+    }
+
+    /// Read through the vectors' covering index, a seek each.
+    async fn vectors(&mut self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
+        let mut stmt = self.tx.prepare_cached(
+            "SELECT num, embedding FROM project_memories
+             WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL
+               AND num IN (SELECT value FROM json_each(?3))",
+        )?;
+        let mut rows = stmt.query(params![of.project, of.model, json_array(nums)])?;
+        while let Some(row) = rows.next()? {
+            // A value that is not a blob is a damaged row, left out like a damaged vector.
+            if let Ok(vector) = row.get_ref(1)?.as_blob() {
+                stored.push(row.get(0)?, vector);
+            }
+        }
+        Ok(())
+    }
+
+    /// The sketches are scored on a second thread as they are read.
+    async fn first_pass(
+        &mut self,
+        of: ByMeaning<'_>,
+        query: &mut QueryVector,
+        except: &[i64],
+    ) -> Result<Vec<i64>> {
+        let limit = self.options().max_vector_candidates();
+        sketches::first_pass(limit, except, query, |offer| {
+            let mut stmt = self.tx.prepare_cached(
+                "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
+            )?;
+            let mut rows = stmt.query(params![of.project, of.model])?;
+            while let Some(row) = rows.next()? {
+                let blob = |i| {
+                    row.get_ref(i)
+                        .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
+                };
+                offer(row.get(0)?, blob(1)?, blob(2)?);
+            }
+            Ok(())
+        })
+    }
+
+    async fn query_vector<'q>(&mut self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
+        query.wait()
+    }
 }

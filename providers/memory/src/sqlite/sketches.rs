@@ -1,12 +1,11 @@
-//! `memory_sketches` on SQLite: the packs a search reads first, and their upkeep by the
-//! writes ([`crate::sketches`] decides what to write).
+//! `memory_sketches` on SQLite: the packs a search reads first ([`super::search`]), and their
+//! upkeep by the writes ([`crate::sketches`] decides what to write).
 
 use rusqlite::{params, Transaction};
 
 use super::json_array;
 use crate::error::Result;
 use crate::sketches::{self, CurrentVector, Pack, PackRow, Touched};
-use crate::vectors::{QueryVector, Stored};
 
 /// Bring the packs holding the `touched` rows up to date with the rows.
 pub(super) fn sync(tx: &Transaction, touched: &Touched) -> Result<()> {
@@ -96,55 +95,4 @@ pub(super) fn build_all(tx: &Transaction) -> Result<()> {
         touched.note(&row.get::<_, String>(0)?, row.get(1)?);
     }
     sync(tx, &touched)
-}
-
-/// The rows of a project whose vectors made by `model` to compare with the query exactly:
-/// the first pass over their sketches ([`sketches::first_pass`]), scored on a second thread as
-/// they are read, leaving out `except`.
-pub(super) fn first_pass(
-    tx: &Transaction,
-    project: &str,
-    model: &str,
-    query: &mut QueryVector,
-    limit: usize,
-    except: &[i64],
-) -> Result<Vec<i64>> {
-    sketches::first_pass(limit, except, query, |offer| {
-        let mut stmt = tx.prepare_cached(
-            "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
-        )?;
-        let mut rows = stmt.query(params![project, model])?;
-        while let Some(row) = rows.next()? {
-            let blob = |i| {
-                row.get_ref(i)
-                    .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
-            };
-            offer(row.get(0)?, blob(1)?, blob(2)?);
-        }
-        Ok(())
-    })
-}
-
-/// Add the current vectors of `model` among rows `nums` of a project to `stored` (read through
-/// the vectors' covering index, a seek each).
-pub(super) fn vectors_of(
-    tx: &Transaction,
-    project: &str,
-    model: &str,
-    nums: &[i64],
-    stored: &mut Stored,
-) -> Result<()> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT num, embedding FROM project_memories
-         WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL
-           AND num IN (SELECT value FROM json_each(?3))",
-    )?;
-    let mut rows = stmt.query(params![project, model, json_array(nums)])?;
-    while let Some(row) = rows.next()? {
-        // A value that is not a blob is a damaged row, left out like a damaged vector.
-        if let Ok(vector) = row.get_ref(1)?.as_blob() {
-            stored.push(row.get(0)?, vector);
-        }
-    }
-    Ok(())
 }

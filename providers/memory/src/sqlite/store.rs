@@ -7,10 +7,11 @@ use std::path::Path;
 use async_trait::async_trait;
 
 use super::MemoryDb;
-use crate::backend::{Backend, Query};
+use crate::backend::Backend;
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::options::OpenOptions;
+use crate::search::Query;
 use crate::sessions::SavedSession;
 use crate::transfer::ExportRecord;
 use crate::types::*;

@@ -12,6 +12,7 @@ use crate::decide::decayed_importance;
 use crate::options::SearchIndex;
 use crate::retrieval::{compute_relevance_score, Vocabulary};
 use crate::rules::{MAX_ACCESS_COUNT, MERGE_SIMILARITY};
+use crate::search::Snapshot;
 use crate::sqlite::SqliteMemoryStore;
 use crate::store::MemoryStore;
 use crate::text::terms;
@@ -2159,7 +2160,11 @@ fn damaged_and_wrongly_typed_vectors_are_missing_and_never_fail_a_read() {
     );
 
     let mut stored = crate::vectors::Stored::default();
-    db.read(|tx| super::sketches::vectors_of(tx, P, "m", &nums, &mut stored))
+    let of = crate::search::ByMeaning {
+        project: P,
+        model: "m",
+    };
+    db.read(|tx| writer::run_now(search::Reader { db: &db, tx }.vectors(of, &nums, &mut stored)))
         .expect("a text value fails no read");
     let near = crate::vectors::nearest(&[0.6, 0.8], &stored, 10);
     assert_eq!(near.best, [nums[0]], "only the sound vector is compared");

@@ -12,10 +12,12 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use super::history::{self, row_to_history, HISTORY_COLS};
 use super::index;
 use super::rows::{self, select_entries, COLS};
+use super::search::Reader;
 use super::MemoryDb;
 use crate::error::{MemoryError, Result};
 use crate::postings::Filter;
 use crate::retrieval::Vocabulary;
+use crate::search;
 use crate::sketches::Touched;
 use crate::types::*;
 use crate::vectors::Vectors;
@@ -107,12 +109,20 @@ impl Rows for SqliteRows<'_> {
             min_importance: 0.0,
             categories: only.as_ref().map(|c| c.as_slice()),
         };
-        let (vocab, found) = self.db.candidates(self.tx, &filter, q.terms)?;
+        let reader = &mut Reader {
+            db: self.db,
+            tx: self.tx,
+        };
+        let (vocab, found) = search::candidates(reader, &filter, q.terms).await?;
         Ok(q.rank(&vocab, found))
     }
 
     async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
-        Ok(Arc::new(index::vocabulary(self.tx, project, needed)?))
+        let reader = &mut Reader {
+            db: self.db,
+            tx: self.tx,
+        };
+        Ok(Arc::new(search::vocabulary(reader, project, needed).await?))
     }
 
     async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {
