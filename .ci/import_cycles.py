@@ -230,10 +230,7 @@ KEPT = {
         },
         **{
             (f"postgres::{child}", "postgres"): POSTGRES
-            for child in [
-                "candidates", "episodes", "history", "learned", "search", "sessions", "transfer",
-                "write", "writer",
-            ]
+            for child in ["episodes", "history", "search", "sessions", "transfer", "write", "writer"]
         },
     },
 }

@@ -39,11 +39,13 @@ impl Query {
     }
 }
 
-/// The stored vectors a search by meaning compares with the query: one model's, in one project.
+/// The stored vectors a search by meaning compares with the query: one model's, in one
+/// project, of which a first pass picks at most `limit` ([`OpenOptions::max_vector_candidates`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ByMeaning<'a> {
     pub(crate) project: &'a str,
     pub(crate) model: &'a str,
+    pub(crate) limit: usize,
 }
 
 /// What a search reads in a backend's snapshot.
@@ -52,36 +54,33 @@ pub(crate) struct ByMeaning<'a> {
 /// once, and drives the search with a poll that never waits.
 #[allow(async_fn_in_trait)]
 pub(crate) trait Snapshot {
-    /// The options the store was opened with (candidate limits, the model).
-    fn options(&self) -> &OpenOptions;
     /// How many memories a project has.
-    async fn docs(&mut self, project: &str) -> Result<i64>;
+    async fn docs(&self, project: &str) -> Result<i64>;
     /// The document frequencies of those of `terms` that a project's memories hold.
-    async fn frequencies(&mut self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>>;
+    async fn frequencies(&self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>>;
     /// The best `per_term` postings (row, impact) of each of `terms` in a project
     /// ([`postings::project_key`]), best first: one list per term, in order.
-    async fn postings(&mut self, project: i64, terms: &[&str], per_term: i64)
-        -> Result<Vec<Vec<(i64, i64)>>>;
+    async fn postings(&self, project: i64, terms: &[&str], per_term: i64) -> Result<Vec<Vec<(i64, i64)>>>;
     /// Rows `nums`, with their stored terms.
-    async fn candidate_rows(&mut self, nums: &[i64]) -> Result<Vec<CandidateRow>>;
+    async fn candidate_rows(&self, nums: &[i64]) -> Result<Vec<CandidateRow>>;
     /// Add the current vectors among rows `nums` to `stored`.
-    async fn vectors(&mut self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()>;
+    async fn vectors(&self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()>;
     /// The rows whose vectors to compare with the query exactly, leaving out `except`: the
     /// first pass over their sketches ([`crate::sketches::first_pass`]).
     async fn first_pass(
-        &mut self,
+        &self,
         of: ByMeaning<'_>,
         query: &mut QueryVector,
         except: &[i64],
     ) -> Result<Vec<i64>>;
     /// The query's vector, once computed.
-    async fn query_vector<'q>(&mut self, query: &'q mut QueryVector) -> Result<&'q [f32]>;
+    async fn query_vector<'q>(&self, query: &'q mut QueryVector) -> Result<&'q [f32]>;
 }
 
 /// A project's vocabulary restricted to the `needed` terms: its memory count and those terms'
 /// document frequencies.
 pub(crate) async fn vocabulary(
-    s: &mut impl Snapshot,
+    s: &impl Snapshot,
     project: &str,
     needed: &BTreeSet<String>,
 ) -> Result<Vocabulary> {
@@ -94,12 +93,14 @@ pub(crate) async fn vocabulary(
 }
 
 /// Candidate rows for `q_terms` from the impact-ordered postings of the query's rarest terms,
-/// confined to `filter`, at most [`OpenOptions::max_candidates`], with the vocabulary that
-/// ranks them: the document frequencies of the query's terms and of every candidate's terms.
+/// confined to `filter`, at most `limit` ([`OpenOptions::max_candidates`]), with the
+/// vocabulary that ranks them: the document frequencies of the query's terms and of every
+/// candidate's terms.
 pub(crate) async fn candidates(
-    s: &mut impl Snapshot,
+    s: &impl Snapshot,
     filter: &Filter<'_>,
     q_terms: &[String],
+    limit: usize,
 ) -> Result<(Vocabulary, Vec<Candidate>)> {
     let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
     let mut vocab = vocabulary(s, filter.project, &q_set).await?;
@@ -107,7 +108,6 @@ pub(crate) async fn candidates(
     if distinct.is_empty() || filter.is_empty() {
         return Ok((vocab, Vec::new()));
     }
-    let limit = s.options().max_candidates();
     let per_term = i64::try_from(postings::per_term(limit)).unwrap_or(i64::MAX);
     let project = postings::project_key(filter.project);
     let lists = s.postings(project, &distinct, per_term).await?;
@@ -128,21 +128,25 @@ pub(crate) async fn candidates(
 /// The current memories relevant to a query, best first: the lexical candidates, joined, with a
 /// model, by the memories whose vectors are nearest the query's (read while it is embedded),
 /// ranked by [`crate::retrieval`].
-pub(crate) async fn search(s: &mut impl Snapshot, mut query: Query) -> Result<Vec<MemorySearchResult>> {
+pub(crate) async fn search(
+    s: &impl Snapshot,
+    options: &OpenOptions,
+    mut query: Query,
+) -> Result<Vec<MemorySearchResult>> {
     let vector = query.vector.take();
-    let semantic = s.options().semantic().cloned();
     let (filter, terms) = (query.filter(), &query.terms);
     let (mut vocab, mut found) = if terms.is_empty() {
         (Vocabulary::default(), Vec::new())
     } else {
-        candidates(s, &filter, terms).await?
+        candidates(s, &filter, terms, options.max_candidates()).await?
     };
-    let (Some(semantic), Some(mut vector)) = (semantic, vector) else {
+    let (Some(semantic), Some(mut vector)) = (options.semantic(), vector) else {
         return Ok(rank(terms, &vocab, found, None, query.now, query.top_k));
     };
     let of = ByMeaning {
         project: filter.project,
         model: semantic.model_id(),
+        limit: options.max_vector_candidates(),
     };
     let mut lexical: Vec<i64> = found.iter().map(|c| c.num).collect();
     lexical.sort_unstable();

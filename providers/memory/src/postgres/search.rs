@@ -8,7 +8,6 @@ use deadpool_postgres::Transaction;
 use super::rows::{load, select_candidates, select_entries, COLS};
 use super::{read_tx, PostgresStore};
 use crate::error::Result;
-use crate::options::OpenOptions;
 use crate::postings::CandidateRow;
 use crate::search::{ByMeaning, Query, Snapshot};
 use crate::sketches;
@@ -69,7 +68,7 @@ pub(super) async fn count(store: &PostgresStore, project: &str) -> Result<usize>
 /// SQLite ([`crate::search`]), in one snapshot (so document frequencies are never stale).
 pub(super) async fn search(store: &PostgresStore, query: Query) -> Result<Vec<MemorySearchResult>> {
     read_tx!(store, |tx| {
-        crate::search::search(&mut Reader { store, tx: &tx }, query).await?
+        crate::search::search(&tx, &store.inner.options, query).await?
     })
 }
 
@@ -108,19 +107,9 @@ pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<Memory
 }
 
 /// A transaction as a search sees it.
-pub(super) struct Reader<'a> {
-    pub(super) store: &'a PostgresStore,
-    pub(super) tx: &'a Transaction<'a>,
-}
-
-impl Snapshot for Reader<'_> {
-    fn options(&self) -> &OpenOptions {
-        &self.store.inner.options
-    }
-
-    async fn docs(&mut self, project: &str) -> Result<i64> {
+impl Snapshot for Transaction<'_> {
+    async fn docs(&self, project: &str) -> Result<i64> {
         let row = self
-            .tx
             .query_opt(
                 "SELECT docs FROM memory_projects WHERE project_path = $1",
                 &[&project],
@@ -129,13 +118,12 @@ impl Snapshot for Reader<'_> {
         Ok(row.map(|r| r.try_get(0)).transpose()?.unwrap_or(0))
     }
 
-    async fn frequencies(&mut self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
+    async fn frequencies(&self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
         let stmt = self
-            .tx
             .prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = $1 AND term = ANY($2)")
             .await?;
         let mut df = HashMap::new();
-        for row in self.tx.query(&stmt, &[&project, &terms]).await? {
+        for row in self.query(&stmt, &[&project, &terms]).await? {
             let (term, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
             df.insert(term, u32::try_from(n.max(0)).unwrap_or(u32::MAX));
         }
@@ -143,14 +131,8 @@ impl Snapshot for Reader<'_> {
     }
 
     /// One statement for every term.
-    async fn postings(
-        &mut self,
-        project: i64,
-        terms: &[&str],
-        per_term: i64,
-    ) -> Result<Vec<Vec<(i64, i64)>>> {
+    async fn postings(&self, project: i64, terms: &[&str], per_term: i64) -> Result<Vec<Vec<(i64, i64)>>> {
         let stmt = self
-            .tx
             .prepare_cached(
                 "SELECT t.ord, p.num, p.impact FROM unnest($2::text[]) WITH ORDINALITY AS t(term, ord)
                  CROSS JOIN LATERAL (SELECT num, impact FROM memory_postings
@@ -159,7 +141,7 @@ impl Snapshot for Reader<'_> {
             )
             .await?;
         let mut lists = vec![Vec::new(); terms.len()];
-        for row in self.tx.query(&stmt, &[&project, &terms, &per_term]).await? {
+        for row in self.query(&stmt, &[&project, &terms, &per_term]).await? {
             let ord: i64 = row.try_get(0)?;
             if let Some(list) = usize::try_from(ord - 1).ok().and_then(|i| lists.get_mut(i)) {
                 list.push((row.try_get(1)?, row.try_get(2)?));
@@ -168,14 +150,12 @@ impl Snapshot for Reader<'_> {
         Ok(lists)
     }
 
-    async fn candidate_rows(&mut self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
-        select_candidates(self.tx, nums).await
+    async fn candidate_rows(&self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+        select_candidates(self, nums).await
     }
 
-    async fn vectors(&mut self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
-        for row in self
-            .tx
-            .query(
+    async fn vectors(&self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
+        for row in self.query(
                 "SELECT num, embedding FROM project_memories
                  WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL
                    AND num = ANY($3)",
@@ -191,21 +171,18 @@ impl Snapshot for Reader<'_> {
     /// The sketches are read first, and the query awaited, so no thread of the runtime blocks
     /// on it.
     async fn first_pass(
-        &mut self,
+        &self,
         of: ByMeaning<'_>,
         query: &mut QueryVector,
         except: &[i64],
     ) -> Result<Vec<i64>> {
-        let rows = self
-            .tx
-            .query(
+        let rows = self.query(
                 "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
                 &[&of.project, &of.model],
             )
             .await?;
         query.get().await?;
-        let limit = self.options().max_vector_candidates();
-        sketches::first_pass(limit, except, query, |offer| {
+        sketches::first_pass(of.limit, except, query, |offer| {
             for row in &rows {
                 offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
             }
@@ -213,7 +190,7 @@ impl Snapshot for Reader<'_> {
         })
     }
 
-    async fn query_vector<'q>(&mut self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
+    async fn query_vector<'q>(&self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
         query.get().await
     }
 }

@@ -15,10 +15,9 @@ use deadpool_postgres::Transaction;
 
 use super::history::{self, select_history, HISTORY_COLS};
 use super::rows::{self, select_entries, Postings, TermCounts, COLS};
-use super::search::Reader;
 use super::PostgresStore;
 use crate::error::Result;
-use crate::postings::{self, Filter};
+use crate::postings;
 use crate::retrieval::Vocabulary;
 use crate::search;
 use crate::sketches::Touched;
@@ -129,31 +128,17 @@ impl Rows for PgRows<'_> {
     }
 
     async fn similar(&mut self, project: &str, q: Similar<'_>) -> Result<Vec<(f32, Row)>> {
-        if q.terms.is_empty() || q.limit == 0 {
+        if q.is_empty() {
             return Ok(Vec::new());
         }
         self.flush().await?;
-        let only = q.category.map(|c| [c]);
-        let filter = Filter {
-            project,
-            min_importance: 0.0,
-            categories: only.as_ref().map(|c| c.as_slice()),
-        };
-        let reader = &mut Reader {
-            store: self.store,
-            tx: self.tx,
-        };
-        let (vocab, found) = search::candidates(reader, &filter, q.terms).await?;
-        Ok(q.rank(&vocab, found))
+        q.search(self.tx, project, self.store.inner.options.max_candidates())
+            .await
     }
 
     async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
         self.flush().await?;
-        let reader = &mut Reader {
-            store: self.store,
-            tx: self.tx,
-        };
-        Ok(Arc::new(search::vocabulary(reader, project, needed).await?))
+        Ok(Arc::new(search::vocabulary(self.tx, project, needed).await?))
     }
 
     async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {

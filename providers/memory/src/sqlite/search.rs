@@ -10,7 +10,7 @@ use super::rows::{load, select_candidates, select_entries, COLS};
 use super::writer::run_now;
 use super::{equal_if_given, index, json_array, memindex, MemoryDb};
 use crate::error::Result;
-use crate::options::{OpenOptions, SearchIndex};
+use crate::options::SearchIndex;
 use crate::postings::CandidateRow;
 use crate::search::{self, ByMeaning, Query, Snapshot};
 use crate::sketches;
@@ -90,7 +90,7 @@ impl MemoryDb {
                     return Ok(hits);
                 }
             }
-            run_now(search::search(&mut Reader { db: self, tx }, query))
+            run_now(search::search(tx, &self.inner.options, query))
         })
     }
 
@@ -293,32 +293,18 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A read transaction of the store as a search sees it.
-pub(super) struct Reader<'a> {
-    pub(super) db: &'a MemoryDb,
-    pub(super) tx: &'a Transaction<'a>,
-}
-
-impl Snapshot for Reader<'_> {
-    fn options(&self) -> &OpenOptions {
-        &self.db.inner.options
+/// A transaction as a search sees it.
+impl Snapshot for Transaction<'_> {
+    async fn docs(&self, project: &str) -> Result<i64> {
+        Ok(index::project_version(self, project)?.1)
     }
 
-    async fn docs(&mut self, project: &str) -> Result<i64> {
-        Ok(index::project_version(self.tx, project)?.1)
+    async fn frequencies(&self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
+        index::frequencies(self, project, terms)
     }
 
-    async fn frequencies(&mut self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
-        index::frequencies(self.tx, project, terms)
-    }
-
-    async fn postings(
-        &mut self,
-        project: i64,
-        terms: &[&str],
-        per_term: i64,
-    ) -> Result<Vec<Vec<(i64, i64)>>> {
-        let mut read = self.tx.prepare_cached(
+    async fn postings(&self, project: i64, terms: &[&str], per_term: i64) -> Result<Vec<Vec<(i64, i64)>>> {
+        let mut read = self.prepare_cached(
             "SELECT num, impact FROM memory_postings WHERE project = ?1 AND term = ?2
              ORDER BY impact DESC, num LIMIT ?3",
         )?;
@@ -330,13 +316,13 @@ impl Snapshot for Reader<'_> {
         Ok(lists)
     }
 
-    async fn candidate_rows(&mut self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
-        select_candidates(self.tx, nums)
+    async fn candidate_rows(&self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+        select_candidates(self, nums)
     }
 
     /// Read through the vectors' covering index, a seek each.
-    async fn vectors(&mut self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
-        let mut stmt = self.tx.prepare_cached(
+    async fn vectors(&self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
+        let mut stmt = self.prepare_cached(
             "SELECT num, embedding FROM project_memories
              WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL
                AND num IN (SELECT value FROM json_each(?3))",
@@ -353,14 +339,13 @@ impl Snapshot for Reader<'_> {
 
     /// The sketches are scored on a second thread as they are read.
     async fn first_pass(
-        &mut self,
+        &self,
         of: ByMeaning<'_>,
         query: &mut QueryVector,
         except: &[i64],
     ) -> Result<Vec<i64>> {
-        let limit = self.options().max_vector_candidates();
-        sketches::first_pass(limit, except, query, |offer| {
-            let mut stmt = self.tx.prepare_cached(
+        sketches::first_pass(of.limit, except, query, |offer| {
+            let mut stmt = self.prepare_cached(
                 "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
             )?;
             let mut rows = stmt.query(params![of.project, of.model])?;
@@ -375,7 +360,7 @@ impl Snapshot for Reader<'_> {
         })
     }
 
-    async fn query_vector<'q>(&mut self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
+    async fn query_vector<'q>(&self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
         query.wait()
     }
 }

@@ -2163,8 +2163,9 @@ fn damaged_and_wrongly_typed_vectors_are_missing_and_never_fail_a_read() {
     let of = crate::search::ByMeaning {
         project: P,
         model: "m",
+        limit: 0,
     };
-    db.read(|tx| writer::run_now(search::Reader { db: &db, tx }.vectors(of, &nums, &mut stored)))
+    db.read(|tx| writer::run_now(tx.vectors(of, &nums, &mut stored)))
         .expect("a text value fails no read");
     let near = crate::vectors::nearest(&[0.6, 0.8], &stored, 10);
     assert_eq!(near.best, [nums[0]], "only the sound vector is compared");

@@ -12,10 +12,8 @@ use rusqlite::{params, OptionalExtension, Transaction};
 use super::history::{self, row_to_history, HISTORY_COLS};
 use super::index;
 use super::rows::{self, select_entries, COLS};
-use super::search::Reader;
 use super::MemoryDb;
 use crate::error::{MemoryError, Result};
-use crate::postings::Filter;
 use crate::retrieval::Vocabulary;
 use crate::search;
 use crate::sketches::Touched;
@@ -91,10 +89,7 @@ impl Rows for SqliteRows<'_> {
     }
 
     async fn similar(&mut self, project: &str, q: Similar<'_>) -> Result<Vec<(f32, Row)>> {
-        if q.terms.is_empty() || q.limit == 0 {
-            return Ok(Vec::new());
-        }
-        if !self.wrote {
+        if !self.wrote && !q.is_empty() {
             let tx = self.tx;
             let indexed = self.db.with_index(tx, project, |ix| {
                 ix.most_similar(tx, q.terms, q.limit, q.floor, q.category)
@@ -103,26 +98,12 @@ impl Rows for SqliteRows<'_> {
                 return Ok(hits.into_iter().map(|(sim, num, e)| (sim, (num, e))).collect());
             }
         }
-        let only = q.category.map(|c| [c]);
-        let filter = Filter {
-            project,
-            min_importance: 0.0,
-            categories: only.as_ref().map(|c| c.as_slice()),
-        };
-        let reader = &mut Reader {
-            db: self.db,
-            tx: self.tx,
-        };
-        let (vocab, found) = search::candidates(reader, &filter, q.terms).await?;
-        Ok(q.rank(&vocab, found))
+        q.search(self.tx, project, self.db.inner.options.max_candidates())
+            .await
     }
 
     async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
-        let reader = &mut Reader {
-            db: self.db,
-            tx: self.tx,
-        };
-        Ok(Arc::new(search::vocabulary(reader, project, needed).await?))
+        Ok(Arc::new(search::vocabulary(self.tx, project, needed).await?))
     }
 
     async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {

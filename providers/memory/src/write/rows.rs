@@ -8,8 +8,10 @@ use std::sync::Arc;
 use crate::decide;
 use crate::error::Result;
 use crate::learned::{apply, from_record, to_record, LearnedChange, LearnedSkill};
-use crate::retrieval::{Candidate, Vocabulary};
+use crate::postings::Filter;
+use crate::retrieval::Vocabulary;
 use crate::rules::episode_record;
+use crate::search::{self, Snapshot};
 
 use crate::types::{
     EpisodicRecord, HistoryAction, HistoryEntry, MemoryCategory, MemoryEntry, NewEpisodicRecord,
@@ -43,11 +45,31 @@ pub(crate) struct Similar<'a> {
 }
 
 impl Similar<'_> {
-    /// Of `candidates` (rows sharing a term with the query, from a backend's search index),
-    /// those this search keeps, with their cosine by `vocab`, most similar first.
-    pub(crate) fn rank(&self, vocab: &Vocabulary, candidates: Vec<Candidate>) -> Vec<(f32, Row)> {
+    /// Whether it can find nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.terms.is_empty() || self.limit == 0
+    }
+
+    /// The search over a backend's snapshot: the candidates from its postings (at most
+    /// `limit`), ranked.
+    pub(crate) async fn search(
+        &self,
+        s: &impl Snapshot,
+        project: &str,
+        limit: usize,
+    ) -> Result<Vec<(f32, Row)>> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let only = self.category.map(|c| [c]);
+        let filter = Filter {
+            project,
+            min_importance: 0.0,
+            categories: only.as_ref().map(|c| c.as_slice()),
+        };
+        let (vocab, found) = search::candidates(s, &filter, self.terms, limit).await?;
         let qv = vocab.vector(self.terms);
-        let mut scored: Vec<(f32, Row)> = candidates
+        let mut scored: Vec<(f32, Row)> = found
             .into_iter()
             .filter(|c| self.category.is_none_or(|cat| c.entry.category == cat))
             .map(|c| (qv.cosine(&vocab.vector(c.terms.content())), (c.num, c.entry)))
@@ -55,7 +77,7 @@ impl Similar<'_> {
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
         scored.truncate(self.limit);
-        scored
+        Ok(scored)
     }
 }
 
