@@ -11,9 +11,10 @@
 use async_trait::async_trait;
 
 use crate::decide::{ReadRedactor, Redact};
-use crate::error::Result;
+use crate::error::{MemoryError, Result};
 use crate::learned::{from_record, LearnedChange, LearnedSkill};
 use crate::options::OpenOptions;
+use crate::reads::Read;
 use crate::retrieval::finds_nothing;
 use crate::rules::{bumped, check_project, state_value};
 use crate::search::Query;
@@ -37,32 +38,12 @@ pub(crate) trait Backend: Send + Sync {
     /// Run a checked write in one transaction (vectors first, the projects' locks held).
     async fn write(&self, call: &'static str, op: Op) -> Result<Done>;
 
-    /// A memory by id.
-    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>>;
-    /// Memories of a project, filtered and paged.
-    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>>;
-    /// How many memories a project has.
-    async fn count(&self, project: &str) -> Result<usize>;
-    /// The current memories relevant to a query, best first (ranked by [`crate::retrieval`]).
+    /// Answer a read in one snapshot.
+    async fn read(&self, call: &'static str, read: Read) -> Result<Done>;
+    /// The current memories relevant to a query, best first ([`crate::search`]).
     async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>>;
     /// Count an access to these memories (at least one), saturating.
     async fn touch(&self, ids: &[String]) -> Result<()>;
-    /// Every change to a memory of `project`, oldest first.
-    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>>;
-    /// The latest changes in a project, newest first.
-    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>>;
-    /// One history entry of `project`.
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>>;
-    /// The latest episodic records of a project, newest first.
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
-    /// Every value of a project kept by key, by key.
-    async fn keyed(&self, of: Keyed, project: &str) -> Result<Vec<(String, String)>>;
-    /// Everything of a project (or of all) as records.
-    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
-    /// Up to `limit` rows (`num`, content) of a project without a sound vector of `model`.
-    async fn missing_vectors(&self, project: &str, model: &str, limit: usize) -> Result<Vec<(i64, String)>>;
-    /// Counts for a project.
-    async fn stats(&self, project: &str) -> Result<MemoryStats>;
 
     /// The stored form of a saved thread.
     async fn load_session(&self, id: &str) -> Result<Option<String>>;
@@ -112,8 +93,17 @@ macro_rules! session_store {
 }
 pub(crate) use session_store;
 
+/// Answer `read`, in the caller's type.
+async fn answer<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
+    backend: &B,
+    call: &'static str,
+    read: Read,
+) -> Result<T> {
+    backend.read(call, read).await?.try_into()
+}
+
 /// Run `op` (the check's answer) and turn its answer into the caller's type.
-async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = crate::error::MemoryError>>(
+async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
     backend: &B,
     call: &'static str,
     op: Result<Op>,
@@ -141,7 +131,8 @@ impl<B: Backend> Maintenance for B {
     async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
         let project = check_project(project)?;
         let semantic = self.options().semantic().ok_or_else(no_model)?;
-        let missing = self.missing_vectors(&project, semantic.model_id(), limit).await?;
+        let read = Read::MissingVectors(project.clone(), semantic.model_id().to_owned(), limit);
+        let missing: Vec<(i64, String)> = answer(self, "missing_vectors", read).await?;
         if missing.is_empty() {
             return Ok(0);
         }
@@ -151,7 +142,7 @@ impl<B: Backend> Maintenance for B {
         write(self, "fill_terms", Op::fill_terms(project, limit)).await
     }
     async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        Backend::stats(self, project).await
+        answer(self, "stats", Read::Stats(project.to_owned())).await
     }
 }
 
@@ -161,7 +152,7 @@ impl<B: Backend> RunStore for B {
         write(self, "add_episode", Op::add_episode(record)).await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-        Backend::episodes(self, project, limit).await
+        answer(self, "episodes", Read::Episodes(project.to_owned(), limit)).await
     }
     async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
         write::<_, bool>(self, "set_state", Op::set_state(project, key, &value))
@@ -172,7 +163,12 @@ impl<B: Backend> RunStore for B {
         write(self, "remove_state", Op::remove_state(project, key)).await
     }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        let values = self.keyed(Keyed::State, project).await?;
+        let values: Vec<(String, String)> = answer(
+            self,
+            "state_entries",
+            Read::Keyed(Keyed::State, project.to_owned()),
+        )
+        .await?;
         Ok(values.into_iter().map(|(k, v)| (k, state_value(v))).collect())
     }
 }
@@ -180,7 +176,12 @@ impl<B: Backend> RunStore for B {
 #[async_trait]
 impl<B: Backend> LearnedSkillStore for B {
     async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        let records = self.keyed(Keyed::Learned, project).await?;
+        let records: Vec<(String, String)> = answer(
+            self,
+            "learned_skills",
+            Read::Keyed(Keyed::Learned, project.to_owned()),
+        )
+        .await?;
         records.iter().map(|(_, r)| from_record(r)).collect()
     }
     async fn change_learned_skill(
@@ -207,11 +208,12 @@ impl<B: Backend> MemoryStore for B {
         updated.map(|e| self.redactor().redacted(e))
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        let entry = Backend::get(self, id).await;
+        let entry = answer::<_, Option<MemoryEntry>>(self, "get", Read::Get(id.to_owned())).await;
         entry.map(|e| self.redactor().redacted(e))
     }
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
-        let entries = Backend::list(self, project, options).await;
+        let entries =
+            answer::<_, Vec<MemoryEntry>>(self, "list", Read::List(project.to_owned(), options)).await;
         entries.map(|e| self.redactor().redacted(e))
     }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
@@ -262,11 +264,13 @@ impl<B: Backend> MemoryStore for B {
         forgotten.map(|e| self.redactor().redacted(e))
     }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        let history = Backend::history(self, project, memory_id).await;
+        let read = Read::History(project.to_owned(), memory_id.to_owned());
+        let history = answer::<_, Vec<HistoryEntry>>(self, "history", read).await;
         history.map(|h| self.redactor().redacted(h))
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        let history = Backend::project_history(self, project, limit).await;
+        let read = Read::ProjectHistory(project.to_owned(), limit);
+        let history = answer::<_, Vec<HistoryEntry>>(self, "project_history", read).await;
         history.map(|h| self.redactor().redacted(h))
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
@@ -274,7 +278,8 @@ impl<B: Backend> MemoryStore for B {
         undone.map(|e| self.redactor().redacted(e))
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        let records = Backend::export(self, project).await;
+        let read = Read::Export(project.map(str::to_owned));
+        let records = answer::<_, Vec<ExportRecord>>(self, "export", read).await;
         records.map(|r| self.redactor().redacted(r))
     }
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
@@ -297,10 +302,11 @@ impl<B: Backend> MemoryStore for B {
         write(self, "add", Op::add(entry)).await
     }
     async fn count(&self, project: &str) -> Result<usize> {
-        Backend::count(self, project).await
+        answer(self, "count", Read::Count(project.to_owned())).await
     }
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        let entry = Backend::history_entry(self, project, history_id).await;
+        let read = Read::HistoryEntry(project.to_owned(), history_id);
+        let entry = answer::<_, Option<HistoryEntry>>(self, "history_entry", read).await;
         entry.map(|h| self.redactor().redacted(h))
     }
 }

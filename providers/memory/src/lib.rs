@@ -40,7 +40,7 @@
 //! small row-level interface that each backend implements on one of its transactions, every
 //! search once, in `search`, over the reads a backend answers in one snapshot, and the store's
 //! traits are implemented once, in `backend`, over the seam a backend implements (run a checked
-//! write, answer the reads); a backend adds only its rows, its schema and its SQL:
+//! write, answer a read, rank a search); a backend adds only its rows, its schema and its SQL:
 //!
 //! ```text
 //! eval                               measure retrieval on a labelled set, on SQLite
@@ -51,6 +51,8 @@
 //! extraction                         learn memories from a finished session
 //! backend                            the seam (`Backend`) and the store's traits written once over it:
 //!                                    checks, redaction, upkeep, learned skills' rule
+//! reads                              every read as a `Read`, which a backend answers in one snapshot
+//!                                    (`Reads`)
 //! write                              every write, once, as a checked `Op`: add, upsert, supersede,
 //!                                    update, forget, undo, import, decay, prune, compact, clear
 //! store, search                      MemoryStore, RunStore, LearnedSkillStore, Maintenance; a
@@ -110,6 +112,7 @@ mod options;
 mod postgres;
 mod postings;
 mod provider;
+mod reads;
 pub mod records;
 mod retrieval;
 mod rules;

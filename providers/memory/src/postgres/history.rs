@@ -3,7 +3,6 @@
 use deadpool_postgres::Transaction;
 use tokio_postgres::Row;
 
-use super::{read_tx, PostgresStore};
 use crate::error::{MemoryError, Result};
 use crate::types::{snapshot, HistoryEntry};
 use crate::write::Change;
@@ -111,44 +110,4 @@ pub(super) async fn select_history(
         .iter()
         .map(row_to_history)
         .collect()
-}
-
-async fn entry_in(tx: &Transaction<'_>, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-    let sql = format!("SELECT {HISTORY_COLS} FROM memory_history WHERE id = $1 AND project_path = $2");
-    Ok(select_history(tx, &sql, &[&history_id, &project]).await?.pop())
-}
-
-pub(super) async fn history(
-    store: &PostgresStore,
-    project: &str,
-    memory_id: &str,
-) -> Result<Vec<HistoryEntry>> {
-    read_tx!(store, |tx| {
-        let sql = format!(
-            "SELECT {HISTORY_COLS} FROM memory_history WHERE memory_id = $1 AND project_path = $2 ORDER BY id"
-        );
-        select_history(&tx, &sql, &[&memory_id, &project]).await?
-    })
-}
-
-pub(super) async fn history_entry(
-    store: &PostgresStore,
-    project: &str,
-    history_id: i64,
-) -> Result<Option<HistoryEntry>> {
-    read_tx!(store, |tx| { entry_in(&tx, project, history_id).await? })
-}
-
-pub(super) async fn project_history(
-    store: &PostgresStore,
-    project: &str,
-    limit: usize,
-) -> Result<Vec<HistoryEntry>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    read_tx!(store, |tx| {
-        let sql = format!(
-            "SELECT {HISTORY_COLS} FROM memory_history WHERE project_path = $1 ORDER BY id DESC LIMIT $2"
-        );
-        select_history(&tx, &sql, &[&project, &limit]).await?
-    })
 }

@@ -1,30 +1,10 @@
-//! The values kept by project and key ([`Keyed`]) on PostgreSQL: `project:` state and learned
+//! The values kept by project and key ([`Key`]) on PostgreSQL: `project:` state and learned
 //! skills.
 
 use deadpool_postgres::Transaction;
 
 use crate::error::Result;
-use crate::write::{Key, Keyed};
-
-/// Every value of a project, by key; none in a database older than the table (a read-only
-/// store does not migrate).
-pub(super) async fn all(tx: &Transaction<'_>, of: Keyed, project: &str) -> Result<Vec<(String, String)>> {
-    let (table, key, value) = of.columns();
-    let exists: bool = tx
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
-        .await?
-        .try_get(0)?;
-    if !exists {
-        return Ok(Vec::new());
-    }
-    let sql =
-        format!("SELECT {key}, {value} FROM {table} WHERE project_path = $1 ORDER BY {key} COLLATE \"C\"");
-    let mut out = Vec::new();
-    for row in tx.query(&sql, &[&project]).await? {
-        out.push((row.try_get(0)?, row.try_get(1)?));
-    }
-    Ok(out)
-}
+use crate::write::Key;
 
 /// One value.
 pub(super) async fn one(tx: &Transaction<'_>, at: Key<'_>) -> Result<Option<String>> {

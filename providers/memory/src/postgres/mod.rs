@@ -20,15 +20,14 @@
 //! - The password of the URL is never shown: errors and logs name the server by
 //!   [`redact_url`](ctxkit_secrets::redact_url).
 
-mod episodes;
 mod history;
 mod keyed;
+mod reads;
 mod rows;
 mod schema;
 mod search;
 mod sessions;
 mod sketches;
-mod transfer;
 mod write;
 mod writer;
 
@@ -43,12 +42,12 @@ use crate::backend::Backend;
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::options::OpenOptions;
+use crate::reads::Read;
 use crate::search::Query;
 use crate::sessions::SavedSession;
-use crate::transfer::ExportRecord;
 use crate::types::*;
 use crate::vectors::Vectors;
-use crate::write::{Done, Keyed, Op};
+use crate::write::{Done, Op};
 use ctxkit_secrets::redact_url;
 
 /// Connections a store keeps open at most.
@@ -420,54 +419,15 @@ impl Backend for PostgresStore {
     async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
         self.traced(call, write::run(self, op)).await
     }
-    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        self.traced("get", search::get(self, id)).await
-    }
-    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
-        self.traced("list", search::list(self, project, &options)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
-        self.traced("count", search::count(self, project)).await
+    async fn read(&self, call: &'static str, read: Read) -> Result<Done> {
+        let answer = async { read_tx!(self, |tx| { read.run(&tx).await? }) };
+        self.traced(call, answer).await
     }
     async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
         self.traced("search", search::search(self, query)).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         self.traced("touch", write::touch(self, ids)).await
-    }
-    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        self.traced("history", history::history(self, project, memory_id))
-            .await
-    }
-    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        self.traced("project_history", history::project_history(self, project, limit))
-            .await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        self.traced("history_entry", history::history_entry(self, project, history_id))
-            .await
-    }
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-        self.traced("episodes", episodes::episodes(self, project, limit))
-            .await
-    }
-    async fn keyed(&self, of: Keyed, project: &str) -> Result<Vec<(String, String)>> {
-        let values = async { read_tx!(self, |tx| { keyed::all(&tx, of, project).await? }) };
-        self.traced("keyed", values).await
-    }
-    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        self.traced("export", transfer::export(self, project)).await
-    }
-    async fn missing_vectors(&self, project: &str, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
-        let missing = async {
-            read_tx!(self, |tx| {
-                rows::missing_vectors(&tx, project, model, limit).await?
-            })
-        };
-        self.traced("missing_vectors", missing).await
-    }
-    async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        self.traced("stats", search::stats(self, project)).await
     }
     async fn load_session(&self, id: &str) -> Result<Option<String>> {
         self.traced("session.load", sessions::load_session(self, id))

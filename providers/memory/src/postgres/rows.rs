@@ -268,45 +268,6 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
         .try_get(0)?)
 }
 
-/// Up to `limit` memories of a project (superseded ones too: they may become current again)
-/// without a vector of `model`, by row, with their content.
-pub(super) async fn missing_vectors(
-    tx: &Transaction<'_>,
-    project: &str,
-    model: &str,
-    limit: usize,
-) -> Result<Vec<(i64, String)>> {
-    // A vector is missing when absent, of another model, or damaged (values no model makes):
-    // only the last needs reading it, so rows come in pages until `limit` are found.
-    const PAGE: i32 = 1024;
-    let mut missing = Vec::new();
-    if limit == 0 {
-        return Ok(missing);
-    }
-    let portal = tx
-        .bind(
-            "SELECT num, content, embedding_model IS NOT DISTINCT FROM $2, embedding FROM project_memories
-             WHERE project_path = $1 ORDER BY num",
-            &[&project, &model],
-        )
-        .await?;
-    loop {
-        let rows = tx.query_portal(&portal, PAGE).await?;
-        for r in &rows {
-            let vector: Option<&[u8]> = r.try_get(3)?;
-            if !(r.try_get::<_, bool>(2)? && vector.is_some_and(crate::vectors::is_sound)) {
-                missing.push((r.try_get(0)?, r.try_get(1)?));
-                if missing.len() == limit {
-                    return Ok(missing);
-                }
-            }
-        }
-        if rows.len() < PAGE as usize {
-            return Ok(missing);
-        }
-    }
-}
-
 /// Store the terms of up to `limit` memories of a project written before terms were stored
 /// (see [`MemoryTerms`]), in row order; how many it stored.
 pub(super) async fn fill_terms(tx: &Transaction<'_>, project: &str, limit: usize) -> Result<usize> {

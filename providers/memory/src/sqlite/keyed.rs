@@ -1,26 +1,9 @@
-//! The values kept by project and key ([`Keyed`]): `project:` state and learned skills.
+//! The values kept by project and key ([`Key`]): `project:` state and learned skills.
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use crate::error::Result;
-use crate::write::{Key, Keyed};
-
-/// Every value of a project, by key; none in a database older than the table (a read-only
-/// open does not migrate).
-pub(super) fn all(tx: &Transaction, of: Keyed, project: &str) -> Result<Vec<(String, String)>> {
-    let (table, key, value) = of.columns();
-    let exists = tx
-        .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")?
-        .exists(params![table])?;
-    if !exists {
-        return Ok(Vec::new());
-    }
-    let mut stmt = tx.prepare_cached(&format!(
-        "SELECT {key}, {value} FROM {table} WHERE project_path = ?1 ORDER BY {key}"
-    ))?;
-    let rows = stmt.query_map(params![project], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
+use crate::write::Key;
 
 /// One value.
 pub(super) fn one(tx: &Transaction, at: Key<'_>) -> Result<Option<String>> {

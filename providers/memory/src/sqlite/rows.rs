@@ -105,32 +105,6 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
     index::replace(tx, num, old, new)
 }
 
-/// Up to `limit` memories of a project (superseded ones too: they may become current again)
-/// without a vector of `model`, by row, with their content.
-pub(super) fn missing_vectors(
-    tx: &Transaction,
-    project: &str,
-    model: &str,
-    limit: usize,
-) -> Result<Vec<(i64, String)>> {
-    // A vector is missing when absent, of another model, not a blob, or damaged (values no
-    // model makes): only the last needs reading it, so the scan stops at `limit`.
-    let mut stmt = tx.prepare_cached(
-        "SELECT num, content, embedding_model IS ?2, embedding FROM project_memories
-         WHERE project_path = ?1 ORDER BY num",
-    )?;
-    let mut rows = stmt.query(params![project, model])?;
-    let mut missing = Vec::new();
-    while missing.len() < limit {
-        let Some(row) = rows.next()? else { break };
-        let current = row.get::<_, bool>(2)? && row.get_ref(3)?.as_blob().is_ok_and(crate::vectors::is_sound);
-        if !current {
-            missing.push((row.get(0)?, row.get(1)?));
-        }
-    }
-    Ok(missing)
-}
-
 /// Store the terms of up to `limit` memories of a project written before terms were stored
 /// (see [`MemoryTerms`]), in row order; how many it stored. The table is walked by row number
 /// (`+project_path` keeps SQLite off the project's indexes, which would sort the project).

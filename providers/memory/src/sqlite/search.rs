@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
-use super::rows::{load, select_candidates, select_entries, COLS};
+use super::rows::select_candidates;
 use super::writer::run_now;
-use super::{equal_if_given, index, json_array, memindex, MemoryDb};
+use super::{index, json_array, memindex, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
 use crate::postings::CandidateRow;
@@ -21,48 +21,6 @@ use crate::vectors::{QueryVector, Stored};
 const MAX_INDEXED_PROJECTS: usize = 8;
 
 impl MemoryDb {
-    // ----- reads ------------------------------------------------------------------------
-
-    /// A memory by id.
-    pub(crate) fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))
-    }
-
-    /// Memories of a project, filtered and paged; superseded ones only when asked for.
-    pub(crate) fn list(&self, project: &str, options: &ListOptions) -> Result<Vec<MemoryEntry>> {
-        let sql = list_statement(options);
-        let category = options.category.map(|c| c.as_str());
-        let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
-        let offset = i64::try_from(options.offset).unwrap_or(i64::MAX);
-        self.read(|tx| {
-            Ok(select_entries(
-                tx,
-                &sql,
-                params![project, category, limit, offset, options.include_superseded],
-            )?
-            .into_iter()
-            .map(|(_, e)| e)
-            .collect())
-        })
-    }
-
-    /// How many current (not superseded) memories a project has.
-    pub(crate) fn count(&self, project: &str) -> Result<usize> {
-        self.read(|tx| {
-            let n: i64 = tx
-                .prepare_cached(
-                    "SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL",
-                )?
-                .query_row(params![project], |r| r.get(0))?;
-            Ok(n as usize)
-        })
-    }
-
-    /// What redacts secrets in memories read back.
-    pub(crate) fn redactor(&self) -> &crate::decide::ReadRedactor {
-        &self.inner.redacted
-    }
-
     /// The current memories of a project relevant to a query, best first.
     ///
     /// Candidates come from the project's in-memory index when there is one (caught up with
@@ -243,50 +201,6 @@ impl MemoryDb {
             self.install_index(tx, project, version).map(|_| ())
         })
     }
-
-    /// Counts for a project.
-    pub(crate) fn stats(&self, project: &str) -> Result<MemoryStats> {
-        self.read(|tx| {
-            let mut stats = crate::decide::StatsBuilder::new(project);
-            let mut stmt = tx.prepare_cached(
-                "SELECT category, COUNT(*), SUM(importance), TOTAL(access_count), MIN(created_at), MAX(updated_at)
-                 FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL GROUP BY category",
-            )?;
-            // TOTAL is a float: a sum of counters never overflows the query.
-            let rows = stmt.query_map(params![project], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
-            })?;
-            for row in rows {
-                let (category, n, imp, acc, oldest, newest) = row?;
-                stats.category(category, n, imp, acc, oldest, newest);
-            }
-            let count = |sql: &str| -> Result<usize> {
-                let n: i64 = tx.prepare_cached(sql)?.query_row(params![project], |r| r.get(0))?;
-                Ok(n as usize)
-            };
-            Ok(stats.finish(
-                count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?,
-                count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?,
-                count("SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NOT NULL")?,
-            ))
-        })
-    }
-}
-
-/// The statement [`MemoryDb::list`] runs: `?1` the project, `?2` the category (or NULL),
-/// `?3`/`?4` limit and offset, `?5` whether superseded memories are listed too. A category
-/// is compared so that the category index serves it ([`equal_if_given`]).
-pub(super) fn list_statement(options: &ListOptions) -> String {
-    let order = match options.order {
-        ListOrder::Newest => "created_at DESC, id",
-        ListOrder::Importance => "importance DESC, created_at DESC, id",
-    };
-    let in_category = equal_if_given("category", "?2", options.category.is_some());
-    format!(
-        "SELECT {COLS} FROM project_memories WHERE project_path = ?1 AND {in_category}
-         AND (?5 OR superseded_by IS NULL)
-         ORDER BY {order} LIMIT ?3 OFFSET ?4"
-    )
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -6,16 +6,17 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
+use super::writer::run_now;
 use super::MemoryDb;
 use crate::backend::Backend;
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
 use crate::options::OpenOptions;
+use crate::reads::Read;
 use crate::search::Query;
 use crate::sessions::SavedSession;
-use crate::transfer::ExportRecord;
 use crate::types::*;
-use crate::write::{Done, Keyed, Op};
+use crate::write::{Done, Op};
 
 /// The SQLite store: one database file, shared by threads and processes. Clones share one
 /// connection pool and its caches. Every call runs on tokio's blocking pool, so the async
@@ -94,7 +95,7 @@ impl Backend for SqliteMemoryStore {
         self.db.is_read_only()
     }
     fn redactor(&self) -> &ReadRedactor {
-        self.db.redactor()
+        &self.db.inner.redacted
     }
     fn options(&self) -> &OpenOptions {
         &self.db.inner.options
@@ -102,17 +103,9 @@ impl Backend for SqliteMemoryStore {
     async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
         self.blocking(call, move |db| db.write_op(&op)).await
     }
-    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        let id = id.to_string();
-        self.blocking("get", move |db| db.get(&id)).await
-    }
-    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
-        let project = project.to_string();
-        self.blocking("list", move |db| db.list(&project, &options)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("count", move |db| db.count(&project)).await
+    async fn read(&self, call: &'static str, read: Read) -> Result<Done> {
+        self.blocking(call, move |db| db.read(|tx| run_now(read.run(tx))))
+            .await
     }
     async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
         self.blocking("search", move |db| db.rank(query)).await
@@ -120,49 +113,6 @@ impl Backend for SqliteMemoryStore {
     async fn touch(&self, ids: &[String]) -> Result<()> {
         let ids = ids.to_vec();
         self.blocking("touch", move |db| db.touch(&ids)).await
-    }
-    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        let (project, id) = (project.to_string(), memory_id.to_string());
-        self.blocking("history", move |db| db.history(&project, &id))
-            .await
-    }
-    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        let project = project.to_string();
-        self.blocking("project_history", move |db| db.project_history(&project, limit))
-            .await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        let project = project.to_string();
-        self.blocking("history_entry", move |db| db.history_entry(&project, history_id))
-            .await
-    }
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-        let project = project.to_string();
-        self.blocking("episodes", move |db| db.episodes(&project, limit))
-            .await
-    }
-    async fn keyed(&self, of: Keyed, project: &str) -> Result<Vec<(String, String)>> {
-        let project = project.to_string();
-        self.blocking("keyed", move |db| {
-            db.read(|tx| super::keyed::all(tx, of, &project))
-        })
-        .await
-    }
-    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        let project = project.map(str::to_string);
-        self.blocking("export", move |db| db.export(project.as_deref()))
-            .await
-    }
-    async fn missing_vectors(&self, project: &str, model: &str, limit: usize) -> Result<Vec<(i64, String)>> {
-        let (project, model) = (project.to_string(), model.to_string());
-        self.blocking("missing_vectors", move |db| {
-            db.read(|tx| super::rows::missing_vectors(tx, &project, &model, limit))
-        })
-        .await
-    }
-    async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        let project = project.to_string();
-        self.blocking("stats", move |db| db.stats(&project)).await
     }
     async fn load_session(&self, id: &str) -> Result<Option<String>> {
         let id = id.to_string();
@@ -196,8 +146,13 @@ impl MemoryDb {
         }
     }
 
+    /// The store's `get`, on this thread.
+    pub(crate) fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+        run_now(crate::MemoryStore::get(&self.inline(), id))
+    }
+
     /// The store's search, on this thread.
     pub(crate) fn search(&self, request: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        super::writer::run_now(crate::MemoryStore::search(&self.inline(), request.clone()))
+        run_now(crate::MemoryStore::search(&self.inline(), request.clone()))
     }
 }

@@ -178,7 +178,7 @@ impl Op {
             Op::Update(id, u) => Done::Entry(memories::update(rows, id, u.clone(), now).await?),
             Op::Delete(id) => Done::Entry(memories::delete(rows, id, now).await?),
             Op::Forget(p, query) => Done::Entries(memories::forget(rows, p, query, now).await?),
-            Op::Undo(p, history_id) => Done::Undone(undo::undo(rows, p, *history_id, now).await?),
+            Op::Undo(p, history_id) => Done::Maybe(undo::undo(rows, p, *history_id, now).await?),
             Op::Clear(p) => Done::Count(maintenance::clear(rows, p, now).await?),
             Op::Decay(p) => Done::Count(maintenance::decay(rows, p, now).await?),
             Op::Prune(p, below) => Done::Count(maintenance::prune(rows, p, *below, now).await?),
@@ -207,11 +207,12 @@ impl Op {
     }
 }
 
-/// What an [`Op`] returns, one variant per answer type, and `TryFrom<Done>` for each: an
-/// [`Op`] always answers with its own kind, so the error only guards the match.
+/// What an [`Op`] or a [`Read`](crate::reads::Read) returns, one variant per answer type, and
+/// `TryFrom<Done>` for each: each always answers with its own kind, so the error only guards
+/// the match.
 macro_rules! answers {
     ($($variant:ident($ty:ty)),* $(,)?) => {
-        /// What an [`Op`] returns; turned back into the caller's type with `try_into`.
+        /// What an [`Op`] or a read returns; turned back into the caller's type with `try_into`.
         pub(crate) enum Done {
             $($variant($ty)),*
         }
@@ -221,7 +222,7 @@ macro_rules! answers {
                 fn try_from(done: Done) -> Result<$ty> {
                     match done {
                         Done::$variant(v) => Ok(v),
-                        _ => Err(MemoryError::Invalid("the write answered with another kind".into())),
+                        _ => Err(MemoryError::Invalid("the store answered with another kind".into())),
                     }
                 }
             }
@@ -233,10 +234,17 @@ answers!(
     Entry(MemoryEntry),
     Entries(Vec<MemoryEntry>),
     Upserted(UpsertResult),
-    Undone(Option<MemoryEntry>),
+    Maybe(Option<MemoryEntry>),
     Count(usize),
     Imported(ImportReport),
     Episode(EpisodicRecord),
     Learned(Option<LearnedSkill>),
     Flag(bool),
+    History(Vec<HistoryEntry>),
+    Change(Option<HistoryEntry>),
+    Episodes(Vec<EpisodicRecord>),
+    Values(Vec<(String, String)>),
+    Records(Vec<ExportRecord>),
+    Stats(MemoryStats),
+    Missing(Vec<(i64, String)>),
 );
