@@ -20,8 +20,6 @@
 //! - The password of the URL is never shown: errors and logs name the server by
 //!   [`redact_url`](ctxkit_secrets::redact_url).
 
-mod history;
-mod keyed;
 mod reads;
 mod rows;
 mod schema;

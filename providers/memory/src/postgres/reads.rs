@@ -3,8 +3,7 @@
 
 use deadpool_postgres::Transaction;
 
-use super::history::{select_history, HISTORY_COLS};
-use super::rows::{load, row_to_episode, select_entries, COLS, EPISODE_COLS};
+use super::rows::{load, row_to_episode, select_entries, select_history, COLS, EPISODE_COLS, HISTORY_COLS};
 use crate::error::Result;
 use crate::reads::Reads;
 use crate::transfer::ExportRecord;

@@ -16,9 +16,7 @@
 //! this core, runs them on tokio's blocking pool.
 
 mod docs;
-mod history;
 mod index;
-mod keyed;
 mod memindex;
 mod norms;
 mod reads;

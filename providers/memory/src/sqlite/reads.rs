@@ -3,8 +3,7 @@
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::equal_if_given;
-use super::history::{row_to_history, HISTORY_COLS};
-use super::rows::{load, row_to_episode, select_entries, COLS};
+use super::rows::{load, row_to_episode, row_to_history, select_entries, COLS, HISTORY_COLS};
 use crate::error::Result;
 use crate::reads::Reads;
 use crate::transfer::ExportRecord;
