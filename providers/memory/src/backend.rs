@@ -18,7 +18,6 @@ use crate::reads::Read;
 use crate::retrieval::finds_nothing;
 use crate::rules::{bumped, check_project, state_value};
 use crate::search::Query;
-use crate::sessions::SavedSession;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
 use crate::text::terms;
 use crate::transfer::{ExportRecord, ImportReport};
@@ -44,15 +43,6 @@ pub(crate) trait Backend: Send + Sync {
     async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>>;
     /// Count an access to these memories (at least one), saturating.
     async fn touch(&self, ids: &[String]) -> Result<()>;
-
-    /// The stored form of a saved thread.
-    async fn load_session(&self, id: &str) -> Result<Option<String>>;
-    /// Save a thread's stored form under its id.
-    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()>;
-    /// The saved threads.
-    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>>;
-    /// Delete a saved thread; true when it existed.
-    async fn delete_session(&self, id: &str) -> Result<bool>;
 }
 
 /// `ctxkit::SessionStore` over a backend's session rows, redacted (see the crate's threat
@@ -64,27 +54,30 @@ macro_rules! session_store {
         #[async_trait::async_trait]
         impl ctxkit::SessionStore for $store {
             async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
-                let saved = $crate::backend::Backend::load_session(self, id)
-                    .await
-                    .map_err(ctxkit::Error::other)?;
-                $crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
+                let read = $crate::reads::Read::Session(id.to_owned());
+                let saved = $crate::backend::answer(self, "session.load", read).await;
+                saved
+                    .and_then(|saved| $crate::sessions::thread_from(id, saved))
+                    .map_err(ctxkit::Error::other)
             }
 
             async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
                 let saved = $crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
-                $crate::backend::Backend::save_session(self, thread.id(), saved)
-                    .await
-                    .map_err(ctxkit::Error::other)
+                let op = $crate::write::Op::set_session(thread.id(), Some(saved));
+                let saved = $crate::backend::write::<_, bool>(self, "session.save", op).await;
+                saved.map(drop).map_err(ctxkit::Error::other)
             }
 
             async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
-                $crate::backend::Backend::list_sessions(self)
+                let read = $crate::reads::Read::Sessions;
+                $crate::backend::answer(self, "session.list", read)
                     .await
                     .map_err(ctxkit::Error::other)
             }
 
             async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
-                $crate::backend::Backend::delete_session(self, id)
+                let op = $crate::write::Op::set_session(id, None);
+                $crate::backend::write(self, "session.delete", op)
                     .await
                     .map_err(ctxkit::Error::other)
             }
@@ -94,7 +87,7 @@ macro_rules! session_store {
 pub(crate) use session_store;
 
 /// Answer `read`, in the caller's type.
-async fn answer<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
+pub(crate) async fn answer<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
     backend: &B,
     call: &'static str,
     read: Read,
@@ -103,7 +96,7 @@ async fn answer<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
 }
 
 /// Run `op` (the check's answer) and turn its answer into the caller's type.
-async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
+pub(crate) async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
     backend: &B,
     call: &'static str,
     op: Result<Op>,

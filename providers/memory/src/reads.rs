@@ -20,6 +20,8 @@ pub(crate) enum Read {
     Export(Option<String>),
     Stats(String),
     MissingVectors(String, String, usize),
+    Session(String),
+    Sessions,
 }
 
 /// What a backend's read transaction answers, with its SQL.
@@ -50,6 +52,10 @@ pub(crate) trait Reads {
     /// Up to `limit` rows (`num`, content) of a project, in row order, without a sound vector of
     /// `model` (absent, of another model, or damaged).
     async fn missing_vectors(&self, project: &str, model: &str, limit: usize) -> Result<Vec<(i64, String)>>;
+    /// The stored form of the saved thread `id`.
+    async fn session(&self, id: &str) -> Result<Option<String>>;
+    /// Every saved thread, the most recently saved first.
+    async fn sessions(&self) -> Result<Vec<ctxkit::SessionInfo>>;
 }
 
 impl Read {
@@ -69,6 +75,8 @@ impl Read {
             Read::MissingVectors(p, model, limit) => {
                 Done::Missing(r.missing_vectors(p, model, *limit).await?)
             }
+            Read::Session(id) => Done::Saved(r.session(id).await?),
+            Read::Sessions => Done::Sessions(r.sessions().await?),
         })
     }
 }

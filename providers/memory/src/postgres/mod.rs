@@ -24,7 +24,6 @@ mod reads;
 mod rows;
 mod schema;
 mod search;
-mod sessions;
 mod sketches;
 mod write;
 mod writer;
@@ -42,7 +41,6 @@ use crate::error::{MemoryError, Result};
 use crate::options::OpenOptions;
 use crate::reads::Read;
 use crate::search::Query;
-use crate::sessions::SavedSession;
 use crate::types::*;
 use crate::vectors::Vectors;
 use crate::write::{Done, Op};
@@ -426,21 +424,6 @@ impl Backend for PostgresStore {
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         self.traced("touch", write::touch(self, ids)).await
-    }
-    async fn load_session(&self, id: &str) -> Result<Option<String>> {
-        self.traced("session.load", sessions::load_session(self, id))
-            .await
-    }
-    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
-        self.traced("session.save", sessions::save_session(self, id, &saved))
-            .await
-    }
-    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
-        self.traced("session.list", sessions::list_sessions(self)).await
-    }
-    async fn delete_session(&self, id: &str) -> Result<bool> {
-        self.traced("session.delete", sessions::delete_session(self, id))
-            .await
     }
 }
 

@@ -1,6 +1,7 @@
 //! The reads of the PostgreSQL store ([`Reads`]), each in one read-only `REPEATABLE READ`
 //! transaction; the same answers, in the same order, as SQLite's.
 
+use ctxkit::SessionInfo;
 use deadpool_postgres::Transaction;
 
 use super::rows::{load, row_to_episode, select_entries, select_history, COLS, EPISODE_COLS, HISTORY_COLS};
@@ -189,5 +190,27 @@ impl Reads for Transaction<'_> {
                 return Ok(missing);
             }
         }
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<String>> {
+        let row = self
+            .query_opt("SELECT thread FROM sessions WHERE id = $1", &[&id])
+            .await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>> {
+        let sql =
+            "SELECT id, turns, messages, updated_at FROM sessions ORDER BY updated_at DESC, id COLLATE \"C\"";
+        let mut out = Vec::new();
+        for row in self.query(sql, &[]).await? {
+            out.push(SessionInfo {
+                id: row.try_get(0)?,
+                turns: row.try_get::<_, i64>(1)? as usize,
+                messages: row.try_get::<_, i64>(2)? as usize,
+                updated: (row.try_get::<_, i64>(3)? / 1000) as u64,
+            });
+        }
+        Ok(out)
     }
 }

@@ -15,6 +15,8 @@ pub(super) async fn run(store: &PostgresStore, op: Op) -> Result<Done> {
     let projects = match op.locks() {
         Locks::Projects(projects) => projects.into_iter().map(str::to_owned).collect(),
         Locks::OfMemory(id) => vec![project_of(store, id).await?],
+        // Saves of one session are serialized by a lock on its id.
+        Locks::Session(id) => vec![format!("session:{id}")],
     };
     let done = write_rows!(
         store,

@@ -22,6 +22,7 @@ use crate::error::Result;
 use crate::postings;
 use crate::retrieval::Vocabulary;
 use crate::search;
+use crate::sessions::SavedSession;
 use crate::sketches::Touched;
 use crate::text::MemoryTerms;
 use crate::types::*;
@@ -410,5 +411,26 @@ impl Rows for PgRows<'_> {
             self.touched.note(project, num);
         }
         Ok(())
+    }
+
+    async fn set_session(&mut self, id: &str, saved: Option<&SavedSession>, now: i64) -> Result<bool> {
+        let changed = match saved {
+            Some(s) => {
+                self.tx
+                    .execute(
+                        "INSERT INTO sessions (id, thread, turns, messages, updated_at) VALUES ($1, $2, $3, $4, $5)
+                         ON CONFLICT (id) DO UPDATE SET thread = excluded.thread, turns = excluded.turns,
+                             messages = excluded.messages, updated_at = excluded.updated_at",
+                        &[&id, &s.json, &s.turns, &s.messages, &now],
+                    )
+                    .await?
+            }
+            None => {
+                self.tx
+                    .execute("DELETE FROM sessions WHERE id = $1", &[&id])
+                    .await?
+            }
+        };
+        Ok(changed > 0)
     }
 }

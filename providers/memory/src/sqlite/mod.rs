@@ -23,7 +23,6 @@ mod reads;
 mod rows;
 mod schema;
 mod search;
-mod sessions;
 mod sketches;
 mod store;
 mod write;

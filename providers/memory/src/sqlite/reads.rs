@@ -1,5 +1,6 @@
 //! The reads of the SQLite store ([`Reads`]), each in one read transaction.
 
+use ctxkit::SessionInfo;
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::equal_if_given;
@@ -161,6 +162,28 @@ impl Reads for Transaction<'_> {
             }
         }
         Ok(missing)
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<String>> {
+        Ok(self
+            .prepare_cached("SELECT thread FROM sessions WHERE id = ?1")?
+            .query_row(params![id], |r| r.get(0))
+            .optional()?)
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionInfo>> {
+        let mut stmt = self.prepare_cached(
+            "SELECT id, turns, messages, updated_at FROM sessions ORDER BY updated_at DESC, id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(SessionInfo {
+                id: r.get(0)?,
+                turns: r.get::<_, i64>(1)? as usize,
+                messages: r.get::<_, i64>(2)? as usize,
+                updated: (r.get::<_, i64>(3)? / 1000) as u64,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 }
 

@@ -14,7 +14,6 @@ use crate::error::{MemoryError, Result};
 use crate::options::OpenOptions;
 use crate::reads::Read;
 use crate::search::Query;
-use crate::sessions::SavedSession;
 use crate::types::*;
 use crate::write::{Done, Op};
 
@@ -113,24 +112,6 @@ impl Backend for SqliteMemoryStore {
     async fn touch(&self, ids: &[String]) -> Result<()> {
         let ids = ids.to_vec();
         self.blocking("touch", move |db| db.touch(&ids)).await
-    }
-    async fn load_session(&self, id: &str) -> Result<Option<String>> {
-        let id = id.to_string();
-        self.blocking("session.load", move |db| db.load_session(&id))
-            .await
-    }
-    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
-        let id = id.to_string();
-        self.blocking("session.save", move |db| db.save_session(&id, &saved))
-            .await
-    }
-    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
-        self.blocking("session.list", |db| db.list_sessions()).await
-    }
-    async fn delete_session(&self, id: &str) -> Result<bool> {
-        let id = id.to_string();
-        self.blocking("session.delete", move |db| db.delete_session(&id))
-            .await
     }
 }
 

@@ -15,6 +15,7 @@ use super::{json_array, MemoryDb};
 use crate::error::{MemoryError, Result};
 use crate::retrieval::Vocabulary;
 use crate::search;
+use crate::sessions::SavedSession;
 use crate::sketches::Touched;
 use crate::text::MemoryTerms;
 use crate::types::*;
@@ -323,5 +324,23 @@ impl Rows for SqliteRows<'_> {
             self.touched.note(project, num);
         }
         Ok(())
+    }
+
+    async fn set_session(&mut self, id: &str, saved: Option<&SavedSession>, now: i64) -> Result<bool> {
+        let changed = match saved {
+            Some(s) => self
+                .tx
+                .prepare_cached(
+                    "INSERT INTO sessions (id, thread, turns, messages, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (id) DO UPDATE SET thread = excluded.thread, turns = excluded.turns,
+                         messages = excluded.messages, updated_at = excluded.updated_at",
+                )?
+                .execute(params![id, s.json, s.turns, s.messages, now])?,
+            None => self
+                .tx
+                .prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+                .execute(params![id])?,
+        };
+        Ok(changed > 0)
     }
 }

@@ -13,6 +13,7 @@ use crate::rules::{
     check_batch, check_episode, check_importance, check_new, check_project, check_state, check_update,
     Checked, CheckedUpdate,
 };
+use crate::sessions::SavedSession;
 use crate::transfer::{ExportRecord, ImportPlan, ImportReport};
 use crate::types::*;
 
@@ -35,6 +36,7 @@ pub(crate) enum Op {
     SetState(String, String, Option<String>),
     FillTerms(String, usize),
     SetVectors(String, Vec<(i64, String)>),
+    SetSession(String, Option<SavedSession>),
 }
 
 /// Whose locks a write takes: the projects it names, or the project of the memory it changes
@@ -43,6 +45,8 @@ pub(crate) enum Op {
 pub(crate) enum Locks<'a> {
     Projects(Vec<&'a str>),
     OfMemory(&'a str),
+    /// A saved thread's, by its id.
+    Session(&'a str),
 }
 
 impl Op {
@@ -124,6 +128,11 @@ impl Op {
     pub(crate) fn set_vectors(project: String, missing: Vec<(i64, String)>) -> Self {
         Op::SetVectors(project, missing)
     }
+    /// Save a thread's stored form (redacted, [`crate::sessions::save_form`]) under its id, or
+    /// (`None`) delete it.
+    pub(crate) fn set_session(id: &str, saved: Option<SavedSession>) -> Result<Self> {
+        Ok(Op::SetSession(id.to_owned(), saved))
+    }
 
     /// What the write will store, to embed before its transaction.
     pub(crate) fn contents(&self) -> Vec<&str> {
@@ -146,6 +155,7 @@ impl Op {
                 Locks::Projects(batch.iter().map(|(c, _)| c.project_path.as_str()).collect())
             }
             Op::Update(id, _) | Op::Delete(id) => Locks::OfMemory(id),
+            Op::SetSession(id, _) => Locks::Session(id),
             Op::Forget(p, _)
             | Op::Undo(p, _)
             | Op::Clear(p)
@@ -203,6 +213,7 @@ impl Op {
                 }
                 Done::Count(missing.len())
             }
+            Op::SetSession(id, saved) => Done::Flag(rows.set_session(id, saved.as_ref(), now).await?),
         })
     }
 }
@@ -247,4 +258,6 @@ answers!(
     Records(Vec<ExportRecord>),
     Stats(MemoryStats),
     Missing(Vec<(i64, String)>),
+    Saved(Option<String>),
+    Sessions(Vec<ctxkit::SessionInfo>),
 );

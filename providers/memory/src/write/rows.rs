@@ -12,6 +12,7 @@ use crate::postings::Filter;
 use crate::retrieval::Vocabulary;
 use crate::rules::episode_record;
 use crate::search::{self, Snapshot};
+use crate::sessions::SavedSession;
 
 use crate::types::{
     EpisodicRecord, HistoryAction, HistoryEntry, MemoryCategory, MemoryEntry, NewEpisodicRecord,
@@ -213,6 +214,9 @@ pub(crate) trait Rows {
     /// Give row `num` of `project` the vector of `content` computed before the transaction, if
     /// the row still holds that content.
     async fn set_vector(&mut self, project: &str, num: i64, content: &str) -> Result<()>;
+    /// Save a thread's stored form under its id at `now`, or (`None`) delete it; whether a row
+    /// changed.
+    async fn set_session(&mut self, id: &str, saved: Option<&SavedSession>, now: i64) -> Result<bool>;
 }
 
 /// Insert `change.after` and record it.
