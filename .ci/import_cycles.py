@@ -230,7 +230,7 @@ KEPT = {
         },
         **{
             (f"postgres::{child}", "postgres"): POSTGRES
-            for child in ["search", "sessions", "write", "writer"]
+            for child in ["search", "write", "writer"]
         },
     },
 }

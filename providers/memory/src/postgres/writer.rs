@@ -58,7 +58,8 @@ impl<'a> PgRows<'a> {
     pub(super) async fn flush(&mut self) -> Result<()> {
         self.flush_postings().await?;
         std::mem::take(&mut self.counts).write(self.tx).await?;
-        super::sketches::sync(self.tx, &std::mem::take(&mut self.touched)).await
+        let touched = std::mem::take(&mut self.touched);
+        crate::sketches::sync(&super::sketches::PgPacks(self.tx), &touched).await
     }
 
     /// Write the gathered postings: before a row they may belong to changes or goes.

@@ -48,7 +48,7 @@ impl<'a> SqliteRows<'a> {
 
     /// Bring the sketches of the rows written up to date: before the commit.
     pub(super) fn finish(self) -> Result<()> {
-        super::sketches::sync(self.tx, &self.touched)
+        run_now(crate::sketches::sync(self.tx, &self.touched))
     }
 }
 
