@@ -299,8 +299,8 @@ impl<B: Backend> MemoryStore for B {
     }
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
         let read = Read::HistoryEntry(project.to_owned(), history_id);
-        let entry = answer::<_, Option<HistoryEntry>>(self, "history_entry", read).await;
-        entry.map(|h| self.redactor().redacted(h))
+        let entry = answer::<_, Option<Box<HistoryEntry>>>(self, "history_entry", read).await;
+        entry.map(|h| self.redactor().redacted(h.map(|h| *h)))
     }
 }
 

@@ -67,7 +67,7 @@ impl Read {
             Read::Count(p) => Done::Count(r.count(p).await?),
             Read::History(p, id) => Done::History(r.history(p, id).await?),
             Read::ProjectHistory(p, limit) => Done::History(r.project_history(p, *limit).await?),
-            Read::HistoryEntry(p, id) => Done::Change(r.history_entry(p, *id).await?),
+            Read::HistoryEntry(p, id) => Done::Change(r.history_entry(p, *id).await?.map(Box::new)),
             Read::Episodes(p, limit) => Done::Episodes(r.episodes(p, *limit).await?),
             Read::Keyed(of, p) => Done::Values(r.keyed(*of, p).await?),
             Read::Export(p) => Done::Records(r.export(p.as_deref()).await?),

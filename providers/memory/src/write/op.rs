@@ -252,7 +252,8 @@ answers!(
     Learned(Option<LearnedSkill>),
     Flag(bool),
     History(Vec<HistoryEntry>),
-    Change(Option<HistoryEntry>),
+    // Boxed: a history entry holds two memories, twice the size of any other answer.
+    Change(Option<Box<HistoryEntry>>),
     Episodes(Vec<EpisodicRecord>),
     Values(Vec<(String, String)>),
     Records(Vec<ExportRecord>),
