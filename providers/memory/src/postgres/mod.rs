@@ -322,7 +322,6 @@ macro_rules! read_tx {
         .await
     }};
 }
-pub(crate) use read_tx;
 
 /// The advisory-lock keys of some projects, sorted and distinct so two writers locking the
 /// same projects never wait on each other in a cycle.
@@ -420,7 +419,10 @@ impl Backend for PostgresStore {
         self.traced(call, answer).await
     }
     async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
-        self.traced("search", search::search(self, query)).await
+        // Ranked exactly as on SQLite, in one snapshot (so frequencies are never stale).
+        let options = &self.inner.options;
+        let found = async { read_tx!(self, |tx| { crate::search::search(&tx, options, query).await? }) };
+        self.traced("search", found).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         self.traced("touch", write::touch(self, ids)).await

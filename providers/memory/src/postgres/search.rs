@@ -5,21 +5,11 @@ use std::collections::HashMap;
 use deadpool_postgres::Transaction;
 
 use super::rows::select_candidates;
-use super::{read_tx, PostgresStore};
 use crate::error::Result;
 use crate::postings::CandidateRow;
-use crate::search::{ByMeaning, Query, Snapshot};
+use crate::search::{ByMeaning, Snapshot};
 use crate::sketches;
-use crate::types::*;
 use crate::vectors::{QueryVector, Stored};
-
-/// The current memories of a project relevant to a query, best first, ranked exactly as on
-/// SQLite ([`crate::search`]), in one snapshot (so document frequencies are never stale).
-pub(super) async fn search(store: &PostgresStore, query: Query) -> Result<Vec<MemorySearchResult>> {
-    read_tx!(store, |tx| {
-        crate::search::search(&tx, &store.inner.options, query).await?
-    })
-}
 
 /// A transaction as a search sees it.
 impl Snapshot for Transaction<'_> {

@@ -32,25 +32,31 @@ pub(crate) fn count(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<(
 
 /// Write the postings of a memory stored at row `num`.
 pub(crate) fn add_postings(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
-    let mut insert = tx.prepare_cached(
+    each_posting(
+        tx,
         "INSERT OR REPLACE INTO memory_postings(project, term, impact, num) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    let project = project_key(&entry.project_path);
-    for (term, impact) in postings::of(entry) {
-        insert.execute(params![project, term, impact, num])?;
-    }
-    Ok(())
+        num,
+        entry,
+    )
 }
 
 /// Remove the postings of a memory stored at row `num`: an impact is a function of the memory
 /// alone, so the keys written are recomputed exactly.
 fn remove_postings(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
-    let mut delete = tx.prepare_cached(
+    each_posting(
+        tx,
         "DELETE FROM memory_postings WHERE project = ?1 AND term = ?2 AND impact = ?3 AND num = ?4",
-    )?;
+        num,
+        entry,
+    )
+}
+
+/// Run `sql` once per posting `(project, term, impact, num)` of the memory at row `num`.
+fn each_posting(tx: &Transaction, sql: &str, num: i64, entry: &MemoryEntry) -> Result<()> {
+    let mut stmt = tx.prepare_cached(sql)?;
     let project = project_key(&entry.project_path);
     for (term, impact) in postings::of(entry) {
-        delete.execute(params![project, term, impact, num])?;
+        stmt.execute(params![project, term, impact, num])?;
     }
     Ok(())
 }
