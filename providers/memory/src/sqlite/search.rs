@@ -26,8 +26,9 @@ impl MemoryDb {
     /// Candidates come from the project's in-memory index when there is one (caught up with
     /// the latest writes first), else from the impact-ordered postings (the query's rarest
     /// terms, at most [`OpenOptions::candidate_limit`] memories); each is scored with
-    /// [`compute_relevance_score`] and only those with a cosine or keyword overlap above zero
-    /// are kept. Superseded memories are never returned.
+    /// [`compute_relevance_score`](crate::retrieval::compute_relevance_score) and only those
+    /// with a cosine or keyword overlap above zero are kept. Superseded memories are never
+    /// returned.
     ///
     /// [`OpenOptions::candidate_limit`]: super::OpenOptions::candidate_limit
     pub(super) fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {

@@ -119,7 +119,7 @@ crate::backend::session_store!(SqliteMemoryStore);
 
 impl MemoryDb {
     /// The store over this database, running every call on the caller's thread (driven by
-    /// [`run_now`](super::writer::run_now)): for the tests and the evaluation of the core.
+    /// [`run_now`]): for the tests and the evaluation of the core.
     pub(crate) fn inline(&self) -> SqliteMemoryStore {
         SqliteMemoryStore {
             db: self.clone(),
