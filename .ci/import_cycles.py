@@ -226,14 +226,11 @@ KEPT = {
         "(`EvalMemory`); it exists only as a part of the evaluation",
         **{
             (f"sqlite::{child}", "sqlite"): SQLITE
-            for child in ["history", "index", "rows", "search", "sketches", "writer"]
+            for child in ["index", "rows", "search", "sketches", "writer"]
         },
         **{
             (f"postgres::{child}", "postgres"): POSTGRES
-            for child in [
-                "candidates", "episodes", "history", "learned", "search", "sessions", "transfer",
-                "write", "writer",
-            ]
+            for child in ["search", "write", "writer"]
         },
     },
 }

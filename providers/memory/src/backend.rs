@@ -8,24 +8,22 @@
 //! a span naming the call (`memory.sqlite`, `memory.pg`). A third backend writes SQL, not
 //! logic.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 
-use crate::decide::ReadRedactor;
-use crate::error::Result;
-use crate::learned::{apply, LearnedChange, LearnedSkill};
-use crate::rules::check_state;
-use crate::sessions::SavedSession;
+use crate::decide::{ReadRedactor, Redact};
+use crate::error::{MemoryError, Result};
+use crate::learned::{from_record, LearnedChange, LearnedSkill};
+use crate::options::OpenOptions;
+use crate::reads::Read;
+use crate::retrieval::finds_nothing;
+use crate::rules::{bumped, check_project, state_value};
+use crate::search::Query;
 use crate::store::{LearnedSkillStore, Maintenance, MemoryStore, RunStore};
+use crate::text::terms;
 use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
-use crate::write::{Done, Op};
-
-/// How a learned skill changes: its stored form (if any) and the time, to what to store
-/// (`None` removes it). A backend calls it inside its write transaction, perhaps more than once.
-pub(crate) type LearnedRule =
-    Arc<dyn Fn(Option<LearnedSkill>, i64) -> Result<Option<LearnedSkill>> + Send + Sync>;
+use crate::vectors::no_model;
+use crate::write::{Done, Keyed, Op};
 
 /// What a database does for the memory store: run checked writes, answer reads.
 #[async_trait]
@@ -34,60 +32,17 @@ pub(crate) trait Backend: Send + Sync {
     fn is_read_only(&self) -> bool;
     /// Redacts secrets in what is read back, reporting each memory once.
     fn redactor(&self) -> &ReadRedactor;
+    /// The options it was opened with.
+    fn options(&self) -> &OpenOptions;
     /// Run a checked write in one transaction (vectors first, the projects' locks held).
     async fn write(&self, call: &'static str, op: Op) -> Result<Done>;
 
-    /// A memory by id, redacted.
-    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>>;
-    /// Memories of a project, filtered and paged, redacted.
-    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>>;
-    /// How many memories a project has.
-    async fn count(&self, project: &str) -> Result<usize>;
-    /// Relevant memories, best first, redacted; counts accesses unless told not to.
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>>;
-    /// Count an access to these memories, saturating.
+    /// Answer a read in one snapshot.
+    async fn read(&self, call: &'static str, read: Read) -> Result<Done>;
+    /// The current memories relevant to a query, best first ([`crate::search`]).
+    async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>>;
+    /// Count an access to these memories (at least one), saturating.
     async fn touch(&self, ids: &[String]) -> Result<()>;
-    /// Every change to a memory of `project`, oldest first.
-    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>>;
-    /// The latest changes in a project, newest first.
-    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>>;
-    /// One history entry of `project`.
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>>;
-    /// The latest episodic records of a project, newest first.
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>>;
-    /// Store a checked `project:` state value (its JSON).
-    async fn put_state(&self, project: String, key: String, json: String) -> Result<()>;
-    /// Remove a state value; true when it existed.
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool>;
-    /// Every state value of a project, by key.
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>>;
-    /// The project's learned skills, by name.
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>>;
-    /// Read one learned skill, apply `rule`, store (or delete) what it returns, in one
-    /// write transaction.
-    async fn change_learned(
-        &self,
-        project: &str,
-        name: &str,
-        rule: LearnedRule,
-    ) -> Result<Option<LearnedSkill>>;
-    /// Everything of a project (or of all) as records.
-    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>>;
-    /// Vectors for up to `limit` memories of a project that lack one; how many.
-    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize>;
-    /// Stored terms for up to `limit` memories of a project written without them; how many.
-    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize>;
-    /// Counts for a project.
-    async fn stats(&self, project: &str) -> Result<MemoryStats>;
-
-    /// The stored form of a saved thread.
-    async fn load_session(&self, id: &str) -> Result<Option<String>>;
-    /// Save a thread's stored form under its id.
-    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()>;
-    /// The saved threads.
-    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>>;
-    /// Delete a saved thread; true when it existed.
-    async fn delete_session(&self, id: &str) -> Result<bool>;
 }
 
 /// `ctxkit::SessionStore` over a backend's session rows, redacted (see the crate's threat
@@ -99,27 +54,30 @@ macro_rules! session_store {
         #[async_trait::async_trait]
         impl ctxkit::SessionStore for $store {
             async fn load(&self, id: &str) -> ctxkit::Result<Option<ctxkit::Thread>> {
-                let saved = $crate::backend::Backend::load_session(self, id)
-                    .await
-                    .map_err(ctxkit::Error::other)?;
-                $crate::sessions::thread_from(id, saved).map_err(ctxkit::Error::other)
+                let read = $crate::reads::Read::Session(id.to_owned());
+                let saved = $crate::backend::answer(self, "session.load", read).await;
+                saved
+                    .and_then(|saved| $crate::sessions::thread_from(id, saved))
+                    .map_err(ctxkit::Error::other)
             }
 
             async fn save(&self, thread: &ctxkit::Thread) -> ctxkit::Result<()> {
                 let saved = $crate::sessions::save_form(thread).map_err(ctxkit::Error::other)?;
-                $crate::backend::Backend::save_session(self, thread.id(), saved)
-                    .await
-                    .map_err(ctxkit::Error::other)
+                let op = $crate::write::Op::set_session(thread.id(), Some(saved));
+                let saved = $crate::backend::write::<_, bool>(self, "session.save", op).await;
+                saved.map(drop).map_err(ctxkit::Error::other)
             }
 
             async fn list(&self) -> ctxkit::Result<Vec<ctxkit::SessionInfo>> {
-                $crate::backend::Backend::list_sessions(self)
+                let read = $crate::reads::Read::Sessions;
+                $crate::backend::answer(self, "session.list", read)
                     .await
                     .map_err(ctxkit::Error::other)
             }
 
             async fn delete(&self, id: &str) -> ctxkit::Result<bool> {
-                $crate::backend::Backend::delete_session(self, id)
+                let op = $crate::write::Op::set_session(id, None);
+                $crate::backend::write(self, "session.delete", op)
                     .await
                     .map_err(ctxkit::Error::other)
             }
@@ -128,8 +86,17 @@ macro_rules! session_store {
 }
 pub(crate) use session_store;
 
+/// Answer `read`, in the caller's type.
+pub(crate) async fn answer<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
+    backend: &B,
+    call: &'static str,
+    read: Read,
+) -> Result<T> {
+    backend.read(call, read).await?.try_into()
+}
+
 /// Run `op` (the check's answer) and turn its answer into the caller's type.
-async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = crate::error::MemoryError>>(
+pub(crate) async fn write<B: Backend + ?Sized, T: TryFrom<Done, Error = MemoryError>>(
     backend: &B,
     call: &'static str,
     op: Result<Op>,
@@ -155,13 +122,20 @@ impl<B: Backend> Maintenance for B {
         write(self, "compact", Op::compact(project)).await
     }
     async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        Backend::embed_missing(self, project, limit).await
+        let project = check_project(project)?;
+        let semantic = self.options().semantic().ok_or_else(no_model)?;
+        let read = Read::MissingVectors(project.clone(), semantic.model_id().to_owned(), limit);
+        let missing: Vec<(i64, String)> = answer(self, "missing_vectors", read).await?;
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        write(self, "embed_missing", Ok(Op::set_vectors(project, missing))).await
     }
     async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        Backend::fill_terms(self, project, limit).await
+        write(self, "fill_terms", Op::fill_terms(project, limit)).await
     }
     async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        Backend::stats(self, project).await
+        answer(self, "stats", Read::Stats(project.to_owned())).await
     }
 }
 
@@ -171,24 +145,37 @@ impl<B: Backend> RunStore for B {
         write(self, "add_episode", Op::add_episode(record)).await
     }
     async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-        Backend::episodes(self, project, limit).await
+        answer(self, "episodes", Read::Episodes(project.to_owned(), limit)).await
     }
     async fn set_state(&self, project: &str, key: &str, value: serde_json::Value) -> Result<()> {
-        let (project, json) = check_state(project, key, &value)?;
-        self.put_state(project, key.to_owned(), json).await
+        write::<_, bool>(self, "set_state", Op::set_state(project, key, &value))
+            .await
+            .map(drop)
     }
     async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        Backend::remove_state(self, project, key).await
+        write(self, "remove_state", Op::remove_state(project, key)).await
     }
     async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        Backend::state_entries(self, project).await
+        let values: Vec<(String, String)> = answer(
+            self,
+            "state_entries",
+            Read::Keyed(Keyed::State, project.to_owned()),
+        )
+        .await?;
+        Ok(values.into_iter().map(|(k, v)| (k, state_value(v))).collect())
     }
 }
 
 #[async_trait]
 impl<B: Backend> LearnedSkillStore for B {
     async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        Backend::learned_skills(self, project).await
+        let records: Vec<(String, String)> = answer(
+            self,
+            "learned_skills",
+            Read::Keyed(Keyed::Learned, project.to_owned()),
+        )
+        .await?;
+        records.iter().map(|(_, r)| from_record(r)).collect()
     }
     async fn change_learned_skill(
         &self,
@@ -196,10 +183,8 @@ impl<B: Backend> LearnedSkillStore for B {
         name: &str,
         change: LearnedChange,
     ) -> Result<Option<LearnedSkill>> {
-        let (owner, skill) = (project.to_owned(), name.to_owned());
-        let rule: LearnedRule =
-            Arc::new(move |current, now| apply(&owner, &skill, current, change.clone(), now));
-        self.change_learned(project, name, rule).await
+        let op = Op::change_learned(project, name, change);
+        write(self, "change_learned_skill", op).await
     }
 }
 
@@ -216,19 +201,55 @@ impl<B: Backend> MemoryStore for B {
         updated.map(|e| self.redactor().redacted(e))
     }
     async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        Backend::get(self, id).await
+        let entry = answer::<_, Option<MemoryEntry>>(self, "get", Read::Get(id.to_owned())).await;
+        entry.map(|e| self.redactor().redacted(e))
     }
     async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
-        Backend::list(self, project, options).await
+        let entries =
+            answer::<_, Vec<MemoryEntry>>(self, "list", Read::List(project.to_owned(), options)).await;
+        entries.map(|e| self.redactor().redacted(e))
     }
     async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        Backend::search(self, request).await
+        let project = check_project(&request.project_path)?;
+        let terms = terms(&request.query);
+        let semantic = self.options().semantic();
+        if finds_nothing(&request, &terms, semantic.is_some()) {
+            return Ok(Vec::new());
+        }
+        let vector = semantic.map(|s| s.start_query(&request.query)).transpose()?;
+        let query = Query {
+            project,
+            terms,
+            min_importance: request.min_importance,
+            categories: request.categories,
+            top_k: request.top_k,
+            vector,
+            now: self.options().now_ms(),
+        };
+        let mut results = self.rank(query).await?;
+        for r in &mut results {
+            self.redactor().redact(&mut r.entry);
+        }
+        // A read-only database answers searches without counting them.
+        if request.touch && !results.is_empty() && !Backend::is_read_only(self) {
+            let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
+            Backend::touch(self, &ids).await?;
+            let now = self.options().now_ms();
+            for r in &mut results {
+                r.entry.access_count = bumped(r.entry.access_count);
+                r.entry.last_accessed_at = now;
+            }
+        }
+        Ok(results)
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
         Backend::touch(self, ids).await
     }
     async fn delete(&self, id: &str) -> Result<MemoryEntry> {
-        let deleted = write(self, "delete", Ok(Op::delete(id))).await;
+        let deleted = write(self, "delete", Op::delete(id)).await;
         deleted.map(|e| self.redactor().redacted(e))
     }
     async fn forget(&self, project: &str, query: &str) -> Result<Vec<MemoryEntry>> {
@@ -236,19 +257,23 @@ impl<B: Backend> MemoryStore for B {
         forgotten.map(|e| self.redactor().redacted(e))
     }
     async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        let history = Backend::history(self, project, memory_id).await;
+        let read = Read::History(project.to_owned(), memory_id.to_owned());
+        let history = answer::<_, Vec<HistoryEntry>>(self, "history", read).await;
         history.map(|h| self.redactor().redacted(h))
     }
     async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        let history = Backend::project_history(self, project, limit).await;
+        let read = Read::ProjectHistory(project.to_owned(), limit);
+        let history = answer::<_, Vec<HistoryEntry>>(self, "project_history", read).await;
         history.map(|h| self.redactor().redacted(h))
     }
     async fn undo(&self, project: &str, history_id: i64) -> Result<Option<MemoryEntry>> {
-        let undone = write(self, "undo", Ok(Op::undo(project, history_id))).await;
+        let undone = write(self, "undo", Op::undo(project, history_id)).await;
         undone.map(|e| self.redactor().redacted(e))
     }
     async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        Backend::export(self, project).await
+        let read = Read::Export(project.map(str::to_owned));
+        let records = answer::<_, Vec<ExportRecord>>(self, "export", read).await;
+        records.map(|r| self.redactor().redacted(r))
     }
     async fn import(&self, records: Vec<ExportRecord>, project: Option<&str>) -> Result<ImportReport> {
         write(self, "import", Op::import(records, project)).await
@@ -270,10 +295,21 @@ impl<B: Backend> MemoryStore for B {
         write(self, "add", Op::add(entry)).await
     }
     async fn count(&self, project: &str) -> Result<usize> {
-        Backend::count(self, project).await
+        answer(self, "count", Read::Count(project.to_owned())).await
     }
     async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        let entry = Backend::history_entry(self, project, history_id).await;
-        entry.map(|h| self.redactor().redacted(h))
+        let read = Read::HistoryEntry(project.to_owned(), history_id);
+        let entry = answer::<_, Option<Box<HistoryEntry>>>(self, "history_entry", read).await;
+        entry.map(|h| self.redactor().redacted(h.map(|h| *h)))
+    }
+}
+
+impl Redact for ExportRecord {
+    fn redact_with(&mut self, redactor: &ReadRedactor) {
+        match self {
+            ExportRecord::Memory(e) => e.redact_with(redactor),
+            ExportRecord::History(h) => h.redact_with(redactor),
+            ExportRecord::Episode(_) => {}
+        }
     }
 }

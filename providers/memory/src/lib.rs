@@ -37,23 +37,26 @@
 //! # Layering
 //!
 //! Each module uses only modules on lower lines. Every write is written once, in `write`, over a
-//! small row-level interface that each backend implements on one of its transactions, and the
-//! store's traits are implemented once, in `backend`, over the seam a backend implements (run a
-//! checked write, answer the reads); a backend adds only its rows, its schema, its SQL and its
-//! own search:
+//! small row-level interface that each backend implements on one of its transactions, every
+//! search once, in `search`, over the reads a backend answers in one snapshot, and the store's
+//! traits are implemented once, in `backend`, over the seam a backend implements (run a checked
+//! write, answer a read, rank a search); a backend adds only its rows, its schema and its SQL:
 //!
 //! ```text
 //! eval                               measure retrieval on a labelled set, on SQLite
 //! provider, hook, records            inject memories per request; session start and end; what the
 //!                                    store keeps besides memories
-//! sqlite, postgres                   the backends: rows, schema, search, the reads' SQL; each runs a
-//!                                    write's `Op` in one transaction
+//! sqlite, postgres                   the backends: rows, schema, the reads' SQL; each runs a write's
+//!                                    `Op` in one transaction and a search in one snapshot
 //! extraction                         learn memories from a finished session
 //! backend                            the seam (`Backend`) and the store's traits written once over it:
 //!                                    checks, redaction, upkeep, learned skills' rule
+//! reads                              every read as a `Read`, which a backend answers in one snapshot
+//!                                    (`Reads`)
 //! write                              every write, once, as a checked `Op`: add, upsert, supersede,
 //!                                    update, forget, undo, import, decay, prune, compact, clear
-//! store                              MemoryStore, RunStore, LearnedSkillStore, Maintenance
+//! store, search                      MemoryStore, RunStore, LearnedSkillStore, Maintenance; a
+//!                                    search, once, over a backend's snapshot (`Snapshot`)
 //! decide, transfer, postings         what a write changes; the export format, import checks; the
 //!                                    candidate index beside the rows
 //! learned, supersede, retrieval      learned skills and their changes; when a memory replaces
@@ -109,9 +112,11 @@ mod options;
 mod postgres;
 mod postings;
 mod provider;
+mod reads;
 pub mod records;
 mod retrieval;
 mod rules;
+mod search;
 mod sessions;
 mod sketches;
 mod sqlite;

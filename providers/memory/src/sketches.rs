@@ -160,6 +160,37 @@ impl Touched {
     }
 }
 
+/// What bringing packs up to date reads and writes in a backend's transaction, with its SQL.
+#[allow(async_fn_in_trait)]
+pub(crate) trait Packs {
+    /// The current vectors (of rows not superseded) among rows `nums`.
+    async fn current_vectors(&self, nums: &[i64]) -> Result<Vec<CurrentVector>, MemoryError>;
+    /// The current vectors of a project's rows `first..=last` (a damaged pack's, [`rows_of`]).
+    async fn pack_vectors(&self, project: &str, rows: (i64, i64)) -> Result<Vec<CurrentVector>, MemoryError>;
+    /// The stored packs, of every model, at these places (project, pack).
+    async fn packs(&self, at: &BTreeSet<(String, i64)>) -> Result<Vec<PackRow>, MemoryError>;
+    /// Write a pack, or delete it when it is left empty.
+    async fn write_pack(&self, row: &PackRow) -> Result<(), MemoryError>;
+}
+
+/// Bring the packs holding the `touched` rows up to date with the rows: read the packs they
+/// (and their current vectors) fall in, rebuild a damaged one from its rows, and write back
+/// what [`apply`] says changed.
+pub(crate) async fn sync(rows: &impl Packs, touched: &Touched) -> Result<(), MemoryError> {
+    if touched.is_empty() {
+        return Ok(());
+    }
+    let mut current = rows.current_vectors(&touched.rows()).await?;
+    let read = rows.packs(&touched.packs(&current)).await?;
+    for damaged in read.iter().filter(|r| r.content.is_none()) {
+        current.extend(rows.pack_vectors(&damaged.project, rows_of(damaged.pack)).await?);
+    }
+    for row in apply(touched, read, current) {
+        rows.write_pack(&row).await?;
+    }
+    Ok(())
+}
+
 /// A pack as a backend reads or writes it.
 #[derive(Debug)]
 pub(crate) struct PackRow {

@@ -551,6 +551,49 @@ pub struct HistoryEntry {
     pub at: i64,
 }
 
+/// A history entry's columns as stored: `id, memory_id, project_path, action, before, after,
+/// related_id, reason, at`, the action by name and the memories as JSON.
+pub(crate) type HistoryColumns = (
+    i64,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+impl HistoryEntry {
+    /// The entry its stored columns hold; else the column that is not as written, and why.
+    pub(crate) fn from_columns(c: HistoryColumns) -> Result<Self, (usize, String)> {
+        let (id, memory_id, project_path, action, before, after, related_id, reason, at) = c;
+        let memory = |col: usize, text: Option<String>| {
+            text.map(|t| serde_json::from_str(&t))
+                .transpose()
+                .map_err(|e| (col, format!("history snapshot is not a memory: {e}")))
+        };
+        Ok(HistoryEntry {
+            id,
+            memory_id,
+            project_path,
+            action: HistoryAction::parse(&action)
+                .ok_or_else(|| (3, format!("unknown history action `{action}`")))?,
+            before: memory(4, before)?,
+            after: memory(5, after)?,
+            related_id,
+            reason,
+            at,
+        })
+    }
+}
+
+/// A memory as the history stores it (JSON).
+pub(crate) fn snapshot(e: Option<&MemoryEntry>) -> Option<String> {
+    e.and_then(|e| serde_json::to_string(e).ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,16 +20,11 @@
 //! - The password of the URL is never shown: errors and logs name the server by
 //!   [`redact_url`](ctxkit_secrets::redact_url).
 
-mod candidates;
-mod episodes;
-mod history;
-mod learned;
+mod reads;
 mod rows;
 mod schema;
 mod search;
-mod sessions;
 mod sketches;
-mod transfer;
 mod write;
 mod writer;
 
@@ -40,13 +35,12 @@ use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tracing::Instrument;
 
-use crate::backend::{Backend, LearnedRule};
-use crate::decide::{ReadRedactor, Redact};
+use crate::backend::Backend;
+use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
-use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
-use crate::sessions::SavedSession;
-use crate::transfer::ExportRecord;
+use crate::reads::Read;
+use crate::search::Query;
 use crate::types::*;
 use crate::vectors::Vectors;
 use crate::write::{Done, Op};
@@ -179,10 +173,6 @@ impl PostgresStore {
         self.inner.options.now_ms()
     }
 
-    fn candidate_limit(&self) -> usize {
-        self.inner.options.max_candidates()
-    }
-
     /// A pooled connection, the schema checked first; a failure to connect is one sentence
     /// naming the (redacted) URL.
     async fn client(&self) -> Result<deadpool_postgres::Object> {
@@ -249,15 +239,6 @@ impl PostgresStore {
             });
         }
         Ok(())
-    }
-
-    fn redact_read(&self, e: &mut MemoryEntry) {
-        self.inner.redactor.redact(e);
-    }
-
-    /// `value` with every memory and history entry in it redacted (see [`Redact`]).
-    fn redacted<T: Redact>(&self, value: T) -> T {
-        self.inner.redactor.redacted(value)
     }
 
     /// With a model configured, the vectors of `contents`, computed before the write's
@@ -341,7 +322,6 @@ macro_rules! read_tx {
         .await
     }};
 }
-pub(crate) use read_tx;
 
 /// The advisory-lock keys of some projects, sorted and distinct so two writers locking the
 /// same projects never wait on each other in a cycle.
@@ -428,96 +408,24 @@ impl Backend for PostgresStore {
     fn redactor(&self) -> &ReadRedactor {
         &self.inner.redactor
     }
+    fn options(&self) -> &OpenOptions {
+        &self.inner.options
+    }
     async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
         self.traced(call, write::run(self, op)).await
     }
-    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        self.traced("get", search::get(self, id)).await
+    async fn read(&self, call: &'static str, read: Read) -> Result<Done> {
+        let answer = async { read_tx!(self, |tx| { read.run(&tx).await? }) };
+        self.traced(call, answer).await
     }
-    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
-        self.traced("list", search::list(self, project, &options)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
-        self.traced("count", search::count(self, project)).await
-    }
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        self.traced("search", search::search(self, &request)).await
+    async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
+        // Ranked exactly as on SQLite, in one snapshot (so frequencies are never stale).
+        let options = &self.inner.options;
+        let found = async { read_tx!(self, |tx| { crate::search::search(&tx, options, query).await? }) };
+        self.traced("search", found).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         self.traced("touch", write::touch(self, ids)).await
-    }
-    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        self.traced("history", history::history(self, project, memory_id))
-            .await
-    }
-    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        self.traced("project_history", history::project_history(self, project, limit))
-            .await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        self.traced("history_entry", history::history_entry(self, project, history_id))
-            .await
-    }
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-        self.traced("episodes", episodes::episodes(self, project, limit))
-            .await
-    }
-    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
-        self.traced("set_state", episodes::put_state(self, &project, &key, &json))
-            .await
-    }
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        self.traced("remove_state", episodes::remove_state(self, project, key))
-            .await
-    }
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        self.traced("state_entries", episodes::state_entries(self, project))
-            .await
-    }
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        self.traced("learned_skills", learned::learned_skills(self, project))
-            .await
-    }
-    async fn change_learned(
-        &self,
-        project: &str,
-        name: &str,
-        rule: LearnedRule,
-    ) -> Result<Option<LearnedSkill>> {
-        self.traced(
-            "change_learned_skill",
-            learned::change_learned_skill(self, project, name, rule),
-        )
-        .await
-    }
-    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        self.traced("export", transfer::export(self, project)).await
-    }
-    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("embed_missing", write::embed_missing(self, project, limit))
-            .await
-    }
-    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        self.traced("fill_terms", write::fill_terms(self, project, limit))
-            .await
-    }
-    async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        self.traced("stats", search::stats(self, project)).await
-    }
-    async fn load_session(&self, id: &str) -> Result<Option<String>> {
-        self.traced("session.load", sessions::load_session(self, id))
-            .await
-    }
-    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
-        self.traced("session.save", sessions::save_session(self, id, &saved))
-            .await
-    }
-    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
-        self.traced("session.list", sessions::list_sessions(self)).await
-    }
-    async fn delete_session(&self, id: &str) -> Result<bool> {
-        self.traced("session.delete", sessions::delete_session(self, id))
-            .await
     }
 }
 

@@ -29,11 +29,11 @@ fn bad(message: String) -> MemoryError {
     }
 }
 
-fn json_list(text: &str, what: &str) -> Result<Vec<String>> {
+pub(super) fn json_list(text: &str, what: &str) -> Result<Vec<String>> {
     serde_json::from_str(text).map_err(|e| bad(format!("{what} are not a JSON list: {e}")))
 }
 
-fn keywords_json(keywords: &[String]) -> String {
+pub(super) fn keywords_json(keywords: &[String]) -> String {
     serde_json::to_string(keywords).unwrap_or_else(|_| "[]".into())
 }
 
@@ -91,36 +91,6 @@ pub(super) async fn select_entries(
 pub(super) async fn load(tx: &Transaction<'_>, id: &str) -> Result<Option<(i64, MemoryEntry)>> {
     let sql = format!("SELECT {COLS} FROM project_memories WHERE id = $1");
     Ok(select_entries(tx, &sql, &[&id]).await?.pop())
-}
-
-pub(super) async fn find_by_content(
-    tx: &Transaction<'_>,
-    project: &str,
-    content: &str,
-) -> Result<Option<String>> {
-    let stmt = tx
-        .prepare_cached(
-            "SELECT id FROM project_memories WHERE project_path = $1 AND md5(content) = md5($2) AND content = $2",
-        )
-        .await?;
-    Ok(tx
-        .query_opt(&stmt, &[&project, &content])
-        .await?
-        .map(|r| r.get(0)))
-}
-
-/// Whether a memory may take `id`: no memory has it, and no history entry has it except
-/// (when `project` is given) history of that same project — as on SQLite.
-pub(super) async fn id_is_free(tx: &Transaction<'_>, id: &str, project: Option<&str>) -> Result<bool> {
-    let stmt = tx
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM project_memories WHERE id = $1)
-                 OR EXISTS (SELECT 1 FROM memory_history WHERE memory_id = $1
-                            AND ($2::text IS NULL OR project_path <> $2))",
-        )
-        .await?;
-    let taken: bool = tx.query_one(&stmt, &[&id, &project]).await?.try_get(0)?;
-    Ok(!taken)
 }
 
 /// Changes to document frequencies and memory counts, gathered over many rows and written in
@@ -268,70 +238,6 @@ pub(super) async fn insert_row(tx: &Transaction<'_>, e: &MemoryEntry) -> Result<
         .try_get(0)?)
 }
 
-/// Up to `limit` memories of a project (superseded ones too: they may become current again)
-/// without a vector of `model`, by row, with their content.
-pub(super) async fn missing_vectors(
-    tx: &Transaction<'_>,
-    project: &str,
-    model: &str,
-    limit: usize,
-) -> Result<Vec<(i64, String)>> {
-    // A vector is missing when absent, of another model, or damaged (values no model makes):
-    // only the last needs reading it, so rows come in pages until `limit` are found.
-    const PAGE: i32 = 1024;
-    let mut missing = Vec::new();
-    if limit == 0 {
-        return Ok(missing);
-    }
-    let portal = tx
-        .bind(
-            "SELECT num, content, embedding_model IS NOT DISTINCT FROM $2, embedding FROM project_memories
-             WHERE project_path = $1 ORDER BY num",
-            &[&project, &model],
-        )
-        .await?;
-    loop {
-        let rows = tx.query_portal(&portal, PAGE).await?;
-        for r in &rows {
-            let vector: Option<&[u8]> = r.try_get(3)?;
-            if !(r.try_get::<_, bool>(2)? && vector.is_some_and(crate::vectors::is_sound)) {
-                missing.push((r.try_get(0)?, r.try_get(1)?));
-                if missing.len() == limit {
-                    return Ok(missing);
-                }
-            }
-        }
-        if rows.len() < PAGE as usize {
-            return Ok(missing);
-        }
-    }
-}
-
-/// Store the terms of up to `limit` memories of a project written before terms were stored
-/// (see [`MemoryTerms`]), in row order; how many it stored.
-pub(super) async fn fill_terms(tx: &Transaction<'_>, project: &str, limit: usize) -> Result<usize> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let missing = tx
-        .query(
-            "SELECT num, content, keywords FROM project_memories
-             WHERE project_path = $1 AND content_terms IS NULL ORDER BY num LIMIT $2",
-            &[&project, &limit],
-        )
-        .await?;
-    let store = tx
-        .prepare_cached("UPDATE project_memories SET content_terms = $2, keyword_terms = $3 WHERE num = $1")
-        .await?;
-    for row in &missing {
-        let (num, content, keywords): (i64, String, String) =
-            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        let terms = MemoryTerms::of(&content, &json_list(&keywords, "keywords")?);
-        let (content_terms, keyword_terms) = terms.stored();
-        tx.execute(&store, &[&num, &content_terms, &keyword_terms])
-            .await?;
-    }
-    Ok(missing.len())
-}
-
 /// Store (or, with `None`, clear) the sentence vector of row `num`, if the row still holds
 /// `content`: a vector computed before a write's transaction is never stored over a text that
 /// changed meanwhile.
@@ -396,31 +302,6 @@ pub(super) async fn store_row(
     Ok(())
 }
 
-pub(super) async fn insert_episode(tx: &Transaction<'_>, e: &EpisodicRecord) -> Result<()> {
-    let stmt = tx
-        .prepare_cached(&format!(
-            "INSERT INTO episodic_records ({EPISODE_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-        ))
-        .await?;
-    tx.execute(
-        &stmt,
-        &[
-            &e.id,
-            &e.project_path,
-            &e.session_id,
-            &e.record_type.as_str(),
-            &e.task_summary,
-            &e.approach_summary,
-            &e.outcome_summary,
-            &keywords_json(&e.tools_used),
-            &keywords_json(&e.keywords),
-            &e.created_at,
-        ],
-    )
-    .await?;
-    Ok(())
-}
-
 pub(super) fn row_to_episode(r: &Row) -> Result<EpisodicRecord> {
     let record_type: String = r.try_get(3)?;
     let tools: String = r.try_get(7)?;
@@ -438,4 +319,40 @@ pub(super) fn row_to_episode(r: &Row) -> Result<EpisodicRecord> {
         keywords: json_list(&keywords, "keywords")?,
         created_at: r.try_get(9)?,
     })
+}
+
+pub(super) const HISTORY_COLS: &str =
+    "id, memory_id, project_path, action, before, after, related_id, reason, at";
+
+pub(super) fn row_to_history(r: &Row) -> Result<HistoryEntry> {
+    let columns = (
+        r.try_get(0)?,
+        r.try_get(1)?,
+        r.try_get(2)?,
+        r.try_get(3)?,
+        r.try_get(4)?,
+        r.try_get(5)?,
+        r.try_get(6)?,
+        r.try_get(7)?,
+        r.try_get(8)?,
+    );
+    HistoryEntry::from_columns(columns).map_err(|(_, reason)| MemoryError::Server {
+        url: String::new(),
+        reason,
+        sqlstate: None,
+    })
+}
+
+/// History entries of a query selecting [`HISTORY_COLS`].
+pub(super) async fn select_history(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<HistoryEntry>> {
+    let stmt = tx.prepare_cached(sql).await?;
+    tx.query(&stmt, params)
+        .await?
+        .iter()
+        .map(row_to_history)
+        .collect()
 }

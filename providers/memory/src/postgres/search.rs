@@ -1,171 +1,101 @@
-//! Reads and search on PostgreSQL: get, list, count, search (candidates from the postings,
-//! then the crate's ranking), and stats.
+//! Search on PostgreSQL: what a search reads ([`Snapshot`]), in one snapshot.
 
-use super::candidates::{candidates, rows_as_candidates};
-use super::rows::{load, select_entries, COLS};
-use super::{read_tx, sketches, PostgresStore};
+use std::collections::HashMap;
+
+use deadpool_postgres::Transaction;
+
+use super::rows::select_candidates;
 use crate::error::Result;
-use crate::postings::Filter;
-use crate::retrieval::{finds_nothing, rank, Meaning, Vocabulary};
-use crate::rules::{bumped, check_project};
-use crate::text::terms;
-use crate::types::*;
-use crate::vectors::{self, Stored, SEMANTIC_CANDIDATES};
+use crate::postings::CandidateRow;
+use crate::search::{ByMeaning, Snapshot};
+use crate::sketches;
+use crate::vectors::{QueryVector, Stored};
 
-pub(super) async fn get(store: &PostgresStore, id: &str) -> Result<Option<MemoryEntry>> {
-    let mut entry = read_tx!(store, |tx| { load(&tx, id).await?.map(|(_, e)| e) })?;
-    if let Some(e) = &mut entry {
-        store.redact_read(e);
+/// A transaction as a search sees it.
+impl Snapshot for Transaction<'_> {
+    async fn docs(&self, project: &str) -> Result<i64> {
+        let row = self
+            .query_opt(
+                "SELECT docs FROM memory_projects WHERE project_path = $1",
+                &[&project],
+            )
+            .await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?.unwrap_or(0))
     }
-    Ok(entry)
-}
 
-pub(super) async fn list(
-    store: &PostgresStore,
-    project: &str,
-    options: &ListOptions,
-) -> Result<Vec<MemoryEntry>> {
-    let order = match options.order {
-        ListOrder::Newest => "created_at DESC, id",
-        ListOrder::Importance => "importance DESC, created_at DESC, id",
-    };
-    let category = options.category.map(|c| c.as_str());
-    // A category is compared as such, as on SQLite (where the `IS NULL OR` form kept the plan
-    // off the category index); a plan made before the values are known can use the index.
-    let in_category = match category {
-        Some(_) => "category = $2",
-        None => "$2::text IS NULL",
-    };
-    let sql = format!(
-        "SELECT {COLS} FROM project_memories WHERE project_path = $1 AND {in_category}
-         AND ($5 OR superseded_by IS NULL)
-         ORDER BY {order} LIMIT $3 OFFSET $4"
-    );
-    let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
-    let offset = i64::try_from(options.offset).unwrap_or(i64::MAX);
-    let rows = read_tx!(store, |tx| {
-        select_entries(
-            &tx,
-            &sql,
-            &[&project, &category, &limit, &offset, &options.include_superseded],
-        )
-        .await?
-    })?;
-    Ok(rows
-        .into_iter()
-        .map(|(_, mut e)| {
-            store.redact_read(&mut e);
-            e
-        })
-        .collect())
-}
-
-pub(super) async fn count(store: &PostgresStore, project: &str) -> Result<usize> {
-    let n: i64 = read_tx!(store, |tx| {
-        tx.query_one(
-            "SELECT COUNT(*) FROM project_memories WHERE project_path = $1 AND superseded_by IS NULL",
-            &[&project],
-        )
-        .await?
-        .try_get(0)?
-    })?;
-    Ok(n as usize)
-}
-
-/// Find the current memories of a project relevant to a query, best first, ranked exactly as
-/// on SQLite; returned memories have their access counted unless the request says not to.
-pub(super) async fn search(
-    store: &PostgresStore,
-    req: &MemorySearchRequest,
-) -> Result<Vec<MemorySearchResult>> {
-    let project = check_project(&req.project_path)?;
-    let q_terms = terms(&req.query);
-    let semantic = store.inner.options.semantic();
-    if finds_nothing(req, &q_terms, semantic.is_some()) {
-        return Ok(Vec::new());
+    async fn frequencies(&self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
+        let stmt = self
+            .prepare_cached("SELECT term, df FROM memory_terms WHERE project_path = $1 AND term = ANY($2)")
+            .await?;
+        let mut df = HashMap::new();
+        for row in self.query(&stmt, &[&project, &terms]).await? {
+            let (term, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
+            df.insert(term, u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+        }
+        Ok(df)
     }
-    // Embedded on a thread of its own while the transaction reads the candidates.
-    let query_vector = semantic.map(|s| s.start_query(&req.query)).transpose()?;
-    let now = store.now();
-    let mut results = read_tx!(store, |tx| {
-        let filter = Filter {
-            project: &project,
-            min_importance: req.min_importance,
-            categories: req.categories.as_deref(),
-        };
-        let (mut vocab, mut found) = if q_terms.is_empty() {
-            (Vocabulary::default(), Vec::new())
-        } else {
-            candidates(store, &tx, &filter, &q_terms).await?
-        };
-        match (semantic, query_vector) {
-            (Some(semantic), Some(mut query)) => {
-                // The lexical candidates, joined by the memories nearest the query by meaning.
-                let model = semantic.model_id();
-                let mut lexical: Vec<i64> = found.iter().map(|c| c.num).collect();
-                lexical.sort_unstable();
-                let mut stored = Stored::default();
-                sketches::vectors_of(&tx, &project, model, &lexical, &mut stored).await?;
-                let limit = store.inner.options.max_vector_candidates();
-                let picks = sketches::first_pass(&tx, &project, model, &mut query, limit, &lexical).await?;
-                sketches::vectors_of(&tx, &project, model, &picks, &mut stored).await?;
-                let near = vectors::nearest(query.get().await?, &stored, SEMANTIC_CANDIDATES);
-                let extra = near.not_in(found.iter().map(|c| c.num));
-                found.extend(rows_as_candidates(&tx, &filter, &q_terms, &extra, &mut vocab).await?);
-                let meaning = Meaning {
-                    near: &near,
-                    blend: semantic.blend,
-                };
-                rank(&q_terms, &vocab, found, Some(&meaning), now, req.top_k)
+
+    /// One statement for every term.
+    async fn postings(&self, project: i64, terms: &[&str], per_term: i64) -> Result<Vec<Vec<(i64, i64)>>> {
+        let stmt = self
+            .prepare_cached(
+                "SELECT t.ord, p.num, p.impact FROM unnest($2::text[]) WITH ORDINALITY AS t(term, ord)
+                 CROSS JOIN LATERAL (SELECT num, impact FROM memory_postings
+                                     WHERE project = $1 AND term = t.term
+                                     ORDER BY impact DESC, num LIMIT $3) AS p",
+            )
+            .await?;
+        let mut lists = vec![Vec::new(); terms.len()];
+        for row in self.query(&stmt, &[&project, &terms, &per_term]).await? {
+            let ord: i64 = row.try_get(0)?;
+            if let Some(list) = usize::try_from(ord - 1).ok().and_then(|i| lists.get_mut(i)) {
+                list.push((row.try_get(1)?, row.try_get(2)?));
             }
-            _ => rank(&q_terms, &vocab, found, None, now, req.top_k),
         }
-    })?;
-    for r in &mut results {
-        store.redact_read(&mut r.entry);
+        Ok(lists)
     }
-    if req.touch && !results.is_empty() && !store.inner.options.is_read_only() {
-        let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
-        super::write::touch(store, &ids).await?;
-        let now = store.now();
-        for r in &mut results {
-            r.entry.access_count = bumped(r.entry.access_count);
-            r.entry.last_accessed_at = now;
-        }
-    }
-    Ok(results)
-}
 
-/// Counts for a project.
-pub(super) async fn stats(store: &PostgresStore, project: &str) -> Result<MemoryStats> {
-    read_tx!(store, |tx| {
-        let mut stats = crate::decide::StatsBuilder::new(project);
-        let rows = tx
-            .query(
-                "SELECT category, COUNT(*), SUM(importance::float8), SUM(access_count::float8), MIN(created_at), MAX(updated_at)
-                 FROM project_memories WHERE project_path = $1 AND superseded_by IS NULL GROUP BY category",
-                &[&project],
+    async fn candidate_rows(&self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+        select_candidates(self, nums).await
+    }
+
+    async fn vectors(&self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
+        for row in self.query(
+                "SELECT num, embedding FROM project_memories
+                 WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL
+                   AND num = ANY($3)",
+                &[&of.project, &of.model, &nums],
             )
-            .await?;
-        for row in rows {
-            stats.category(
-                row.try_get(0)?,
-                row.try_get(1)?,
-                row.try_get(2)?,
-                row.try_get(3)?,
-                row.try_get(4)?,
-                row.try_get(5)?,
-            );
+            .await?
+        {
+            stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
         }
-        let counts = tx
-            .query_one(
-                "SELECT (SELECT COUNT(*) FROM episodic_records WHERE project_path = $1),
-                        (SELECT COUNT(*) FROM memory_history WHERE project_path = $1),
-                        (SELECT COUNT(*) FROM project_memories WHERE project_path = $1 AND superseded_by IS NOT NULL)",
-                &[&project],
+        Ok(())
+    }
+
+    /// The sketches are read first, and the query awaited, so no thread of the runtime blocks
+    /// on it.
+    async fn first_pass(
+        &self,
+        of: ByMeaning<'_>,
+        query: &mut QueryVector,
+        except: &[i64],
+    ) -> Result<Vec<i64>> {
+        let rows = self.query(
+                "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
+                &[&of.project, &of.model],
             )
             .await?;
-        let count = |i: usize| -> Result<usize> { Ok(counts.try_get::<_, i64>(i)? as usize) };
-        stats.finish(count(0)?, count(1)?, count(2)?)
-    })
+        query.get().await?;
+        sketches::first_pass(of.limit, except, query, |offer| {
+            for row in &rows {
+                offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            }
+            Ok(())
+        })
+    }
+
+    async fn query_vector<'q>(&self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
+        query.get().await
+    }
 }

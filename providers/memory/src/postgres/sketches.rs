@@ -1,81 +1,90 @@
-//! `memory_sketches` on PostgreSQL: the packs a search reads first, and their upkeep by the
-//! writes ([`crate::sketches`] decides what to write), as on SQLite.
+//! `memory_sketches` on PostgreSQL: their upkeep by the writes ([`crate::sketches::sync`] over
+//! [`Packs`]), as on SQLite; a search reads them in [`super::search`].
+
+use std::collections::BTreeSet;
 
 use deadpool_postgres::GenericClient;
 
 use crate::error::Result;
-use crate::sketches::{self, CurrentVector, Pack, PackRow, Touched};
-use crate::vectors::{QueryVector, Stored};
+use crate::sketches::{self, CurrentVector, Pack, PackRow, Packs, Touched};
 
-/// Bring the packs holding the `touched` rows up to date with the rows.
-pub(super) async fn sync(client: &impl GenericClient, touched: &Touched) -> Result<()> {
-    if touched.is_empty() {
-        return Ok(());
+/// A connection or a transaction, as the packs' upkeep sees it.
+pub(super) struct PgPacks<'a, C>(pub(super) &'a C);
+
+const CURRENT: &str = "SELECT num, project_path, embedding_model, embedding FROM project_memories";
+
+impl<C: GenericClient> Packs for PgPacks<'_, C> {
+    async fn current_vectors(&self, nums: &[i64]) -> Result<Vec<CurrentVector>> {
+        let sql = format!(
+            "{CURRENT} WHERE num = ANY($1)
+               AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL"
+        );
+        let rows = self.0.query(&sql, &[&nums]).await?;
+        let current = rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)));
+        current.collect()
     }
-    let nums = touched.rows();
-    let mut current: Vec<CurrentVector> = Vec::new();
-    for row in client
-        .query(
-            "SELECT num, project_path, embedding_model, embedding FROM project_memories
-             WHERE num = ANY($1) AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
-            &[&nums],
-        )
-        .await?
-    {
-        current.push((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?));
+
+    async fn pack_vectors(&self, project: &str, (first, last): (i64, i64)) -> Result<Vec<CurrentVector>> {
+        let sql = format!(
+            "{CURRENT} WHERE num BETWEEN $2 AND $3 AND project_path = $1
+               AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL"
+        );
+        let rows = self.0.query(&sql, &[&project, &first, &last]).await?;
+        let current = rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?)));
+        current.collect()
     }
-    let (projects, packs): (Vec<String>, Vec<i64>) = touched.packs(&current).into_iter().unzip();
-    let mut read = Vec::new();
-    for row in client
-        .query(
-            "SELECT s.project_path, s.embedding_model, s.pack, s.slots, s.sketches FROM memory_sketches s
-             JOIN unnest($1::text[], $2::bigint[]) AS u(project_path, pack)
-               ON s.project_path = u.project_path AND s.pack = u.pack",
-            &[&projects, &packs],
-        )
-        .await?
-    {
-        read.push(PackRow {
-            project: row.try_get(0)?,
-            model: row.try_get(1)?,
-            pack: row.try_get(2)?,
-            content: Pack::decode(row.try_get(3)?, row.try_get(4)?),
-        });
-    }
-    for damaged in read.iter().filter(|r| r.content.is_none()) {
-        let (first, last) = sketches::rows_of(damaged.pack);
-        for row in client
+
+    /// One statement for every place.
+    async fn packs(&self, at: &BTreeSet<(String, i64)>) -> Result<Vec<PackRow>> {
+        let (projects, packs): (Vec<&str>, Vec<i64>) = at.iter().map(|(p, n)| (p.as_str(), *n)).unzip();
+        let rows = self
+            .0
             .query(
-                "SELECT num, project_path, embedding_model, embedding FROM project_memories
-                 WHERE num BETWEEN $2 AND $3 AND project_path = $1
-                   AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
-                &[&damaged.project, &first, &last],
+                "SELECT s.project_path, s.embedding_model, s.pack, s.slots, s.sketches FROM memory_sketches s
+                 JOIN unnest($1::text[], $2::bigint[]) AS u(project_path, pack)
+                   ON s.project_path = u.project_path AND s.pack = u.pack",
+                &[&projects, &packs],
             )
-            .await?
-        {
-            current.push((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?));
-        }
+            .await?;
+        let read = rows.iter().map(|row| {
+            Ok(PackRow {
+                project: row.try_get(0)?,
+                model: row.try_get(1)?,
+                pack: row.try_get(2)?,
+                content: Pack::decode(row.try_get(3)?, row.try_get(4)?),
+            })
+        });
+        read.collect()
     }
-    for row in sketches::apply(touched, read, current) {
-        match row.content {
-            Some(p) => client
-                .execute(
-                    "INSERT INTO memory_sketches (project_path, embedding_model, pack, slots, sketches)
-                     VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT (project_path, embedding_model, pack)
-                     DO UPDATE SET slots = EXCLUDED.slots, sketches = EXCLUDED.sketches",
-                    &[&row.project, &row.model, &row.pack, &p.slots, &p.sketches],
-                )
-                .await?,
-            None => client
-                .execute(
-                    "DELETE FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2 AND pack = $3",
-                    &[&row.project, &row.model, &row.pack],
-                )
-                .await?,
+
+    async fn write_pack(&self, row: &PackRow) -> Result<()> {
+        match &row.content {
+            Some(p) => {
+                self.0
+                    .execute(
+                        "INSERT INTO memory_sketches (project_path, embedding_model, pack, slots, sketches)
+                         VALUES ($1, $2, $3, $4, $5)
+                         ON CONFLICT (project_path, embedding_model, pack)
+                         DO UPDATE SET slots = EXCLUDED.slots, sketches = EXCLUDED.sketches",
+                        &[&row.project, &row.model, &row.pack, &p.slots, &p.sketches],
+                    )
+                    .await?
+            }
+            None => {
+                self.0
+                    .execute(
+                        "DELETE FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2 AND pack = $3",
+                        &[&row.project, &row.model, &row.pack],
+                    )
+                    .await?
+            }
         };
+        Ok(())
     }
-    Ok(())
 }
 
 /// Write the packs of every current vector (the migration that made the table).
@@ -90,53 +99,5 @@ pub(super) async fn build_all(client: &impl GenericClient) -> Result<()> {
     {
         touched.note(row.try_get(0)?, row.try_get(1)?);
     }
-    sync(client, &touched).await
-}
-
-/// The rows of a project whose vectors made by `model` to compare with the query exactly:
-/// the first pass over their sketches ([`sketches::first_pass`]), leaving out `except`. The
-/// query is awaited first, so no thread of the runtime blocks on it.
-pub(super) async fn first_pass(
-    client: &impl GenericClient,
-    project: &str,
-    model: &str,
-    query: &mut QueryVector,
-    limit: usize,
-    except: &[i64],
-) -> Result<Vec<i64>> {
-    let rows = client
-        .query(
-            "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = $1 AND embedding_model = $2",
-            &[&project, &model],
-        )
-        .await?;
-    query.get().await?;
-    sketches::first_pass(limit, except, query, |offer| {
-        for row in &rows {
-            offer(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        }
-        Ok(())
-    })
-}
-
-/// Add the current vectors of `model` among rows `nums` of a project to `stored`.
-pub(super) async fn vectors_of(
-    client: &impl GenericClient,
-    project: &str,
-    model: &str,
-    nums: &[i64],
-    stored: &mut Stored,
-) -> Result<()> {
-    for row in client
-        .query(
-            "SELECT num, embedding FROM project_memories
-             WHERE project_path = $1 AND embedding_model = $2 AND superseded_by IS NULL AND embedding IS NOT NULL
-               AND num = ANY($3)",
-            &[&project, &model, &nums],
-        )
-        .await?
-    {
-        stored.push(row.try_get(0)?, row.try_get::<_, &[u8]>(1)?);
-    }
-    Ok(())
+    sketches::sync(&PgPacks(client), &touched).await
 }

@@ -5,7 +5,7 @@
 use super::writer::write_rows;
 use super::{write_tx, PostgresStore};
 use crate::error::{MemoryError, Result};
-use crate::rules::{check_project, MAX_ACCESS_COUNT};
+use crate::rules::MAX_ACCESS_COUNT;
 use crate::write::{Done, Locks, Op};
 
 /// Run a checked write in one transaction, its vectors computed first; a large import then
@@ -15,6 +15,8 @@ pub(super) async fn run(store: &PostgresStore, op: Op) -> Result<Done> {
     let projects = match op.locks() {
         Locks::Projects(projects) => projects.into_iter().map(str::to_owned).collect(),
         Locks::OfMemory(id) => vec![project_of(store, id).await?],
+        // Saves of one session are serialized by a lock on its id.
+        Locks::Session(id) => vec![format!("session:{id}")],
     };
     let done = write_rows!(
         store,
@@ -61,50 +63,9 @@ async fn analyze(store: &PostgresStore) {
     }
 }
 
-/// Vectors for up to `limit` memories of a project that lack one of the configured model.
-/// Store the terms of up to `limit` memories of a project written without them; how many.
-pub(super) async fn fill_terms(store: &PostgresStore, project: &str, limit: usize) -> Result<usize> {
-    let project = check_project(project)?;
-    write_tx!(store, [project.as_str()], |tx, _now| {
-        super::rows::fill_terms(&tx, &project, limit).await?
-    })
-}
-
-pub(super) async fn embed_missing(store: &PostgresStore, project: &str, limit: usize) -> Result<usize> {
-    let project = check_project(project)?;
-    let semantic = store
-        .inner
-        .options
-        .semantic()
-        .ok_or_else(crate::vectors::no_model)?;
-    let model = semantic.model_id().to_owned();
-    let missing = super::read_tx!(store, |tx| {
-        super::rows::missing_vectors(&tx, &project, &model, limit).await?
-    })?;
-    if missing.is_empty() {
-        return Ok(0);
-    }
-    let Some(vectors) = store.vectors(missing.iter().map(|(_, c)| c.as_str())).await? else {
-        return Ok(0);
-    };
-    write_tx!(store, [project.as_str()], |tx, _now| {
-        let mut vectors = vectors.clone();
-        let mut touched = crate::sketches::Touched::default();
-        for (num, content) in &missing {
-            super::rows::set_vector(&tx, *num, content, Some(vectors.of(content))).await?;
-            touched.note(&project, *num);
-        }
-        super::sketches::sync(&tx, &touched).await?;
-        missing.len()
-    })
-}
-
 /// Bump access counts (saturating at [`MAX_ACCESS_COUNT`]) and last-access times. Takes the
 /// locks of the memories' projects, so a merge never writes back a count read before it.
 pub(super) async fn touch(store: &PostgresStore, ids: &[String]) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
     let projects: Vec<String> = {
         let client = store.client().await?;
         client

@@ -2,14 +2,13 @@
 //! [`crate::postings`]), the per-project document frequencies used for IDF, and the project's
 //! counters.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::json_array;
 use crate::error::Result;
 use crate::postings::{self, project_key};
-use crate::retrieval::Vocabulary;
 use crate::text::term_set;
 use crate::types::MemoryEntry;
 
@@ -33,25 +32,31 @@ pub(crate) fn count(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<(
 
 /// Write the postings of a memory stored at row `num`.
 pub(crate) fn add_postings(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
-    let mut insert = tx.prepare_cached(
+    each_posting(
+        tx,
         "INSERT OR REPLACE INTO memory_postings(project, term, impact, num) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    let project = project_key(&entry.project_path);
-    for (term, impact) in postings::of(entry) {
-        insert.execute(params![project, term, impact, num])?;
-    }
-    Ok(())
+        num,
+        entry,
+    )
 }
 
 /// Remove the postings of a memory stored at row `num`: an impact is a function of the memory
 /// alone, so the keys written are recomputed exactly.
 fn remove_postings(tx: &Transaction, num: i64, entry: &MemoryEntry) -> Result<()> {
-    let mut delete = tx.prepare_cached(
+    each_posting(
+        tx,
         "DELETE FROM memory_postings WHERE project = ?1 AND term = ?2 AND impact = ?3 AND num = ?4",
-    )?;
+        num,
+        entry,
+    )
+}
+
+/// Run `sql` once per posting `(project, term, impact, num)` of the memory at row `num`.
+fn each_posting(tx: &Transaction, sql: &str, num: i64, entry: &MemoryEntry) -> Result<()> {
+    let mut stmt = tx.prepare_cached(sql)?;
     let project = project_key(&entry.project_path);
     for (term, impact) in postings::of(entry) {
-        delete.execute(params![project, term, impact, num])?;
+        stmt.execute(params![project, term, impact, num])?;
     }
     Ok(())
 }
@@ -212,18 +217,6 @@ pub(crate) fn project_version(tx: &Transaction, project: &str) -> Result<Version
         .query_row(params![project], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
         .unwrap_or((0, 0)))
-}
-
-/// The vocabulary of a project as `tx` sees it, restricted to the `needed` terms: its memory
-/// count and those terms' document frequencies (a search needs the query's and its
-/// candidates' terms, a few hundred of a vocabulary that grows with the project).
-pub(crate) fn vocabulary(tx: &Transaction, project: &str, needed: &BTreeSet<String>) -> Result<Vocabulary> {
-    let docs = project_version(tx, project)?.1;
-    let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
-    Ok(Vocabulary::new(
-        docs.max(0) as u64,
-        frequencies(tx, project, &needed)?,
-    ))
 }
 
 /// The document frequencies of the `needed` terms that the project's memories hold, in one

@@ -16,19 +16,15 @@
 //! this core, runs them on tokio's blocking pool.
 
 mod docs;
-mod episodes;
-mod history;
 mod index;
-mod learned;
 mod memindex;
 mod norms;
+mod reads;
 mod rows;
 mod schema;
 mod search;
-mod sessions;
 mod sketches;
 mod store;
-mod transfer;
 mod write;
 mod writer;
 

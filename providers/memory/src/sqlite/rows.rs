@@ -14,28 +14,6 @@ pub(super) const COLS: &str =
                     source_session_id, source_context, created_at, updated_at, last_accessed_at, decayed_at, \
                     superseded_by, superseded_at";
 
-/// Whether a memory may take `id`: no memory has it, and no history entry has it except
-/// (when `project` is given) history of that same project. A memory id names one memory of one
-/// project for the life of the database, so an undo in one project can never reach another's.
-pub(super) fn id_is_free(tx: &Transaction, id: &str, project: Option<&str>) -> Result<bool> {
-    let in_rows = tx
-        .prepare_cached("SELECT 1 FROM project_memories WHERE id = ?1")?
-        .query_row(params![id], |_| Ok(()))
-        .optional()?
-        .is_some();
-    if in_rows {
-        return Ok(false);
-    }
-    let in_history = tx
-        .prepare_cached(
-            "SELECT 1 FROM memory_history WHERE memory_id = ?1 AND (?2 IS NULL OR project_path != ?2) LIMIT 1",
-        )?
-        .query_row(params![id, project], |_| Ok(()))
-        .optional()?
-        .is_some();
-    Ok(!in_history)
-}
-
 /// Insert a complete entry (row and index); returns its row number.
 pub(super) fn insert_entry(tx: &Transaction, e: &MemoryEntry) -> Result<i64> {
     let terms = MemoryTerms::of(&e.content, &e.keywords);
@@ -105,57 +83,6 @@ pub(super) fn store_row(tx: &Transaction, num: i64, old: &MemoryEntry, new: &Mem
     index::replace(tx, num, old, new)
 }
 
-/// Up to `limit` memories of a project (superseded ones too: they may become current again)
-/// without a vector of `model`, by row, with their content.
-pub(super) fn missing_vectors(
-    tx: &Transaction,
-    project: &str,
-    model: &str,
-    limit: usize,
-) -> Result<Vec<(i64, String)>> {
-    // A vector is missing when absent, of another model, not a blob, or damaged (values no
-    // model makes): only the last needs reading it, so the scan stops at `limit`.
-    let mut stmt = tx.prepare_cached(
-        "SELECT num, content, embedding_model IS ?2, embedding FROM project_memories
-         WHERE project_path = ?1 ORDER BY num",
-    )?;
-    let mut rows = stmt.query(params![project, model])?;
-    let mut missing = Vec::new();
-    while missing.len() < limit {
-        let Some(row) = rows.next()? else { break };
-        let current = row.get::<_, bool>(2)? && row.get_ref(3)?.as_blob().is_ok_and(crate::vectors::is_sound);
-        if !current {
-            missing.push((row.get(0)?, row.get(1)?));
-        }
-    }
-    Ok(missing)
-}
-
-/// Store the terms of up to `limit` memories of a project written before terms were stored
-/// (see [`MemoryTerms`]), in row order; how many it stored. The table is walked by row number
-/// (`+project_path` keeps SQLite off the project's indexes, which would sort the project).
-pub(super) fn fill_terms(tx: &Transaction, project: &str, limit: usize) -> Result<usize> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let missing: Vec<(i64, String, Vec<String>)> = tx
-        .prepare_cached(
-            "SELECT num, content, keywords FROM project_memories
-             WHERE +project_path = ?1 AND content_terms IS NULL ORDER BY num LIMIT ?2",
-        )?
-        .query_map(params![project, limit], |r| {
-            Ok((r.get(0)?, r.get(1)?, keywords_at(r, 2)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut store = tx.prepare_cached(
-        "UPDATE project_memories SET content_terms = ?2, keyword_terms = ?3 WHERE num = ?1",
-    )?;
-    for (num, content, keywords) in &missing {
-        let terms = MemoryTerms::of(content, keywords);
-        let (content_terms, keyword_terms) = terms.stored();
-        store.execute(params![num, content_terms, keyword_terms])?;
-    }
-    Ok(missing.len())
-}
-
 /// Store (or, with `None`, clear) the sentence vector of row `num`, if the row still holds
 /// `content`: a vector computed before a write's transaction is never stored over a text that
 /// changed meanwhile.
@@ -179,13 +106,6 @@ pub(super) fn delete_row(tx: &Transaction, num: i64, old: &MemoryEntry) -> Resul
     tx.prepare_cached("DELETE FROM project_memories WHERE num = ?1")?
         .execute(params![num])?;
     Ok(())
-}
-
-pub(super) fn find_by_content(tx: &Transaction, project: &str, content: &str) -> Result<Option<String>> {
-    Ok(tx
-        .prepare_cached("SELECT id FROM project_memories WHERE project_path = ?1 AND content = ?2")?
-        .query_row(params![project, content], |r| r.get(0))
-        .optional()?)
 }
 
 pub(super) fn load(tx: &Transaction, id: &str) -> Result<Option<(i64, MemoryEntry)>> {
@@ -255,7 +175,7 @@ pub(super) fn category_at(r: &Row, col: usize) -> rusqlite::Result<MemoryCategor
 }
 
 /// The keywords stored, as a JSON list, in column `col`.
-fn keywords_at(r: &Row, col: usize) -> rusqlite::Result<Vec<String>> {
+pub(super) fn keywords_at(r: &Row, col: usize) -> rusqlite::Result<Vec<String>> {
     serde_json::from_str(r.get_ref(col)?.as_str()?)
         .map_err(|e| conversion_error(col, format!("keywords are not a JSON list: {e}")))
 }
@@ -285,27 +205,6 @@ pub(super) fn row_to_entry(r: &Row) -> rusqlite::Result<(i64, MemoryEntry)> {
     ))
 }
 
-pub(super) fn insert_episode(tx: &Transaction, e: &EpisodicRecord) -> Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO episodic_records (id, project_path, session_id, record_type, task_summary, approach_summary,
-             outcome_summary, tools_used, keywords, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
-        e.id,
-        e.project_path,
-        e.session_id,
-        e.record_type.as_str(),
-        e.task_summary,
-        e.approach_summary,
-        e.outcome_summary,
-        json_array(&e.tools_used),
-        json_array(&e.keywords),
-        e.created_at,
-    ])?;
-    Ok(())
-}
-
 pub(super) fn row_to_episode(r: &Row) -> rusqlite::Result<EpisodicRecord> {
     let record_type: String = r.get(3)?;
     let list = |col: usize| -> rusqlite::Result<Vec<String>> {
@@ -324,5 +223,14 @@ pub(super) fn row_to_episode(r: &Row) -> rusqlite::Result<EpisodicRecord> {
         tools_used: list(7)?,
         keywords: list(8)?,
         created_at: r.get(9)?,
+    })
+}
+
+pub(super) const HISTORY_COLS: &str =
+    "id, memory_id, project_path, action, before, after, related_id, reason, at";
+
+pub(super) fn row_to_history(r: &Row) -> rusqlite::Result<HistoryEntry> {
+    HistoryEntry::from_columns(r.try_into()?).map_err(|(col, message)| {
+        rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, message.into())
     })
 }

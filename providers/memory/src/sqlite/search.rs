@@ -1,140 +1,56 @@
 //! Reads and search: get, list, count, search (candidates from the postings or the in-memory index,
 //! then ranking), warm-up and stats.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 
-use super::rows::{load, select_candidates, select_entries, COLS};
-use super::{equal_if_given, index, memindex, sketches, MemoryDb};
-use crate::decide::Redact;
+use super::rows::select_candidates;
+use super::writer::run_now;
+use super::{index, json_array, memindex, MemoryDb};
 use crate::error::Result;
 use crate::options::SearchIndex;
-use crate::postings::{self, Filter, Kept};
-use crate::retrieval::{finds_nothing, rank, rarest_terms, Candidate, Meaning, Vocabulary};
-use crate::rules::{bumped, check_project};
-use crate::text::terms;
+use crate::postings::CandidateRow;
+use crate::search::{self, ByMeaning, Query, Snapshot};
+use crate::sketches;
 use crate::types::*;
-use crate::vectors::{self, QueryVector, Semantic, Stored, SEMANTIC_CANDIDATES};
+use crate::vectors::{QueryVector, Stored};
 
 /// At most this many projects keep an in-memory index.
 const MAX_INDEXED_PROJECTS: usize = 8;
 
 impl MemoryDb {
-    // ----- reads ------------------------------------------------------------------------
-
-    /// A memory by id (secrets redacted, see [`MemoryDb::redact_read`]).
-    pub(crate) fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        let mut entry = self.read(|tx| Ok(load(tx, id)?.map(|(_, e)| e)))?;
-        if let Some(e) = &mut entry {
-            self.redact_read(e);
-        }
-        Ok(entry)
-    }
-
-    /// Memories of a project, filtered and paged; superseded ones only when asked for.
-    pub(crate) fn list(&self, project: &str, options: &ListOptions) -> Result<Vec<MemoryEntry>> {
-        let sql = list_statement(options);
-        let category = options.category.map(|c| c.as_str());
-        let limit = i64::try_from(options.limit).unwrap_or(i64::MAX);
-        let offset = i64::try_from(options.offset).unwrap_or(i64::MAX);
-        let mut entries: Vec<MemoryEntry> = self.read(|tx| {
-            Ok(select_entries(
-                tx,
-                &sql,
-                params![project, category, limit, offset, options.include_superseded],
-            )?
-            .into_iter()
-            .map(|(_, e)| e)
-            .collect())
-        })?;
-        for e in &mut entries {
-            self.redact_read(e);
-        }
-        Ok(entries)
-    }
-
-    /// How many current (not superseded) memories a project has.
-    pub(crate) fn count(&self, project: &str) -> Result<usize> {
-        self.read(|tx| {
-            let n: i64 = tx
-                .prepare_cached(
-                    "SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL",
-                )?
-                .query_row(params![project], |r| r.get(0))?;
-            Ok(n as usize)
-        })
-    }
-
-    /// Redact what a secret rule matches in a memory read from the database (see
-    /// [`ReadRedactor`](crate::decide::ReadRedactor)).
-    pub(super) fn redact_read(&self, e: &mut MemoryEntry) {
-        self.inner.redacted.redact(e);
-    }
-
-    /// What redacts secrets in memories read back.
-    pub(crate) fn redactor(&self) -> &crate::decide::ReadRedactor {
-        &self.inner.redacted
-    }
-
-    /// `value` with every memory and history entry in it redacted (see [`Redact`]).
-    pub(super) fn redacted<T: Redact>(&self, value: T) -> T {
-        self.inner.redacted.redacted(value)
-    }
-
-    /// Find the current memories of a project relevant to a query, best first.
+    /// The current memories of a project relevant to a query, best first.
     ///
     /// Candidates come from the project's in-memory index when there is one (caught up with
     /// the latest writes first), else from the impact-ordered postings (the query's rarest
     /// terms, at most [`OpenOptions::candidate_limit`] memories); each is scored with
-    /// [`compute_relevance_score`] and only those with a cosine or keyword overlap above zero
-    /// are kept. Superseded memories are never returned. Returned memories have their access
-    /// counted unless the request says not to.
+    /// [`compute_relevance_score`](crate::retrieval::compute_relevance_score) and only those
+    /// with a cosine or keyword overlap above zero are kept. Superseded memories are never
+    /// returned.
     ///
     /// [`OpenOptions::candidate_limit`]: super::OpenOptions::candidate_limit
-    pub(crate) fn search(&self, req: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        let project = check_project(&req.project_path)?;
-        let q_terms = terms(&req.query);
-        let semantic = self.inner.options.semantic();
-        if finds_nothing(req, &q_terms, semantic.is_some()) {
-            return Ok(Vec::new());
-        }
-        let query_vector = semantic.map(|s| s.start_query(&req.query)).transpose()?;
-        let now = self.now();
-        let mut results = self.read(|tx| {
-            let categories = req.categories.as_deref();
-            let filter = Filter {
-                project: &project,
-                min_importance: req.min_importance,
-                categories,
-            };
-            if let (Some(semantic), Some(q)) = (semantic, query_vector) {
-                return self.hybrid(tx, &filter, &q_terms, semantic, q, now, req.top_k);
+    pub(super) fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
+        self.read(|tx| {
+            if query.vector.is_none() {
+                let (filter, terms) = (query.filter(), &query.terms);
+                let indexed = self.with_index(tx, &query.project, |ix| {
+                    ix.search(
+                        tx,
+                        terms,
+                        filter.min_importance,
+                        filter.categories,
+                        query.now,
+                        query.top_k,
+                    )
+                })?;
+                if let Some(hits) = indexed {
+                    return Ok(hits);
+                }
             }
-            let indexed = self.with_index(tx, &project, |ix| {
-                ix.search(tx, &q_terms, req.min_importance, categories, now, req.top_k)
-            })?;
-            if let Some(hits) = indexed {
-                return Ok(hits);
-            }
-            let (vocab, candidates) = self.candidates(tx, &filter, &q_terms)?;
-            Ok(rank(&q_terms, &vocab, candidates, None, now, req.top_k))
-        })?;
-        for r in &mut results {
-            self.redact_read(&mut r.entry);
-        }
-        // A read-only database answers searches without counting them.
-        if req.touch && !results.is_empty() && !self.is_read_only() {
-            let ids: Vec<String> = results.iter().map(|r| r.entry.id.clone()).collect();
-            self.touch(&ids)?;
-            let now = self.now();
-            for r in &mut results {
-                r.entry.access_count = bumped(r.entry.access_count);
-                r.entry.last_accessed_at = now;
-            }
-        }
-        Ok(results)
+            run_now(search::search(tx, &self.inner.options, query))
+        })
     }
 
     /// Run `f` on the project's in-memory index brought to the version `tx` sees: caught up in
@@ -286,137 +202,80 @@ impl MemoryDb {
             self.install_index(tx, project, version).map(|_| ())
         })
     }
-
-    /// Candidate rows for `q_terms` from the impact-ordered postings (see
-    /// [`crate::postings`]), confined to `filter`, with the vocabulary that ranks them: the
-    /// document frequencies of the query's terms and of every candidate's terms.
-    pub(super) fn candidates(
-        &self,
-        tx: &Transaction,
-        filter: &Filter,
-        q_terms: &[String],
-    ) -> Result<(Vocabulary, Vec<Candidate>)> {
-        let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
-        let mut vocab = index::vocabulary(tx, filter.project, &q_set)?;
-        if filter.is_empty() {
-            return Ok((vocab, Vec::new()));
-        }
-        let limit = self.inner.options.max_candidates();
-        let per_term = i64::try_from(postings::per_term(limit)).unwrap_or(i64::MAX);
-        let project = postings::project_key(filter.project);
-        let mut read = tx.prepare_cached(
-            "SELECT num, impact FROM memory_postings WHERE project = ?1 AND term = ?2
-             ORDER BY impact DESC, num LIMIT ?3",
-        )?;
-        let mut lists = Vec::new();
-        for term in rarest_terms(q_terms, &vocab) {
-            let list = read
-                .query_map(params![project, term, per_term], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<(i64, i64)>>>()?;
-            lists.push((vocab.idf(term), list));
-        }
-        let merged = postings::merge(&lists);
-        let mut kept = Kept::new(filter, &q_set, limit);
-        // Read in rounds of as many rows as are wanted, best first, until enough pass the filter.
-        for round in merged.chunks(limit) {
-            kept.offer_round(round, select_candidates(tx, round)?);
-            if kept.is_full() {
-                break;
-            }
-        }
-        vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms())?);
-        Ok((vocab, kept.candidates))
-    }
-
-    /// A search by words and meaning: the lexical candidates from the postings, joined by the
-    /// memories whose sentence vectors are nearest the query's, ranked by the blend. The
-    /// candidates and the stored vectors are read while the query is being embedded.
-    #[allow(clippy::too_many_arguments)]
-    fn hybrid(
-        &self,
-        tx: &Transaction,
-        filter: &Filter,
-        q_terms: &[String],
-        semantic: &Semantic,
-        mut query: QueryVector,
-        now: i64,
-        top_k: usize,
-    ) -> Result<Vec<MemorySearchResult>> {
-        let (mut vocab, mut candidates) = if q_terms.is_empty() {
-            (Vocabulary::default(), Vec::new())
-        } else {
-            self.candidates(tx, filter, q_terms)?
-        };
-        // While the query is embedded: the lexical candidates' vectors, then the sketches.
-        let (project, model) = (filter.project, semantic.model_id());
-        let mut lexical: Vec<i64> = candidates.iter().map(|c| c.num).collect();
-        lexical.sort_unstable();
-        let mut stored = Stored::default();
-        sketches::vectors_of(tx, project, model, &lexical, &mut stored)?;
-        let limit = self.inner.options.max_vector_candidates();
-        let picks = sketches::first_pass(tx, project, model, &mut query, limit, &lexical)?;
-        sketches::vectors_of(tx, project, model, &picks, &mut stored)?;
-        let near = vectors::nearest(query.wait()?, &stored, SEMANTIC_CANDIDATES);
-        let extra = near.not_in(candidates.iter().map(|c| c.num));
-        if !extra.is_empty() {
-            let q_set: BTreeSet<String> = q_terms.iter().cloned().collect();
-            let mut kept = Kept::new(filter, &q_set, extra.len());
-            kept.offer_round(&extra, select_candidates(tx, &extra)?);
-            vocab.extend(index::frequencies(tx, filter.project, &kept.new_terms())?);
-            candidates.extend(kept.candidates);
-        }
-        let meaning = Meaning {
-            near: &near,
-            blend: semantic.blend,
-        };
-        Ok(rank(q_terms, &vocab, candidates, Some(&meaning), now, top_k))
-    }
-
-    /// Counts for a project.
-    pub(crate) fn stats(&self, project: &str) -> Result<MemoryStats> {
-        self.read(|tx| {
-            let mut stats = crate::decide::StatsBuilder::new(project);
-            let mut stmt = tx.prepare_cached(
-                "SELECT category, COUNT(*), SUM(importance), TOTAL(access_count), MIN(created_at), MAX(updated_at)
-                 FROM project_memories WHERE project_path = ?1 AND superseded_by IS NULL GROUP BY category",
-            )?;
-            // TOTAL is a float: a sum of counters never overflows the query.
-            let rows = stmt.query_map(params![project], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
-            })?;
-            for row in rows {
-                let (category, n, imp, acc, oldest, newest) = row?;
-                stats.category(category, n, imp, acc, oldest, newest);
-            }
-            let count = |sql: &str| -> Result<usize> {
-                let n: i64 = tx.prepare_cached(sql)?.query_row(params![project], |r| r.get(0))?;
-                Ok(n as usize)
-            };
-            Ok(stats.finish(
-                count("SELECT COUNT(*) FROM episodic_records WHERE project_path = ?1")?,
-                count("SELECT COUNT(*) FROM memory_history WHERE project_path = ?1")?,
-                count("SELECT COUNT(*) FROM project_memories WHERE project_path = ?1 AND superseded_by IS NOT NULL")?,
-            ))
-        })
-    }
-}
-
-/// The statement [`MemoryDb::list`] runs: `?1` the project, `?2` the category (or NULL),
-/// `?3`/`?4` limit and offset, `?5` whether superseded memories are listed too. A category
-/// is compared so that the category index serves it ([`equal_if_given`]).
-pub(super) fn list_statement(options: &ListOptions) -> String {
-    let order = match options.order {
-        ListOrder::Newest => "created_at DESC, id",
-        ListOrder::Importance => "importance DESC, created_at DESC, id",
-    };
-    let in_category = equal_if_given("category", "?2", options.category.is_some());
-    format!(
-        "SELECT {COLS} FROM project_memories WHERE project_path = ?1 AND {in_category}
-         AND (?5 OR superseded_by IS NULL)
-         ORDER BY {order} LIMIT ?3 OFFSET ?4"
-    )
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A transaction as a search sees it.
+impl Snapshot for Transaction<'_> {
+    async fn docs(&self, project: &str) -> Result<i64> {
+        Ok(index::project_version(self, project)?.1)
+    }
+
+    async fn frequencies(&self, project: &str, terms: &[&str]) -> Result<HashMap<String, u32>> {
+        index::frequencies(self, project, terms)
+    }
+
+    async fn postings(&self, project: i64, terms: &[&str], per_term: i64) -> Result<Vec<Vec<(i64, i64)>>> {
+        let mut read = self.prepare_cached(
+            "SELECT num, impact FROM memory_postings WHERE project = ?1 AND term = ?2
+             ORDER BY impact DESC, num LIMIT ?3",
+        )?;
+        let mut lists = Vec::new();
+        for term in terms {
+            let list = read.query_map(params![project, term, per_term], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            lists.push(list.collect::<rusqlite::Result<_>>()?);
+        }
+        Ok(lists)
+    }
+
+    async fn candidate_rows(&self, nums: &[i64]) -> Result<Vec<CandidateRow>> {
+        select_candidates(self, nums)
+    }
+
+    /// Read through the vectors' covering index, a seek each.
+    async fn vectors(&self, of: ByMeaning<'_>, nums: &[i64], stored: &mut Stored) -> Result<()> {
+        let mut stmt = self.prepare_cached(
+            "SELECT num, embedding FROM project_memories
+             WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL
+               AND num IN (SELECT value FROM json_each(?3))",
+        )?;
+        let mut rows = stmt.query(params![of.project, of.model, json_array(nums)])?;
+        while let Some(row) = rows.next()? {
+            // A value that is not a blob is a damaged row, left out like a damaged vector.
+            if let Ok(vector) = row.get_ref(1)?.as_blob() {
+                stored.push(row.get(0)?, vector);
+            }
+        }
+        Ok(())
+    }
+
+    /// The sketches are scored on a second thread as they are read.
+    async fn first_pass(
+        &self,
+        of: ByMeaning<'_>,
+        query: &mut QueryVector,
+        except: &[i64],
+    ) -> Result<Vec<i64>> {
+        sketches::first_pass(of.limit, except, query, |offer| {
+            let mut stmt = self.prepare_cached(
+                "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
+            )?;
+            let mut rows = stmt.query(params![of.project, of.model])?;
+            while let Some(row) = rows.next()? {
+                let blob = |i| {
+                    row.get_ref(i)
+                        .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
+                };
+                offer(row.get(0)?, blob(1)?, blob(2)?);
+            }
+            Ok(())
+        })
+    }
+
+    async fn query_vector<'q>(&self, query: &'q mut QueryVector) -> Result<&'q [f32]> {
+        query.wait()
+    }
 }

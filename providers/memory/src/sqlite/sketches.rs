@@ -1,79 +1,76 @@
-//! `memory_sketches` on SQLite: the packs a search reads first, and their upkeep by the
-//! writes ([`crate::sketches`] decides what to write).
+//! `memory_sketches` on SQLite: the packs a search reads first ([`super::search`]), and their
+//! upkeep by the writes ([`crate::sketches::sync`] over [`Packs`]).
+
+use std::collections::BTreeSet;
 
 use rusqlite::{params, Transaction};
 
 use super::json_array;
+use super::writer::run_now;
 use crate::error::Result;
-use crate::sketches::{self, CurrentVector, Pack, PackRow, Touched};
-use crate::vectors::{QueryVector, Stored};
+use crate::sketches::{self, CurrentVector, Pack, PackRow, Packs, Touched};
 
-/// Bring the packs holding the `touched` rows up to date with the rows.
-pub(super) fn sync(tx: &Transaction, touched: &Touched) -> Result<()> {
-    if touched.is_empty() {
-        return Ok(());
+const CURRENT: &str = "SELECT num, project_path, embedding_model, embedding FROM project_memories";
+
+impl Packs for Transaction<'_> {
+    async fn current_vectors(&self, nums: &[i64]) -> Result<Vec<CurrentVector>> {
+        let mut stmt = self.prepare_cached(&format!(
+            "{CURRENT} WHERE num IN (SELECT value FROM json_each(?1))
+               AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL"
+        ))?;
+        let rows = stmt.query_map(params![json_array(nums)], current_vector)?;
+        Ok(rows
+            .filter_map(Result::transpose)
+            .collect::<rusqlite::Result<_>>()?)
     }
-    let mut current = current_vectors(tx, &touched.rows())?;
-    let mut read = Vec::new();
-    let mut stmt = tx.prepare_cached(
-        "SELECT embedding_model, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND pack = ?2",
-    )?;
-    for (project, pack) in touched.packs(&current) {
-        let rows = stmt.query_map(params![project, pack], |r| {
-            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
-        })?;
-        for row in rows {
-            let (model, slots, sketches) = row?;
-            read.push(PackRow {
-                project: project.clone(),
-                model,
-                pack,
-                content: Pack::decode(slots, sketches),
-            });
-        }
+
+    async fn pack_vectors(&self, project: &str, (first, last): (i64, i64)) -> Result<Vec<CurrentVector>> {
+        let mut stmt = self.prepare_cached(&format!(
+            "{CURRENT} WHERE num BETWEEN ?2 AND ?3 AND project_path = ?1
+               AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL"
+        ))?;
+        let rows = stmt.query_map(params![project, first, last], current_vector)?;
+        Ok(rows
+            .filter_map(Result::transpose)
+            .collect::<rusqlite::Result<_>>()?)
     }
-    for damaged in read.iter().filter(|r| r.content.is_none()) {
-        let (first, last) = sketches::rows_of(damaged.pack);
-        let mut stmt = tx.prepare_cached(
-            "SELECT num, project_path, embedding_model, embedding FROM project_memories
-             WHERE num BETWEEN ?2 AND ?3 AND project_path = ?1
-               AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
+
+    async fn packs(&self, at: &BTreeSet<(String, i64)>) -> Result<Vec<PackRow>> {
+        let mut stmt = self.prepare_cached(
+            "SELECT embedding_model, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND pack = ?2",
         )?;
-        let rows = stmt.query_map(params![damaged.project, first, last], current_vector)?;
-        current.extend(
-            rows.filter_map(Result::transpose)
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-        );
+        let mut read = Vec::new();
+        for (project, pack) in at {
+            let rows = stmt.query_map(params![project, pack], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            for row in rows {
+                let (model, slots, sketches) = row?;
+                read.push(PackRow {
+                    project: project.clone(),
+                    model,
+                    pack: *pack,
+                    content: Pack::decode(slots, sketches),
+                });
+            }
+        }
+        Ok(read)
     }
-    for row in sketches::apply(touched, read, current) {
-        match row.content {
-            Some(p) => tx
+
+    async fn write_pack(&self, row: &PackRow) -> Result<()> {
+        match &row.content {
+            Some(p) => self
                 .prepare_cached(
                     "INSERT OR REPLACE INTO memory_sketches (project_path, embedding_model, pack, slots, sketches)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?
                 .execute(params![row.project, row.model, row.pack, p.slots, p.sketches])?,
-            None => tx
+            None => self
                 .prepare_cached(
                     "DELETE FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2 AND pack = ?3",
                 )?
                 .execute(params![row.project, row.model, row.pack])?,
         };
+        Ok(())
     }
-    Ok(())
-}
-
-/// The current vectors of rows `nums`.
-fn current_vectors(tx: &Transaction, nums: &[i64]) -> Result<Vec<CurrentVector>> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT num, project_path, embedding_model, embedding FROM project_memories
-         WHERE num IN (SELECT value FROM json_each(?1))
-           AND superseded_by IS NULL AND embedding IS NOT NULL AND embedding_model IS NOT NULL",
-    )?;
-    let rows = stmt.query_map(params![json_array(nums)], current_vector)?;
-    Ok(rows
-        .filter_map(Result::transpose)
-        .collect::<rusqlite::Result<_>>()?)
 }
 
 /// A row's `num, project_path, embedding_model, embedding` as a current vector; `None` when the
@@ -95,56 +92,5 @@ pub(super) fn build_all(tx: &Transaction) -> Result<()> {
     while let Some(row) = rows.next()? {
         touched.note(&row.get::<_, String>(0)?, row.get(1)?);
     }
-    sync(tx, &touched)
-}
-
-/// The rows of a project whose vectors made by `model` to compare with the query exactly:
-/// the first pass over their sketches ([`sketches::first_pass`]), scored on a second thread as
-/// they are read, leaving out `except`.
-pub(super) fn first_pass(
-    tx: &Transaction,
-    project: &str,
-    model: &str,
-    query: &mut QueryVector,
-    limit: usize,
-    except: &[i64],
-) -> Result<Vec<i64>> {
-    sketches::first_pass(limit, except, query, |offer| {
-        let mut stmt = tx.prepare_cached(
-            "SELECT pack, slots, sketches FROM memory_sketches WHERE project_path = ?1 AND embedding_model = ?2",
-        )?;
-        let mut rows = stmt.query(params![project, model])?;
-        while let Some(row) = rows.next()? {
-            let blob = |i| {
-                row.get_ref(i)
-                    .and_then(|v| v.as_blob().map_err(rusqlite::Error::from))
-            };
-            offer(row.get(0)?, blob(1)?, blob(2)?);
-        }
-        Ok(())
-    })
-}
-
-/// Add the current vectors of `model` among rows `nums` of a project to `stored` (read through
-/// the vectors' covering index, a seek each).
-pub(super) fn vectors_of(
-    tx: &Transaction,
-    project: &str,
-    model: &str,
-    nums: &[i64],
-    stored: &mut Stored,
-) -> Result<()> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT num, embedding FROM project_memories
-         WHERE project_path = ?1 AND embedding_model = ?2 AND superseded_by IS NULL AND embedding IS NOT NULL
-           AND num IN (SELECT value FROM json_each(?3))",
-    )?;
-    let mut rows = stmt.query(params![project, model, json_array(nums)])?;
-    while let Some(row) = rows.next()? {
-        // A value that is not a blob is a damaged row, left out like a damaged vector.
-        if let Ok(vector) = row.get_ref(1)?.as_blob() {
-            stored.push(row.get(0)?, vector);
-        }
-    }
-    Ok(())
+    run_now(sketches::sync(tx, &touched))
 }

@@ -6,14 +6,14 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
+use super::writer::run_now;
 use super::MemoryDb;
-use crate::backend::{Backend, LearnedRule};
+use crate::backend::Backend;
 use crate::decide::ReadRedactor;
 use crate::error::{MemoryError, Result};
-use crate::learned::LearnedSkill;
 use crate::options::OpenOptions;
-use crate::sessions::SavedSession;
-use crate::transfer::ExportRecord;
+use crate::reads::Read;
+use crate::search::Query;
 use crate::types::*;
 use crate::write::{Done, Op};
 
@@ -38,6 +38,8 @@ use crate::write::{Done, Op};
 #[derive(Clone, Debug)]
 pub struct SqliteMemoryStore {
     db: MemoryDb,
+    /// Every call runs on the caller's thread, whatever the options say.
+    inline: bool,
 }
 
 impl SqliteMemoryStore {
@@ -51,6 +53,7 @@ impl SqliteMemoryStore {
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         Ok(SqliteMemoryStore {
             db: MemoryDb::open_with(path, options)?,
+            inline: false,
         })
     }
 
@@ -75,7 +78,7 @@ impl SqliteMemoryStore {
         F: FnOnce(&MemoryDb) -> Result<T> + Send + 'static,
     {
         let span = tracing::debug_span!("memory.sqlite", call);
-        if !self.db.on_blocking_pool() {
+        if self.inline || !self.db.on_blocking_pool() {
             return span.in_scope(|| f(&self.db));
         }
         let db = self.db.clone();
@@ -91,118 +94,46 @@ impl Backend for SqliteMemoryStore {
         self.db.is_read_only()
     }
     fn redactor(&self) -> &ReadRedactor {
-        self.db.redactor()
+        &self.db.inner.redacted
+    }
+    fn options(&self) -> &OpenOptions {
+        &self.db.inner.options
     }
     async fn write(&self, call: &'static str, op: Op) -> Result<Done> {
         self.blocking(call, move |db| db.write_op(&op)).await
     }
-    async fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
-        let id = id.to_string();
-        self.blocking("get", move |db| db.get(&id)).await
+    async fn read(&self, call: &'static str, read: Read) -> Result<Done> {
+        self.blocking(call, move |db| db.read(|tx| run_now(read.run(tx))))
+            .await
     }
-    async fn list(&self, project: &str, options: ListOptions) -> Result<Vec<MemoryEntry>> {
-        let project = project.to_string();
-        self.blocking("list", move |db| db.list(&project, &options)).await
-    }
-    async fn count(&self, project: &str) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("count", move |db| db.count(&project)).await
-    }
-    async fn search(&self, request: MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
-        self.blocking("search", move |db| db.search(&request)).await
+    async fn rank(&self, query: Query) -> Result<Vec<MemorySearchResult>> {
+        self.blocking("search", move |db| db.rank(query)).await
     }
     async fn touch(&self, ids: &[String]) -> Result<()> {
         let ids = ids.to_vec();
         self.blocking("touch", move |db| db.touch(&ids)).await
     }
-    async fn history(&self, project: &str, memory_id: &str) -> Result<Vec<HistoryEntry>> {
-        let (project, id) = (project.to_string(), memory_id.to_string());
-        self.blocking("history", move |db| db.history(&project, &id))
-            .await
-    }
-    async fn project_history(&self, project: &str, limit: usize) -> Result<Vec<HistoryEntry>> {
-        let project = project.to_string();
-        self.blocking("project_history", move |db| db.project_history(&project, limit))
-            .await
-    }
-    async fn history_entry(&self, project: &str, history_id: i64) -> Result<Option<HistoryEntry>> {
-        let project = project.to_string();
-        self.blocking("history_entry", move |db| db.history_entry(&project, history_id))
-            .await
-    }
-    async fn episodes(&self, project: &str, limit: usize) -> Result<Vec<EpisodicRecord>> {
-        let project = project.to_string();
-        self.blocking("episodes", move |db| db.episodes(&project, limit))
-            .await
-    }
-    async fn put_state(&self, project: String, key: String, json: String) -> Result<()> {
-        self.blocking("set_state", move |db| db.put_state(&project, &key, &json))
-            .await
-    }
-    async fn remove_state(&self, project: &str, key: &str) -> Result<bool> {
-        let (project, key) = (project.to_string(), key.to_string());
-        self.blocking("remove_state", move |db| db.remove_state(&project, &key))
-            .await
-    }
-    async fn state_entries(&self, project: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        let project = project.to_string();
-        self.blocking("state_entries", move |db| db.state_entries(&project))
-            .await
-    }
-    async fn learned_skills(&self, project: &str) -> Result<Vec<LearnedSkill>> {
-        let project = project.to_string();
-        self.blocking("learned_skills", move |db| db.learned_skills(&project))
-            .await
-    }
-    async fn change_learned(
-        &self,
-        project: &str,
-        name: &str,
-        rule: LearnedRule,
-    ) -> Result<Option<LearnedSkill>> {
-        let (project, name) = (project.to_string(), name.to_string());
-        self.blocking("change_learned_skill", move |db| {
-            db.change_learned_skill(&project, &name, &rule)
-        })
-        .await
-    }
-    async fn export(&self, project: Option<&str>) -> Result<Vec<ExportRecord>> {
-        let project = project.map(str::to_string);
-        self.blocking("export", move |db| db.export(project.as_deref()))
-            .await
-    }
-    async fn embed_missing(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("embed_missing", move |db| db.embed_missing(&project, limit))
-            .await
-    }
-    async fn fill_terms(&self, project: &str, limit: usize) -> Result<usize> {
-        let project = project.to_string();
-        self.blocking("fill_terms", move |db| db.fill_terms(&project, limit))
-            .await
-    }
-    async fn stats(&self, project: &str) -> Result<MemoryStats> {
-        let project = project.to_string();
-        self.blocking("stats", move |db| db.stats(&project)).await
-    }
-    async fn load_session(&self, id: &str) -> Result<Option<String>> {
-        let id = id.to_string();
-        self.blocking("session.load", move |db| db.load_session(&id))
-            .await
-    }
-    async fn save_session(&self, id: &str, saved: SavedSession) -> Result<()> {
-        let id = id.to_string();
-        self.blocking("session.save", move |db| db.save_session(&id, &saved))
-            .await
-    }
-    async fn list_sessions(&self) -> Result<Vec<ctxkit::SessionInfo>> {
-        self.blocking("session.list", |db| db.list_sessions()).await
-    }
-    async fn delete_session(&self, id: &str) -> Result<bool> {
-        let id = id.to_string();
-        self.blocking("session.delete", move |db| db.delete_session(&id))
-            .await
-    }
 }
 
 crate::backend::session_store!(SqliteMemoryStore);
+
+impl MemoryDb {
+    /// The store over this database, running every call on the caller's thread (driven by
+    /// [`run_now`]): for the tests and the evaluation of the core.
+    pub(crate) fn inline(&self) -> SqliteMemoryStore {
+        SqliteMemoryStore {
+            db: self.clone(),
+            inline: true,
+        }
+    }
+
+    /// The store's `get`, on this thread.
+    pub(crate) fn get(&self, id: &str) -> Result<Option<MemoryEntry>> {
+        run_now(crate::MemoryStore::get(&self.inline(), id))
+    }
+
+    /// The store's search, on this thread.
+    pub(crate) fn search(&self, request: &MemorySearchRequest) -> Result<Vec<MemorySearchResult>> {
+        run_now(crate::MemoryStore::search(&self.inline(), request.clone()))
+    }
+}

@@ -10,18 +10,77 @@ use super::*;
 use crate::clock::{ManualClock, DAY_MS};
 use crate::decide::decayed_importance;
 use crate::options::SearchIndex;
+use crate::reads::Reads;
 use crate::retrieval::{compute_relevance_score, Vocabulary};
 use crate::rules::{MAX_ACCESS_COUNT, MERGE_SIMILARITY};
+use crate::search::Snapshot;
 use crate::sqlite::SqliteMemoryStore;
-use crate::store::MemoryStore;
+use crate::store::{Maintenance, MemoryStore, RunStore};
 use crate::text::terms;
-use crate::transfer::ExportRecord;
+use crate::transfer::{ExportRecord, ImportReport};
 use crate::types::*;
+use crate::write::Op;
 use std::sync::Arc;
 
 const P: &str = "/work/alpha";
 const Q: &str = "/work/beta";
 const START: i64 = 1_700_000_000_000;
+
+/// The writes the tests call on the blocking core, each one checked [`Op`] run by
+/// [`MemoryDb::run`] as the store runs it.
+macro_rules! writes {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty $(= $op:expr)?;)*) => {
+        impl MemoryDb {
+            $(fn $name(&self, $($arg: $ty),*) -> Result<$out> {
+                self.run(writes!(@op $name($($arg),*) $($op)?))
+            })*
+        }
+    };
+    (@op $name:ident($($arg:ident),*)) => { Op::$name($($arg),*) };
+    (@op $name:ident($($arg:ident),*) $op:expr) => { $op };
+}
+
+writes! {
+    add_many(entries: Vec<NewMemoryEntry>) -> Vec<MemoryEntry>;
+    update(id: &str, update: MemoryUpdate) -> MemoryEntry;
+    upsert(new: NewMemoryEntry) -> UpsertResult;
+    delete(id: &str) -> MemoryEntry;
+    forget(project: &str, query: &str) -> Vec<MemoryEntry>;
+    clear(project: &str) -> usize;
+    undo(project: &str, history_id: i64) -> Option<MemoryEntry>;
+    decay(project: &str) -> usize;
+    prune(project: &str, min_importance: f32) -> usize;
+    compact(project: &str) -> usize;
+    import(records: &[ExportRecord], project: Option<&str>) -> ImportReport =
+        Op::import(records.to_vec(), project);
+    add_episode(new: NewEpisodicRecord) -> EpisodicRecord;
+    set_state(project: &str, key: &str, value: &serde_json::Value) -> bool;
+    remove_state(project: &str, key: &str) -> bool;
+    fill_terms(project: &str, limit: usize) -> usize;
+}
+
+/// The store's reads the tests call on the blocking core, each run on this thread.
+macro_rules! reads {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)*) => {
+        impl MemoryDb {
+            $(fn $name(&self, $($arg: $ty),*) -> Result<$out> {
+                writer::run_now(self.inline().$name($($arg),*))
+            })*
+        }
+    };
+}
+
+reads! {
+    list(project: &str, options: ListOptions) -> Vec<MemoryEntry>;
+    count(project: &str) -> usize;
+    history(project: &str, memory_id: &str) -> Vec<HistoryEntry>;
+    project_history(project: &str, limit: usize) -> Vec<HistoryEntry>;
+    history_entry(project: &str, history_id: i64) -> Option<HistoryEntry>;
+    episodes(project: &str, limit: usize) -> Vec<EpisodicRecord>;
+    state_entries(project: &str) -> Vec<(String, serde_json::Value)>;
+    export(project: Option<&str>) -> Vec<ExportRecord>;
+    stats(project: &str) -> MemoryStats;
+}
 
 fn open() -> (tempfile::TempDir, MemoryDb, ManualClock) {
     open_mode(SearchIndex::Off)
@@ -174,13 +233,13 @@ fn list_filters_pages_and_orders() {
         "other project",
     ))
     .unwrap();
-    let all = db.list(P, &ListOptions::default()).unwrap();
+    let all = db.list(P, ListOptions::default()).unwrap();
     assert_eq!(all.len(), 7);
     assert_eq!(all[0].content, "memory number 6", "newest first");
     let prefs = db
         .list(
             P,
-            &ListOptions {
+            ListOptions {
                 category: Some(MemoryCategory::Preference),
                 ..Default::default()
             },
@@ -191,7 +250,7 @@ fn list_filters_pages_and_orders() {
     let page = db
         .list(
             P,
-            &ListOptions {
+            ListOptions {
                 offset: 2,
                 limit: 3,
                 ..Default::default()
@@ -203,7 +262,7 @@ fn list_filters_pages_and_orders() {
     let by_importance = db
         .list(
             P,
-            &ListOptions {
+            ListOptions {
                 order: ListOrder::Importance,
                 limit: 1,
                 ..Default::default()
@@ -227,7 +286,7 @@ fn a_category_listing_reads_the_category_index() {
     };
     let plan: Vec<String> = db
         .read(|tx| {
-            let sql = format!("EXPLAIN QUERY PLAN {}", super::search::list_statement(&options));
+            let sql = format!("EXPLAIN QUERY PLAN {}", super::reads::list_statement(&options));
             let mut stmt = tx.prepare(&sql)?;
             let rows = stmt.query_map(rusqlite::params![P, "correction", 25, 0, false], |r| {
                 r.get::<_, String>(3)
@@ -633,7 +692,7 @@ fn prune_removes_what_fell_below_the_threshold() {
     db.add(NewMemoryEntry::new(Q, MemoryCategory::Fact, "other project, low").importance(0.01))
         .unwrap();
     assert_eq!(db.prune(P, 0.1).unwrap(), 1);
-    let left = db.list(P, &ListOptions::default()).unwrap();
+    let left = db.list(P, ListOptions::default()).unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].id, keep.id);
     assert_eq!(db.count(Q).unwrap(), 1, "prune stays in its project");
@@ -868,7 +927,7 @@ fn projects_are_isolated_in(mode: SearchIndex) {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].entry.id, a.id);
     assert!(db
-        .list(P, &ListOptions::default())
+        .list(P, ListOptions::default())
         .unwrap()
         .iter()
         .all(|e| e.project_path == P));
@@ -1369,7 +1428,7 @@ fn undo_and_history_never_cross_projects_after_an_import() {
     // B imports A's export: the id is taken by A's history, so B's copy gets a new one.
     let report = db.import(&export, Some(Q)).unwrap();
     assert_eq!((report.memories_added, report.memories_renamed), (1, 1));
-    let b = db.list(Q, &ListOptions::default()).unwrap().remove(0);
+    let b = db.list(Q, ListOptions::default()).unwrap().remove(0);
     assert_ne!(
         b.id, x.id,
         "an imported id never aliases another project's memory"
@@ -1597,7 +1656,7 @@ fn imported_counters_and_timestamps_are_range_checked() {
     }
     assert_eq!(db.get("crafted").unwrap().unwrap().access_count, MAX_ACCESS_COUNT);
     assert!(db.stats(P).unwrap().total_accesses >= MAX_ACCESS_COUNT);
-    assert_eq!(db.list(P, &ListOptions::default()).unwrap().len(), 2);
+    assert_eq!(db.list(P, ListOptions::default()).unwrap().len(), 2);
     assert_eq!(db.compact(P).unwrap(), 0);
 }
 
@@ -1672,7 +1731,7 @@ fn a_read_only_database_reads_and_refuses_writes() {
     let hits = db.search(&MemorySearchRequest::new(P, "docs mdbook")).unwrap();
     assert_eq!(hits[0].entry.id, e.id);
     assert_eq!(hits[0].entry.access_count, 0, "a read-only search counts nothing");
-    assert_eq!(db.list(P, &ListOptions::default()).unwrap().len(), 1);
+    assert_eq!(db.list(P, ListOptions::default()).unwrap().len(), 1);
     assert_eq!(db.get(&e.id).unwrap().unwrap().content, e.content);
     assert_eq!(db.stats(P).unwrap().total, 1);
     assert_eq!(
@@ -2102,7 +2161,9 @@ fn damaged_and_wrongly_typed_vectors_are_missing_and_never_fail_a_read() {
         .collect::<rusqlite::Result<_>>()
         .unwrap();
 
-    let missing = db.read(|tx| rows::missing_vectors(tx, P, "m", 10)).unwrap();
+    let missing = db
+        .read(|tx| writer::run_now(tx.missing_vectors(P, "m", 10)))
+        .unwrap();
     let missing: Vec<&str> = missing.iter().map(|(_, c)| c.as_str()).collect();
     assert_eq!(
         missing,
@@ -2113,12 +2174,19 @@ fn damaged_and_wrongly_typed_vectors_are_missing_and_never_fail_a_read() {
         ]
     );
     assert_eq!(
-        db.read(|tx| rows::missing_vectors(tx, P, "m", 1)).unwrap().len(),
+        db.read(|tx| writer::run_now(tx.missing_vectors(P, "m", 1)))
+            .unwrap()
+            .len(),
         1
     );
 
     let mut stored = crate::vectors::Stored::default();
-    db.read(|tx| super::sketches::vectors_of(tx, P, "m", &nums, &mut stored))
+    let of = crate::search::ByMeaning {
+        project: P,
+        model: "m",
+        limit: 0,
+    };
+    db.read(|tx| writer::run_now(tx.vectors(of, &nums, &mut stored)))
         .expect("a text value fails no read");
     let near = crate::vectors::nearest(&[0.6, 0.8], &stored, 10);
     assert_eq!(near.best, [nums[0]], "only the sound vector is compared");

@@ -9,17 +9,18 @@ use std::task::{Context, Poll, Waker};
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::history::{self, row_to_history, HISTORY_COLS};
 use super::index;
-use super::rows::{self, select_entries, COLS};
-use super::MemoryDb;
+use super::rows::{self, keywords_at, row_to_history, select_entries, COLS, HISTORY_COLS};
+use super::{json_array, MemoryDb};
 use crate::error::{MemoryError, Result};
-use crate::postings::Filter;
 use crate::retrieval::Vocabulary;
+use crate::search;
+use crate::sessions::SavedSession;
 use crate::sketches::Touched;
+use crate::text::MemoryTerms;
 use crate::types::*;
 use crate::vectors::Vectors;
-use crate::write::{Change, Row, Rows, Similar, Which};
+use crate::write::{Change, Key, Row, Rows, Similar, Which};
 
 /// One SQLite write transaction, with the store's caches.
 pub(super) struct SqliteRows<'a> {
@@ -47,17 +48,17 @@ impl<'a> SqliteRows<'a> {
 
     /// Bring the sketches of the rows written up to date: before the commit.
     pub(super) fn finish(self) -> Result<()> {
-        super::sketches::sync(self.tx, &self.touched)
+        run_now(crate::sketches::sync(self.tx, &self.touched))
     }
 }
 
-/// Run a write whose every await is answered at once (SQLite's [`Rows`] never waits), on the
-/// calling thread.
+/// Run a call whose every await is answered at once (SQLite's [`Rows`] never waits, nor does
+/// a store that runs its calls inline), on the calling thread.
 pub(super) fn run_now<T>(write: impl Future<Output = Result<T>>) -> Result<T> {
     match pin!(write).poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(out) => out,
         Poll::Pending => Err(MemoryError::Task(
-            "a SQLite write waited for something; it was rolled back".into(),
+            "a SQLite call waited for something; a write was rolled back".into(),
         )),
     }
 }
@@ -68,7 +69,11 @@ impl Rows for SqliteRows<'_> {
     }
 
     async fn find_by_content(&mut self, project: &str, content: &str) -> Result<Option<String>> {
-        rows::find_by_content(self.tx, project, content)
+        Ok(self
+            .tx
+            .prepare_cached("SELECT id FROM project_memories WHERE project_path = ?1 AND content = ?2")?
+            .query_row(params![project, content], |r| r.get(0))
+            .optional()?)
     }
 
     async fn select(&mut self, project: &str, which: Which<'_>) -> Result<Vec<Row>> {
@@ -89,10 +94,7 @@ impl Rows for SqliteRows<'_> {
     }
 
     async fn similar(&mut self, project: &str, q: Similar<'_>) -> Result<Vec<(f32, Row)>> {
-        if q.terms.is_empty() || q.limit == 0 {
-            return Ok(Vec::new());
-        }
-        if !self.wrote {
+        if !self.wrote && !q.is_empty() {
             let tx = self.tx;
             let indexed = self.db.with_index(tx, project, |ix| {
                 ix.most_similar(tx, q.terms, q.limit, q.floor, q.category)
@@ -101,22 +103,35 @@ impl Rows for SqliteRows<'_> {
                 return Ok(hits.into_iter().map(|(sim, num, e)| (sim, (num, e))).collect());
             }
         }
-        let only = q.category.map(|c| [c]);
-        let filter = Filter {
-            project,
-            min_importance: 0.0,
-            categories: only.as_ref().map(|c| c.as_slice()),
-        };
-        let (vocab, found) = self.db.candidates(self.tx, &filter, q.terms)?;
-        Ok(q.rank(&vocab, found))
+        q.search(self.tx, project, self.db.inner.options.max_candidates())
+            .await
     }
 
     async fn vocabulary(&mut self, project: &str, needed: &BTreeSet<String>) -> Result<Arc<Vocabulary>> {
-        Ok(Arc::new(index::vocabulary(self.tx, project, needed)?))
+        Ok(Arc::new(search::vocabulary(self.tx, project, needed).await?))
     }
 
+    /// Whether a memory may take `id`: no memory has it, and no history entry has it except
+    /// (when `project` is given) history of that same project. A memory id names one memory of one
+    /// project for the life of the database, so an undo in one project can never reach another's.
     async fn id_is_free(&mut self, id: &str, project: Option<&str>) -> Result<bool> {
-        rows::id_is_free(self.tx, id, project)
+        let in_rows = self
+            .tx
+            .prepare_cached("SELECT 1 FROM project_memories WHERE id = ?1")?
+            .query_row(params![id], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if in_rows {
+            return Ok(false);
+        }
+        let in_history = self.tx
+            .prepare_cached(
+                "SELECT 1 FROM memory_history WHERE memory_id = ?1 AND (?2 IS NULL OR project_path != ?2) LIMIT 1",
+            )?
+            .query_row(params![id, project], |_| Ok(()))
+            .optional()?
+            .is_some();
+        Ok(!in_history)
     }
 
     async fn episode_project(&mut self, id: &str) -> Result<Option<String>> {
@@ -180,15 +195,152 @@ impl Rows for SqliteRows<'_> {
         Ok(())
     }
 
+    /// Append one history entry.
     async fn record(&mut self, change: Change<'_>) -> Result<()> {
-        history::record(self.tx, change)
+        let memory = change.memory();
+        self.tx.prepare_cached(
+            "INSERT INTO memory_history (memory_id, project_path, action, before, after, related_id, reason, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            memory.id,
+            memory.project_path,
+            change.action.as_str(),
+            snapshot(change.before),
+            snapshot(change.after),
+            change.related_id,
+            change.reason,
+            change.at
+        ])?;
+        Ok(())
     }
 
+    /// Store an imported history entry under its own id when that id is free, else under a new one.
     async fn insert_history(&mut self, entry: &HistoryEntry) -> Result<()> {
-        history::insert_history(self.tx, entry)
+        let taken = self
+            .tx
+            .prepare_cached("SELECT 1 FROM memory_history WHERE id = ?1")?
+            .query_row(params![entry.id], |_| Ok(()))
+            .optional()?
+            .is_some();
+        self.tx.prepare_cached(
+            "INSERT INTO memory_history (id, memory_id, project_path, action, before, after, related_id, reason, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?
+        .execute(params![
+            (!taken).then_some(entry.id),
+            entry.memory_id,
+            entry.project_path,
+            entry.action.as_str(),
+            snapshot(entry.before.as_ref()),
+            snapshot(entry.after.as_ref()),
+            entry.related_id,
+            entry.reason,
+            entry.at
+        ])?;
+        Ok(())
     }
 
     async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()> {
-        rows::insert_episode(self.tx, record)
+        self.tx.prepare_cached(
+            "INSERT INTO episodic_records (id, project_path, session_id, record_type, task_summary, approach_summary,
+                 outcome_summary, tools_used, keywords, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            record.id,
+            record.project_path,
+            record.session_id,
+            record.record_type.as_str(),
+            record.task_summary,
+            record.approach_summary,
+            record.outcome_summary,
+            json_array(&record.tools_used),
+            json_array(&record.keywords),
+            record.created_at,
+        ])?;
+        Ok(())
+    }
+
+    /// One value.
+    async fn keyed(&mut self, at: Key<'_>) -> Result<Option<String>> {
+        let (table, key, value) = at.of.columns();
+        Ok(self
+            .tx
+            .prepare_cached(&format!(
+                "SELECT {value} FROM {table} WHERE project_path = ?1 AND {key} = ?2"
+            ))?
+            .query_row(params![at.project, at.key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Store a value at `now`, or (`None`) delete it; whether a row changed.
+    async fn set_keyed(&mut self, at: Key<'_>, new: Option<&str>, now: i64) -> Result<bool> {
+        let (table, key, value) = at.of.columns();
+        let changed = match new {
+            Some(new) => self.tx
+                .prepare_cached(&format!(
+                    "INSERT INTO {table}(project_path, {key}, {value}, updated_at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT(project_path, {key}) DO UPDATE SET {value} = excluded.{value}, updated_at = excluded.updated_at
+                     WHERE {value} != excluded.{value}"
+                ))?
+                .execute(params![at.project, at.key, new, now])?,
+            None => self.tx
+                .prepare_cached(&format!("DELETE FROM {table} WHERE project_path = ?1 AND {key} = ?2"))?
+                .execute(params![at.project, at.key])?,
+        };
+        Ok(changed > 0)
+    }
+
+    /// Store the terms of up to `limit` memories of a project written before terms were stored
+    /// (see [`MemoryTerms`]), in row order; how many it stored. The table is walked by row number
+    /// (`+project_path` keeps SQLite off the project's indexes, which would sort the project).
+    async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let missing: Vec<(i64, String, Vec<String>)> = self
+            .tx
+            .prepare_cached(
+                "SELECT num, content, keywords FROM project_memories
+                 WHERE +project_path = ?1 AND content_terms IS NULL ORDER BY num LIMIT ?2",
+            )?
+            .query_map(params![project, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, keywords_at(r, 2)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut store = self.tx.prepare_cached(
+            "UPDATE project_memories SET content_terms = ?2, keyword_terms = ?3 WHERE num = ?1",
+        )?;
+        for (num, content, keywords) in &missing {
+            let terms = MemoryTerms::of(content, keywords);
+            let (content_terms, keyword_terms) = terms.stored();
+            store.execute(params![num, content_terms, keyword_terms])?;
+        }
+        Ok(missing.len())
+    }
+
+    async fn set_vector(&mut self, project: &str, num: i64, content: &str) -> Result<()> {
+        if let Some(vectors) = &mut self.vectors {
+            rows::set_vector(self.tx, num, content, Some(vectors.of(content)))?;
+            self.touched.note(project, num);
+        }
+        Ok(())
+    }
+
+    async fn set_session(&mut self, id: &str, saved: Option<&SavedSession>, now: i64) -> Result<bool> {
+        let changed = match saved {
+            Some(s) => self
+                .tx
+                .prepare_cached(
+                    "INSERT INTO sessions (id, thread, turns, messages, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (id) DO UPDATE SET thread = excluded.thread, turns = excluded.turns,
+                         messages = excluded.messages, updated_at = excluded.updated_at",
+                )?
+                .execute(params![id, s.json, s.turns, s.messages, now])?,
+            None => self
+                .tx
+                .prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+                .execute(params![id])?,
+        };
+        Ok(changed > 0)
     }
 }

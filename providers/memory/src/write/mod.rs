@@ -26,4 +26,4 @@ mod undo;
 #[cfg(feature = "postgres")]
 pub(crate) use op::Locks;
 pub(crate) use op::{Done, Op};
-pub(crate) use rows::{Change, Row, Rows, Similar, Which};
+pub(crate) use rows::{Change, Key, Keyed, Row, Rows, Similar, Which};

@@ -7,8 +7,12 @@ use std::sync::Arc;
 
 use crate::decide;
 use crate::error::Result;
-use crate::retrieval::{Candidate, Vocabulary};
+use crate::learned::{apply, from_record, to_record, LearnedChange, LearnedSkill};
+use crate::postings::Filter;
+use crate::retrieval::Vocabulary;
 use crate::rules::episode_record;
+use crate::search::{self, Snapshot};
+use crate::sessions::SavedSession;
 
 use crate::types::{
     EpisodicRecord, HistoryAction, HistoryEntry, MemoryCategory, MemoryEntry, NewEpisodicRecord,
@@ -42,11 +46,31 @@ pub(crate) struct Similar<'a> {
 }
 
 impl Similar<'_> {
-    /// Of `candidates` (rows sharing a term with the query, from a backend's search index),
-    /// those this search keeps, with their cosine by `vocab`, most similar first.
-    pub(crate) fn rank(&self, vocab: &Vocabulary, candidates: Vec<Candidate>) -> Vec<(f32, Row)> {
+    /// Whether it can find nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.terms.is_empty() || self.limit == 0
+    }
+
+    /// The search over a backend's snapshot: the candidates from its postings (at most
+    /// `limit`), ranked.
+    pub(crate) async fn search(
+        &self,
+        s: &impl Snapshot,
+        project: &str,
+        limit: usize,
+    ) -> Result<Vec<(f32, Row)>> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let only = self.category.map(|c| [c]);
+        let filter = Filter {
+            project,
+            min_importance: 0.0,
+            categories: only.as_ref().map(|c| c.as_slice()),
+        };
+        let (vocab, found) = search::candidates(s, &filter, self.terms, limit).await?;
         let qv = vocab.vector(self.terms);
-        let mut scored: Vec<(f32, Row)> = candidates
+        let mut scored: Vec<(f32, Row)> = found
             .into_iter()
             .filter(|c| self.category.is_none_or(|cat| c.entry.category == cat))
             .map(|c| (qv.cosine(&vocab.vector(c.terms.content())), (c.num, c.entry)))
@@ -54,8 +78,36 @@ impl Similar<'_> {
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .1.id.cmp(&b.1 .1.id)));
         scored.truncate(self.limit);
-        scored
+        Ok(scored)
     }
+}
+
+/// What a project keeps by key besides its memories: two tables of text values by project and
+/// key, each value stamped with when it was written.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Keyed {
+    /// `project:` state values (JSON), by key.
+    State,
+    /// Learned skills' stored forms ([`crate::learned::to_record`]), by name.
+    Learned,
+}
+
+impl Keyed {
+    /// Its table, key column and value column.
+    pub(crate) fn columns(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Keyed::State => ("project_state", "key", "value"),
+            Keyed::Learned => ("skill_library", "name", "record"),
+        }
+    }
+}
+
+/// Where a value kept by key lives: its table, its project and its key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Key<'a> {
+    pub(crate) of: Keyed,
+    pub(crate) project: &'a str,
+    pub(crate) key: &'a str,
 }
 
 /// One change to a memory, as its history entry keeps it.
@@ -152,6 +204,19 @@ pub(crate) trait Rows {
     async fn insert_history(&mut self, entry: &HistoryEntry) -> Result<()>;
     /// Store an episodic record.
     async fn insert_episode(&mut self, record: &EpisodicRecord) -> Result<()>;
+
+    /// One value kept by key.
+    async fn keyed(&mut self, at: Key<'_>) -> Result<Option<String>>;
+    /// Store a value kept by key at `now`, or (`None`) delete it; whether a row changed.
+    async fn set_keyed(&mut self, at: Key<'_>, value: Option<&str>, now: i64) -> Result<bool>;
+    /// Store the terms of up to `limit` memories of a project written without them; how many.
+    async fn fill_terms(&mut self, project: &str, limit: usize) -> Result<usize>;
+    /// Give row `num` of `project` the vector of `content` computed before the transaction, if
+    /// the row still holds that content.
+    async fn set_vector(&mut self, project: &str, num: i64, content: &str) -> Result<()>;
+    /// Save a thread's stored form under its id at `now`, or (`None`) delete it; whether a row
+    /// changed.
+    async fn set_session(&mut self, id: &str, saved: Option<&SavedSession>, now: i64) -> Result<bool>;
 }
 
 /// Insert `change.after` and record it.
@@ -216,4 +281,31 @@ pub(super) async fn add_episode(
     let record = episode_record(new, project, rows.new_episode_id().await?, now);
     rows.insert_episode(&record).await?;
     Ok(record)
+}
+
+/// Apply `change` to one learned skill of `project` by the one rule of learned skills
+/// ([`apply`]), storing or deleting what it returns.
+pub(super) async fn change_learned(
+    rows: &mut impl Rows,
+    project: &str,
+    name: &str,
+    change: LearnedChange,
+    now: i64,
+) -> Result<Option<LearnedSkill>> {
+    let at = Key {
+        of: Keyed::Learned,
+        project,
+        key: name,
+    };
+    let current = rows.keyed(at).await?;
+    let after = apply(
+        project,
+        name,
+        current.as_deref().map(from_record).transpose()?,
+        change,
+        now,
+    )?;
+    let record = after.as_ref().map(to_record).transpose()?;
+    rows.set_keyed(at, record.as_deref(), now).await?;
+    Ok(after)
 }
