@@ -115,7 +115,7 @@ pub enum MemoryError {
     /// unknown database, TLS refused). The URL is shown with its password redacted.
     #[error("cannot connect to memory database {url}: {reason}")]
     Connect {
-        /// The server's URL, password redacted ([`ctxkit_secrets::redact_url`](ctxkit_secrets::redact_url)).
+        /// The server's URL, password redacted ([`ctxkit_secrets::redact_url`]).
         url: String,
         /// What the client or the server said, in one sentence.
         reason: String,

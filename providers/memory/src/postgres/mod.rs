@@ -18,7 +18,7 @@
 //!   with the crate's ranking ([`crate::retrieval`]); document frequencies are read in the same
 //!   snapshot, so nothing is cached and nothing can be stale.
 //! - The password of the URL is never shown: errors and logs name the server by
-//!   [`redact_url`](ctxkit_secrets::redact_url).
+//!   [`redact_url`].
 
 mod reads;
 mod rows;

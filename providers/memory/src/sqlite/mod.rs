@@ -12,7 +12,7 @@
 //! and every write fails with [`MemoryError::ReadOnly`]. [`OpenOptions::read_only`] asks for
 //! that mode outright.
 //!
-//! Every method blocks; [`SqliteMemoryStore`](crate::sqlite::SqliteMemoryStore), the public face of
+//! Every method blocks; [`SqliteMemoryStore`], the public face of
 //! this core, runs them on tokio's blocking pool.
 
 mod docs;
