@@ -42,7 +42,7 @@ impl Sent {
 
     /// Record every versioned item of `context`'s sections as sent.
     pub fn record(&mut self, context: &Context) {
-        for section in &context.sections {
+        for section in context.sections.iter().filter(|s| !s.versions.is_empty()) {
             let items = self.0.entry(section.kind.clone()).or_default();
             for (item, version) in section.items.iter().zip(&section.versions) {
                 if items.len() >= MAX_ITEMS && !items.contains_key(item) {
@@ -51,7 +51,6 @@ impl Sent {
                 items.insert(item.clone(), version.clone());
             }
         }
-        self.0.retain(|_, items| !items.is_empty());
     }
 
     /// Whether nothing was sent.

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use ctxkit::{Context, ContextProvider, Message, ProviderExt, RunInfo, Sent, SentRecord};
 use ctxkit_memory::{MemoryContextProvider, MemoryStore};
-use ctxkit_skills::render::Measure;
+use ctxkit_skills::render::{Budgeted, Measure};
 use ctxkit_skills::{Mode, RenderProfile, SkillConfig, SkillContextProvider, SkillRoot, Source};
 
 use super::args::EventArgs;
@@ -127,13 +127,11 @@ async fn compose(
     });
     let skills = load_skills_by(request, args)?;
     let mut context = Context::new();
-    let mut room = request.budget;
+    // The memories are sent when they fit whole; the skills get the room they leave.
+    let mut answer = Budgeted::new(request.budget, Measure::JsonChars);
     if let Some(memories) = memories {
         if let Some(mut found) = warn_on_error(memories.await) {
-            let cost = found.system_text().map_or(0, |t| Measure::JsonChars.cost(&t));
-            if cost > 0 && cost <= room {
-                // The skills follow after a blank line.
-                room = (room - cost).saturating_sub(Measure::JsonChars.cost("\n\n"));
+            if found.system_text().is_some_and(|text| answer.push(&text)) {
                 context.append(&mut found);
                 record.restore(&thread_id, memory_record.get(&thread_id));
             }
@@ -141,7 +139,7 @@ async fn compose(
     }
     if let Some(skills) = skills.map(Arc::new) {
         let run = RunInfo {
-            char_budget: Some(room),
+            char_budget: Some(answer.room()),
             ..run
         };
         let provider = skills.clone().sent_once(record.clone());

@@ -119,10 +119,12 @@ fn render_lines(
 /// Whether the conversation already holds `entry` as it is now ([`RunInfo::sent`]), as an
 /// essential or as a relevant memory: its version is the time it last changed.
 fn was_sent(run: &RunInfo, entry: &MemoryEntry) -> bool {
-    run.sent.is_some()
-        && [SectionKind::ESSENTIALS, SectionKind::MEMORIES]
+    run.sent.is_some() && {
+        let version = entry.updated_at.to_string();
+        [SectionKind::ESSENTIALS, SectionKind::MEMORIES]
             .iter()
-            .any(|kind| run.was_sent(kind, &entry.id, &entry.updated_at.to_string()))
+            .any(|kind| run.was_sent(kind, &entry.id, &version))
+    }
 }
 
 /// The rendered `ids` of `entries`, each with its version (see [`was_sent`]).
