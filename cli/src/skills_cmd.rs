@@ -553,7 +553,7 @@ fn match_one(
 }
 
 /// What counted for a skill, on one line: `score 2.4 (floor 1.5): name: pdf; description:
-/// rotate, merge; meaning 0.52`.
+/// rotate, merge; body: qpdf; meaning 0.52`.
 fn evidence_line(e: &Evidence) -> String {
     let mut parts = vec![format!("score {:.2} (floor {:.2})", e.score, e.floor)];
     if !e.name_words.is_empty() {
@@ -561,6 +561,9 @@ fn evidence_line(e: &Evidence) -> String {
     }
     if !e.description_words.is_empty() {
         parts.push(format!("description: {}", e.description_words.join(", ")));
+    }
+    if !e.body_words.is_empty() {
+        parts.push(format!("body: {}", e.body_words.join(", ")));
     }
     if let Some(m) = e.meaning {
         parts.push(format!("meaning {m:.2}"));

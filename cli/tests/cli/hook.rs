@@ -575,12 +575,14 @@ fn a_hostile_session_id_stays_inside_the_cache() {
             "{name}"
         );
     }
-    // In the cache: the session records, and the index cache once the skill files are old
-    // enough to be cached.
+    // In the cache: the session records, the index cache once the skill files are old
+    // enough to be cached, and the words ranker of those skills.
     for entry in std::fs::read_dir(m.cache()).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         assert!(
-            name == "sessions" || (name.starts_with("skills-") && name.ends_with(".idx")),
+            name == "sessions"
+                || (name.starts_with("skills-") && name.ends_with(".idx"))
+                || (name.starts_with("ranker-") && name.ends_with(".bin")),
             "{name}"
         );
     }

@@ -32,6 +32,8 @@ pub struct SkillIndex {
     /// The library's words for the ranking: built on its first use, so
     /// an index that never uses it (the default) does not pay for indexing every body.
     ranker: OnceLock<Ranker>,
+    /// The cache folder the index was loaded through, which keeps the ranker too.
+    cache: Option<PathBuf>,
     diagnostics: Vec<Diagnostic>,
     /// Skills turned off by the user's or project's config: listed, never used.
     disabled: Vec<Skill>,
@@ -155,13 +157,17 @@ impl SkillIndex {
             rank,
             ranked,
             ranker: OnceLock::new(),
+            cache: None,
             diagnostics,
             disabled: off,
         }
     }
 
     pub(crate) fn ranker(&self) -> &Ranker {
-        self.ranker.get_or_init(|| Ranker::new(&self.skills))
+        self.ranker.get_or_init(|| match &self.cache {
+            Some(dir) => cache::ranker(dir, &self.skills),
+            None => Ranker::new(&self.skills),
+        })
     }
 
     /// Every skill, in load order.
@@ -420,7 +426,10 @@ fn load_index(roots: &[SkillRoot], options: &LoadOptions, previous: Option<&Skil
         SkillIndex::from_scan(roots, scan, &options.disabled)
     };
     match &options.cache {
-        Some(dir) => cache::load(dir, roots, build),
+        Some(dir) => SkillIndex {
+            cache: Some(dir.clone()),
+            ..cache::load(dir, roots, build)
+        },
         None => build(Scan::run(roots)),
     }
 }

@@ -43,12 +43,13 @@
 //! external                      external-skills.json -> roots with overrides
 //! watch                         hot reload: swap in a changed index
 //! index                         one deduplicated, ranked, compiled snapshot; the library
-//! cache                         the on-disk index cache: a scan reused while nothing changed
+//! cache                         the on-disk index cache: a scan reused while nothing changed,
+//!                               and the words ranker of exactly those skills
 //! scan                          find, read and parse every skill file under the roots
 //! parse, files                  SKILL.md, Cursor and Copilot text -> Skill; spec checks; a skill's
 //!                               folder: its files, listed and read confined
 //! discover, matcher, rank       walk a folder, never out of it; compile triggers; weigh the
-//!                               words skills offer
+//!                               words skills offer, body included
 //! skill                         the data model: Skill, Source, Triggers, Detect
 //! body, descriptor, standing    a skill's text, read from the cache when used; tools.json ->
 //!                               ToolSpec; a project's AGENTS.md and CLAUDE.md, read confined

@@ -4,14 +4,16 @@
 //! The ranking adds up, per skill, in units of a rare word of the library:
 //! - each trigger that fired: [`TRIGGER_WEIGHT`], strong evidence: a trigger alone selects its
 //!   skill, as it always did, whatever the floor and the cut say;
-//! - the message's words found in the skill's name, description, `when_to_use` and tags
-//!   (see `rank`), less its `when_not_to_use` words;
+//! - the message's words found in the skill's name, description, `when_to_use`, tags and,
+//!   weakest, its body (see `rank`), less its `when_not_to_use` words;
 //! - with an embedding model, the message's nearness in meaning to the name and description
 //!   ([`MEANING_WEIGHT`] per unit of cosine above [`MEANING_ZERO`]).
 //!
 //! A skill no trigger selected needs the [floor](SelectOptions::floor) (a higher
 //! [one](SelectOptions::meaning_floor) when meaning takes part), two of the message's
-//! words (or one rare word of its name), and a score within the
+//! words (or one rare word of its name), one of them outside its body (a body supports a
+//! selection but never makes one: in a small library every body word is rare), and a score
+//! within the
 //! [cut](SelectOptions::cut) of the best skill's, so one clear winner is sent alone and a
 //! message no skill serves selects nothing.
 
@@ -36,7 +38,7 @@ pub enum Reason {
     Detected,
     /// Its triggers fired.
     Triggered,
-    /// The message's words are in its name, description or tags.
+    /// The message's words are in its name, description, tags or body.
     Lexical,
     /// The message is near its name and description in meaning (with an embedding model):
     /// meaning gave more of its score than words did.
@@ -94,6 +96,10 @@ pub struct Evidence {
     /// The message's words found in its description, `when_to_use` or tags.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub description_words: Vec<String>,
+    /// The message's words found only in its body (the weakest evidence: a third of a
+    /// description word, and less the longer the body).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub body_words: Vec<String>,
     /// The cosine of the message with the name and description (with an embedding model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meaning: Option<f32>,
@@ -108,8 +114,8 @@ pub struct Evidence {
 pub struct NearMiss {
     /// The skill's name.
     pub name: String,
-    /// Why it was left out: `below the floor`, `far below the best`, `one common word`, or
-    /// `past the cap`.
+    /// Why it was left out: `below the floor`, `far below the best`, `only its body's words`,
+    /// `one common word`, or `past the cap`.
     pub why: &'static str,
     /// What counted.
     pub evidence: Evidence,
@@ -134,7 +140,7 @@ pub const TRIGGER_WEIGHT: f32 = 2.0;
 pub const DEFAULT_FLOOR: f32 = 1.5;
 /// The floor when an embedding model adds meaning: every skill then gets some evidence, so the
 /// bar is higher. Calibrated the same way: with all-MiniLM-L6-v2, half of BFCL's irrelevance
-/// requests select nothing, and so do 58 % of the labelled set's everyday sentences (29 % at
+/// requests select nothing, and so do 65 % of the labelled set's everyday sentences (52 % at
 /// [`DEFAULT_FLOOR`]).
 pub const DEFAULT_MEANING_FLOOR: f32 = 2.0;
 /// A skill no trigger fired for must score this share of the best skill's score.
@@ -213,8 +219,8 @@ struct Candidate {
     fired: Vec<Hit>,
     /// Triggers and words.
     score: f32,
-    /// Two of the message's words, or one rare word of its name.
-    words_enough: bool,
+    /// What the message's words gave it.
+    words: SkillWords,
     /// Meaning (0 without a model).
     meaning: f32,
 }
@@ -314,7 +320,7 @@ impl SkillIndex {
             let ranker = self.ranker();
             (
                 ranker,
-                ranker.score(&self.words_text(&lowered), self.skills.len()),
+                ranker.score(&self.words_text(messages, &lowered), self.skills.len()),
             )
         });
         let mut fired = self.fired(&lowered);
@@ -376,7 +382,7 @@ impl SkillIndex {
             Candidate {
                 skill: i,
                 score: trigger + words.score,
-                words_enough: words.matched >= 2 || words.rare_name >= RARE_NAME_WORD,
+                words,
                 meaning,
                 fired: hits,
             }
@@ -389,7 +395,12 @@ impl SkillIndex {
                 Some("below the floor")
             } else if c.total() < options.cut * best {
                 Some("far below the best")
-            } else if !(c.words_enough || c.meaning >= floor / 2.0) {
+            } else if c.meaning >= floor / 2.0 {
+                None
+            } else if c.words.described == 0 {
+                // A body supports a selection but never makes one.
+                Some("only its body's words")
+            } else if !(c.words.matched >= 2 || c.words.rare_name >= RARE_NAME_WORD) {
                 Some("one common word")
             } else {
                 None
@@ -399,20 +410,21 @@ impl SkillIndex {
             if why.is_some_and(|w| w != PAST_THE_CAP) && near.len() >= near_misses {
                 continue;
             }
-            let (name_words, description_words, against) = match &words {
+            let found = match &words {
                 Some((ranker, scores)) => ranker.words_of(scores, c.skill),
                 None => Default::default(),
             };
             let evidence = Evidence {
                 score: c.total(),
                 floor,
-                name_words,
-                description_words,
+                name_words: found.name,
+                description_words: found.description,
+                body_words: found.body,
                 meaning: meaning
                     .and_then(|m| m.get(c.skill))
                     .copied()
                     .filter(|m| !m.is_nan()),
-                against,
+                against: found.against,
             };
             if let Some(why) = why {
                 near.push(NearMiss {
@@ -545,14 +557,17 @@ impl SkillIndex {
         })
     }
 
-    /// The lowercased messages as the ranking reads their words: one text, without the
+    /// The messages as the ranking reads their words: one text, without the
     /// `$name` / `/name` tokens, which invoke a skill by name (or, for a skill that may not be
     /// invoked, refuse to) rather than describe a task.
-    fn words_text(&self, lowered: &[String]) -> String {
+    fn words_text(&self, messages: &[&str], lowered: &[String]) -> String {
         let mut text = String::new();
-        for m in lowered {
+        for (&m, low) in messages.iter().zip(lowered) {
+            // The words are read from the message as written where lowercasing kept every
+            // offset (ASCII), so `innerHTML` splits as the library's words do.
+            let m = if m.is_ascii() { m } else { low.as_str() };
             let mut at = 0;
-            for (token, _) in self.invocations_in(m) {
+            for (token, _) in self.invocations_in(low) {
                 text.push_str(&m[at..token.start]);
                 at = token.end;
             }

@@ -134,7 +134,8 @@ const TOPICS: &[&str] = &[
 ];
 
 /// `n` skills as agentskills.io writes most of them: a name and a one-sentence description
-/// (ordinary words, a few topic words, two pseudo-words), no triggers.
+/// (ordinary words, a few topic words, two pseudo-words), no triggers, and a body of about
+/// 6 KB (the public corpus's mean).
 pub(crate) fn described_skills(n: usize) -> Vec<(String, String)> {
     let mut rng = Rng::new(47);
     (0..n)
@@ -149,10 +150,31 @@ pub(crate) fn described_skills(n: usize) -> Vec<(String, String)> {
                 });
             }
             let text = format!(
-                "---\nname: {name}-{i}\ndescription: \"{}.\"\n---\n# {name}\n\nFollow the steps.\n",
-                words.join(" ")
+                "---\nname: {name}-{i}\ndescription: \"{}.\"\n---\n{}",
+                words.join(" "),
+                body(&name, &mut rng)
             );
             (format!("{name}-{i}"), text)
         })
         .collect()
+}
+
+/// A skill's Markdown body of about 6 KB: headings and lines of ordinary, topic and
+/// pseudo-words, as a body mixes everyday words with the few its skill is about.
+fn body(name: &str, rng: &mut Rng) -> String {
+    let mut out = format!("# {name}\n");
+    for line in 0..60 {
+        if line % 10 == 0 {
+            let _ = write!(out, "\n## {} {}\n\n", TOPICS[rng.below(TOPICS.len())], word(rng));
+        }
+        let words: Vec<String> = (0..14)
+            .map(|_| match rng.below(4) {
+                0 => TOPICS[rng.below(TOPICS.len())].to_string(),
+                1 => word(rng),
+                _ => FILLER[rng.below(FILLER.len())].to_string(),
+            })
+            .collect();
+        let _ = writeln!(out, "{}.", words.join(" "));
+    }
+    out
 }

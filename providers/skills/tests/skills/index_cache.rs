@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use ctxkit_skills::{SkillIndex, SkillLibrary, SkillRoot, Source};
+use ctxkit_skills::{SelectOptions, SkillIndex, SkillLibrary, SkillRoot, Source};
 
 /// A copy of the bundled skills (one with a `tools.json`) plus a broken one, so diagnostics
 /// and tools are part of what is compared.
@@ -256,4 +256,62 @@ fn a_future_modification_time_is_cached_and_edits_still_seen() {
         cached(&root, &cache).contains("COMMIT"),
         "an edit that puts the future time back"
     );
+}
+
+/// What a message selects from a cached library, and why, as text.
+fn ranked(root: &Path, cache: &Path, message: &str) -> String {
+    let index = SkillLibrary::load_cached(roots(root), cache).snapshot();
+    format!(
+        "{:?}",
+        index.rank(&[message], &[], &SelectOptions::default(), None)
+    )
+}
+
+#[test]
+fn the_words_ranker_is_kept_beside_the_index_and_a_damaged_one_is_rebuilt() {
+    let (dir, root) = fixture();
+    let cache = dir.path().join("cache");
+    settle();
+    let message = "find every TODO in the repository files";
+    let fresh = format!(
+        "{:?}",
+        SkillIndex::load(&roots(&root)).rank(&[message], &[], &SelectOptions::default(), None)
+    );
+    assert!(fresh.contains("file-search"), "{fresh}");
+
+    assert_eq!(
+        ranked(&root, &cache, message),
+        fresh,
+        "the selection that builds it"
+    );
+    let rankers = || -> Vec<PathBuf> {
+        cache_files(&cache)
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("ranker-"))
+            .collect()
+    };
+    let [file] = &rankers()[..] else {
+        panic!("one ranker file: {:?}", rankers())
+    };
+    let file = file.clone();
+    let bytes = fs::read(&file).unwrap();
+    assert_eq!(
+        ranked(&root, &cache, message),
+        fresh,
+        "the selection that reads it"
+    );
+
+    fs::write(&file, &bytes[..bytes.len() - 3]).unwrap();
+    assert_eq!(ranked(&root, &cache, message), fresh, "truncated");
+    assert_eq!(fs::read(&file).unwrap(), bytes, "rewritten whole");
+
+    // Another skill's text is another library: another file, never the old one's words.
+    write(
+        &root,
+        "todo-finder/SKILL.md",
+        "---\nname: todo-finder\ndescription: List TODO comments\n---\nFind every TODO and FIXME.",
+    );
+    assert!(ranked(&root, &cache, message).contains("todo-finder"));
+    assert_eq!(rankers().len(), 2);
 }

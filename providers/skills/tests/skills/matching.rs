@@ -446,3 +446,44 @@ fn near_misses_say_why_they_were_left_out() {
         assert!(near.evidence.score < near.evidence.floor);
     }
 }
+
+#[test]
+fn a_body_adds_evidence_but_never_selects_alone() {
+    let with_body = |name: &str, description: &str, body: &str| {
+        let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}");
+        ctxkit_skills::Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name))
+            .0
+            .expect("parses")
+            .with_root(ctxkit_skills::Source::Project, 250)
+    };
+    let idx = index(vec![
+        with_body(
+            "frontend-security",
+            "Secure the browser side of a web app.",
+            "Escape output against XSS. Never assign user text to innerHTML; sanitize it first.\n\
+             XSS hides in attributes too: innerHTML is not the only sink.",
+        ),
+        with_body(
+            "sql-helper",
+            "Write and tune SQL queries.",
+            "Sort rows in SQL, not in Python: a Python sort of a list of rows reads them all.\n\
+             Sort with an index; list only the columns you need; Python lists of rows are slow.",
+        ),
+        described("css-layout", "Lay out pages with CSS grid and flexbox.", ""),
+    ]);
+    // Only the body names XSS and innerHTML; with the description's "web app" they select it.
+    let message = "how do I stop XSS from innerHTML in our web app";
+    assert_eq!(pick(&idx, message), ["frontend-security"]);
+    let sel = idx.select(&[message], &[], &SelectOptions::default());
+    assert_eq!(sel[0].evidence.description_words, ["web", "app"]);
+    assert_eq!(sel[0].evidence.body_words, ["xss", "inner", "html"]);
+    // The body's words alone select nothing, whatever they score, and the near miss says why.
+    let ranking = idx.rank(&["sort this python list"], &[], &SelectOptions::default(), None);
+    assert!(ranking.selected.is_empty(), "{ranking:?}");
+    assert_eq!(ranking.near[0].name, "sql-helper");
+    assert!(
+        ranking.near[0].evidence.score >= ranking.near[0].evidence.floor,
+        "{ranking:?}"
+    );
+    assert_eq!(ranking.near[0].why, "only its body's words");
+}

@@ -1,15 +1,30 @@
 //! The words a skill offers, ranked against a message: its name, description, `when_to_use`
-//! and tags (from the frontmatter or `metadata`), weighted by how rare each word is across the
-//! library (BM25, the name counting twice), with the project's inflection rule so "webhooks"
-//! finds "webhook". Its `when_not_to_use` words lower it for a message that holds them.
+//! and tags (from the frontmatter or `metadata`), and its body, weighted by how rare each word
+//! is across the library (BM25F: a word of the name counts twice, one of the body a third),
+//! with the project's inflection rule so "webhooks" finds "webhook". Its `when_not_to_use`
+//! words lower it for a message that holds them.
 //!
-//! Everything a message's words are looked up in is built once per index (about 2 ms for 650
-//! skills): a table from each word of the library, and each base the inflection rule gives
-//! it, to a term; each term's postings with their BM25 weight already computed. A message is
-//! then a split, one hash lookup per word and a sum over postings: no stemming, no allocation
-//! per word.
+//! The body is the weakest evidence and the most telling: a word the body repeats is what the
+//! skill is about, one the description mentions in passing is not, and a long body dilutes
+//! every word of its skill (BM25's length normalization). On the labelled corpus set it
+//! lifted recall in the first three from 0.848 to 0.910, precision from 0.661 to 0.719, and
+//! the silence on everyday sentences from 0.31 to 0.52 (DESIGN-NOTES has the sweep). Selection
+//! never picks a skill on its body's words alone (see `select`).
+//!
+//! Everything a message's words are looked up in is built once per index: a table from each
+//! word of the library, and each base the inflection rule gives it, to a term; each term's
+//! postings with their BM25 weight already computed. Reading every body takes about 100 ms
+//! for 650 skills, so a library loaded through the index cache keeps its ranker in the cache
+//! folder too (see `cache::ranker`). A message is then a split, one hash lookup per word and a
+//! sum over postings: no stemming, no allocation per word.
+
+mod flat;
+mod lexicon;
 
 use rustc_hash::FxHashMap;
+
+use flat::{Reader, Strings, Writer};
+use lexicon::Lexicon;
 
 use crate::inflect::each_base;
 use crate::skill::Skill;
@@ -20,6 +35,14 @@ const K1: f32 = 1.2;
 const B: f32 = 0.75;
 /// A word of the name counts as this many words of the description.
 const NAME_WEIGHT: f32 = 2.0;
+/// A word of the body counts as this share of a word of the description (calibrated on the
+/// corpus set: 0.2 gave R@3 0.890, 0.3 gave 0.910, 0.4 let off-topic requests through).
+const BODY_WEIGHT: f32 = 0.3;
+/// A word found only in a skill's body whose weight is below this (in units of a rare word)
+/// is not kept: a common word a body uses once or twice says little, and dropping it keeps
+/// the postings a message walks short. It changes no figure of the corpus set by more than
+/// half a point.
+const BODY_FLOOR: f32 = 0.1;
 
 /// Words that say nothing about what a skill is for.
 const STOP_WORDS: &[&str] = &[
@@ -32,6 +55,27 @@ const STOP_WORDS: &[&str] = &[
     "us", "use", "used", "using", "very", "was", "we", "were", "what", "when", "where", "which", "who",
     "why", "will", "with", "would", "yeah", "yes", "you", "your",
 ];
+
+impl Field {
+    /// How much one occurrence counts, in words of the description.
+    fn weight(self) -> f32 {
+        match self {
+            Field::Name => NAME_WEIGHT,
+            Field::Rest => 1.0,
+            Field::Body => BODY_WEIGHT,
+            Field::Against => 0.0,
+        }
+    }
+}
+
+/// What a saved ranker was computed with: a file saved by a build that weighs words
+/// differently is another file. Bump [`FORMAT`] with any change to what `Ranker::new` computes
+/// that the constants do not show (the words it reads, the stop words, the inflection rule).
+pub(crate) fn recipe() -> String {
+    /// The version of what a ranker holds and how it is computed.
+    const FORMAT: u32 = 1;
+    format!("{FORMAT} {K1} {B} {NAME_WEIGHT} {BODY_WEIGHT} {BODY_FLOOR}")
+}
 
 /// The term a stop word stands for in the ranker's table: one lookup tells a message's word
 /// is weighed, or is a stop word, or needs its bases tried.
@@ -138,13 +182,24 @@ fn field(skill: &Skill, key: &str) -> String {
     }
 }
 
+/// Where a skill holds a term: the strongest of its fields that does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Field {
+    Name,
+    /// Description, `when_to_use`, tags.
+    Rest,
+    Body,
+    /// `when_not_to_use`: lowers the skill.
+    Against,
+}
+
 /// One skill's share of a term.
 #[derive(Debug, Clone, Copy)]
 struct Posting {
     skill: u32,
     /// The term's BM25 weight in the skill, in units of a rare word (see [`Ranker::new`]).
     weight: f32,
-    in_name: bool,
+    field: Field,
 }
 
 /// What the words of one message gave one skill.
@@ -156,6 +211,20 @@ pub(crate) struct SkillWords {
     pub(crate) matched: u16,
     /// The rarest term it matched in its name (0 when none).
     pub(crate) rare_name: f32,
+    /// How many of the message's terms it holds outside its body.
+    pub(crate) described: u16,
+}
+
+/// The message's words a skill holds, by where it holds them (as the library writes them).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Words {
+    pub(crate) name: Vec<String>,
+    /// In the description, `when_to_use` or tags, not the name.
+    pub(crate) description: Vec<String>,
+    /// Only in the body.
+    pub(crate) body: Vec<String>,
+    /// In its `when_not_to_use`.
+    pub(crate) against: Vec<String>,
 }
 
 /// What the words of one message gave every skill, by position in the index.
@@ -167,16 +236,20 @@ pub(crate) struct WordScores {
     pub(crate) skills: Vec<SkillWords>,
 }
 
-/// The library's words, their terms and postings (see the module docs).
-#[derive(Debug, Default)]
+/// The library's words, their terms and postings (see the module docs), in flat arrays that
+/// are saved and read back as they stand.
+#[derive(Debug)]
 pub(crate) struct Ranker {
     /// A word, or a base the inflection rule gives a word, to its term.
-    terms: FxHashMap<Box<str>, u32>,
+    terms: Lexicon,
     /// Each term as the library writes it (its shortest form), for explanations.
-    text: Vec<Box<str>>,
-    postings: Vec<Vec<Posting>>,
-    /// `when_not_to_use` terms: the skills that name them, with the weight they take away.
-    against: FxHashMap<u32, Vec<(u32, f32)>>,
+    text: Strings,
+    /// Where each term's postings start in `postings`, and one past the last.
+    starts: Vec<u32>,
+    /// Every term's postings, term by term, each term's by skill.
+    postings: Vec<Posting>,
+    /// `when_not_to_use` words: (term, skill, the weight it takes away), in that order.
+    against: Vec<(u32, u32, f32)>,
     /// Each term's rarity: 1.0 for a word of one skill, less the more skills hold it.
     rarity: Vec<f32>,
 }
@@ -184,17 +257,10 @@ pub(crate) struct Ranker {
 impl Ranker {
     /// Index the words of `skills`. Skills that the model may not invoke are left out.
     pub(crate) fn new(skills: &[Skill]) -> Ranker {
-        /// Where a word of a skill stands.
-        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-        enum Field {
-            Name,
-            Rest,
-            Against,
-        }
         let mut scratch = String::new();
-        let mut ranker = Ranker::default();
-        ranker.terms.extend(STOP_WORDS.iter().map(|&w| (w.into(), STOP)));
-        let is_stop_word = |w: &str| ranker.terms.contains_key(w);
+        let mut terms: FxHashMap<Box<str>, u32> = STOP_WORDS.iter().map(|&w| (w.into(), STOP)).collect();
+        let mut text = Strings::default();
+        let is_stop_word = |w: &str| terms.contains_key(w);
         // Every word once (`surface`), and each occurrence as (word, skill, field).
         let mut surface: FxHashMap<Box<str>, u32> = FxHashMap::default();
         let mut occurrences: Vec<(u32, u32, Field)> = Vec::new();
@@ -212,6 +278,7 @@ impl Ranker {
                 (&field(skill, "tags"), Field::Rest),
                 (&field(skill, "keywords"), Field::Rest),
                 (&field(skill, "when_not_to_use"), Field::Against),
+                (skill.body.as_str(), Field::Body),
             ];
             for (text, kind) in fields {
                 each_word(text, &mut scratch, |w| {
@@ -227,9 +294,7 @@ impl Ranker {
                         }
                     };
                     occurrences.push((id, i as u32, kind));
-                    if kind != Field::Against {
-                        lengths[i] += 1.0;
-                    }
+                    lengths[i] += kind.weight();
                 });
             }
         }
@@ -243,14 +308,14 @@ impl Ranker {
             let mut joined = None;
             each_base(w, &mut scratch, |base| {
                 if joined.is_none() {
-                    joined = ranker.terms.get(base).copied().filter(|&t| t != STOP);
+                    joined = terms.get(base).copied().filter(|&t| t != STOP);
                 }
             });
             let term = joined.unwrap_or_else(|| {
-                ranker.text.push(w.into());
-                (ranker.text.len() - 1) as u32
+                text.push(w);
+                (text.len() - 1) as u32
             });
-            ranker.terms.insert(w.into(), term);
+            terms.insert(w.into(), term);
             term_of_surface[id as usize] = term;
         }
         // A message's word may be the base of a word the library holds only inflected
@@ -258,13 +323,13 @@ impl Ranker {
         let mut aliases: Vec<(String, u32)> = Vec::new();
         for &(w, id) in &distinct {
             each_base(w, &mut scratch, |base| {
-                if !ranker.terms.contains_key(base) {
+                if !terms.contains_key(base) {
                     aliases.push((base.to_string(), term_of_surface[id as usize]));
                 }
             });
         }
         for (base, term) in aliases {
-            ranker.terms.entry(base.into()).or_insert(term);
+            terms.entry(base.into()).or_insert(term);
         }
 
         // Each term's weighted frequency per skill (sorted by term, then skill), then BM25
@@ -278,60 +343,71 @@ impl Ranker {
         let average = (lengths.iter().sum::<f32>() / described).max(1.0);
         let idf = |n: f32| (1.0 + (described - n + 0.5) / (n + 0.5)).ln();
         let one = idf(1.0);
-        let terms = ranker.text.len();
-        let mut postings: Vec<Vec<(u32, f32, bool)>> = vec![Vec::new(); terms];
+        // Per term: (skill, weighted frequency, strongest field).
+        let mut lists: Vec<Vec<(u32, f32, Field)>> = vec![Vec::new(); text.len()];
+        let mut against: Vec<(u32, u32, f32)> = Vec::new();
         for &(term, skill, kind) in &weighted {
-            let list = &mut postings[term as usize];
             if kind == Field::Against {
-                let against = ranker.against.entry(term).or_default();
-                if against.last().is_none_or(|&(s, _)| s != skill) {
-                    against.push((skill, 0.0));
+                if against.last().is_none_or(|&(t, s, _)| (t, s) != (term, skill)) {
+                    against.push((term, skill, 0.0));
                 }
                 continue;
             }
+            let list = &mut lists[term as usize];
             if list.last().is_none_or(|&(s, _, _)| s != skill) {
-                list.push((skill, 0.0, false));
+                list.push((skill, 0.0, kind));
             }
             let last = list.last_mut().expect("just pushed");
-            last.1 += if kind == Field::Name { NAME_WEIGHT } else { 1.0 };
-            last.2 |= kind == Field::Name;
+            last.1 += kind.weight();
+            last.2 = last.2.min(kind);
         }
-        ranker.rarity = postings.iter().map(|p| idf(p.len() as f32) / one).collect();
-        ranker.postings = postings
-            .into_iter()
-            .enumerate()
-            .map(|(term, list)| {
-                list.into_iter()
-                    .map(|(skill, tf, in_name)| {
-                        let norm = K1 * (1.0 - B + B * lengths[skill as usize] / average);
-                        Posting {
-                            skill,
-                            weight: ranker.rarity[term] * tf * (K1 + 1.0) / (tf + norm),
-                            in_name,
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
+        let rarity: Vec<f32> = lists.iter().map(|p| idf(p.len() as f32) / one).collect();
+        let mut starts = vec![0u32];
+        let mut postings = Vec::new();
+        for (list, &rarity) in lists.into_iter().zip(&rarity) {
+            postings.extend(list.into_iter().filter_map(|(skill, tf, field)| {
+                let norm = K1 * (1.0 - B + B * lengths[skill as usize] / average);
+                let weight = rarity * tf * (K1 + 1.0) / (tf + norm);
+                (field != Field::Body || weight >= BODY_FLOOR).then_some(Posting { skill, weight, field })
+            }));
+            starts.push(postings.len() as u32);
+        }
         // A `when_not_to_use` word takes away what the same word would give a skill of one
         // occurrence, scaled by its rarity.
-        for (term, list) in &mut ranker.against {
-            for (_, weight) in list.iter_mut() {
-                *weight = ranker.rarity.get(*term as usize).copied().unwrap_or(1.0);
-            }
+        for (term, _, weight) in &mut against {
+            *weight = rarity[*term as usize];
         }
-        ranker
+        Ranker {
+            terms: Lexicon::new(terms),
+            text,
+            starts,
+            postings,
+            against,
+            rarity,
+        }
+    }
+
+    fn postings_of(&self, term: u32) -> &[Posting] {
+        let t = term as usize;
+        &self.postings[self.starts[t] as usize..self.starts[t + 1] as usize]
+    }
+
+    /// The skills whose `when_not_to_use` holds `term`, with the weight it takes away.
+    fn against_of(&self, term: u32) -> &[(u32, u32, f32)] {
+        let start = self.against.partition_point(|a| a.0 < term);
+        let end = self.against.partition_point(|a| a.0 <= term);
+        &self.against[start..end]
     }
 
     /// The term a message's word (lowercased) stands for, itself or a base of it.
     fn term_of(&self, word: &str, scratch: &mut String) -> Option<u32> {
-        if let Some(&t) = self.terms.get(word) {
+        if let Some(t) = self.terms.get(word) {
             return (t != STOP).then_some(t);
         }
         let mut found = None;
         each_base(word, scratch, |base| {
             if found.is_none() {
-                found = self.terms.get(base).copied().filter(|&t| t != STOP);
+                found = self.terms.get(base).filter(|&t| t != STOP);
             }
         });
         found
@@ -361,45 +437,106 @@ impl Ranker {
         let mut acc = vec![SkillWords::default(); skills];
         for &t in &terms {
             let rarity = self.rarity[t as usize];
-            for p in &self.postings[t as usize] {
+            for p in self.postings_of(t) {
                 let a = &mut acc[p.skill as usize];
                 a.score += p.weight;
                 a.matched = a.matched.saturating_add(1);
-                if p.in_name {
+                a.described = a.described.saturating_add(u16::from(p.field != Field::Body));
+                if p.field == Field::Name {
                     a.rare_name = a.rare_name.max(rarity);
                 }
             }
-            for &(skill, weight) in self.against.get(&t).into_iter().flatten() {
-                acc[skill as usize].score -= weight;
+            if !self.against.is_empty() {
+                for &(_, skill, weight) in self.against_of(t) {
+                    acc[skill as usize].score -= weight;
+                }
             }
         }
         WordScores { terms, skills: acc }
     }
 
-    /// The words behind skill `i`'s score: the message's terms in its name, those only in
-    /// the rest, and its `when_not_to_use` words the message holds (as the library writes
-    /// them).
-    pub(crate) fn words_of(&self, scores: &WordScores, i: usize) -> (Vec<String>, Vec<String>, Vec<String>) {
-        let (mut name, mut rest, mut against) = (Vec::new(), Vec::new(), Vec::new());
+    /// The words behind skill `i`'s score.
+    pub(crate) fn words_of(&self, scores: &WordScores, i: usize) -> Words {
+        let mut words = Words::default();
         for &t in &scores.terms {
-            let text = || self.text[t as usize].to_string();
-            let postings = &self.postings[t as usize];
+            let text = || self.text.get(t as usize).to_string();
+            let postings = self.postings_of(t);
             if let Ok(at) = postings.binary_search_by_key(&(i as u32), |p| p.skill) {
-                if postings[at].in_name {
-                    name.push(text());
-                } else {
-                    rest.push(text());
+                match postings[at].field {
+                    Field::Name => words.name.push(text()),
+                    Field::Rest => words.description.push(text()),
+                    Field::Body | Field::Against => words.body.push(text()),
                 }
             }
-            if self
-                .against
-                .get(&t)
-                .is_some_and(|l| l.iter().any(|(s, _)| *s as usize == i))
-            {
-                against.push(text());
+            if self.against_of(t).iter().any(|a| a.1 as usize == i) {
+                words.against.push(text());
             }
         }
-        (name, rest, against)
+        words
+    }
+
+    /// The ranker as bytes, for [`Ranker::read`].
+    pub(crate) fn write(&self) -> Vec<u8> {
+        let mut out = Writer::default();
+        self.terms.write(&mut out);
+        self.text.write(&mut out);
+        out.u32s(&self.starts);
+        out.u32s(&self.postings.iter().map(|p| p.skill).collect::<Vec<_>>());
+        out.f32s(&self.postings.iter().map(|p| p.weight).collect::<Vec<_>>());
+        out.bytes(&self.postings.iter().map(|p| p.field as u8).collect::<Vec<_>>());
+        out.u32s(&self.against.iter().flat_map(|a| [a.0, a.1]).collect::<Vec<_>>());
+        out.f32s(&self.against.iter().map(|a| a.2).collect::<Vec<_>>());
+        out.f32s(&self.rarity);
+        out.finish()
+    }
+
+    /// A ranker [`Ranker::write`] wrote for an index of `skills` skills; `None` unless every
+    /// part is whole and every term and skill it names is in range, so a damaged or foreign
+    /// file is rebuilt rather than trusted.
+    pub(crate) fn read(bytes: &[u8], skills: usize) -> Option<Ranker> {
+        let input = &mut Reader::new(bytes);
+        let terms = Lexicon::read(input)?;
+        let text = Strings::read(input)?;
+        let starts = input.u32s()?;
+        let (skill, weight, field) = (input.u32s()?, input.f32s()?, input.bytes()?);
+        let (pairs, taken) = (input.u32s()?, input.f32s()?);
+        let rarity = input.f32s()?;
+        let n = text.len();
+        let fields = [Field::Name, Field::Rest, Field::Body];
+        let sound = input.is_done()
+            && starts.len() == n + 1
+            && starts.first() == Some(&0)
+            && starts.windows(2).all(|w| w[0] <= w[1])
+            && starts.last() == Some(&(skill.len() as u32))
+            && weight.len() == skill.len()
+            && field.len() == skill.len()
+            && field.iter().all(|&f| (f as usize) < fields.len())
+            && skill.iter().all(|&s| (s as usize) < skills)
+            && terms.terms().iter().all(|&t| t == STOP || (t as usize) < n)
+            && pairs.len() == 2 * taken.len()
+            && pairs
+                .chunks_exact(2)
+                .all(|p| (p[0] as usize) < n && (p[1] as usize) < skills)
+            && pairs.chunks_exact(2).is_sorted_by_key(|p| p[0])
+            && rarity.len() == n;
+        sound.then(|| Ranker {
+            terms,
+            text,
+            starts,
+            postings: (skill.iter().zip(&weight).zip(field))
+                .map(|((&skill, &weight), &f)| Posting {
+                    skill,
+                    weight,
+                    field: fields[f as usize],
+                })
+                .collect(),
+            against: pairs
+                .chunks_exact(2)
+                .zip(taken)
+                .map(|(p, w)| (p[0], p[1], w))
+                .collect(),
+            rarity,
+        })
     }
 }
 
@@ -483,12 +620,13 @@ mod tests {
         ];
         let r = Ranker::new(&skills);
         let s = r.score("the webhook is failing", 3);
+        let words = r.words_of(&s, 0);
         assert_eq!(
-            r.words_of(&s, 0),
-            (vec!["webhooks".into()], vec!["failed".into()], vec![])
+            (words.name, words.description),
+            (vec!["webhooks".to_string()], vec!["failed".to_string()])
         );
         let s = r.score("deploying the app", 3);
-        assert_eq!(r.words_of(&s, 1).0, ["deploy"]);
+        assert_eq!(r.words_of(&s, 1).name, ["deploy"]);
         // "app" is in two skills, "changelog" in one: the rarer word weighs more.
         let s = r.score("app changelog", 3);
         assert!(s.skills[2].score > s.skills[1].score);
@@ -508,6 +646,69 @@ mod tests {
         let plain = r.score("read the PDF form", 2);
         let scanned = r.score("read the scanned PDF form", 2);
         assert!(scanned.skills[0].score < plain.skills[0].score, "{scanned:?}");
-        assert_eq!(r.words_of(&scanned, 0).2, ["scanned"]);
+        assert_eq!(r.words_of(&scanned, 0).against, ["scanned"]);
+    }
+
+    fn skill_with_body(name: &str, description: &str, body: &str) -> Skill {
+        let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}");
+        Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name))
+            .0
+            .expect("parses")
+            .with_root(Source::Project, 250)
+    }
+
+    #[test]
+    fn the_body_finds_its_skill_and_is_explained_apart_from_the_description() {
+        let skills = vec![
+            skill_with_body(
+                "frontend-security",
+                "Secure the browser side of a web app",
+                "Escape output against XSS. Never assign user text to innerHTML; \
+                 sanitize it first. XSS in attributes needs attribute escaping.",
+            ),
+            skill_with_body("xss-scanner", "Scan pages for XSS", "Run the scanner."),
+            skill_with_body("css", "Style pages", "Layout and colours."),
+        ];
+        let r = Ranker::new(&skills);
+        let s = r.score("how do I stop xss from innerHTML", 3);
+        assert!(s.skills[0].score > 0.0 && s.skills[2].score == 0.0, "{s:?}");
+        assert!(s.skills[1].score > 0.0);
+        let words = r.words_of(&s, 0);
+        assert_eq!(
+            (words.description, words.body),
+            (vec![], vec!["xss".to_string(), "inner".into(), "html".into()])
+        );
+        assert_eq!(r.words_of(&s, 1).name, ["xss"]);
+    }
+
+    #[test]
+    fn a_saved_ranker_reads_back_to_the_same_scores_and_a_damaged_one_is_refused() {
+        let skills = vec![
+            skill(
+                "stripe-webhooks",
+                "Verify Stripe webhooks and replay failed events",
+                "",
+            ),
+            skill(
+                "pdf",
+                "Read and fill PDF forms",
+                "when_not_to_use: scanned images\n",
+            ),
+            skill_with_body("deploy", "Deploy the app", "Roll back a failed release."),
+        ];
+        let built = Ranker::new(&skills);
+        let bytes = built.write();
+        let read = Ranker::read(&bytes, skills.len()).expect("reads back");
+        for message in ["the webhook failed", "scanned pdf form", "roll back the release"] {
+            let (a, b) = (built.score(message, 3), read.score(message, 3));
+            for i in 0..3 {
+                assert_eq!(a.skills[i].score, b.skills[i].score, "{message}");
+                assert_eq!(built.words_of(&a, i), read.words_of(&b, i), "{message}");
+            }
+        }
+        // Short, or for a smaller index than its skills need: rebuilt, never trusted.
+        assert!(Ranker::read(&bytes[..bytes.len() - 1], skills.len()).is_none());
+        assert!(Ranker::read(&bytes, 2).is_none());
+        assert!(Ranker::read(b"", 3).is_none());
     }
 }
