@@ -3,7 +3,7 @@
 //! (when the model answers without asking for a tool). `matcher` is a regular expression on
 //! tool names (empty or `*`: every tool).
 //!
-//! They run only for skills the user trusts (the same [`ToolTrust`] as skill tools), like
+//! They run only for skills the user trusts (the same [`ToolTrust`](crate::ToolTrust) as skill tools), like
 //! skill tools: without a shell unless the user allows one ([`HookOptions::allow_shell`]),
 //! under a timeout, with standard input closed and the scrubbed environment of
 //! [`tool_env`] plus `CTXKIT_TOOL_NAME` and `CTXKIT_TOOL_INPUT` (the call's JSON arguments).

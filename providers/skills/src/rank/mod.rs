@@ -69,7 +69,7 @@ impl Field {
 }
 
 /// What a saved ranker was computed with: a file saved by a build that weighs words
-/// differently is another file. Bump [`FORMAT`] with any change to what `Ranker::new` computes
+/// differently is another file. Bump `FORMAT` with any change to what `Ranker::new` computes
 /// that the constants do not show (the words it reads, the stop words, the inflection rule).
 pub(crate) fn recipe() -> String {
     /// The version of what a ranker holds and how it is computed.
