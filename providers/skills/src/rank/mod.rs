@@ -13,7 +13,7 @@
 //!
 //! Everything a message's words are looked up in is built once per index: a table from each
 //! word of the library, and each base the inflection rule gives it, to a term; each term's
-//! postings with their BM25 weight already computed. Reading every body takes about 100 ms
+//! postings with their BM25 weight already computed. Reading every body takes about 150 ms
 //! for 650 skills, so a library loaded through the index cache keeps its ranker in the cache
 //! folder too (see `cache::ranker`). A message is then a split, one hash lookup per word and a
 //! sum over postings: no stemming, no allocation per word.
