@@ -13,8 +13,8 @@
 //!
 //! Everything a message's words are looked up in is built once per index: a table from each
 //! word of the library, and each base the inflection rule gives it, to a term; each term's
-//! postings with their BM25 weight already computed. Reading every body takes about 150 ms
-//! for 650 skills, so a library loaded through the index cache keeps its ranker in the cache
+//! postings with their BM25 weight already computed. Reading every body takes most of
+//! 70-100 ms for 650 skills, so a library loaded through the index cache keeps its ranker in the cache
 //! folder too (see `cache::ranker`). A message is then a split, one hash lookup per word and a
 //! sum over postings: no stemming, no allocation per word.
 
@@ -89,6 +89,11 @@ fn each_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
         return each_ascii_word(text, scratch, each);
     }
     for raw in text.split(|c: char| !is_word_char(c) || c == '_') {
+        // Most words of a text with a few non-ASCII characters (a dash, an arrow) are ASCII.
+        if raw.is_ascii() {
+            each_ascii_word(raw, scratch, &mut each);
+            continue;
+        }
         let mut start = 0;
         let mut previous: Option<char> = None;
         for (at, c) in raw.char_indices() {
@@ -332,13 +337,8 @@ impl Ranker {
             terms.entry(base.into()).or_insert(term);
         }
 
-        // Each term's weighted frequency per skill (sorted by term, then skill), then BM25
-        // with rarity.
-        let mut weighted: Vec<(u32, u32, Field)> = occurrences
-            .into_iter()
-            .map(|(id, skill, kind)| (term_of_surface[id as usize], skill, kind))
-            .collect();
-        weighted.sort_unstable();
+        // Each term's weighted frequency per skill, then BM25 with rarity. The occurrences
+        // come skill by skill, so each term's list is built in skill order without a sort.
         let described = lengths.iter().filter(|&&l| l > 0.0).count().max(1) as f32;
         let average = (lengths.iter().sum::<f32>() / described).max(1.0);
         let idf = |n: f32| (1.0 + (described - n + 0.5) / (n + 0.5)).ln();
@@ -346,11 +346,10 @@ impl Ranker {
         // Per term: (skill, weighted frequency, strongest field).
         let mut lists: Vec<Vec<(u32, f32, Field)>> = vec![Vec::new(); text.len()];
         let mut against: Vec<(u32, u32, f32)> = Vec::new();
-        for &(term, skill, kind) in &weighted {
+        for (id, skill, kind) in occurrences {
+            let term = term_of_surface[id as usize];
             if kind == Field::Against {
-                if against.last().is_none_or(|&(t, s, _)| (t, s) != (term, skill)) {
-                    against.push((term, skill, 0.0));
-                }
+                against.push((term, skill, 0.0));
                 continue;
             }
             let list = &mut lists[term as usize];
@@ -361,6 +360,8 @@ impl Ranker {
             last.1 += kind.weight();
             last.2 = last.2.min(kind);
         }
+        against.sort_unstable_by_key(|&(t, s, _)| (t, s));
+        against.dedup_by_key(|&mut (t, s, _)| (t, s));
         let rarity: Vec<f32> = lists.iter().map(|p| idf(p.len() as f32) / one).collect();
         let mut starts = vec![0u32];
         let mut postings = Vec::new();
