@@ -11,9 +11,9 @@ impl Writer {
         self.0.extend(values.iter().flat_map(|v| v.to_le_bytes()));
     }
 
+    /// Floats as their bits.
     pub(super) fn f32s(&mut self, values: &[f32]) {
-        self.len(values.len());
-        self.0.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        self.u32s(&values.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
     }
 
     pub(super) fn bytes(&mut self, values: &[u8]) {
@@ -48,12 +48,7 @@ impl<'a> Reader<'a> {
     }
 
     pub(super) fn f32s(&mut self) -> Option<Vec<f32>> {
-        let raw = self.array(4)?;
-        Some(
-            raw.chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        )
+        Some(self.u32s()?.into_iter().map(f32::from_bits).collect())
     }
 
     pub(super) fn bytes(&mut self) -> Option<&'a [u8]> {

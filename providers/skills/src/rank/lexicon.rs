@@ -9,7 +9,7 @@ use rustc_hash::FxBuildHasher;
 
 use super::flat::{Reader, Strings, Writer};
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Lexicon {
     /// Where each bucket's words start in `words`, and one past the last (a power of two plus
     /// one entries).
@@ -37,7 +37,8 @@ impl Lexicon {
         placed.sort_unstable();
         let mut lexicon = Lexicon {
             buckets: Vec::with_capacity(count + 1),
-            ..Lexicon::default()
+            words: Strings::default(),
+            terms: Vec::with_capacity(placed.len()),
         };
         for (b, word, term) in &placed {
             while lexicon.buckets.len() <= *b {

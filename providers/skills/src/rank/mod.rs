@@ -547,7 +547,16 @@ mod tests {
     use crate::skill::{Skill, Source};
 
     fn skill(name: &str, description: &str, extra: &str) -> Skill {
-        let text = format!("---\nname: {name}\ndescription: {description}\n{extra}---\nBody.");
+        skill_of(name, description, extra, "Body.")
+    }
+
+    fn skill_with_body(name: &str, description: &str, body: &str) -> Skill {
+        skill_of(name, description, "", body)
+    }
+
+    /// A skill parsed from its frontmatter fields (`extra`: more lines of it) and body.
+    fn skill_of(name: &str, description: &str, extra: &str, body: &str) -> Skill {
+        let text = format!("---\nname: {name}\ndescription: {description}\n{extra}---\n{body}");
         let (parsed, diags) = Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name));
         parsed
             .unwrap_or_else(|| panic!("{name} did not parse: {diags:?}"))
@@ -648,14 +657,6 @@ mod tests {
         let scanned = r.score("read the scanned PDF form", 2);
         assert!(scanned.skills[0].score < plain.skills[0].score, "{scanned:?}");
         assert_eq!(r.words_of(&scanned, 0).against, ["scanned"]);
-    }
-
-    fn skill_with_body(name: &str, description: &str, body: &str) -> Skill {
-        let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}");
-        Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name))
-            .0
-            .expect("parses")
-            .with_root(Source::Project, 250)
     }
 
     #[test]

@@ -275,7 +275,12 @@ fn empty_and_punctuation_triggers_never_fire() {
 
 /// A skill described for what it does, without triggers.
 fn described(name: &str, description: &str, extra: &str) -> ctxkit_skills::Skill {
-    let text = format!("---\nname: {name}\ndescription: {description}\n{extra}---\nInstructions of {name}.");
+    described_with(name, description, extra, &format!("Instructions of {name}."))
+}
+
+/// The same with its body.
+fn described_with(name: &str, description: &str, extra: &str, body: &str) -> ctxkit_skills::Skill {
+    let text = format!("---\nname: {name}\ndescription: {description}\n{extra}---\n{body}");
     let (parsed, diags) =
         ctxkit_skills::Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name));
     parsed
@@ -449,13 +454,7 @@ fn near_misses_say_why_they_were_left_out() {
 
 #[test]
 fn a_body_adds_evidence_but_never_selects_alone() {
-    let with_body = |name: &str, description: &str, body: &str| {
-        let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}");
-        ctxkit_skills::Skill::parse(format!("skills/{name}/SKILL.md").as_ref(), &text, Some(name))
-            .0
-            .expect("parses")
-            .with_root(ctxkit_skills::Source::Project, 250)
-    };
+    let with_body = |name, description, body| described_with(name, description, "", body);
     let idx = index(vec![
         with_body(
             "frontend-security",
