@@ -331,18 +331,39 @@ impl SkillIndex {
             options.floor
         };
         let n = self.skills.len();
-        let mut triggers = vec![0f32; if fired.is_empty() { 0 } else { n }];
-        for (i, hits) in &fired {
-            triggers[*i] = TRIGGER_WEIGHT * hits.len() as f32;
-        }
-        // What each kind of evidence gives skill `i`: triggers, words, meaning.
-        let evidence = |i: usize| {
-            let words = words.as_ref().map_or(SkillWords::default(), |(_, s)| s.skills[i]);
-            let meaning = meaning
+        let meaning_of = |i: usize| {
+            meaning
                 .and_then(|m| m.get(i))
-                .map_or(0.0, |&cosine| (MEANING_WEIGHT * (cosine - MEANING_ZERO)).max(0.0));
-            (triggers.get(i).copied().unwrap_or(0.0), words, meaning)
+                .map_or(0.0, |&cosine| (MEANING_WEIGHT * (cosine - MEANING_ZERO)).max(0.0))
         };
+        let trigger_of = |fired: &[(usize, Vec<Hit>)], i: usize| {
+            fired
+                .iter()
+                .find(|(s, _)| *s == i)
+                .map_or(0.0, |(_, hits)| TRIGGER_WEIGHT * hits.len() as f32)
+        };
+        // Each skill's total, in one pass per kind of evidence; none reached it: -∞.
+        let mut totals = words
+            .as_ref()
+            .map_or_else(|| vec![f32::NEG_INFINITY; n], |(_, scores)| scores.skills.clone());
+        let add = |total: &mut f32, x: f32| {
+            *total = if *total == f32::NEG_INFINITY {
+                x
+            } else {
+                *total + x
+            };
+        };
+        for (i, _) in &fired {
+            add(&mut totals[*i], trigger_of(&fired, *i));
+        }
+        if meaning.is_some() {
+            for (i, total) in totals.iter_mut().enumerate() {
+                let m = meaning_of(i);
+                if m > 0.0 {
+                    add(total, m);
+                }
+            }
+        }
         // Only the best few can be selected or shown as near misses: as many as the cap and
         // the near misses allow, beside every triggered skill. They are kept in order as the
         // skills go by, so most skills cost one comparison.
@@ -354,14 +375,15 @@ impl SkillIndex {
             b.0.total_cmp(&a.0).then(self.rank[a.1].cmp(&self.rank[b.1]))
         };
         let mut pool: Vec<(f32, usize)> = Vec::with_capacity(keep.min(n) + 1);
-        for i in 0..n {
-            let (trigger, words, meaning) = evidence(i);
-            if trigger == 0.0 && words.matched == 0 && meaning == 0.0 {
+        // The last kept score once the pool is full: most skills fall below it.
+        let mut bar = f32::NEG_INFINITY;
+        for (i, &total) in totals.iter().enumerate() {
+            if total < bar || total == f32::NEG_INFINITY {
                 continue;
             }
-            let entry = (trigger + words.score + meaning, i);
+            let entry = (total, i);
             if let Some(last) = pool.last().filter(|_| pool.len() == keep) {
-                if entry.0 < last.0 || order(last, &entry).is_le() {
+                if order(last, &entry).is_le() {
                     continue;
                 }
             }
@@ -369,11 +391,19 @@ impl SkillIndex {
             if at < keep && !taken(&out, i) && !self.skills[i].disable_model_invocation {
                 pool.insert(at, entry);
                 pool.truncate(keep);
+                if pool.len() == keep {
+                    bar = pool[keep - 1].0;
+                }
             }
         }
         let best = pool.first().map_or(0.0, |&(t, _)| t.max(0.0));
         let candidates = pool.into_iter().map(|(_, i)| {
-            let (trigger, words, meaning) = evidence(i);
+            let (score, words) = words
+                .as_ref()
+                .map_or((0.0, SkillWords::default()), |(ranker, s)| {
+                    (s.score_of(i), ranker.evidence(s, i))
+                });
+            let trigger = trigger_of(&fired, i);
             let hits = fired
                 .iter_mut()
                 .find(|(s, _)| *s == i)
@@ -381,9 +411,9 @@ impl SkillIndex {
                 .unwrap_or_default();
             Candidate {
                 skill: i,
-                score: trigger + words.score,
+                score: trigger + score,
                 words,
-                meaning,
+                meaning: meaning_of(i),
                 fired: hits,
             }
         });

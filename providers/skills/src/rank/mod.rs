@@ -92,45 +92,58 @@ fn each_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
         // Most words of a text with a few non-ASCII characters (a dash, an arrow) are ASCII.
         if raw.is_ascii() {
             each_ascii_word(raw, scratch, &mut each);
-            continue;
+        } else {
+            each_unicode_word(raw, scratch, &mut each);
         }
-        let mut start = 0;
-        let mut previous: Option<char> = None;
-        for (at, c) in raw.char_indices() {
-            let cut = previous.is_some_and(|p| {
-                (p.is_lowercase() && c.is_uppercase())
-                    || (p.is_alphabetic() && c.is_ascii_digit())
-                    || (p.is_ascii_digit() && c.is_alphabetic())
-            });
-            if cut {
-                word(&raw[start..at], scratch, &mut each);
-                start = at;
-            }
-            previous = Some(c);
-        }
-        word(&raw[start..], scratch, &mut each);
     }
 }
 
-/// [`each_word`] for ASCII text (most messages and descriptions), a byte at a time: the same
-/// words at a fraction of the cost, as a 2 KB message is read for every selection.
-fn each_ascii_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
-    /// A byte's class: 0 splits, then lowercase, uppercase, digit.
-    const SPLIT: u8 = 0;
-    const LOWER: u8 = 1;
-    const UPPER: u8 = 2;
-    const DIGIT: u8 = 3;
-    let class = |b: u8| match b {
-        b'a'..=b'z' => LOWER,
-        b'A'..=b'Z' => UPPER,
-        b'0'..=b'9' => DIGIT,
-        _ => SPLIT,
-    };
-    // A piece without capitals is passed as it stands (the ranker's messages come lowercased).
-    let mut emit = |piece: &str, letters: usize, capitals: bool| {
-        if letters < 2 {
-            return;
+/// [`each_word`] for one run of word characters, any script: cut at camelCase and between
+/// letters and digits.
+fn each_unicode_word(raw: &str, scratch: &mut String, each: &mut impl FnMut(&str)) {
+    let mut start = 0;
+    let mut previous: Option<char> = None;
+    for (at, c) in raw.char_indices() {
+        let cut = previous.is_some_and(|p| {
+            (p.is_lowercase() && c.is_uppercase())
+                || (p.is_alphabetic() && c.is_ascii_digit())
+                || (p.is_ascii_digit() && c.is_alphabetic())
+        });
+        if cut {
+            word(&raw[start..at], scratch, each);
+            start = at;
         }
+        previous = Some(c);
+    }
+    word(&raw[start..], scratch, each);
+}
+
+/// [`each_word`] for ASCII text (most messages and descriptions), a byte at a time: the same
+/// words at a fraction of the cost, as a 2 KB message is read for every selection. In ASCII the
+/// rule comes down to runs of letters (digits split like any other byte, and a number alone is
+/// no word), each cut where a lowercase letter meets a capital: a piece is some capitals, then
+/// some lowercase letters.
+fn each_ascii_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
+    let bytes = text.as_bytes();
+    let n = bytes.len();
+    let mut at = 0;
+    while at < n {
+        if !bytes[at].is_ascii_alphabetic() {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < n && bytes[at].is_ascii_uppercase() {
+            at += 1;
+        }
+        let capitals = at > start;
+        while at < n && bytes[at].is_ascii_lowercase() {
+            at += 1;
+        }
+        if at - start < 2 {
+            continue;
+        }
+        let piece = &text[start..at];
         if capitals {
             scratch.clear();
             scratch.push_str(piece);
@@ -139,27 +152,6 @@ fn each_ascii_word(text: &str, scratch: &mut String, mut each: impl FnMut(&str))
         } else {
             each(piece);
         }
-    };
-    let (mut start, mut letters, mut capitals, mut previous) = (0, 0, false, SPLIT);
-    for (at, &b) in text.as_bytes().iter().enumerate() {
-        let c = class(b);
-        let cut = matches!(
-            (previous, c),
-            (_, SPLIT) | (LOWER, UPPER) | (LOWER | UPPER, DIGIT) | (DIGIT, LOWER | UPPER)
-        );
-        if cut && previous != SPLIT {
-            emit(&text[start..at], letters, capitals);
-            (letters, capitals) = (0, false);
-        }
-        if cut || previous == SPLIT {
-            start = if c == SPLIT { at + 1 } else { at };
-        }
-        letters += usize::from(c == LOWER || c == UPPER);
-        capitals |= c == UPPER;
-        previous = c;
-    }
-    if previous != SPLIT {
-        emit(&text[start..], letters, capitals);
     }
 }
 
@@ -207,17 +199,17 @@ struct Posting {
     field: Field,
 }
 
-/// What the words of one message gave one skill.
+/// What the words of one message gave one skill, beyond its score: what the selection's rules
+/// ask of the few skills that can be selected, counted for them alone
+/// ([`Ranker::evidence`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct SkillWords {
-    /// Its matched terms' weights, less what `when_not_to_use` took.
-    pub(crate) score: f32,
     /// How many of the message's terms it matched.
-    pub(crate) matched: u16,
+    pub(crate) matched: u32,
     /// The rarest term it matched in its name (0 when none).
     pub(crate) rare_name: f32,
     /// How many of the message's terms it holds outside its body.
-    pub(crate) described: u16,
+    pub(crate) described: u32,
 }
 
 /// The message's words a skill holds, by where it holds them (as the library writes them).
@@ -237,8 +229,19 @@ pub(crate) struct Words {
 pub(crate) struct WordScores {
     /// The message's distinct terms.
     terms: Vec<u32>,
-    /// Per skill.
-    pub(crate) skills: Vec<SkillWords>,
+    /// Per skill: its matched terms' weights, less what `when_not_to_use` took; -∞ for a
+    /// skill none of the message's words reached.
+    pub(crate) skills: Vec<f32>,
+}
+
+impl WordScores {
+    /// Skill `i`'s score, 0 where none of the message's words reached it.
+    pub(crate) fn score_of(&self, i: usize) -> f32 {
+        match self.skills[i] {
+            f32::NEG_INFINITY => 0.0,
+            score => score,
+        }
+    }
 }
 
 /// The library's words, their terms and postings (see the module docs), in flat arrays that
@@ -432,45 +435,74 @@ impl Ranker {
         terms
     }
 
-    /// What the words of `message` give the skills of the index (`skills` of them).
+    /// What the words of `message` give the skills of the index (`skills` of them). Only the
+    /// weights are summed here, a few instructions per posting, as a long message's words
+    /// reach most skills; the rest of each skill's evidence is counted for the few that can be
+    /// selected ([`Ranker::evidence`]).
     pub(crate) fn score(&self, message: &str, skills: usize) -> WordScores {
         let terms = self.terms_of(message);
-        let mut acc = vec![SkillWords::default(); skills];
+        let mut acc = vec![0f32; skills];
         for &t in &terms {
-            let rarity = self.rarity[t as usize];
             for p in self.postings_of(t) {
-                let a = &mut acc[p.skill as usize];
-                a.score += p.weight;
-                a.matched = a.matched.saturating_add(1);
-                a.described = a.described.saturating_add(u16::from(p.field != Field::Body));
-                if p.field == Field::Name {
-                    a.rare_name = a.rare_name.max(rarity);
-                }
+                acc[p.skill as usize] += p.weight;
             }
-            if !self.against.is_empty() {
+        }
+        // Every weight is positive, so a skill still at 0 holds none of the message's words.
+        for score in &mut acc {
+            if *score == 0.0 {
+                *score = f32::NEG_INFINITY;
+            }
+        }
+        if !self.against.is_empty() {
+            for &t in &terms {
                 for &(_, skill, weight) in self.against_of(t) {
-                    acc[skill as usize].score -= weight;
+                    acc[skill as usize] -= weight;
                 }
             }
         }
         WordScores { terms, skills: acc }
     }
 
+    /// Skill `i`'s postings among the message's terms, with their terms.
+    fn postings_for<'a>(
+        &'a self,
+        scores: &'a WordScores,
+        i: usize,
+    ) -> impl Iterator<Item = (u32, Posting)> + 'a {
+        scores.terms.iter().filter_map(move |&t| {
+            let postings = self.postings_of(t);
+            let at = postings.binary_search_by_key(&(i as u32), |p| p.skill).ok()?;
+            Some((t, postings[at]))
+        })
+    }
+
+    /// What the selection's rules ask of skill `i` beside its score.
+    pub(crate) fn evidence(&self, scores: &WordScores, i: usize) -> SkillWords {
+        let mut words = SkillWords::default();
+        for (t, p) in self.postings_for(scores, i) {
+            words.matched += 1;
+            words.described += u32::from(p.field != Field::Body);
+            if p.field == Field::Name {
+                words.rare_name = words.rare_name.max(self.rarity[t as usize]);
+            }
+        }
+        words
+    }
+
     /// The words behind skill `i`'s score.
     pub(crate) fn words_of(&self, scores: &WordScores, i: usize) -> Words {
         let mut words = Words::default();
-        for &t in &scores.terms {
-            let text = || self.text.get(t as usize).to_string();
-            let postings = self.postings_of(t);
-            if let Ok(at) = postings.binary_search_by_key(&(i as u32), |p| p.skill) {
-                match postings[at].field {
-                    Field::Name => words.name.push(text()),
-                    Field::Rest => words.description.push(text()),
-                    Field::Body | Field::Against => words.body.push(text()),
-                }
+        let text = |t: u32| self.text.get(t as usize).to_string();
+        for (t, p) in self.postings_for(scores, i) {
+            match p.field {
+                Field::Name => words.name.push(text(t)),
+                Field::Rest => words.description.push(text(t)),
+                Field::Body | Field::Against => words.body.push(text(t)),
             }
+        }
+        for &t in &scores.terms {
             if self.against_of(t).iter().any(|a| a.1 as usize == i) {
-                words.against.push(text());
+                words.against.push(text(t));
             }
         }
         words
@@ -584,18 +616,18 @@ mod tests {
         assert_eq!(words("Tìm thời tiết"), ["tìm", "thời", "tiết"]);
     }
 
-    /// The words of `text` read the general way: a non-ASCII word (of one letter, so not a
-    /// word itself) keeps the text off the ASCII path.
-    fn general_words(text: &str) -> Vec<String> {
+    /// The words of an ASCII `text` read the way any script is read.
+    fn unicode_words(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        each_word(&format!("{text} é"), &mut String::new(), |w| {
-            out.push(w.to_string())
-        });
+        let mut push = |w: &str| out.push(w.to_string());
+        for raw in text.split(|c: char| !is_word_char(c) || c == '_') {
+            each_unicode_word(raw, &mut String::new(), &mut push);
+        }
         out
     }
 
     #[test]
-    fn ascii_text_gives_the_words_the_general_reading_gives() {
+    fn ascii_text_gives_the_words_any_script_gives() {
         for text in [
             "getWeatherForecast uber.ride2 add_postgres_server",
             "  HTTPServer x2y 3d-model a1b2c3 __init__ I/O e.g. it's ABC",
@@ -605,7 +637,16 @@ mod tests {
         ] {
             let mut fast = Vec::new();
             each_word(text, &mut String::new(), |w| fast.push(w.to_string()));
-            assert_eq!(fast, general_words(text), "{text:?}");
+            assert_eq!(fast, unicode_words(text), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_ascii_reading_is_the_general_one(text in "[a-cA-C0-2 _.'-]{0,24}") {
+            let mut fast = Vec::new();
+            each_ascii_word(&text, &mut String::new(), |w| fast.push(w.to_string()));
+            proptest::prop_assert_eq!(fast, unicode_words(&text));
         }
     }
 
@@ -639,7 +680,7 @@ mod tests {
         assert_eq!(r.words_of(&s, 1).name, ["deploy"]);
         // "app" is in two skills, "changelog" in one: the rarer word weighs more.
         let s = r.score("app changelog", 3);
-        assert!(s.skills[2].score > s.skills[1].score);
+        assert!(s.skills[2] > s.skills[1]);
     }
 
     #[test]
@@ -655,7 +696,7 @@ mod tests {
         let r = Ranker::new(&skills);
         let plain = r.score("read the PDF form", 2);
         let scanned = r.score("read the scanned PDF form", 2);
-        assert!(scanned.skills[0].score < plain.skills[0].score, "{scanned:?}");
+        assert!(scanned.skills[0] < plain.skills[0], "{scanned:?}");
         assert_eq!(r.words_of(&scanned, 0).against, ["scanned"]);
     }
 
@@ -673,8 +714,18 @@ mod tests {
         ];
         let r = Ranker::new(&skills);
         let s = r.score("how do I stop xss from innerHTML", 3);
-        assert!(s.skills[0].score > 0.0 && s.skills[2].score == 0.0, "{s:?}");
-        assert!(s.skills[1].score > 0.0);
+        assert!(s.skills[0] > 0.0 && s.skills[1] > 0.0, "{s:?}");
+        assert_eq!(
+            s.skills[2],
+            f32::NEG_INFINITY,
+            "no word of the message reached `css`"
+        );
+        // What the selection's rules ask: the body's three words are outside the description,
+        // and `xss-scanner` holds its one word in its name.
+        let (body, named) = (r.evidence(&s, 0), r.evidence(&s, 1));
+        assert_eq!((body.matched, body.described, body.rare_name), (3, 0, 0.0));
+        assert_eq!((named.matched, named.described), (1, 1));
+        assert!(named.rare_name > 0.0);
         let words = r.words_of(&s, 0);
         assert_eq!(
             (words.description, words.body),
@@ -704,7 +755,7 @@ mod tests {
         for message in ["the webhook failed", "scanned pdf form", "roll back the release"] {
             let (a, b) = (built.score(message, 3), read.score(message, 3));
             for i in 0..3 {
-                assert_eq!(a.skills[i].score, b.skills[i].score, "{message}");
+                assert_eq!(a.skills[i], b.skills[i], "{message}");
                 assert_eq!(built.words_of(&a, i), read.words_of(&b, i), "{message}");
             }
         }
