@@ -219,8 +219,6 @@ struct Candidate {
     fired: Vec<Hit>,
     /// Triggers and words.
     score: f32,
-    /// What the message's words gave it.
-    words: SkillWords,
     /// Meaning (0 without a model).
     meaning: f32,
 }
@@ -398,11 +396,7 @@ impl SkillIndex {
         }
         let best = pool.first().map_or(0.0, |&(t, _)| t.max(0.0));
         let candidates = pool.into_iter().map(|(_, i)| {
-            let (score, words) = words
-                .as_ref()
-                .map_or((0.0, SkillWords::default()), |(ranker, s)| {
-                    (s.score_of(i), ranker.evidence(s, i))
-                });
+            let score = words.as_ref().map_or(0.0, |(_, s)| s.score_of(i));
             let trigger = trigger_of(&fired, i);
             let hits = fired
                 .iter_mut()
@@ -412,7 +406,6 @@ impl SkillIndex {
             Candidate {
                 skill: i,
                 score: trigger + score,
-                words,
                 meaning: meaning_of(i),
                 fired: hits,
             }
@@ -427,13 +420,19 @@ impl SkillIndex {
                 Some("far below the best")
             } else if c.meaning >= floor / 2.0 {
                 None
-            } else if c.words.described == 0 {
-                // A body supports a selection but never makes one.
-                Some("only its body's words")
-            } else if !(c.words.matched >= 2 || c.words.rare_name >= RARE_NAME_WORD) {
-                Some("one common word")
             } else {
-                None
+                // Counted only for a skill that got this far.
+                let w = words
+                    .as_ref()
+                    .map_or(SkillWords::default(), |(ranker, s)| ranker.evidence(s, c.skill));
+                if w.described == 0 {
+                    // A body supports a selection but never makes one.
+                    Some("only its body's words")
+                } else if !(w.matched >= 2 || w.rare_name >= RARE_NAME_WORD) {
+                    Some("one common word")
+                } else {
+                    None
+                }
             };
             let why = why.or((ranked >= options.max_skills).then_some(PAST_THE_CAP));
             // A skill past the cap is always listed: it would have been sent.
