@@ -9,13 +9,13 @@
 //! - with an embedding model, the message's nearness in meaning to the name and description
 //!   ([`MEANING_WEIGHT`] per unit of cosine above [`MEANING_ZERO`]).
 //!
-//! A skill no trigger selected needs the [floor](SelectOptions::floor) (a higher
-//! [one](SelectOptions::meaning_floor) when meaning takes part), two of the message's
-//! words (or one rare word of its name), one of them outside its body (a body supports a
-//! selection but never makes one: in a small library every body word is rare), and a score
-//! within the
-//! [cut](SelectOptions::cut) of the best skill's, so one clear winner is sent alone and a
-//! message no skill serves selects nothing.
+//! Nothing is selected by words or meaning unless the best skill reaches the
+//! [floor](SelectOptions::floor) (a higher [one](SelectOptions::meaning_floor) when meaning
+//! takes part), so a message no skill serves selects nothing. Then a skill no trigger selected
+//! needs a score within the [cut](SelectOptions::cut) of the best one's, so one clear winner is
+//! sent alone; two of the message's words (or one rare word of its name); and one of them
+//! outside its body (a body supports a selection but never makes one: in a small library
+//! every body word is rare).
 
 use std::collections::BTreeMap;
 
@@ -88,7 +88,7 @@ pub struct Selection {
 pub struct Evidence {
     /// The skill's score: triggers, words and meaning together, in units of a rare word.
     pub score: f32,
-    /// The floor a skill no trigger selected had to reach.
+    /// The floor the best skill had to reach for any skill to be selected by words or meaning.
     pub floor: f32,
     /// The message's words found in the skill's name.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -133,7 +133,8 @@ pub struct Ranking {
 /// How much one trigger that fired counts, in units of a rare word (a trigger alone selects its
 /// skill whatever the floor and the cut say).
 pub const TRIGGER_WEIGHT: f32 = 2.0;
-/// The score a skill no trigger fired for needs (see the module docs). Calibrated with
+/// The score the best skill needs for any skill to be selected by words or meaning (see the
+/// module docs). Calibrated with
 /// `ctxkit bench select` (the figures are in the README): on the 650 public skills' labelled
 /// set, every chit-chat message selects nothing; on BFCL's pooled functions, half of the
 /// irrelevance requests select nothing, without a model.
@@ -181,7 +182,8 @@ pub struct SelectOptions {
     /// Whether a skill may be selected by its name, description and tags (and meaning), not
     /// only by its triggers. Default on.
     pub by_description: bool,
-    /// The score a skill no trigger fired for needs. Default [`DEFAULT_FLOOR`].
+    /// The score the best skill needs for any skill to be selected by words or meaning.
+    /// Default [`DEFAULT_FLOOR`].
     pub floor: f32,
     /// The same when meaning takes part (an embedding model gave cosines). Default
     /// [`DEFAULT_MEANING_FLOOR`].
@@ -414,7 +416,8 @@ impl SkillIndex {
         for c in candidates {
             let why = if !c.fired.is_empty() {
                 None
-            } else if c.total() < floor {
+            } else if best < floor {
+                // The floor decides whether anything is sent; the cut, what comes with the best.
                 Some("below the floor")
             } else if c.total() < options.cut * best {
                 Some("far below the best")

@@ -453,6 +453,49 @@ fn near_misses_say_why_they_were_left_out() {
 }
 
 #[test]
+fn the_floor_decides_whether_anything_is_sent_and_the_cut_what_comes_with_the_best() {
+    let idx = index(vec![
+        described("pdf-tools", "Merge, split and rotate PDF documents.", ""),
+        described("pdf-forms", "Fill PDF forms and merge their documents.", ""),
+    ]);
+    let message = ["merge these pdf documents, rotate and split them"];
+    let scores = |options: &SelectOptions| {
+        idx.select(&message, &[], options)
+            .into_iter()
+            .map(|s| (s.name, s.evidence.score))
+            .collect::<Vec<_>>()
+    };
+    let open = SelectOptions {
+        floor: 0.0,
+        cut: 0.0,
+        ..Default::default()
+    };
+    let [(best, high), (second, low)] = &scores(&open)[..] else {
+        panic!("two skills")
+    };
+    assert_eq!((best.as_str(), second.as_str()), ("pdf-tools", "pdf-forms"));
+    let (high, low) = (*high, *low);
+    assert!(high > low);
+    // The best clears the floor and the second is within the cut: both are sent, though the
+    // second scores under the floor.
+    let between = SelectOptions {
+        floor: (high + low) / 2.0,
+        cut: low / high * 0.9,
+        ..Default::default()
+    };
+    assert_eq!(scores(&between).len(), 2, "{:?}", scores(&between));
+    // The best under the floor: nothing is.
+    let above = SelectOptions {
+        floor: high * 1.1,
+        ..between.clone()
+    };
+    let ranking = idx.rank(&message, &[], &above, None);
+    assert!(ranking.selected.is_empty());
+    assert!(ranking.near.iter().all(|n| n.why == "below the floor"));
+    assert_eq!(ranking.near.len(), 2);
+}
+
+#[test]
 fn a_body_adds_evidence_but_never_selects_alone() {
     let with_body = |name, description, body| described_with(name, description, "", body);
     let idx = index(vec![
