@@ -83,6 +83,16 @@ pub(crate) enum BenchCommand {
         /// the ranking, for comparison.
         #[arg(long)]
         triggers_only: bool,
+        /// The score the best skill must reach for any skill to be selected by words or
+        /// meaning, with or without a model, instead of the default (1.5; 2.0 with a model).
+        /// With --cut 0, --floor 0 sends the best three whatever they score: the ceiling of
+        /// any floor and cut.
+        #[arg(long, value_name = "SCORE")]
+        floor: Option<f32>,
+        /// The share of the best score the other skills need, between 0 and 1, instead of the
+        /// default (0.75).
+        #[arg(long, value_name = "SHARE")]
+        cut: Option<f32>,
         /// One JSON object per set, with every request's selection.
         #[arg(long)]
         json: bool,
@@ -102,13 +112,15 @@ pub(crate) async fn run(args: BenchArgs) -> Result<(), CliError> {
             corpus,
             set,
             triggers_only,
+            floor,
+            cut,
             json,
         } => {
             let bench = crate::bench_select::SelectBench {
                 bfcl,
                 corpus,
                 set,
-                triggers_only,
+                options: crate::bench_select::options(triggers_only, floor, cut)?,
                 json,
             };
             return bench.run().await;

@@ -28,8 +28,9 @@ pub(crate) struct SelectBench {
     pub corpus: Option<PathBuf>,
     /// A labelled set instead of the built-in one.
     pub set: Option<PathBuf>,
-    /// Select by triggers alone (`SelectOptions::by_description` off).
-    pub triggers_only: bool,
+    /// The selection measured: the default, or as `--triggers-only`, `--floor` and `--cut`
+    /// changed it.
+    pub options: SelectOptions,
     /// One JSON object per set.
     pub json: bool,
 }
@@ -82,13 +83,10 @@ impl SelectBench {
         };
         let model = embedder()?;
         let with_model = model.as_ref().map(|m| m.id().to_string());
-        let by_description = !self.triggers_only;
+        let options = self.options.clone();
         let provider = move |library: Arc<SkillLibrary>| {
             let config = SkillConfig {
-                select: SelectOptions {
-                    by_description,
-                    ..SelectOptions::default()
-                },
+                select: options.clone(),
                 ..SkillConfig::default()
             };
             let provider = SkillContextProvider::new(library, config);
@@ -149,17 +147,69 @@ impl SelectBench {
                 let v = json!({
                     "set": m.set,
                     "source": m.source,
-                    "triggers_only": self.triggers_only,
+                    "triggers_only": !self.options.by_description,
+                    "floor": if with_model.is_some() { self.options.meaning_floor } else { self.options.floor },
+                    "cut": self.options.cut,
                     "model": with_model,
                     "notes": m.notes,
                     "report": m.report,
                 });
                 writeln!(out, "{v}")?;
             } else {
-                print_table(&mut out, m, self.triggers_only, with_model.as_deref())?;
+                print_table(&mut out, m, &self.options, with_model.as_deref())?;
             }
         }
         Ok(())
+    }
+}
+
+/// The selection `--triggers-only`, `--floor` and `--cut` ask for: a floor is the one in use
+/// with or without a model.
+pub(crate) fn options(
+    triggers_only: bool,
+    floor: Option<f32>,
+    cut: Option<f32>,
+) -> Result<SelectOptions, CliError> {
+    let mut options = SelectOptions {
+        by_description: !triggers_only,
+        ..SelectOptions::default()
+    };
+    if let Some(floor) = floor {
+        if !floor.is_finite() {
+            return Err(CliError::new(format!(
+                "--floor {floor} is not a score: give a finite number"
+            )));
+        }
+        (options.floor, options.meaning_floor) = (floor, floor);
+    }
+    if let Some(cut) = cut {
+        if !(0.0..=1.0).contains(&cut) {
+            return Err(CliError::new(format!(
+                "--cut {cut} is not a share of the best score: give a number from 0 to 1"
+            )));
+        }
+        options.cut = cut;
+    }
+    Ok(options)
+}
+
+/// How the table names the selection it measured.
+fn describe(options: &SelectOptions) -> String {
+    let default = SelectOptions::default();
+    if !options.by_description {
+        return "triggers only".into();
+    }
+    let mut changed = Vec::new();
+    if (options.floor, options.meaning_floor) != (default.floor, default.meaning_floor) {
+        changed.push(format!("floor {}", options.floor));
+    }
+    if options.cut != default.cut {
+        changed.push(format!("cut {}", options.cut));
+    }
+    if changed.is_empty() {
+        "default".into()
+    } else {
+        changed.join(", ")
     }
 }
 
@@ -174,7 +224,7 @@ fn default_corpus() -> Option<PathBuf> {
 fn print_table(
     out: &mut impl Write,
     m: &Measured,
-    triggers_only: bool,
+    options: &SelectOptions,
     model: Option<&str>,
 ) -> std::io::Result<()> {
     let r = &m.report;
@@ -191,7 +241,7 @@ fn print_table(
     writeln!(
         out,
         "selection: {}{}",
-        if triggers_only { "triggers only" } else { "default" },
+        describe(options),
         model.map(|m| format!(" + meaning ({m})")).unwrap_or_default()
     )?;
     for note in &m.notes {

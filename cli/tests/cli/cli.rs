@@ -1848,7 +1848,7 @@ fn bench_select_scores_a_labelled_set_over_a_skill_folder() {
     std::fs::create_dir_all(corpus.join("greet")).unwrap();
     std::fs::write(
         corpus.join("greet/SKILL.md"),
-        "---\nname: greet\ndescription: Greetings\ntriggers: [bonjour]\n---\nSay hello.",
+        "---\nname: greet\ndescription: Greetings and farewells in French\ntriggers: [bonjour]\n---\nSay hello.",
     )
     .unwrap();
     let set = dir.path().join("set.jsonl");
@@ -1857,6 +1857,7 @@ fn bench_select_scores_a_labelled_set_over_a_skill_folder() {
         [
             r#"{"query": "say bonjour to Alice", "expect": ["greet"], "kind": "positive"}"#,
             r#"{"query": "what is 2+2", "expect": [], "kind": "chitchat"}"#,
+            r#"{"query": "french farewells please", "expect": ["greet"], "kind": "described"}"#,
         ]
         .join("\n"),
     )
@@ -1887,10 +1888,33 @@ fn bench_select_scores_a_labelled_set_over_a_skill_folder() {
         row("chitchat").split_whitespace().collect::<Vec<_>>(),
         ["chitchat", "1", "—", "—", "—", "1.000", "0.00"]
     );
+    assert!(out.contains("selection: default\n"), "{out}");
+    assert_eq!(row("described").split_whitespace().nth(2), Some("1.000"), "{out}");
     let o = ctxkit(&[&args[..], &["--json"]].concat());
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(v["set"], "corpus");
     assert_eq!(v["report"]["outcomes"][0]["selected"][0], "greet");
+    assert_eq!((v["floor"].as_f64(), v["cut"].as_f64()), (Some(1.5), Some(0.75)));
+
+    // A floor no words reach: the request by words selects nothing; a trigger still fires.
+    let o = ctxkit(&[&args[..], &["--floor", "100", "--cut", "0"]].concat());
+    let out = stdout(&o);
+    assert!(out.contains("selection: floor 100, cut 0\n"), "{out}");
+    let row = |kind: &str| {
+        out.lines()
+            .find(|l| l.starts_with(kind))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(row("described").split_whitespace().nth(5), Some("1.000"), "{out}");
+    assert_eq!(row("positive").split_whitespace().nth(2), Some("1.000"), "{out}");
+    let o = ctxkit(&[&args[..], &["--cut", "2"]].concat());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("--cut 2 is not a share of the best score"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = ctxkit(&["bench", "select", "--corpus", set.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
