@@ -1,5 +1,6 @@
 //! `ctxkit bench select`: skill routing quality and speed, through the selection every surface
-//! uses (`SkillContextProvider::select`, default config), on the labelled set over the skills
+//! uses (`SkillContextProvider::select`, default config unless `--triggers-only`, `--floor` or
+//! `--cut` change its selection), on the labelled set over the skills
 //! corpus and on the public BFCL set (see [`ctxkit_skills::eval`]).
 
 use std::io::Write;
