@@ -1874,22 +1874,24 @@ fn bench_select_scores_a_labelled_set_over_a_skill_folder() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.starts_with("labelled corpus set: 1 skills"), "{out}");
-    let row = |kind: &str| {
+    // A kind's row of the table, cell by cell.
+    fn row<'a>(out: &'a str, kind: &str) -> Vec<&'a str> {
         out.lines()
             .find(|l| l.starts_with(kind))
             .unwrap_or_default()
-            .to_string()
-    };
+            .split_whitespace()
+            .collect()
+    }
     assert_eq!(
-        row("positive").split_whitespace().collect::<Vec<_>>(),
+        row(&out, "positive"),
         ["positive", "1", "1.000", "1.000", "1.000", "0.000", "1.00"]
     );
     assert_eq!(
-        row("chitchat").split_whitespace().collect::<Vec<_>>(),
+        row(&out, "chitchat"),
         ["chitchat", "1", "—", "—", "—", "1.000", "0.00"]
     );
     assert!(out.contains("selection: default\n"), "{out}");
-    assert_eq!(row("described").split_whitespace().nth(2), Some("1.000"), "{out}");
+    assert_eq!(row(&out, "described").get(2), Some(&"1.000"), "{out}");
     let o = ctxkit(&[&args[..], &["--json"]].concat());
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!(v["set"], "corpus");
@@ -1900,14 +1902,8 @@ fn bench_select_scores_a_labelled_set_over_a_skill_folder() {
     let o = ctxkit(&[&args[..], &["--floor", "100", "--cut", "0"]].concat());
     let out = stdout(&o);
     assert!(out.contains("selection: floor 100, cut 0\n"), "{out}");
-    let row = |kind: &str| {
-        out.lines()
-            .find(|l| l.starts_with(kind))
-            .unwrap_or_default()
-            .to_string()
-    };
-    assert_eq!(row("described").split_whitespace().nth(5), Some("1.000"), "{out}");
-    assert_eq!(row("positive").split_whitespace().nth(2), Some("1.000"), "{out}");
+    assert_eq!(row(&out, "described").get(5), Some(&"1.000"), "{out}");
+    assert_eq!(row(&out, "positive").get(2), Some(&"1.000"), "{out}");
     let o = ctxkit(&[&args[..], &["--cut", "2"]].concat());
     assert_eq!(o.status.code(), Some(1));
     assert!(

@@ -336,12 +336,7 @@ impl SkillIndex {
                 .and_then(|m| m.get(i))
                 .map_or(0.0, |&cosine| (MEANING_WEIGHT * (cosine - MEANING_ZERO)).max(0.0))
         };
-        let trigger_of = |fired: &[(usize, Vec<Hit>)], i: usize| {
-            fired
-                .iter()
-                .find(|(s, _)| *s == i)
-                .map_or(0.0, |(_, hits)| TRIGGER_WEIGHT * hits.len() as f32)
-        };
+        let trigger_weight = |hits: &[Hit]| TRIGGER_WEIGHT * hits.len() as f32;
         // Each skill's total, in one pass per kind of evidence; none reached it: -∞.
         let mut totals = words
             .as_ref()
@@ -353,8 +348,8 @@ impl SkillIndex {
                 *total + x
             };
         };
-        for (i, _) in &fired {
-            add(&mut totals[*i], trigger_of(&fired, *i));
+        for (i, hits) in &fired {
+            add(&mut totals[*i], trigger_weight(hits));
         }
         if meaning.is_some() {
             for (i, total) in totals.iter_mut().enumerate() {
@@ -399,7 +394,6 @@ impl SkillIndex {
         let best = pool.first().map_or(0.0, |&(t, _)| t.max(0.0));
         let candidates = pool.into_iter().map(|(_, i)| {
             let score = words.as_ref().map_or(0.0, |(_, s)| s.score_of(i));
-            let trigger = trigger_of(&fired, i);
             let hits = fired
                 .iter_mut()
                 .find(|(s, _)| *s == i)
@@ -407,7 +401,7 @@ impl SkillIndex {
                 .unwrap_or_default();
             Candidate {
                 skill: i,
-                score: trigger + score,
+                score: trigger_weight(&hits) + score,
                 meaning: meaning_of(i),
                 fired: hits,
             }

@@ -542,6 +542,8 @@ impl Ranker {
             && starts.windows(2).all(|w| w[0] <= w[1])
             && starts.last() == Some(&(skill.len() as u32))
             && weight.len() == skill.len()
+            // `score` tells a skill no word reached by a sum still at 0.
+            && weight.iter().all(|&w| w.is_finite() && w > 0.0)
             && field.len() == skill.len()
             && field.iter().all(|&f| (f as usize) < fields.len())
             && skill.iter().all(|&s| (s as usize) < skills)
@@ -551,7 +553,8 @@ impl Ranker {
                 .chunks_exact(2)
                 .all(|p| (p[0] as usize) < n && (p[1] as usize) < skills)
             && pairs.chunks_exact(2).is_sorted_by_key(|p| p[0])
-            && rarity.len() == n;
+            && rarity.len() == n
+            && rarity.iter().chain(&taken).all(|r| r.is_finite());
         sound.then(|| Ranker {
             terms,
             text,
@@ -763,5 +766,11 @@ mod tests {
         assert!(Ranker::read(&bytes[..bytes.len() - 1], skills.len()).is_none());
         assert!(Ranker::read(&bytes, 2).is_none());
         assert!(Ranker::read(b"", 3).is_none());
+        // A weight no build gives: refused, as a sum still at 0 must mean "no word".
+        for weight in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+            let mut bad = Ranker::read(&bytes, skills.len()).expect("reads back");
+            bad.postings[0].weight = weight;
+            assert!(Ranker::read(&bad.write(), skills.len()).is_none(), "{weight}");
+        }
     }
 }
